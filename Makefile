@@ -1,0 +1,48 @@
+# Thin wrapper over CMake (as neovim does). The two commands a fresh machine needs:
+#   make demo   install deps, build, run every scenario into one database and one HTML report
+#   make test   install deps, build (plain + ASan/UBSan), run the whole test suite under ctest
+JOBS ?= $(shell nproc)
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+DEMO_DB ?= phaseprof-demo.db
+DEMO_HTML ?= phaseprof-demo.html
+
+.PHONY: all deps build demo test test-plain test-asan bench fuzz clean
+
+all: build
+
+deps:
+	bash scripts/install-deps.sh
+
+deps-test:
+	bash scripts/install-deps.sh --browser
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD) -j$(JOBS)
+
+demo: build
+	rm -f $(DEMO_DB)
+	./$(BUILD)/phaseprof run --all -o $(DEMO_DB)
+	./$(BUILD)/phaseprof report $(DEMO_DB) -o $(DEMO_HTML)
+	@echo "demo: database $(DEMO_DB), report $(DEMO_HTML)"
+
+test: deps-test
+	$(MAKE) --no-print-directory test-plain test-asan
+
+test-plain:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD) -j$(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+test-asan:
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPP_SANITIZE=ON >/dev/null
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j$(JOBS) -LE no-asan
+
+bench: build
+	bash bench/run-all.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,1 @@
+/* cmd_help lives in phaseprof.c: it needs the command table. */

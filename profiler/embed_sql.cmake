@@ -1,0 +1,5 @@
+file(READ ${IN} sql)
+string(REPLACE "\\" "\\\\" sql "${sql}")
+string(REPLACE "\"" "\\\"" sql "${sql}")
+string(REPLACE "\n" "\\n\"\n\"" sql "${sql}")
+file(WRITE ${OUT} "/* generated from schema.sql */\nconst char pp_schema_sql[] =\n\"${sql}\";\n")

@@ -1,0 +1,87 @@
+/*
+ * spool.h — the binary spool format (private to profiler/, shared by the
+ * recorder, the LD_PRELOAD agent, the CUPTI collector and ingest).
+ *
+ * A spool is append-only: a file header, then self-delimiting chunks. A
+ * process that dies mid-write leaves at most one incomplete chunk at the
+ * tail; ingest keeps everything before it. Each chunk carries a CRC32 of its
+ * payload, so torn or overwritten bytes are detected, not ingested.
+ * Little-endian, 8-byte aligned chunks.
+ */
+#ifndef PP_SPOOL_H
+#define PP_SPOOL_H
+
+#include <stdint.h>
+
+#define PP_SPOOL_MAGIC "PPSPOOL1"
+#define PP_SPOOL_VERSION 1
+#define PP_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
+
+typedef struct pp_spool_header {
+	char magic[8];            /* PP_SPOOL_MAGIC */
+	uint32_t version;
+	uint32_t header_size;     /* sizeof(pp_spool_header) */
+	uint32_t pid, ppid;
+	uint32_t clock;           /* enum pp_clock_kind */
+	uint32_t reserved;
+	uint64_t start_unix_ns;   /* CLOCK_REALTIME at open */
+	uint64_t start_mono_ns;   /* CLOCK_MONOTONIC at open: t=0 of the run */
+	uint64_t start_ticks;     /* raw clock ticks at open */
+	uint64_t reserved2[3];
+} pp_spool_header;            /* 80 bytes */
+
+enum pp_clock_kind { PP_CLOCK_MONO = 0, PP_CLOCK_TSC = 1 };
+
+typedef struct pp_chunk_header {
+	uint32_t magic;           /* PP_CHUNK_MAGIC */
+	uint16_t type;            /* enum pp_chunk_type */
+	uint16_t flags;
+	uint32_t tid;             /* writing thread (0 if none) */
+	uint32_t size;            /* payload bytes, excluding padding */
+	uint32_t crc;             /* crc32 of the payload */
+	uint32_t reserved;
+} pp_chunk_header;            /* 24 bytes; payload padded to 8 */
+
+enum pp_chunk_type {
+	PP_CHUNK_EVENTS = 1,      /* pp_event[] of one thread, in time order */
+	PP_CHUNK_STRING = 2,      /* u32 id, then the bytes (no NUL) */
+	PP_CHUNK_THREAD = 3,      /* thread name bytes (tid in header) */
+	PP_CHUNK_META = 4,        /* key NUL value NUL */
+	PP_CHUNK_CLOCK = 5,       /* u64 ticks, u64 mono_ns: a calibration point */
+	PP_CHUNK_LOSS = 6,        /* u64 count, then source name bytes */
+	PP_CHUNK_ROW = 7,         /* a structured row, see below */
+	PP_CHUNK_END = 8,         /* clean close: u64 ticks at close */
+	PP_CHUNK_EXIT = 9,        /* i32 exit code, i32 signal (agent, at exit / crash) */
+};
+
+/* Event types in an EVENTS chunk. */
+enum pp_event_type {
+	PP_EV_BEGIN = 1,          /* kind, name: a phase/span opens; arg = step or -1 */
+	PP_EV_END = 2,            /* closes the innermost open phase of the thread */
+	PP_EV_MARK = 3,           /* name */
+	PP_EV_COUNTER = 4,        /* name, arg = double bits */
+	PP_EV_OP = 5,             /* name = node, arg = (type id << 32); ts = start; followed by */
+	PP_EV_OP_END = 6,         /*   the end: ts = end, arg = step */
+};
+
+typedef struct pp_event {
+	uint64_t ts;              /* raw clock ticks (see header.clock) */
+	uint8_t type;             /* enum pp_event_type */
+	uint8_t kind;             /* pp_kind for BEGIN */
+	uint16_t reserved;
+	uint32_t name;            /* interned string id */
+	uint64_t arg;
+} pp_event;                   /* 24 bytes */
+
+/*
+ * ROW payload: u32 table-name length, table name bytes, u32 column count,
+ * then per column a tag byte and its value:
+ *   'i' int64 (8 bytes), 'd' double (8), 'n' nothing,
+ *   's' u32 len + bytes (interned into strings, stored as id),
+ *   't' u32 len + bytes (stored as TEXT).
+ * Ingest inserts into `table` with run_id as the first column. Rows into
+ * graphs/graph_nodes/graph_edges are re-keyed by ingest (graph ids are per run
+ * in the spool, global in the store).
+ */
+
+#endif

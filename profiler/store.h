@@ -1,0 +1,133 @@
+/*
+ * store.h — the SQLite store: ingest of spool files, and the read API the
+ * viewers use. One database file holds many runs. Schema: docs/schema.md.
+ */
+#ifndef PP_STORE_H
+#define PP_STORE_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <sqlite3.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PP_SCHEMA_VERSION 1
+#define PP_APPLICATION_ID 0x50505246 /* "PPRF" in PRAGMA application_id */
+
+typedef struct pp_store pp_store;
+
+enum pp_store_mode {
+	PP_STORE_READ = 0,   /* must exist and be a phaseprof database */
+	PP_STORE_WRITE = 1,  /* created if missing; WAL while open */
+};
+
+/* Opens a database. On failure returns NULL and writes a one-line message
+ * naming the file and what is wrong (missing, not SQLite, another program's
+ * database, newer schema, read-only…) into err. */
+pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen);
+/* Builds indexes, checkpoints the WAL and leaves one portable file. */
+int pp_store_close(pp_store *st, char *err, size_t errlen);
+sqlite3 *pp_store_db(pp_store *st);
+const char *pp_store_path(pp_store *st);
+/* Interns a string; returns its id (or -1 on error). */
+int64_t pp_store_intern(pp_store *st, const char *s);
+
+/* ---- ingest ---- */
+typedef struct pp_ingest_opts {
+	int64_t parent_run;      /* 0: none */
+	const char *command;     /* overrides the spool's own command line, if any */
+	int exit_code;           /* -1 unknown */
+	int term_signal;         /* 0 none */
+} pp_ingest_opts;
+
+typedef struct pp_ingest_result {
+	int64_t run_id;
+	uint64_t chunks, events, rows, spans, open_spans;
+	uint64_t events_lost, rows_lost;
+	uint64_t bytes;
+	int truncated;           /* 1 if an incomplete tail was cut */
+	uint64_t truncated_at;   /* offset of the first byte not ingested */
+	char note[256];          /* human-readable summary of any problem */
+} pp_ingest_result;
+
+/* Ingests one spool file as one run. Returns 0; on a truncated or corrupt
+ * tail still returns 0 with res->truncated set (everything complete before
+ * the damage is kept). Returns -1 only when nothing could be read (with err
+ * naming the file and offset). */
+int pp_store_ingest(pp_store *st, const char *spool_path, const pp_ingest_opts *opts,
+		    pp_ingest_result *res, char *err, size_t errlen);
+
+/* ---- read API (viewers, diagnostics, CLI) ---- */
+typedef struct pp_run_info {
+	int64_t id, parent_run;
+	char label[128], scenario[64], variant[64], status[16];
+	char command[512], host[64], clock[16];
+	int64_t pid, ppid, start_unix_ns, duration_ns;
+	int exit_code, term_signal;
+	int64_t events, events_lost, rows_lost;
+	char note[256];
+} pp_run_info;
+
+/* Arrays returned by these are malloc'd; free with free(). */
+int pp_store_runs(pp_store *st, pp_run_info **out, int *n);
+int pp_store_run(pp_store *st, int64_t run_id, pp_run_info *out); /* 0 / -1 if missing */
+
+typedef struct pp_span_row {
+	int64_t id, parent_id;
+	int64_t tid;
+	int kind;                 /* pp_kind */
+	const char *name;         /* owned by the array (see pp_span_list) */
+	int64_t start_ns, end_ns; /* end_ns = -1 if still open at the run's end */
+	int depth;
+	int64_t step;             /* -1 if none */
+} pp_span_row;
+
+typedef struct pp_span_list {
+	pp_span_row *rows;
+	int n;
+	char *strings;            /* backing store for names */
+} pp_span_list;
+/* Spans of a run ordered by (tid, start_ns). kind_filter < 0: all kinds. */
+int pp_store_spans(pp_store *st, int64_t run_id, int kind_filter, pp_span_list *out);
+void pp_span_list_free(pp_span_list *l);
+
+/* Per-kind totals of a run: time inside top-level phases of each kind
+ * (nested phases of the same kind are not double counted). */
+typedef struct pp_phase_total {
+	int kind;
+	const char *kind_name;    /* static */
+	int64_t count, total_ns, max_ns;
+} pp_phase_total;
+int pp_store_phase_totals(pp_store *st, int64_t run_id, pp_phase_total **out, int *n);
+
+/* Step durations of a run, ordered by iteration. */
+typedef struct pp_step_row { int64_t step, start_ns, dur_ns; } pp_step_row;
+int pp_store_steps(pp_store *st, int64_t run_id, pp_step_row **out, int *n);
+
+typedef struct pp_counter_row { int64_t ts_ns; double value; } pp_counter_row;
+/* Names of counters in a run (NULL-terminated array of malloc'd strings). */
+char **pp_store_counter_names(pp_store *st, int64_t run_id);
+void pp_store_free_names(char **names);
+int pp_store_counter(pp_store *st, int64_t run_id, const char *name, pp_counter_row **out, int *n);
+
+typedef struct pp_finding {
+	int64_t run_id;
+	char rule[64], severity[16];
+	double score;
+	char title[256], evidence[1024], fix[512];
+} pp_finding;
+int pp_store_add_finding(pp_store *st, const pp_finding *f);
+int pp_store_clear_findings(pp_store *st, int64_t run_id);
+int pp_store_findings(pp_store *st, int64_t run_id, pp_finding **out, int *n); /* run_id 0: all */
+
+/* Run a query with one int64 bind (?1 = run_id) and call cb per row; a small
+ * helper so viewers don't repeat prepare/step/finalize boilerplate. */
+typedef int (*pp_row_cb)(sqlite3_stmt *row, void *ud);
+int pp_store_query(pp_store *st, const char *sql, int64_t run_id, pp_row_cb cb, void *ud);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PP_STORE_H */
