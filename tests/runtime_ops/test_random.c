@@ -1,0 +1,195 @@
+/* Philox4x32-10 against Random123's known answers; conversions; fills that
+ * give the same numbers for any thread count; distribution statistics. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "random.h"
+
+static void test_philox_kat(void **state)
+{
+	(void)state;
+	/* Random123 kat_vectors, "philox4x32 10" lines: ctr[4] key[2] -> out[4]. */
+	static const uint32_t kat[3][10] = {
+		{0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
+		{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff,
+		 0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd},
+		{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0,
+		 0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1},
+	};
+	for (int i = 0; i < 3; i++) {
+		uint32_t out[4];
+		flow_philox4x32_10(kat[i], kat[i] + 4, out);
+		for (int j = 0; j < 4; j++)
+			assert_int_equal(out[j], kat[i][6 + j]);
+	}
+}
+
+static void test_philox_skip_carry(void **state)
+{
+	(void)state;
+	flow_philox p;
+	flow_philox_seed(&p, 7, 0);
+	p.ctr[0] = p.ctr[1] = 0xffffffffu;
+	flow_philox_skip(&p, 1);
+	assert_int_equal(p.ctr[0], 0);
+	assert_int_equal(p.ctr[1], 0);
+	assert_int_equal(p.ctr[2], 1);
+	/* next() == block at the current counter, then advance */
+	flow_philox q = p;
+	uint32_t a[4], b[4];
+	flow_philox_next(&q, a);
+	flow_philox4x32_10(p.ctr, p.key, b);
+	assert_memory_equal(a, b, sizeof a);
+	assert_int_equal(q.ctr[0], 1);
+}
+
+static void test_conversions(void **state)
+{
+	(void)state;
+	assert_true(flow_u32_to_float(0) == 0.0f);
+	assert_true(flow_u32_to_float(0xffffffffu) == 1.0f - ldexpf(1.0f, -23));
+	assert_true(flow_u32_to_float(0x00400000u) == 0.5f);
+	assert_true(flow_u64_to_double(0, 0) == 0.0);
+	assert_true(flow_u64_to_double(0xffffffffu, 0xffffffffu) == 1.0 - ldexp(1.0, -52));
+	float f0, f1;
+	flow_box_muller_f32(0, 0, &f0, &f1); /* u1 clamped to 1e-7, angle 0 */
+	assert_true(fabsf(f0) < 1e-6f);
+	assert_true(fabsf(f1 - sqrtf(-2.0f * logf(1e-7f))) < 1e-4f);
+}
+
+static void test_fill_matches_stream(void **state)
+{
+	(void)state;
+	/* Uniform f32: element 4b+i is word i of block b of the (seed, seed2) stream. */
+	float v[10];
+	flow_random_fill_f32(v, 10, 0x123456789abcdefull, 42, FLOW_DIST_UNIFORM, 0, 1, 1);
+	flow_philox p;
+	flow_philox_seed(&p, 0x123456789abcdefull, 42);
+	assert_int_equal(p.key[0], 0x89abcdef);
+	assert_int_equal(p.key[1], 0x01234567);
+	assert_int_equal(p.ctr[2], 42);
+	for (int b = 0; b < 3; b++) {
+		uint32_t w[4];
+		flow_philox_next(&p, w);
+		for (int i = 0; i < 4 && 4 * b + i < 10; i++)
+			assert_true(v[4 * b + i] == flow_u32_to_float(w[i]));
+	}
+}
+
+#define NBIG 300001
+
+static void test_thread_count_independent(void **state)
+{
+	(void)state;
+	float *a = malloc(NBIG * sizeof *a), *b = malloc(NBIG * sizeof *b);
+	double *c = malloc(NBIG * sizeof *c), *d = malloc(NBIG * sizeof *d);
+	int32_t *e = malloc(NBIG * sizeof *e), *f = malloc(NBIG * sizeof *f);
+	assert_non_null(a); assert_non_null(b); assert_non_null(c); assert_non_null(d);
+	assert_non_null(e); assert_non_null(f);
+	assert_true(flow_random_threads_for(NBIG, 8) > 1);
+	for (int dist = 0; dist < 3; dist++) {
+		flow_random_fill_f32(a, NBIG, 99, 3, dist, 0, 1, 1);
+		flow_random_fill_f64(c, NBIG, 99, 3, dist, 0, 1, 1);
+		for (int nt = 2; nt <= 7; nt += 5) {
+			flow_random_fill_f32(b, NBIG, 99, 3, dist, 0, 1, nt);
+			assert_memory_equal(a, b, NBIG * sizeof *a);
+			flow_random_fill_f64(d, NBIG, 99, 3, dist, 0, 1, nt);
+			assert_memory_equal(c, d, NBIG * sizeof *c);
+		}
+	}
+	flow_random_fill_i32(e, NBIG, 5, 0, -3, 11, 1);
+	flow_random_fill_i32(f, NBIG, 5, 0, -3, 11, 4);
+	assert_memory_equal(e, f, NBIG * sizeof *e);
+	for (size_t i = 0; i < NBIG; i++)
+		assert_true(e[i] >= -3 && e[i] < 11);
+	/* a prefix of a longer fill equals the shorter fill */
+	flow_random_fill_f32(b, 1000, 99, 3, FLOW_DIST_TRUNC_NORMAL, 0, 1, 1);
+	flow_random_fill_f32(a, NBIG, 99, 3, FLOW_DIST_TRUNC_NORMAL, 0, 1, 3);
+	assert_memory_equal(a, b, 1000 * sizeof *a);
+	/* another seed gives other numbers */
+	flow_random_fill_f32(b, NBIG, 100, 3, FLOW_DIST_TRUNC_NORMAL, 0, 1, 3);
+	assert_true(memcmp(a, b, NBIG * sizeof *a) != 0);
+	free(a); free(b); free(c); free(d); free(e); free(f);
+}
+
+static void moments_f32(const float *x, size_t n, double *mean, double *var, double *lo, double *hi)
+{
+	double s = 0, s2 = 0;
+	*lo = INFINITY;
+	*hi = -INFINITY;
+	for (size_t i = 0; i < n; i++) {
+		s += x[i];
+		s2 += (double)x[i] * x[i];
+		if (x[i] < *lo) *lo = x[i];
+		if (x[i] > *hi) *hi = x[i];
+	}
+	*mean = s / n;
+	*var = s2 / n - *mean * *mean;
+}
+
+static void test_distributions(void **state)
+{
+	(void)state;
+	float *x = malloc(NBIG * sizeof *x);
+	double m, v, lo, hi;
+	assert_non_null(x);
+	flow_random_fill_f32(x, NBIG, 1, 2, FLOW_DIST_UNIFORM, -2, 6, 0);
+	moments_f32(x, NBIG, &m, &v, &lo, &hi);
+	assert_true(fabs(m - 2.0) < 0.02);
+	assert_true(fabs(v - 64.0 / 12) < 0.05);
+	assert_true(lo >= -2 && hi < 6);
+	flow_random_fill_f32(x, NBIG, 1, 2, FLOW_DIST_NORMAL, 1, 3, 0);
+	moments_f32(x, NBIG, &m, &v, &lo, &hi);
+	assert_true(fabs(m - 1.0) < 0.02);
+	assert_true(fabs(v - 9.0) < 0.1);
+	assert_true(lo < 1 - 4 * 3 && hi > 1 + 4 * 3); /* tails are there */
+	flow_random_fill_f32(x, NBIG, 1, 2, FLOW_DIST_TRUNC_NORMAL, 0, 2, 0);
+	moments_f32(x, NBIG, &m, &v, &lo, &hi);
+	/* variance of a unit normal truncated at +-2 is 0.773741 */
+	assert_true(fabs(m) < 0.01);
+	assert_true(fabs(v - 4 * 0.773741) < 0.03);
+	assert_true(lo > -4 && hi < 4);
+	free(x);
+	double *d = malloc(NBIG * sizeof *d);
+	assert_non_null(d);
+	flow_random_fill_f64(d, NBIG, 8, 0, FLOW_DIST_NORMAL, 0, 1, 0);
+	double s = 0, s2 = 0;
+	for (size_t i = 0; i < NBIG; i++) {
+		s += d[i];
+		s2 += d[i] * d[i];
+	}
+	assert_true(fabs(s / NBIG) < 0.01);
+	assert_true(fabs(s2 / NBIG - 1) < 0.02);
+	free(d);
+}
+
+static void test_resolve_seeds(void **state)
+{
+	(void)state;
+	uint64_t a, b, c, d;
+	flow_random_resolve_seeds(5, 6, &a, &b);
+	assert_true(a == 5 && b == 6);
+	flow_random_resolve_seeds(0, 0, &a, &b);
+	flow_random_resolve_seeds(0, 0, &c, &d);
+	assert_true(a != c || b != d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_philox_kat),
+		cmocka_unit_test(test_philox_skip_carry),
+		cmocka_unit_test(test_conversions),
+		cmocka_unit_test(test_fill_matches_stream),
+		cmocka_unit_test(test_thread_count_independent),
+		cmocka_unit_test(test_distributions),
+		cmocka_unit_test(test_resolve_seeds),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
