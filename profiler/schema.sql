@@ -1,4 +1,6 @@
 -- phaseprof store schema. Documented in docs/schema.md.
+-- Rows a recorder writes with pp_row(table, …) land here with run_id as the
+-- first column (graph_nodes/graph_edges: graph_id instead, remapped by ingest).
 -- All times are integer nanoseconds relative to the run's start (runs.start_mono_ns)
 -- unless a column says otherwise. Names are interned in `strings`.
 -- Bump PP_SCHEMA_VERSION (profiler/store.h) on any change to this file.
@@ -66,9 +68,9 @@ CREATE TABLE IF NOT EXISTS io (run_id INTEGER, tid INTEGER, path_id INTEGER, op 
   calls INTEGER, bytes INTEGER, time_ns INTEGER, small_calls INTEGER);
 
 -- CPU samples: a frame tree (stacks) and samples pointing at its leaves.
-CREATE TABLE IF NOT EXISTS frames (id INTEGER, run_id INTEGER, ip INTEGER,
+CREATE TABLE IF NOT EXISTS frames (run_id INTEGER, id INTEGER, ip INTEGER,
   symbol_id INTEGER, module_id INTEGER, PRIMARY KEY (run_id, id));
-CREATE TABLE IF NOT EXISTS stacks (id INTEGER, run_id INTEGER, parent INTEGER,
+CREATE TABLE IF NOT EXISTS stacks (run_id INTEGER, id INTEGER, parent INTEGER,
   frame INTEGER, PRIMARY KEY (run_id, id));
 CREATE TABLE IF NOT EXISTS samples (run_id INTEGER, tid INTEGER, ts_ns INTEGER, stack INTEGER);
 

@@ -1,0 +1,1136 @@
+/*
+ * The recorder: per-thread event buffers drained by one writer thread into
+ * the spool.
+ *
+ * Hot path (emit): load the thread's buffer, write 24 bytes, publish the new
+ * count with a release store. A full buffer is handed to the writer under a
+ * mutex (once per buffer_events events); when no free buffer may be had
+ * (max_buffers in flight) the event is dropped and counted.
+ *
+ * Ordering: the writer snapshots every thread's (buffer, count) and takes the
+ * full-buffer list under the same lock threads use to hand buffers over, so a
+ * thread's events reach the spool in order. Strings are taken after that
+ * snapshot but written before the events, so no event refers to a string the
+ * spool does not yet hold.
+ */
+#include "phaseprof.h"
+#include "recorder_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+typedef struct pp_buffer {
+	struct pp_buffer *next;       /* in the full or free list */
+	struct pp_thread *owner;
+	uint32_t cap;
+	_Atomic uint32_t n;           /* events committed */
+	uint32_t flushed;             /* events already written (writer only) */
+	pp_event ev[];
+} pp_buffer;
+
+typedef struct pp_thread {
+	struct pp_thread *next;       /* registry */
+	_Atomic(pp_buffer *) cur;
+	uint32_t tid;
+	uint64_t generation;          /* recorder generation this state belongs to */
+	_Atomic uint64_t lost;        /* events dropped on this thread */
+	uint64_t lost_reported;       /* writer only */
+	uint64_t events;
+	int dead;                     /* thread exited; writer frees after the last flush */
+} pp_thread;
+
+/* Per-thread name cache: pointer -> id, verified by content. */
+#define NAME_CACHE 256
+typedef struct name_cache_entry {
+	const char *ptr;
+	const char *text;             /* interned copy */
+	uint32_t id;
+} name_cache_entry;
+
+typedef struct intern_entry {
+	char *text;
+	uint32_t hash, id;
+} intern_entry;
+
+static struct recorder {
+	_Atomic int open;
+	uint64_t generation;
+	pp_options opts;
+	char spool_path[4096];
+	char spool_dir[4096];
+	int spool_dir_mode;
+	pp_spool_writer w;
+	pp_spool_header header;
+	uint32_t buffer_events, max_buffers;
+
+	pthread_mutex_t lock;         /* registry, full/free lists, buffer count */
+	pthread_cond_t wake;
+	pp_thread *threads;
+	pp_buffer *full_head, *full_tail;
+	pp_buffer *free_list;
+	uint32_t buffers;             /* allocated */
+	int kicked;
+	int stopping;
+	pthread_t writer;
+	int writer_running;
+
+	pthread_mutex_t str_lock;     /* interning table + pending strings */
+	intern_entry *table;
+	uint32_t table_cap, table_n;
+	uint32_t next_id;
+	uint32_t *pending;            /* ids not yet written */
+	uint32_t pending_n, pending_cap;
+	char **by_id;                 /* id -> text */
+	uint32_t by_id_cap;
+
+	pthread_mutex_t side_lock;    /* rows, meta, thread names: pre-encoded chunks */
+	unsigned char *side;
+	size_t side_n, side_cap;
+	uint64_t rows, rows_lost, rows_lost_reported;
+
+	_Atomic uint64_t events_total;
+	pthread_mutex_t write_lock;   /* the spool fd: writer thread vs close/fork */
+	char error[512];
+	int atfork_installed;
+	int atexit_installed;
+} R = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.wake = PTHREAD_COND_INITIALIZER,
+	.str_lock = PTHREAD_MUTEX_INITIALIZER,
+	.side_lock = PTHREAD_MUTEX_INITIALIZER,
+	.write_lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static __thread pp_thread *tls_thread;
+static __thread uint64_t tls_gen;     /* generation tls_thread belongs to: checked before any dereference */
+static __thread name_cache_entry tls_names[NAME_CACHE];
+static __thread uint64_t tls_names_gen;
+static pthread_key_t thread_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static const char *const kind_names[PP_KIND_COUNT] = {
+	"span", "process_start", "library_load", "runtime_init", "op_registration",
+	"graph_build", "shape_inference", "session_create", "variable_create",
+	"variable_init", "weight_load", "memory_alloc", "gradient_build",
+	"optimizer_setup", "compile", "first_step", "step", "data_transfer",
+	"device_init", "retrace", "session_close", "op",
+};
+
+const char *pp_kind_name(pp_kind kind)
+{
+	if ((unsigned)kind >= PP_KIND_COUNT)
+		return "unknown";
+	return kind_names[kind];
+}
+
+int pp_kind_from_name(const char *name)
+{
+	for (int i = 0; i < PP_KIND_COUNT; i++)
+		if (strcmp(kind_names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+const char *pp_last_error(void) { return R.error; }
+int pp_is_open(void) { return atomic_load_explicit(&R.open, memory_order_relaxed); }
+const char *pp_spool_path(void) { return R.spool_path; }
+
+static void set_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(R.error, sizeof R.error, fmt, ap);
+	va_end(ap);
+}
+
+uint64_t pp_now(void)
+{
+	uint64_t t = pp_mono_ns();
+	return t > R.header.start_mono_ns ? t - R.header.start_mono_ns : 0;
+}
+
+/* ---------------------------------------------------------------- strings */
+
+static uint32_t hash_str(const char *s)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h ? h : 1;
+}
+
+static int table_grow(void)
+{
+	uint32_t cap = R.table_cap ? R.table_cap * 2 : 1024;
+	intern_entry *t = calloc(cap, sizeof *t);
+	if (!t)
+		return -1;
+	for (uint32_t i = 0; i < R.table_cap; i++) {
+		if (!R.table[i].text)
+			continue;
+		uint32_t j = R.table[i].hash & (cap - 1);
+		while (t[j].text)
+			j = (j + 1) & (cap - 1);
+		t[j] = R.table[i];
+	}
+	free(R.table);
+	R.table = t;
+	R.table_cap = cap;
+	return 0;
+}
+
+/* Returns the id of `s` (0 on allocation failure); the interned copy in *text. */
+static uint32_t intern_locked(const char *s, const char **text)
+{
+	uint32_t h = hash_str(s);
+	if (R.table_n * 2 >= R.table_cap && table_grow() != 0)
+		return 0;
+	uint32_t j = h & (R.table_cap - 1);
+	while (R.table[j].text) {
+		if (R.table[j].hash == h && strcmp(R.table[j].text, s) == 0) {
+			*text = R.table[j].text;
+			return R.table[j].id;
+		}
+		j = (j + 1) & (R.table_cap - 1);
+	}
+	char *copy = strdup(s);
+	if (!copy)
+		return 0;
+	uint32_t id = ++R.next_id;
+	if (id >= R.by_id_cap) {
+		uint32_t cap = R.by_id_cap ? R.by_id_cap * 2 : 1024;
+		char **b = realloc(R.by_id, cap * sizeof *b);
+		if (!b) {
+			free(copy);
+			R.next_id--;
+			return 0;
+		}
+		R.by_id = b;
+		R.by_id_cap = cap;
+	}
+	if (R.pending_n == R.pending_cap) {
+		uint32_t cap = R.pending_cap ? R.pending_cap * 2 : 256;
+		uint32_t *p = realloc(R.pending, cap * sizeof *p);
+		if (!p) {
+			free(copy);
+			R.next_id--;
+			return 0;
+		}
+		R.pending = p;
+		R.pending_cap = cap;
+	}
+	R.by_id[id] = copy;
+	R.pending[R.pending_n++] = id;
+	R.table[j].text = copy;
+	R.table[j].hash = h;
+	R.table[j].id = id;
+	R.table_n++;
+	*text = copy;
+	return id;
+}
+
+static uint32_t intern(const char *s)
+{
+	if (!s)
+		s = "";
+	/* per-thread cache keyed by pointer, verified by content (names may be
+	 * dynamic buffers whose content changes) */
+	if (tls_names_gen != R.generation) {
+		memset(tls_names, 0, sizeof tls_names);
+		tls_names_gen = R.generation;
+	}
+	uintptr_t p = (uintptr_t)s;
+	name_cache_entry *e = &tls_names[(p >> 3) & (NAME_CACHE - 1)];
+	if (e->ptr == s && strcmp(e->text, s) == 0)
+		return e->id;
+	const char *text = NULL;
+	pthread_mutex_lock(&R.str_lock);
+	uint32_t id = intern_locked(s, &text);
+	pthread_mutex_unlock(&R.str_lock);
+	if (id) {
+		e->ptr = s;
+		e->text = text;
+		e->id = id;
+	}
+	return id;
+}
+
+/* ---------------------------------------------------------------- threads */
+
+static void thread_exit(void *arg)
+{
+	pp_thread *t = arg;
+	/* a closed or re-opened recorder freed this state already */
+	if (!t || tls_thread != t || tls_gen != R.generation)
+		return;
+	pthread_mutex_lock(&R.lock);
+	if (tls_gen == R.generation)
+		t->dead = 1;
+	pthread_mutex_unlock(&R.lock);
+	tls_thread = NULL;
+}
+
+static void make_key(void) { pthread_key_create(&thread_key, thread_exit); }
+
+static pp_buffer *buffer_get_locked(pp_thread *owner)
+{
+	pp_buffer *b = R.free_list;
+	if (b) {
+		R.free_list = b->next;
+	} else {
+		if (R.buffers >= R.max_buffers)
+			return NULL;
+		b = malloc(sizeof *b + (size_t)R.buffer_events * sizeof(pp_event));
+		if (!b)
+			return NULL;
+		R.buffers++;
+		b->cap = R.buffer_events;
+	}
+	b->next = NULL;
+	b->owner = owner;
+	atomic_store_explicit(&b->n, 0, memory_order_relaxed);
+	b->flushed = 0;
+	return b;
+}
+
+static pp_thread *thread_init(void)
+{
+	if (!pp_is_open())
+		return NULL;
+	pthread_once(&key_once, make_key);
+	pp_thread *t = calloc(1, sizeof *t);
+	if (!t)
+		return NULL;
+	t->tid = (uint32_t)syscall(SYS_gettid);
+	pthread_mutex_lock(&R.lock);
+	t->generation = R.generation;
+	pp_buffer *b = buffer_get_locked(t);
+	atomic_store(&t->cur, b);
+	t->next = R.threads;
+	R.threads = t;
+	pthread_mutex_unlock(&R.lock);
+	tls_thread = t;
+	tls_gen = t->generation;
+	pthread_setspecific(thread_key, t);
+	return t;
+}
+
+/* The current buffer is full (or missing): hand it to the writer, take another. */
+static pp_buffer *buffer_swap(pp_thread *t)
+{
+	pthread_mutex_lock(&R.lock);
+	pp_buffer *old = atomic_load_explicit(&t->cur, memory_order_relaxed);
+	if (old && atomic_load_explicit(&old->n, memory_order_relaxed) < old->cap) {
+		pthread_mutex_unlock(&R.lock);
+		return old;
+	}
+	pp_buffer *b = buffer_get_locked(t);
+	if (b) {
+		if (old) {
+			if (R.full_tail)
+				R.full_tail->next = old;
+			else
+				R.full_head = old;
+			R.full_tail = old;
+		}
+		atomic_store_explicit(&t->cur, b, memory_order_release);
+	}
+	R.kicked = 1;
+	pthread_cond_signal(&R.wake);
+	pthread_mutex_unlock(&R.lock);
+	return b;
+}
+
+static inline void emit(uint8_t type, uint8_t kind, uint32_t name, uint64_t arg, uint64_t ts)
+{
+	pp_thread *t = tls_thread;
+	if (UNLIKELY(!t || tls_gen != R.generation)) {
+		if (!pp_is_open())
+			return;
+		t = thread_init();
+		if (!t)
+			return;
+	}
+	pp_buffer *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
+	uint32_t n;
+	if (UNLIKELY(!b || (n = atomic_load_explicit(&b->n, memory_order_relaxed)) == b->cap)) {
+		b = buffer_swap(t);
+		if (!b) {
+			atomic_fetch_add_explicit(&t->lost, 1, memory_order_relaxed);
+			return;
+		}
+		n = atomic_load_explicit(&b->n, memory_order_relaxed);
+	}
+	pp_event *e = &b->ev[n];
+	e->ts = ts ? ts : pp_ticks();
+	e->type = type;
+	e->kind = kind;
+	e->reserved = 0;
+	e->name = name;
+	e->arg = arg;
+	atomic_store_explicit(&b->n, n + 1, memory_order_release);
+}
+
+/* ---------------------------------------------------------------- public events */
+
+void pp_begin_site(pp_site *site)
+{
+	if (!pp_is_open())
+		return;
+	uint32_t id = __atomic_load_n(&site->id, __ATOMIC_RELAXED);
+	/* site ids are only valid for the generation that interned them: a
+	 * re-opened recorder has a fresh string table */
+	if (UNLIKELY(id == 0 || (id >> 24) != (R.generation & 0xff))) {
+		uint32_t raw = intern(site->name);
+		id = (raw & 0xffffff) | (uint32_t)((R.generation & 0xff) << 24);
+		__atomic_store_n(&site->id, id, __ATOMIC_RELAXED);
+	}
+	emit(PP_EV_BEGIN, (uint8_t)site->kind, id & 0xffffff, UINT64_MAX, 0);
+}
+
+void pp_phase_begin(pp_kind kind, const char *name)
+{
+	if (!pp_is_open())
+		return;
+	emit(PP_EV_BEGIN, (uint8_t)kind, intern(name ? name : pp_kind_name(kind)), UINT64_MAX, 0);
+}
+
+void pp_phase_end(void)
+{
+	if (!pp_is_open())
+		return;
+	emit(PP_EV_END, 0, 0, 0, 0);
+}
+
+void pp_step_begin(int64_t iteration)
+{
+	static pp_site site = {"step", PP_STEP, 0};
+	if (!pp_is_open())
+		return;
+	uint32_t id = __atomic_load_n(&site.id, __ATOMIC_RELAXED);
+	if (UNLIKELY(id == 0 || (id >> 24) != (R.generation & 0xff))) {
+		id = (intern("step") & 0xffffff) | (uint32_t)((R.generation & 0xff) << 24);
+		__atomic_store_n(&site.id, id, __ATOMIC_RELAXED);
+	}
+	emit(PP_EV_BEGIN, PP_STEP, id & 0xffffff, (uint64_t)iteration, 0);
+}
+
+void pp_step_end(void) { pp_phase_end(); }
+
+void pp_mark(const char *name)
+{
+	if (!pp_is_open())
+		return;
+	emit(PP_EV_MARK, 0, intern(name), 0, 0);
+}
+
+void pp_counter(const char *name, double value)
+{
+	if (!pp_is_open())
+		return;
+	uint64_t bits;
+	memcpy(&bits, &value, sizeof bits);
+	emit(PP_EV_COUNTER, 0, intern(name), bits, 0);
+}
+
+void pp_op(const char *node_name, const char *op_type, uint64_t start_ns, uint64_t end_ns,
+	   int64_t step)
+{
+	if (!pp_is_open())
+		return;
+	/* Explicit times are pp_now() nanoseconds; kind = 1 tells ingest so. */
+	uint32_t type = intern(op_type);
+	emit(PP_EV_OP, 1, intern(node_name), (uint64_t)type, start_ns ? start_ns : 1);
+	emit(PP_EV_OP_END, 1, 0, (uint64_t)step, end_ns ? end_ns : 1);
+}
+
+/* ---------------------------------------------------------------- side chunks */
+
+/* Appends a pre-encoded chunk (type, tid, payload) to the side buffer. */
+static int side_append(uint16_t type, uint32_t tid, const void *p, uint32_t n)
+{
+	pthread_mutex_lock(&R.side_lock);
+	size_t need = R.side_n + 10 + n;
+	if (need > R.side_cap) {
+		size_t cap = R.side_cap ? R.side_cap * 2 : 65536;
+		while (cap < need)
+			cap *= 2;
+		/* cap the side buffer so a runaway producer cannot eat the machine */
+		unsigned char *s = cap <= (256u << 20) ? realloc(R.side, cap) : NULL;
+		if (!s) {
+			pthread_mutex_unlock(&R.side_lock);
+			return -1;
+		}
+		R.side = s;
+		R.side_cap = cap;
+	}
+	unsigned char *d = R.side + R.side_n;
+	memcpy(d, &type, 2);
+	memcpy(d + 2, &tid, 4);
+	memcpy(d + 6, &n, 4);
+	memcpy(d + 10, p, n);
+	R.side_n = need;
+	pthread_mutex_unlock(&R.side_lock);
+	pthread_mutex_lock(&R.lock);
+	if (R.side_n > (1u << 20)) { /* plenty queued: wake the writer early */
+		R.kicked = 1;
+		pthread_cond_signal(&R.wake);
+	}
+	pthread_mutex_unlock(&R.lock);
+	return 0;
+}
+
+static uint32_t self_tid(void)
+{
+	pp_thread *t = tls_thread;
+	return t && tls_gen == R.generation ? t->tid : (uint32_t)syscall(SYS_gettid);
+}
+
+void pp_meta(const char *key, const char *value)
+{
+	if (!pp_is_open() || !key)
+		return;
+	if (!value)
+		value = "";
+	size_t kl = strlen(key), vl = strlen(value);
+	char *buf = malloc(kl + vl + 2);
+	if (!buf)
+		return;
+	memcpy(buf, key, kl + 1);
+	memcpy(buf + kl + 1, value, vl + 1);
+	side_append(PP_CHUNK_META, self_tid(), buf, (uint32_t)(kl + vl + 2));
+	free(buf);
+}
+
+void pp_thread_name(const char *name)
+{
+	if (!pp_is_open() || !name)
+		return;
+	side_append(PP_CHUNK_THREAD, self_tid(), name, (uint32_t)strlen(name));
+}
+
+/* Row encoding: see spool.h. */
+typedef struct enc {
+	unsigned char *p;
+	size_t n, cap;
+	int oom;
+} enc;
+
+static void enc_put(enc *e, const void *src, size_t n)
+{
+	if (e->oom)
+		return;
+	if (e->n + n > e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 256;
+		while (cap < e->n + n)
+			cap *= 2;
+		unsigned char *p = realloc(e->p, cap);
+		if (!p) {
+			e->oom = 1;
+			return;
+		}
+		e->p = p;
+		e->cap = cap;
+	}
+	memcpy(e->p + e->n, src, n);
+	e->n += n;
+}
+
+static void enc_str(enc *e, char tag, const char *s)
+{
+	uint32_t l = (uint32_t)strlen(s);
+	enc_put(e, &tag, 1);
+	enc_put(e, &l, 4);
+	enc_put(e, s, l);
+}
+
+static int vrow(const char *table, const char *fmt, va_list ap)
+{
+	enc e = {0};
+	uint32_t tl = (uint32_t)strlen(table), nc = (uint32_t)strlen(fmt);
+	enc_put(&e, &tl, 4);
+	enc_put(&e, table, tl);
+	enc_put(&e, &nc, 4);
+	for (const char *f = fmt; *f; f++) {
+		char tag = *f;
+		switch (tag) {
+		case 'i': {
+			int64_t v = va_arg(ap, int64_t);
+			enc_put(&e, &tag, 1);
+			enc_put(&e, &v, 8);
+			break;
+		}
+		case 'd': {
+			double v = va_arg(ap, double);
+			enc_put(&e, &tag, 1);
+			enc_put(&e, &v, 8);
+			break;
+		}
+		case 's':
+		case 't': {
+			const char *s = va_arg(ap, const char *);
+			if (s)
+				enc_str(&e, tag, s);
+			else
+				enc_put(&e, "n", 1);
+			break;
+		}
+		case 'n':
+			enc_put(&e, &tag, 1);
+			break;
+		default:
+			free(e.p);
+			set_error("pp_row(%s): unknown format letter '%c'", table, tag);
+			return -1;
+		}
+	}
+	int rc = -1;
+	if (!e.oom && side_append(PP_CHUNK_ROW, self_tid(), e.p, (uint32_t)e.n) == 0)
+		rc = 0;
+	free(e.p);
+	pthread_mutex_lock(&R.side_lock);
+	if (rc == 0)
+		R.rows++;
+	else
+		R.rows_lost++;
+	pthread_mutex_unlock(&R.side_lock);
+	return rc;
+}
+
+int pp_row(const char *table, const char *fmt, ...)
+{
+	if (!pp_is_open() || !table || !fmt)
+		return -1;
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = vrow(table, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static int row(const char *table, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = vrow(table, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int pp_graph_snapshot(const char *label, int64_t version, const pp_graph_node *nodes,
+		      int n_nodes, const pp_graph_edge *edges, int n_edges)
+{
+	static _Atomic int64_t next_graph;
+	if (!pp_is_open())
+		return -1;
+	/* graph ids are local to the spool; ingest maps them to store ids */
+	int64_t gid = atomic_fetch_add(&next_graph, 1) + 1;
+	int rc = row("graphs", "itiiii", gid, label ? label : "", version, (int64_t)pp_now(),
+		     (int64_t)n_nodes, (int64_t)n_edges);
+	for (int i = 0; i < n_nodes && rc == 0; i++)
+		rc = row("graph_nodes", "iisssd", gid, (int64_t)i, nodes[i].name, nodes[i].op,
+			 nodes[i].device, nodes[i].shape ? nodes[i].shape : "", nodes[i].cost_ns);
+	for (int i = 0; i < n_edges && rc == 0; i++)
+		rc = row("graph_edges", "iiii", gid, (int64_t)edges[i].src, (int64_t)edges[i].dst,
+			 (int64_t)edges[i].src_output);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- writer */
+
+static void write_clock_point(void)
+{
+	uint64_t pair[2];
+	pair[0] = pp_ticks();
+	pair[1] = pp_mono_ns();
+	pp_spool_write_chunk(&R.w, PP_CHUNK_CLOCK, 0, pair, sizeof pair);
+}
+
+typedef struct snap {
+	pp_buffer *b;
+	uint32_t n;
+} snap;
+
+/* One drain pass: full buffers, then the live part of every thread's current
+ * buffer, with strings and side chunks written first. Caller holds write_lock. */
+static void drain(int final)
+{
+	pthread_mutex_lock(&R.lock);
+	pp_buffer *full = R.full_head;
+	R.full_head = R.full_tail = NULL;
+	size_t nt = 0;
+	for (pp_thread *t = R.threads; t; t = t->next)
+		nt++;
+	snap *snaps = nt ? calloc(nt, sizeof *snaps) : NULL;
+	size_t i = 0;
+	for (pp_thread *t = R.threads; t && snaps; t = t->next, i++) {
+		pp_buffer *b = atomic_load_explicit(&t->cur, memory_order_acquire);
+		snaps[i].b = b;
+		snaps[i].n = b ? atomic_load_explicit(&b->n, memory_order_acquire) : 0;
+	}
+	pthread_mutex_unlock(&R.lock);
+
+	/* strings interned up to now (a superset of those the snapshot uses) */
+	pthread_mutex_lock(&R.str_lock);
+	for (uint32_t k = 0; k < R.pending_n; k++) {
+		uint32_t id = R.pending[k];
+		const char *s = R.by_id[id];
+		pp_spool_write_chunk2(&R.w, PP_CHUNK_STRING, 0, &id, 4, s, (uint32_t)strlen(s));
+	}
+	R.pending_n = 0;
+	pthread_mutex_unlock(&R.str_lock);
+
+	/* side chunks (rows, meta, thread names) */
+	pthread_mutex_lock(&R.side_lock);
+	unsigned char *side = R.side;
+	size_t side_n = R.side_n;
+	R.side = NULL;
+	R.side_n = R.side_cap = 0;
+	uint64_t rows_lost = R.rows_lost - R.rows_lost_reported;
+	R.rows_lost_reported = R.rows_lost;
+	pthread_mutex_unlock(&R.side_lock);
+	for (size_t off = 0; off + 10 <= side_n;) {
+		uint16_t type;
+		uint32_t tid, n;
+		memcpy(&type, side + off, 2);
+		memcpy(&tid, side + off + 2, 4);
+		memcpy(&n, side + off + 6, 4);
+		pp_spool_write_chunk(&R.w, type, tid, side + off + 10, n);
+		off += 10 + n;
+	}
+	free(side);
+	if (rows_lost) {
+		pp_spool_write_chunk2(&R.w, PP_CHUNK_LOSS, 0, &rows_lost, 8, "rows", 4);
+	}
+
+	/* full buffers, oldest first; recycle them */
+	pp_buffer *recycled = NULL;
+	while (full) {
+		pp_buffer *b = full;
+		full = b->next;
+		uint32_t n = atomic_load_explicit(&b->n, memory_order_acquire);
+		if (n > b->flushed) {
+			pp_spool_write_chunk(&R.w, PP_CHUNK_EVENTS, b->owner->tid, &b->ev[b->flushed],
+					     (n - b->flushed) * (uint32_t)sizeof(pp_event));
+			atomic_fetch_add(&R.events_total, n - b->flushed);
+		}
+		b->next = recycled;
+		recycled = b;
+	}
+	for (i = 0; i < nt && snaps; i++) {
+		pp_buffer *b = snaps[i].b;
+		if (b && snaps[i].n > b->flushed) {
+			pp_spool_write_chunk(&R.w, PP_CHUNK_EVENTS, b->owner->tid, &b->ev[b->flushed],
+					     (snaps[i].n - b->flushed) * (uint32_t)sizeof(pp_event));
+			atomic_fetch_add(&R.events_total, snaps[i].n - b->flushed);
+			b->flushed = snaps[i].n;
+		}
+	}
+	free(snaps);
+
+	/* losses, dead threads, buffer recycling */
+	pthread_mutex_lock(&R.lock);
+	while (recycled) {
+		pp_buffer *b = recycled;
+		recycled = b->next;
+		b->next = R.free_list;
+		R.free_list = b;
+	}
+	pp_thread **pt = &R.threads;
+	while (*pt) {
+		pp_thread *t = *pt;
+		uint64_t lost = atomic_load_explicit(&t->lost, memory_order_relaxed);
+		if (lost > t->lost_reported) {
+			uint64_t d = lost - t->lost_reported;
+			t->lost_reported = lost;
+			pp_spool_write_chunk2(&R.w, PP_CHUNK_LOSS, t->tid, &d, 8, "events", 6);
+		}
+		pp_buffer *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
+		if (t->dead && (!b || b->flushed == atomic_load(&b->n))) {
+			*pt = t->next;
+			if (b) {
+				b->next = R.free_list;
+				R.free_list = b;
+			}
+			free(t);
+			continue;
+		}
+		pt = &t->next;
+	}
+	pthread_mutex_unlock(&R.lock);
+	(void)final;
+	write_clock_point();
+}
+
+static void *writer_main(void *arg)
+{
+	(void)arg;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	int early_clock_done = 0;
+	for (;;) {
+		pthread_mutex_lock(&R.lock);
+		if (!R.kicked && !R.stopping) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			/* a second clock point 2 ms in, so a short or crashed run has two */
+			uint64_t ms = early_clock_done ? R.opts.flush_ms : 2;
+			ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+			ts.tv_sec += (time_t)(ms / 1000) + ts.tv_nsec / 1000000000L;
+			ts.tv_nsec %= 1000000000L;
+			pthread_cond_timedwait(&R.wake, &R.lock, &ts);
+		}
+		int stop = R.stopping;
+		R.kicked = 0;
+		pthread_mutex_unlock(&R.lock);
+		early_clock_done = 1;
+		pthread_mutex_lock(&R.write_lock);
+		drain(0);
+		pthread_mutex_unlock(&R.write_lock);
+		if (stop)
+			break;
+	}
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- open/close */
+
+static void write_meta_direct(const char *k, const char *v)
+{
+	size_t kl = strlen(k), vl = strlen(v);
+	pp_spool_write_chunk2(&R.w, PP_CHUNK_META, 0, k, (uint32_t)kl + 1, v, (uint32_t)vl + 1);
+}
+
+static void write_start_meta(void)
+{
+	char buf[8192];
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n > 0) {
+			for (ssize_t i = 0; i < n - 1; i++)
+				if (buf[i] == 0)
+					buf[i] = ' ';
+			buf[n] = 0;
+			write_meta_direct("command", buf);
+		}
+	}
+	if (gethostname(buf, sizeof buf) == 0) {
+		buf[sizeof buf - 1] = 0;
+		write_meta_direct("host", buf);
+	}
+	if (R.opts.label)
+		write_meta_direct("label", R.opts.label);
+	if (R.opts.scenario)
+		write_meta_direct("scenario", R.opts.scenario);
+	if (R.opts.variant)
+		write_meta_direct("variant", R.opts.variant);
+	write_meta_direct("clock", pp_clock_kind() == PP_CLOCK_TSC ? "tsc" : "monotonic");
+}
+
+static int create_spool(char *err, size_t errlen)
+{
+	if (R.spool_dir_mode) {
+		for (int seq = 0; seq < 10000; seq++) {
+			snprintf(R.spool_path, sizeof R.spool_path, "%.4000s/%d-%d.spool", R.spool_dir,
+				 (int)getpid(), seq);
+			if (pp_spool_create(&R.w, R.spool_path, 1, err, errlen) == 0)
+				return 0;
+			if (errno != EEXIST)
+				return -1;
+		}
+		return -1;
+	}
+	return pp_spool_create(&R.w, R.spool_path, 0, err, errlen);
+}
+
+static int start_spool(void)
+{
+	char err[512];
+	if (create_spool(err, sizeof err) != 0) {
+		set_error("%s", err);
+		return -1;
+	}
+	memset(&R.header, 0, sizeof R.header);
+	memcpy(R.header.magic, PP_SPOOL_MAGIC, 8);
+	R.header.version = PP_SPOOL_VERSION;
+	R.header.header_size = sizeof R.header;
+	R.header.pid = (uint32_t)getpid();
+	R.header.ppid = (uint32_t)getppid();
+	R.header.clock = (uint32_t)pp_clock_kind();
+	R.header.start_ticks = pp_ticks();
+	R.header.start_mono_ns = pp_mono_ns();
+	R.header.start_unix_ns = pp_realtime_ns();
+	if (pp_spool_write_header(&R.w, &R.header) != 0) {
+		set_error("cannot write spool %s: %s", R.spool_path, strerror(R.w.failed));
+		pp_spool_close(&R.w);
+		return -1;
+	}
+	uint64_t pair[2] = {R.header.start_ticks, R.header.start_mono_ns};
+	pp_spool_write_chunk(&R.w, PP_CHUNK_CLOCK, 0, pair, sizeof pair);
+	write_start_meta();
+	return 0;
+}
+
+static int start_writer(void)
+{
+	R.stopping = 0;
+	R.kicked = 0;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int rc = pthread_create(&R.writer, NULL, writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		set_error("cannot start the spool writer thread: %s", strerror(rc));
+		return -1;
+	}
+	R.writer_running = 1;
+	return 0;
+}
+
+static void atfork_prepare(void)
+{
+	if (!pp_is_open())
+		return;
+	pthread_mutex_lock(&R.write_lock);
+	pthread_mutex_lock(&R.lock);
+	pthread_mutex_lock(&R.str_lock);
+	pthread_mutex_lock(&R.side_lock);
+}
+
+static void atfork_parent(void)
+{
+	if (!pp_is_open())
+		return;
+	pthread_mutex_unlock(&R.side_lock);
+	pthread_mutex_unlock(&R.str_lock);
+	pthread_mutex_unlock(&R.lock);
+	pthread_mutex_unlock(&R.write_lock);
+}
+
+static void atfork_child(void)
+{
+	if (!pp_is_open())
+		return;
+	pthread_mutex_unlock(&R.side_lock);
+	pthread_mutex_unlock(&R.str_lock);
+	pthread_mutex_unlock(&R.lock);
+	pthread_mutex_unlock(&R.write_lock);
+	/* The parent owns every buffered event and the spool fd: drop our copies
+	 * (leaked on purpose: other threads' states are unreachable in a child). */
+	R.generation++;
+	R.threads = NULL;
+	R.full_head = R.full_tail = NULL;
+	R.free_list = NULL;
+	R.buffers = 0;
+	R.writer_running = 0;
+	free(R.side);
+	R.side = NULL;
+	R.side_n = R.side_cap = 0;
+	R.rows = R.rows_lost = R.rows_lost_reported = 0;
+	atomic_store(&R.events_total, 0);
+	tls_thread = NULL;
+	tls_gen = 0;
+	close(R.w.fd);
+	R.w.fd = -1;
+	if (R.opts.fork_policy == PP_FORK_DISABLE) {
+		atomic_store(&R.open, 0);
+		return;
+	}
+	if (!R.spool_dir_mode) {
+		char base[4096];
+		snprintf(base, sizeof base, "%s", R.spool_path);
+		snprintf(R.spool_path, sizeof R.spool_path, "%.4000s.%d", base, (int)getpid());
+	}
+	/* every string the child may refer to must be in its own spool */
+	R.pending_n = 0;
+	for (uint32_t id = 1; id <= R.next_id; id++) {
+		if (R.pending_n == R.pending_cap) {
+			uint32_t cap = R.pending_cap ? R.pending_cap * 2 : 256;
+			uint32_t *p = realloc(R.pending, cap * sizeof *p);
+			if (!p)
+				break;
+			R.pending = p;
+			R.pending_cap = cap;
+		}
+		R.pending[R.pending_n++] = id;
+	}
+	if (start_spool() != 0 || start_writer() != 0)
+		atomic_store(&R.open, 0);
+}
+
+static void close_at_exit(void)
+{
+	if (pp_is_open())
+		pp_close();
+}
+
+int pp_open(const pp_options *opts)
+{
+	if (pp_is_open()) {
+		set_error("phaseprof recorder is already open (spool %s)", R.spool_path);
+		return -1;
+	}
+	pp_clock_init();
+	pp_options o = {0};
+	if (opts)
+		o = *opts;
+	if (!o.buffer_events)
+		o.buffer_events = 16384;
+	if (!o.max_buffers)
+		o.max_buffers = 256;
+	if (!o.flush_ms)
+		o.flush_ms = 50;
+	R.opts = o;
+	R.buffer_events = o.buffer_events;
+	R.max_buffers = o.max_buffers;
+	R.spool_dir_mode = 0;
+	const char *dir = getenv("PHASEPROF_SPOOL_DIR");
+	if (o.spool_path) {
+		snprintf(R.spool_path, sizeof R.spool_path, "%s", o.spool_path);
+	} else if (getenv("PHASEPROF_OUT")) {
+		snprintf(R.spool_path, sizeof R.spool_path, "%s", getenv("PHASEPROF_OUT"));
+	} else if (dir && *dir) {
+		snprintf(R.spool_dir, sizeof R.spool_dir, "%s", dir);
+		R.spool_dir_mode = 1;
+	} else {
+		snprintf(R.spool_path, sizeof R.spool_path, "phaseprof-%d.spool", (int)getpid());
+	}
+	/* the option strings must outlive the caller's: keep copies */
+	static char label[256], scenario[128], variant[128];
+	if (o.label) {
+		snprintf(label, sizeof label, "%s", o.label);
+		R.opts.label = label;
+	}
+	if (o.scenario) {
+		snprintf(scenario, sizeof scenario, "%s", o.scenario);
+		R.opts.scenario = scenario;
+	}
+	if (o.variant) {
+		snprintf(variant, sizeof variant, "%s", o.variant);
+		R.opts.variant = variant;
+	}
+	R.opts.spool_path = NULL;
+
+	R.generation++;
+	/* a fresh string table per recording: ids restart at 1 */
+	pthread_mutex_lock(&R.str_lock);
+	for (uint32_t i = 0; i < R.table_cap; i++)
+		free(R.table[i].text);
+	free(R.table);
+	R.table = NULL;
+	R.table_cap = R.table_n = 0;
+	R.next_id = 0;
+	R.pending_n = 0;
+	pthread_mutex_unlock(&R.str_lock);
+	R.rows = R.rows_lost = R.rows_lost_reported = 0;
+	atomic_store(&R.events_total, 0);
+
+	if (start_spool() != 0)
+		return -1;
+	atomic_store(&R.open, 1);
+	if (start_writer() != 0) {
+		atomic_store(&R.open, 0);
+		pp_spool_close(&R.w);
+		return -1;
+	}
+	if (!R.atfork_installed) {
+		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+		R.atfork_installed = 1;
+	}
+	if (!R.atexit_installed) {
+		atexit(close_at_exit);
+		R.atexit_installed = 1;
+	}
+	return 0;
+}
+
+int pp_close(void)
+{
+	if (!pp_is_open())
+		return 0;
+	/* stop accepting events first; events racing with this are dropped */
+	atomic_store(&R.open, 0);
+	if (R.writer_running) {
+		pthread_mutex_lock(&R.lock);
+		R.stopping = 1;
+		pthread_cond_signal(&R.wake);
+		pthread_mutex_unlock(&R.lock);
+		pthread_join(R.writer, NULL);
+		R.writer_running = 0;
+	}
+	pthread_mutex_lock(&R.write_lock);
+	drain(1);
+	uint64_t end = pp_ticks();
+	pp_spool_write_chunk(&R.w, PP_CHUNK_END, 0, &end, sizeof end);
+	int failed = R.w.failed;
+	pp_spool_close(&R.w);
+	pthread_mutex_unlock(&R.write_lock);
+
+	/* free buffers and thread states; threads re-register on the next open */
+	pthread_mutex_lock(&R.lock);
+	for (pp_thread *t = R.threads; t;) {
+		pp_thread *n = t->next;
+		pp_buffer *b = atomic_load(&t->cur);
+		if (b) {
+			b->next = R.free_list;
+			R.free_list = b;
+		}
+		free(t);
+		t = n;
+	}
+	R.threads = NULL;
+	while (R.free_list) {
+		pp_buffer *b = R.free_list;
+		R.free_list = b->next;
+		free(b);
+	}
+	R.buffers = 0;
+	pthread_mutex_unlock(&R.lock);
+	tls_thread = NULL;
+	R.generation++; /* stale thread pointers in other threads' TLS are ignored */
+	if (failed) {
+		set_error("writing spool %s failed: %s", R.spool_path, strerror(failed));
+		return -1;
+	}
+	return 0;
+}
+
+void pp_stats(pp_recorder_stats *out)
+{
+	memset(out, 0, sizeof *out);
+	pthread_mutex_lock(&R.lock);
+	uint64_t unflushed = 0;
+	for (pp_thread *t = R.threads; t; t = t->next) {
+		out->threads++;
+		out->events_lost += atomic_load(&t->lost);
+		pp_buffer *b = atomic_load(&t->cur);
+		if (b)
+			unflushed += atomic_load(&b->n) - b->flushed;
+	}
+	for (pp_buffer *b = R.full_head; b; b = b->next)
+		unflushed += atomic_load(&b->n) - b->flushed;
+	pthread_mutex_unlock(&R.lock);
+	pthread_mutex_lock(&R.side_lock);
+	out->rows = R.rows;
+	out->rows_lost = R.rows_lost;
+	pthread_mutex_unlock(&R.side_lock);
+	out->bytes_written = R.w.bytes;
+	out->events = atomic_load(&R.events_total) + unflushed;
+}

@@ -1,0 +1,43 @@
+/* recorder_internal.h — shared between the recorder's files (private). */
+#ifndef PP_RECORDER_INTERNAL_H
+#define PP_RECORDER_INTERNAL_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "spool.h"
+
+/* clock.c: raw ticks for the hot path (TSC when invariant, else CLOCK_MONOTONIC ns). */
+void pp_clock_init(void);
+int pp_clock_kind(void);
+uint64_t pp_mono_ns(void);
+uint64_t pp_realtime_ns(void);
+#if defined(__x86_64__)
+#include <x86intrin.h>
+extern int pp_clock_use_tsc;
+static inline uint64_t pp_ticks(void)
+{
+	return pp_clock_use_tsc ? __rdtsc() : pp_mono_ns();
+}
+#else
+static inline uint64_t pp_ticks(void) { return pp_mono_ns(); }
+#endif
+
+/* spool_writer.c: append-only chunk writer over a file descriptor. */
+typedef struct pp_spool_writer {
+	int fd;
+	uint64_t bytes;
+	int failed;               /* a write failed (disk full…): further writes are counted as lost */
+	char path[4096];
+} pp_spool_writer;
+
+int pp_spool_create(pp_spool_writer *w, const char *path, int exclusive, char *err, size_t errlen);
+int pp_spool_write_header(pp_spool_writer *w, const pp_spool_header *h);
+/* Writes one chunk (header + payload + padding) in a single writev. */
+int pp_spool_write_chunk(pp_spool_writer *w, uint16_t type, uint32_t tid, const void *payload,
+			 uint32_t size);
+/* Two-part payload (prefix + body) without copying. */
+int pp_spool_write_chunk2(pp_spool_writer *w, uint16_t type, uint32_t tid, const void *p1,
+			  uint32_t n1, const void *p2, uint32_t n2);
+void pp_spool_close(pp_spool_writer *w);
+
+#endif

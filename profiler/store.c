@@ -1,0 +1,252 @@
+/* The store: opening, validating and closing phaseprof databases. */
+#include "store.h"
+#include "store_internal.h"
+#include "phaseprof.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern const char pp_schema_sql[];
+
+static const char *const index_sql =
+	"CREATE INDEX IF NOT EXISTS spans_run ON spans(run_id, tid, start_ns);"
+	"CREATE INDEX IF NOT EXISTS spans_kind ON spans(run_id, kind);"
+	"CREATE INDEX IF NOT EXISTS counters_run ON counters(run_id, name_id, ts_ns);"
+	"CREATE INDEX IF NOT EXISTS marks_run ON marks(run_id, ts_ns);"
+	"CREATE INDEX IF NOT EXISTS ops_run ON ops(run_id, name_id);"
+	"CREATE INDEX IF NOT EXISTS graph_nodes_g ON graph_nodes(graph_id);"
+	"CREATE INDEX IF NOT EXISTS graph_edges_g ON graph_edges(graph_id);"
+	"CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, stack);"
+	"CREATE INDEX IF NOT EXISTS gpu_run ON gpu_activity(run_id, start_ns);"
+	"CREATE INDEX IF NOT EXISTS findings_run ON findings(run_id);";
+
+sqlite3 *pp_store_db(pp_store *st) { return st->db; }
+const char *pp_store_path(pp_store *st) { return st->path; }
+
+static int exec_sql(pp_store *st, const char *sql, char *err, size_t errlen)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: %s", st->path, msg ? msg : sqlite3_errmsg(st->db));
+		sqlite3_free(msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int64_t query_int(sqlite3 *db, const char *sql, int64_t dflt, int *rc_out)
+{
+	sqlite3_stmt *s;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+	int64_t v = dflt;
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW) {
+			v = sqlite3_column_int64(s, 0);
+			rc = SQLITE_OK;
+		} else if (rc == SQLITE_DONE) {
+			rc = SQLITE_OK;
+		}
+		sqlite3_finalize(s);
+	}
+	if (rc_out)
+		*rc_out = rc;
+	return v;
+}
+
+/* Is this an SQLite file at all, and is it ours? Names the problem. */
+static int validate(pp_store *st, int fresh, char *err, size_t errlen)
+{
+	int rc;
+	int64_t app = query_int(st->db, "PRAGMA application_id", 0, &rc);
+	if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT) {
+		snprintf(err, errlen, "%s: not an SQLite database (%s)", st->path,
+			 sqlite3_errstr(rc));
+		return -1;
+	}
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "%s: cannot read: %s", st->path, sqlite3_errmsg(st->db));
+		return -1;
+	}
+	int64_t ntables = query_int(st->db, "SELECT count(*) FROM sqlite_master", 0, &rc);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "%s: cannot read: %s", st->path, sqlite3_errmsg(st->db));
+		return -1;
+	}
+	if (ntables == 0 && fresh)
+		return 1; /* empty: caller creates the schema */
+	if (app != PP_APPLICATION_ID) {
+		if (ntables == 0)
+			snprintf(err, errlen, "%s: empty SQLite database, not a phaseprof recording",
+				 st->path);
+		else
+			snprintf(err, errlen,
+				 "%s: SQLite database of another program (application_id %lld, %lld "
+				 "tables), not a phaseprof recording",
+				 st->path, (long long)app, (long long)ntables);
+		return -1;
+	}
+	int64_t ver = query_int(st->db,
+				"SELECT CAST(value AS INTEGER) FROM meta WHERE key='schema_version'",
+				-1, &rc);
+	if (rc != SQLITE_OK || ver < 0) {
+		snprintf(err, errlen, "%s: phaseprof database without a schema version (damaged?)",
+			 st->path);
+		return -1;
+	}
+	if (ver > PP_SCHEMA_VERSION) {
+		snprintf(err, errlen,
+			 "%s: written by a newer phaseprof (schema version %lld; this build reads up "
+			 "to %d)",
+			 st->path, (long long)ver, PP_SCHEMA_VERSION);
+		return -1;
+	}
+	st->schema_version = (int)ver;
+	return 0;
+}
+
+static int create_schema(pp_store *st, char *err, size_t errlen)
+{
+	char sql[256];
+	if (exec_sql(st, "PRAGMA page_size=65536", err, errlen) != 0)
+		return -1;
+	snprintf(sql, sizeof sql, "PRAGMA application_id=%d", PP_APPLICATION_ID);
+	if (exec_sql(st, sql, err, errlen) != 0 || exec_sql(st, "BEGIN", err, errlen) != 0 ||
+	    exec_sql(st, pp_schema_sql, err, errlen) != 0)
+		return -1;
+	snprintf(sql, sizeof sql,
+		 "INSERT OR REPLACE INTO meta VALUES('schema_version','%d');"
+		 "INSERT OR REPLACE INTO meta VALUES('application','phaseprof');",
+		 PP_SCHEMA_VERSION);
+	if (exec_sql(st, sql, err, errlen) != 0)
+		return -1;
+	sqlite3_stmt *s;
+	sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO phase_kinds VALUES(?,?)", -1, &s, NULL);
+	for (int k = 0; k < PP_KIND_COUNT; k++) {
+		sqlite3_bind_int(s, 1, k);
+		sqlite3_bind_text(s, 2, pp_kind_name((pp_kind)k), -1, SQLITE_STATIC);
+		sqlite3_step(s);
+		sqlite3_reset(s);
+	}
+	sqlite3_finalize(s);
+	if (exec_sql(st, "COMMIT", err, errlen) != 0)
+		return -1;
+	st->schema_version = PP_SCHEMA_VERSION;
+	return 0;
+}
+
+pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen)
+{
+	if (!path || !*path) {
+		snprintf(err, errlen, "no database path given");
+		return NULL;
+	}
+	struct stat sb;
+	int exists = stat(path, &sb) == 0;
+	if (!exists && mode == PP_STORE_READ) {
+		snprintf(err, errlen, "%s: no such database (%s)", path, strerror(errno));
+		return NULL;
+	}
+	if (exists && S_ISDIR(sb.st_mode)) {
+		snprintf(err, errlen, "%s: is a directory, not a database", path);
+		return NULL;
+	}
+	if (mode == PP_STORE_WRITE) {
+		char tmp[4096];
+		snprintf(tmp, sizeof tmp, "%s", path);
+		const char *dir = dirname(tmp);
+		if (!exists && access(dir, W_OK) != 0) {
+			snprintf(err, errlen, "%s: cannot create the database: folder %s is not writable (%s)",
+				 path, dir, strerror(errno));
+			return NULL;
+		}
+		if (exists && access(path, W_OK) != 0) {
+			snprintf(err, errlen, "%s: database is read-only (%s)", path, strerror(errno));
+			return NULL;
+		}
+	}
+	pp_store *st = calloc(1, sizeof *st);
+	if (!st) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return NULL;
+	}
+	snprintf(st->path, sizeof st->path, "%s", path);
+	st->mode = mode;
+	int flags = mode == PP_STORE_WRITE ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+					   : SQLITE_OPEN_READONLY;
+	if (sqlite3_open_v2(path, &st->db, flags, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: cannot open: %s", path,
+			 st->db ? sqlite3_errmsg(st->db) : "out of memory");
+		sqlite3_close(st->db);
+		free(st);
+		return NULL;
+	}
+	sqlite3_busy_timeout(st->db, 5000);
+	pp_store_register_functions(st->db);
+	int v = validate(st, mode == PP_STORE_WRITE, err, errlen);
+	if (v < 0)
+		goto fail;
+	if (mode == PP_STORE_WRITE) {
+		if (v == 1 && create_schema(st, err, errlen) != 0)
+			goto fail;
+		/* older-but-compatible files get any tables added since */
+		if (v == 0 && exec_sql(st, pp_schema_sql, err, errlen) != 0)
+			goto fail;
+		if (exec_sql(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+				 "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;",
+			     err, errlen) != 0)
+			goto fail;
+	}
+	return st;
+fail:
+	sqlite3_close(st->db);
+	free(st);
+	return NULL;
+}
+
+int pp_store_close(pp_store *st, char *err, size_t errlen)
+{
+	if (!st)
+		return 0;
+	int rc = 0;
+	char e[512] = "";
+	if (st->mode == PP_STORE_WRITE) {
+		pp_store_intern_cache_free(st);
+		/* indexes after ingest (2.4x faster inserts), then one portable file */
+		if (exec_sql(st, index_sql, e, sizeof e) != 0 ||
+		    exec_sql(st, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;", e,
+			     sizeof e) != 0)
+			rc = -1;
+	}
+	if (sqlite3_close(st->db) != SQLITE_OK && rc == 0) {
+		snprintf(e, sizeof e, "%.300s: close failed: %.150s", st->path, sqlite3_errmsg(st->db));
+		rc = -1;
+	}
+	if (rc && err)
+		snprintf(err, errlen, "%s", e);
+	free(st);
+	return rc;
+}
+
+int pp_store_query(pp_store *st, const char *sql, int64_t run_id, pp_row_cb cb, void *ud)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_bind_parameter_count(s) >= 1)
+		sqlite3_bind_int64(s, 1, run_id);
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (cb && cb(s, ud) != 0) {
+			rc = SQLITE_DONE;
+			break;
+		}
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : -1;
+}

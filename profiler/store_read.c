@@ -1,0 +1,475 @@
+/* The store's read API: what viewers, diagnostics and the CLI need, so they
+ * do not repeat SQL over the raw tables. */
+#include "store.h"
+#include "store_internal.h"
+#include "phaseprof.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void copy_col(char *dst, size_t n, sqlite3_stmt *s, int col)
+{
+	const unsigned char *t = sqlite3_column_text(s, col);
+	snprintf(dst, n, "%s", t ? (const char *)t : "");
+}
+
+#define RUN_COLS                                                                               \
+	"id,coalesce(parent_run,0),label,scenario,variant,status,command,host,clock,pid,ppid,"  \
+	"start_unix_ns,coalesce(duration_ns,0),coalesce(exit_code,-1),coalesce(term_signal,0),"\
+	"coalesce(events,0),coalesce(events_lost,0),coalesce(rows_lost,0),note"
+
+static void read_run(sqlite3_stmt *s, pp_run_info *r)
+{
+	memset(r, 0, sizeof *r);
+	r->id = sqlite3_column_int64(s, 0);
+	r->parent_run = sqlite3_column_int64(s, 1);
+	copy_col(r->label, sizeof r->label, s, 2);
+	copy_col(r->scenario, sizeof r->scenario, s, 3);
+	copy_col(r->variant, sizeof r->variant, s, 4);
+	copy_col(r->status, sizeof r->status, s, 5);
+	copy_col(r->command, sizeof r->command, s, 6);
+	copy_col(r->host, sizeof r->host, s, 7);
+	copy_col(r->clock, sizeof r->clock, s, 8);
+	r->pid = sqlite3_column_int64(s, 9);
+	r->ppid = sqlite3_column_int64(s, 10);
+	r->start_unix_ns = sqlite3_column_int64(s, 11);
+	r->duration_ns = sqlite3_column_int64(s, 12);
+	r->exit_code = sqlite3_column_int(s, 13);
+	r->term_signal = sqlite3_column_int(s, 14);
+	r->events = sqlite3_column_int64(s, 15);
+	r->events_lost = sqlite3_column_int64(s, 16);
+	r->rows_lost = sqlite3_column_int64(s, 17);
+	copy_col(r->note, sizeof r->note, s, 18);
+}
+
+int pp_store_runs(pp_store *st, pp_run_info **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db, "SELECT " RUN_COLS " FROM runs ORDER BY id", -1, &s, NULL) !=
+	    SQLITE_OK)
+		return -1;
+	int cap = 0;
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			pp_run_info *r = realloc(*out, (size_t)cap * sizeof *r);
+			if (!r) {
+				sqlite3_finalize(s);
+				return -1;
+			}
+			*out = r;
+		}
+		read_run(s, &(*out)[(*n)++]);
+	}
+	sqlite3_finalize(s);
+	return 0;
+}
+
+int pp_store_run(pp_store *st, int64_t run_id, pp_run_info *out)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db, "SELECT " RUN_COLS " FROM runs WHERE id=?", -1, &s, NULL) !=
+	    SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, run_id);
+	int rc = -1;
+	if (sqlite3_step(s) == SQLITE_ROW) {
+		read_run(s, out);
+		rc = 0;
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int pp_store_spans(pp_store *st, int64_t run_id, int kind_filter, pp_span_list *out)
+{
+	memset(out, 0, sizeof *out);
+	const char *sql =
+		kind_filter < 0
+			? "SELECT s.id,coalesce(s.parent_id,0),s.tid,s.kind,n.value,s.start_ns,"
+			  "coalesce(s.end_ns,-1),s.depth,coalesce(s.step,-1) FROM spans s LEFT JOIN "
+			  "strings n ON n.id=s.name_id WHERE s.run_id=?1 ORDER BY s.tid,s.start_ns,s.depth"
+			: "SELECT s.id,coalesce(s.parent_id,0),s.tid,s.kind,n.value,s.start_ns,"
+			  "coalesce(s.end_ns,-1),s.depth,coalesce(s.step,-1) FROM spans s LEFT JOIN "
+			  "strings n ON n.id=s.name_id WHERE s.run_id=?1 AND s.kind=?2 ORDER BY "
+			  "s.tid,s.start_ns,s.depth";
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, run_id);
+	if (kind_filter >= 0)
+		sqlite3_bind_int(s, 2, kind_filter);
+	int cap = 0;
+	size_t scap = 0, sn = 0;
+	/* names are stored as offsets while the string pool may move */
+	size_t *name_off = NULL;
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		if (out->n == cap) {
+			cap = cap ? cap * 2 : 256;
+			pp_span_row *r = realloc(out->rows, (size_t)cap * sizeof *r);
+			size_t *no = realloc(name_off, (size_t)cap * sizeof *no);
+			if (!r || !no) {
+				free(r ? r : out->rows);
+				free(no ? no : name_off);
+				out->rows = NULL;
+				sqlite3_finalize(s);
+				return -1;
+			}
+			out->rows = r;
+			name_off = no;
+		}
+		pp_span_row *r = &out->rows[out->n];
+		r->id = sqlite3_column_int64(s, 0);
+		r->parent_id = sqlite3_column_int64(s, 1);
+		r->tid = sqlite3_column_int64(s, 2);
+		r->kind = sqlite3_column_int(s, 3);
+		const char *nm = (const char *)sqlite3_column_text(s, 4);
+		if (!nm)
+			nm = "";
+		size_t l = strlen(nm) + 1;
+		if (sn + l > scap) {
+			size_t nc = scap ? scap * 2 : 4096;
+			while (nc < sn + l)
+				nc *= 2;
+			char *p = realloc(out->strings, nc);
+			if (!p) {
+				sqlite3_finalize(s);
+				free(name_off);
+				pp_span_list_free(out);
+				return -1;
+			}
+			out->strings = p;
+			scap = nc;
+		}
+		memcpy(out->strings + sn, nm, l);
+		name_off[out->n] = sn;
+		sn += l;
+		r->start_ns = sqlite3_column_int64(s, 5);
+		r->end_ns = sqlite3_column_int64(s, 6);
+		r->depth = sqlite3_column_int(s, 7);
+		r->step = sqlite3_column_int64(s, 8);
+		out->n++;
+	}
+	sqlite3_finalize(s);
+	for (int i = 0; i < out->n; i++)
+		out->rows[i].name = out->strings + name_off[i];
+	free(name_off);
+	return 0;
+}
+
+void pp_span_list_free(pp_span_list *l)
+{
+	free(l->rows);
+	free(l->strings);
+	memset(l, 0, sizeof *l);
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	const pp_span_row *x = *(pp_span_row *const *)a, *y = *(pp_span_row *const *)b;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int pp_store_phase_totals(pp_store *st, int64_t run_id, pp_phase_total **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	pp_span_list l;
+	if (pp_store_spans(st, run_id, -1, &l) != 0)
+		return -1;
+	pp_run_info run;
+	int64_t run_end = pp_store_run(st, run_id, &run) == 0 ? run.duration_ns : 0;
+	pp_phase_total *tot = calloc(PP_KIND_COUNT, sizeof *tot);
+	pp_span_row **byid = malloc(((size_t)l.n + 1) * sizeof *byid);
+	if (!tot || !byid) {
+		free(tot);
+		free(byid);
+		pp_span_list_free(&l);
+		return -1;
+	}
+	for (int i = 0; i < l.n; i++)
+		byid[i] = &l.rows[i];
+	qsort(byid, (size_t)l.n, sizeof *byid, cmp_id);
+	for (int i = 0; i < l.n; i++) {
+		pp_span_row *r = &l.rows[i];
+		if (r->kind < 0 || r->kind >= PP_KIND_COUNT)
+			continue;
+		int64_t end = r->end_ns >= 0 ? r->end_ns : run_end;
+		int64_t dur = end > r->start_ns ? end - r->start_ns : 0;
+		/* count only the outermost span of a kind */
+		int nested = 0;
+		int64_t pid = r->parent_id;
+		for (int guard = 0; pid && guard < 256; guard++) {
+			pp_span_row key = {.id = pid}, *kp = &key;
+			pp_span_row **hit = bsearch(&kp, byid, (size_t)l.n, sizeof *byid, cmp_id);
+			if (!hit)
+				break;
+			if ((*hit)->kind == r->kind) {
+				nested = 1;
+				break;
+			}
+			pid = (*hit)->parent_id;
+		}
+		pp_phase_total *t = &tot[r->kind];
+		t->count++;
+		if (!nested)
+			t->total_ns += dur;
+		if (dur > t->max_ns)
+			t->max_ns = dur;
+	}
+	int k = 0;
+	for (int i = 0; i < PP_KIND_COUNT; i++) {
+		if (!tot[i].count)
+			continue;
+		tot[k] = tot[i];
+		tot[k].kind = i;
+		tot[k].kind_name = pp_kind_name((pp_kind)i);
+		k++;
+	}
+	free(byid);
+	pp_span_list_free(&l);
+	*out = tot;
+	*n = k;
+	return 0;
+}
+
+int pp_store_steps(pp_store *st, int64_t run_id, pp_step_row **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT step,start_ns,end_ns-start_ns FROM spans WHERE run_id=? AND "
+			       "kind=? AND end_ns IS NOT NULL ORDER BY step,start_ns",
+			       -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, run_id);
+	sqlite3_bind_int(s, 2, PP_STEP);
+	int cap = 0;
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 256;
+			pp_step_row *r = realloc(*out, (size_t)cap * sizeof *r);
+			if (!r) {
+				sqlite3_finalize(s);
+				return -1;
+			}
+			*out = r;
+		}
+		pp_step_row *r = &(*out)[(*n)++];
+		r->step = sqlite3_column_type(s, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 0);
+		r->start_ns = sqlite3_column_int64(s, 1);
+		r->dur_ns = sqlite3_column_int64(s, 2);
+	}
+	sqlite3_finalize(s);
+	return 0;
+}
+
+char **pp_store_counter_names(pp_store *st, int64_t run_id)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT DISTINCT n.value FROM counters c JOIN strings n ON "
+			       "n.id=c.name_id WHERE c.run_id=? ORDER BY n.value",
+			       -1, &s, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_int64(s, 1, run_id);
+	size_t n = 0, cap = 8;
+	char **names = calloc(cap, sizeof *names);
+	while (names && sqlite3_step(s) == SQLITE_ROW) {
+		if (n + 1 >= cap) {
+			cap *= 2;
+			char **p = realloc(names, cap * sizeof *p);
+			if (!p)
+				break;
+			names = p;
+		}
+		names[n++] = strdup((const char *)sqlite3_column_text(s, 0));
+		names[n] = NULL;
+	}
+	sqlite3_finalize(s);
+	return names;
+}
+
+void pp_store_free_names(char **names)
+{
+	for (char **p = names; p && *p; p++)
+		free(*p);
+	free(names);
+}
+
+int pp_store_counter(pp_store *st, int64_t run_id, const char *name, pp_counter_row **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT c.ts_ns,c.value FROM counters c JOIN strings n ON "
+			       "n.id=c.name_id WHERE c.run_id=? AND n.value=? ORDER BY c.ts_ns",
+			       -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, run_id);
+	sqlite3_bind_text(s, 2, name, -1, SQLITE_TRANSIENT);
+	int cap = 0;
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 256;
+			pp_counter_row *r = realloc(*out, (size_t)cap * sizeof *r);
+			if (!r) {
+				sqlite3_finalize(s);
+				return -1;
+			}
+			*out = r;
+		}
+		(*out)[*n].ts_ns = sqlite3_column_int64(s, 0);
+		(*out)[*n].value = sqlite3_column_double(s, 1);
+		(*n)++;
+	}
+	sqlite3_finalize(s);
+	return 0;
+}
+
+int pp_store_add_finding(pp_store *st, const pp_finding *f)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db,
+			       "INSERT INTO findings(run_id,rule,severity,score,title,evidence,fix) "
+			       "VALUES(?,?,?,?,?,?,?)",
+			       -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, f->run_id);
+	sqlite3_bind_text(s, 2, f->rule, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 3, f->severity, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_double(s, 4, f->score);
+	sqlite3_bind_text(s, 5, f->title, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 6, f->evidence, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 7, f->fix, -1, SQLITE_TRANSIENT);
+	int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int pp_store_clear_findings(pp_store *st, int64_t run_id)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db, "DELETE FROM findings WHERE run_id=?", -1, &s, NULL) !=
+	    SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, run_id);
+	int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int pp_store_findings(pp_store *st, int64_t run_id, pp_finding **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s;
+	const char *sql = run_id ? "SELECT run_id,rule,severity,score,title,evidence,fix FROM "
+				   "findings WHERE run_id=?1 ORDER BY score DESC, id"
+				 : "SELECT run_id,rule,severity,score,title,evidence,fix FROM "
+				   "findings ORDER BY run_id, score DESC, id";
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	if (run_id)
+		sqlite3_bind_int64(s, 1, run_id);
+	int cap = 0;
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			pp_finding *r = realloc(*out, (size_t)cap * sizeof *r);
+			if (!r) {
+				sqlite3_finalize(s);
+				return -1;
+			}
+			*out = r;
+		}
+		pp_finding *f = &(*out)[(*n)++];
+		f->run_id = sqlite3_column_int64(s, 0);
+		copy_col(f->rule, sizeof f->rule, s, 1);
+		copy_col(f->severity, sizeof f->severity, s, 2);
+		f->score = sqlite3_column_double(s, 3);
+		copy_col(f->title, sizeof f->title, s, 4);
+		copy_col(f->evidence, sizeof f->evidence, s, 5);
+		copy_col(f->fix, sizeof f->fix, s, 6);
+	}
+	sqlite3_finalize(s);
+	return 0;
+}
+
+/* ---- SQL aggregates median() and stdev(), as nsys registers for its
+ * report queries, so ad-hoc SQL over a recording can use them too. */
+typedef struct agg {
+	double *v;
+	size_t n, cap;
+} agg;
+
+static void agg_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	(void)argc;
+	if (sqlite3_value_type(argv[0]) == SQLITE_NULL)
+		return;
+	agg *a = sqlite3_aggregate_context(ctx, sizeof *a);
+	if (!a)
+		return;
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 64;
+		double *p = realloc(a->v, cap * sizeof *p);
+		if (!p) {
+			sqlite3_result_error_nomem(ctx);
+			return;
+		}
+		a->v = p;
+		a->cap = cap;
+	}
+	a->v[a->n++] = sqlite3_value_double(argv[0]);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void median_final(sqlite3_context *ctx)
+{
+	agg *a = sqlite3_aggregate_context(ctx, 0);
+	if (!a || !a->n) {
+		sqlite3_result_null(ctx);
+		return;
+	}
+	qsort(a->v, a->n, sizeof *a->v, cmp_d);
+	double m = a->n % 2 ? a->v[a->n / 2] : (a->v[a->n / 2 - 1] + a->v[a->n / 2]) / 2;
+	free(a->v);
+	sqlite3_result_double(ctx, m);
+}
+
+static void stdev_final(sqlite3_context *ctx)
+{
+	agg *a = sqlite3_aggregate_context(ctx, 0);
+	if (!a || a->n < 2) {
+		if (a)
+			free(a->v);
+		sqlite3_result_null(ctx);
+		return;
+	}
+	double mean = 0, ss = 0;
+	for (size_t i = 0; i < a->n; i++)
+		mean += a->v[i];
+	mean /= (double)a->n;
+	for (size_t i = 0; i < a->n; i++)
+		ss += (a->v[i] - mean) * (a->v[i] - mean);
+	free(a->v);
+	sqlite3_result_double(ctx, sqrt(ss / (double)(a->n - 1)));
+}
+
+void pp_store_register_functions(sqlite3 *db)
+{
+	sqlite3_create_function(db, "median", 1, SQLITE_UTF8, NULL, NULL, agg_step, median_final);
+	sqlite3_create_function(db, "stdev", 1, SQLITE_UTF8, NULL, NULL, agg_step, stdev_final);
+}
