@@ -641,7 +641,7 @@ int pp_graph_snapshot(const char *label, int64_t version, const pp_graph_node *n
 	int rc = row("graphs", "itiiii", gid, label ? label : "", version, (int64_t)pp_now(),
 		     (int64_t)n_nodes, (int64_t)n_edges);
 	for (int i = 0; i < n_nodes && rc == 0; i++)
-		rc = row("graph_nodes", "iisssd", gid, (int64_t)i, nodes[i].name, nodes[i].op,
+		rc = row("graph_nodes", "iissstd", gid, (int64_t)i, nodes[i].name, nodes[i].op,
 			 nodes[i].device, nodes[i].shape ? nodes[i].shape : "", nodes[i].cost_ns);
 	for (int i = 0; i < n_edges && rc == 0; i++)
 		rc = row("graph_edges", "iiii", gid, (int64_t)edges[i].src, (int64_t)edges[i].dst,

@@ -160,7 +160,8 @@ pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen)
 		char tmp[4096];
 		snprintf(tmp, sizeof tmp, "%s", path);
 		const char *dir = dirname(tmp);
-		if (!exists && access(dir, W_OK) != 0) {
+		struct stat db;
+		if (!exists && (stat(dir, &db) != 0 || !S_ISDIR(db.st_mode) || access(dir, W_OK) != 0)) {
 			snprintf(err, errlen, "%s: cannot create the database: folder %s is not writable (%s)",
 				 path, dir, strerror(errno));
 			return NULL;

@@ -1,0 +1,94 @@
+/* phaseprof info DB — what a database holds: runs, their status and losses,
+ * and row counts per table. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char cmd_info_summary[] = "what a database holds: runs, status, losses, table sizes";
+
+static void usage(FILE *o)
+{
+	fprintf(o, "usage: phaseprof info DB\n\n"
+		   "Lists the runs in a phaseprof database (label, scenario/variant, status,\n"
+		   "duration, events and losses) and how many rows each table holds.\n");
+}
+
+static const char *const tables[] = {"spans", "counters", "marks", "ops", "graphs",
+				     "allocations", "libraries", "io", "samples",
+				     "gpu_activity", "findings", NULL};
+
+int cmd_info(int argc, char **argv)
+{
+	const char *db = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (cli_is_help(argv[i])) {
+			usage(stdout);
+			return 0;
+		} else if (argv[i][0] == '-') {
+			cli_error("info: unknown option '%s'", argv[i]);
+			usage(stderr);
+			return 2;
+		} else if (!db) {
+			db = argv[i];
+		} else {
+			cli_error("info: unexpected argument '%s'", argv[i]);
+			return 2;
+		}
+	}
+	if (!db) {
+		usage(stderr);
+		return 2;
+	}
+	pp_store *st = cli_open_store(db, PP_STORE_READ);
+	if (!st)
+		return 1;
+	pp_run_info *runs;
+	int n;
+	if (pp_store_runs(st, &runs, &n) != 0) {
+		cli_error("%s: cannot read runs: %s", db, sqlite3_errmsg(pp_store_db(st)));
+		pp_store_close(st, NULL, 0);
+		return 1;
+	}
+	printf("%s: %d run%s\n", db, n, n == 1 ? "" : "s");
+	printf("%4s  %-28s %-10s %10s %9s %6s  %s\n", "run", "label / scenario:variant", "status",
+	       "duration", "events", "lost", "started");
+	for (int i = 0; i < n; i++) {
+		pp_run_info *r = &runs[i];
+		char name[64];
+		if (r->scenario[0])
+			snprintf(name, sizeof name, "%.30s:%.30s", r->scenario, r->variant);
+		else
+			snprintf(name, sizeof name, "%.60s", r->label[0] ? r->label : r->command);
+		char when[32] = "";
+		time_t t = (time_t)(r->start_unix_ns / 1000000000);
+		struct tm tm;
+		if (localtime_r(&t, &tm))
+			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+		printf("%4lld  %-28.28s %-10s %9.3fs %9lld %6lld  %s\n", (long long)r->id, name,
+		       r->status, (double)r->duration_ns / 1e9, (long long)r->events,
+		       (long long)(r->events_lost + r->rows_lost), when);
+		if (r->note[0])
+			printf("      note: %s\n", r->note);
+		if (r->parent_run)
+			printf("      child of run %lld (pid %lld)\n", (long long)r->parent_run,
+			       (long long)r->pid);
+	}
+	free(runs);
+	printf("\nrows:");
+	for (int i = 0; tables[i]; i++) {
+		char sql[96];
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", tables[i]);
+		sqlite3_stmt *s;
+		long long c = 0;
+		if (sqlite3_prepare_v2(pp_store_db(st), sql, -1, &s, NULL) == SQLITE_OK) {
+			if (sqlite3_step(s) == SQLITE_ROW)
+				c = sqlite3_column_int64(s, 0);
+			sqlite3_finalize(s);
+		}
+		printf(" %s %lld%s", tables[i], c, tables[i + 1] ? "," : "\n");
+	}
+	pp_store_close(st, NULL, 0);
+	return 0;
+}

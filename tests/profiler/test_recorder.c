@@ -1,0 +1,447 @@
+/* Recorder + spool + ingest: nesting, threads, overflow accounting, fork,
+ * round trip of every event kind, truncated and corrupt spools. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "phaseprof.h"
+#include "store.h"
+
+static char tmpdir[256];
+
+static void path_in_tmp(char *out, size_t n, const char *name)
+{
+	snprintf(out, n, "%s/%s", tmpdir, name);
+}
+
+static int64_t query1(pp_store *st, const char *sql)
+{
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_prepare_v2(pp_store_db(st), sql, -1, &s, NULL), SQLITE_OK);
+	int64_t v = -1;
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+static pp_store *ingest_one(const char *spool, const char *db, pp_ingest_result *res)
+{
+	char err[512];
+	unlink(db);
+	pp_store *st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	int rc = pp_store_ingest(st, spool, NULL, res, err, sizeof err);
+	if (rc != 0)
+		fail_msg("ingest failed: %s", err);
+	return st;
+}
+
+static void test_nesting(void **state)
+{
+	(void)state;
+	char spool[512], db[512];
+	path_in_tmp(spool, sizeof spool, "nest.spool");
+	path_in_tmp(db, sizeof db, "nest.db");
+	pp_options o = {.spool_path = spool, .scenario = "unit", .variant = "nest"};
+	assert_int_equal(pp_open(&o), 0);
+	pp_phase_begin(PP_RUNTIME_INIT, "init");
+	{
+		PP_PHASE(PP_OP_REGISTRATION, "register ops");
+		pp_phase_begin(PP_SPAN, "inner");
+		pp_phase_end();
+	}
+	pp_phase_end();
+	for (int i = 0; i < 3; i++) {
+		pp_step_begin(i);
+		pp_phase_begin(PP_COMPILE, "compile");
+		pp_phase_end();
+		pp_step_end();
+	}
+	pp_meta("model", "mlp");
+	assert_int_equal(pp_close(), 0);
+
+	pp_ingest_result res;
+	pp_store *st = ingest_one(spool, db, &res);
+	assert_int_equal(res.truncated, 0);
+	assert_int_equal(res.spans, 9);
+	assert_int_equal(res.open_spans, 0);
+	/* depth and parent links */
+	assert_int_equal(query1(st, "SELECT depth FROM spans_v WHERE name='inner'"), 2);
+	assert_int_equal(query1(st, "SELECT p.kind FROM spans c JOIN spans p ON p.id=c.parent_id "
+				    "JOIN strings n ON n.id=c.name_id WHERE n.value='inner'"),
+			 PP_OP_REGISTRATION);
+	/* steps carry their iteration; nested phases inherit it */
+	assert_int_equal(query1(st, "SELECT count(*) FROM spans WHERE kind=16"), 3);
+	assert_int_equal(query1(st, "SELECT sum(step) FROM spans WHERE kind=14"), 0 + 1 + 2);
+	assert_int_equal(query1(st, "SELECT count(*) FROM spans WHERE end_ns < start_ns"), 0);
+	assert_int_equal(query1(st, "SELECT count(*) FROM run_meta WHERE key='model' AND value='mlp'"), 1);
+	pp_run_info run;
+	assert_int_equal(pp_store_run(st, res.run_id, &run), 0);
+	assert_string_equal(run.scenario, "unit");
+	assert_string_equal(run.variant, "nest");
+	assert_string_equal(run.status, "complete");
+
+	pp_phase_total *tot;
+	int n;
+	assert_int_equal(pp_store_phase_totals(st, res.run_id, &tot, &n), 0);
+	int seen = 0;
+	for (int i = 0; i < n; i++)
+		if (tot[i].kind == PP_COMPILE) {
+			assert_int_equal(tot[i].count, 3);
+			seen = 1;
+		}
+	assert_true(seen);
+	free(tot);
+	pp_step_row *steps;
+	assert_int_equal(pp_store_steps(st, res.run_id, &steps, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(steps[2].step, 2);
+	free(steps);
+	assert_int_equal(pp_store_close(st, NULL, 0), 0);
+}
+
+#define NTHREADS 8
+#define PER_THREAD 20000
+
+static void *thread_body(void *arg)
+{
+	int id = (int)(intptr_t)arg;
+	char name[32];
+	snprintf(name, sizeof name, "worker-%d", id);
+	pp_thread_name(name);
+	for (int i = 0; i < PER_THREAD / 2; i++) {
+		pp_phase_begin(PP_SPAN, name);
+		pp_phase_end();
+	}
+	return NULL;
+}
+
+static void test_threads(void **state)
+{
+	(void)state;
+	char spool[512], db[512];
+	path_in_tmp(spool, sizeof spool, "threads.spool");
+	path_in_tmp(db, sizeof db, "threads.db");
+	pp_options o = {.spool_path = spool, .buffer_events = 1024, .max_buffers = 4096};
+	assert_int_equal(pp_open(&o), 0);
+	pthread_t th[NTHREADS];
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_create(&th[i], NULL, thread_body, (void *)(intptr_t)i);
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(th[i], NULL);
+	pp_recorder_stats rs;
+	pp_stats(&rs);
+	assert_int_equal(pp_close(), 0);
+	pp_ingest_result res;
+	pp_store *st = ingest_one(spool, db, &res);
+	assert_int_equal(res.events + res.events_lost, (uint64_t)NTHREADS * PER_THREAD);
+	assert_int_equal(res.events_lost, 0);
+	assert_int_equal(query1(st, "SELECT count(DISTINCT tid) FROM spans"), NTHREADS);
+	assert_int_equal(query1(st, "SELECT count(*) FROM threads WHERE name LIKE 'worker-%'"), NTHREADS);
+	/* every span is named after its own thread: no cross-thread mix-up */
+	assert_int_equal(query1(st, "SELECT count(*) FROM spans s JOIN strings n ON n.id=s.name_id "
+				    "JOIN threads t ON t.run_id=s.run_id AND t.tid=s.tid WHERE n.value<>t.name"),
+			 0);
+	assert_int_equal(pp_store_close(st, NULL, 0), 0);
+}
+
+static void test_overflow_accounting(void **state)
+{
+	(void)state;
+	char spool[512], db[512];
+	path_in_tmp(spool, sizeof spool, "overflow.spool");
+	path_in_tmp(db, sizeof db, "overflow.db");
+	/* two tiny buffers and a slow writer: most events must be dropped, and
+	 * every one of them counted */
+	pp_options o = {.spool_path = spool, .buffer_events = 64, .max_buffers = 2, .flush_ms = 1000};
+	assert_int_equal(pp_open(&o), 0);
+	const int N = 200000;
+	for (int i = 0; i < N; i++)
+		pp_mark("m");
+	pp_recorder_stats rs;
+	pp_stats(&rs);
+	assert_true(rs.events_lost > 0);
+	assert_int_equal(pp_close(), 0);
+	pp_ingest_result res;
+	pp_store *st = ingest_one(spool, db, &res);
+	assert_int_equal(res.events + res.events_lost, (uint64_t)N);
+	assert_true(res.events_lost > 0);
+	assert_int_equal(query1(st, "SELECT count(*) FROM marks"), (int64_t)res.events);
+	assert_int_equal(query1(st, "SELECT sum(count) FROM losses WHERE source='events'"),
+			 (int64_t)res.events_lost);
+	assert_int_equal(query1(st, "SELECT events_lost FROM runs"), (int64_t)res.events_lost);
+	assert_int_equal(pp_store_close(st, NULL, 0), 0);
+}
+
+static void test_round_trip(void **state)
+{
+	(void)state;
+	char spool[512], db[512];
+	path_in_tmp(spool, sizeof spool, "rt.spool");
+	path_in_tmp(db, sizeof db, "rt.db");
+	assert_int_equal(pp_open(&(pp_options){.spool_path = spool, .label = "round trip"}), 0);
+	pp_counter("alloc.bytes_in_use", 1024.5);
+	pp_counter("alloc.bytes_in_use", 2048);
+	pp_mark("checkpoint");
+	uint64_t t0 = pp_now();
+	pp_op("dense/MatMul", "MatMul", t0, t0 + 5000, 7);
+	assert_int_equal(pp_row("libraries", "siiiiiiiit", "/usr/lib/libfoo.so", (int64_t)0x1000,
+				(int64_t)4096, (int64_t)10, (int64_t)20, (int64_t)30, (int64_t)5,
+				(int64_t)5, (int64_t)1, "dlopen"),
+			 0);
+	pp_graph_node nodes[3] = {{"x", "Placeholder", NULL, "128x784", 0},
+				  {"w", "VarHandle", "cpu", NULL, 0},
+				  {"y", "MatMul", "cpu", "128x10", 1234}};
+	pp_graph_edge edges[2] = {{0, 2, 0}, {1, 2, 0}};
+	assert_int_equal(pp_graph_snapshot("main", 3, nodes, 3, edges, 2), 0);
+	/* a name buffer reused with other content must not alias */
+	char buf[32];
+	strcpy(buf, "first");
+	pp_mark(buf);
+	strcpy(buf, "second");
+	pp_mark(buf);
+	assert_int_equal(pp_close(), 0);
+
+	pp_ingest_result res;
+	pp_store *st = ingest_one(spool, db, &res);
+	assert_int_equal(query1(st, "SELECT count(*) FROM counters"), 2);
+	assert_int_equal(query1(st, "SELECT CAST(sum(value)*10 AS INTEGER) FROM counters"), 30725);
+	assert_int_equal(query1(st, "SELECT count(*) FROM marks m JOIN strings s ON s.id=m.name_id "
+				    "WHERE s.value IN ('first','second','checkpoint')"),
+			 3);
+	assert_int_equal(query1(st, "SELECT end_ns-start_ns FROM ops_v WHERE type='MatMul'"), 5000);
+	assert_int_equal(query1(st, "SELECT step FROM ops"), 7);
+	assert_int_equal(query1(st, "SELECT size FROM libraries l JOIN strings s ON s.id=l.path_id "
+				    "WHERE s.value='/usr/lib/libfoo.so'"),
+			 4096);
+	assert_int_equal(query1(st, "SELECT n_nodes FROM graphs WHERE version=3"), 3);
+	assert_int_equal(query1(st, "SELECT count(*) FROM graph_nodes n JOIN graphs g ON g.id=n.graph_id"), 3);
+	assert_int_equal(query1(st, "SELECT count(*) FROM graph_edges e JOIN graphs g ON g.id=e.graph_id "
+				    "WHERE e.dst=2"),
+			 2);
+	assert_int_equal(query1(st, "SELECT count(*) FROM runs WHERE label='round trip'"), 1);
+	char **names = pp_store_counter_names(st, res.run_id);
+	assert_non_null(names);
+	assert_string_equal(names[0], "alloc.bytes_in_use");
+	assert_null(names[1]);
+	pp_store_free_names(names);
+	/* a second recording into the same database is a second run */
+	assert_int_equal(pp_open(&(pp_options){.spool_path = spool, .label = "again"}), 0);
+	pp_mark("checkpoint");
+	assert_int_equal(pp_close(), 0);
+	char err[256];
+	assert_int_equal(pp_store_ingest(st, spool, NULL, &res, err, sizeof err), 0);
+	assert_int_equal(query1(st, "SELECT count(*) FROM runs"), 2);
+	assert_int_equal(pp_store_close(st, NULL, 0), 0);
+}
+
+static void test_fork_follow(void **state)
+{
+	(void)state;
+	char spool[512], db[512], child_spool[600];
+	path_in_tmp(spool, sizeof spool, "fork.spool");
+	path_in_tmp(db, sizeof db, "fork.db");
+	assert_int_equal(pp_open(&(pp_options){.spool_path = spool, .fork_policy = PP_FORK_FOLLOW}), 0);
+	pp_phase_begin(PP_RUNTIME_INIT, "parent-before");
+	pp_phase_end();
+	pid_t pid = fork();
+	if (pid == 0) {
+		pp_phase_begin(PP_STEP, "child-work");
+		pp_phase_end();
+		pp_mark("parent-before"); /* a string interned before the fork */
+		_exit(pp_close() == 0 ? 0 : 3);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	pp_phase_begin(PP_RUNTIME_INIT, "parent-after");
+	pp_phase_end();
+	assert_int_equal(pp_close(), 0);
+	snprintf(child_spool, sizeof child_spool, "%s.%d", spool, (int)pid);
+
+	pp_ingest_result res, cres;
+	pp_store *st = ingest_one(spool, db, &res);
+	char err[256];
+	pp_ingest_opts co = {.parent_run = res.run_id, .exit_code = -1};
+	assert_int_equal(pp_store_ingest(st, child_spool, &co, &cres, err, sizeof err), 0);
+	/* the parent's spool holds only the parent's phases, the child's only its own */
+	assert_int_equal(query1(st, "SELECT count(*) FROM spans_v WHERE run_id=1"), 2);
+	assert_int_equal(query1(st, "SELECT count(*) FROM spans_v WHERE run_id=2 AND name='child-work'"), 1);
+	assert_int_equal(query1(st, "SELECT count(*) FROM spans WHERE run_id=2"), 1);
+	assert_int_equal(query1(st, "SELECT count(*) FROM marks m JOIN strings s ON s.id=m.name_id "
+				    "WHERE m.run_id=2 AND s.value='parent-before'"),
+			 1);
+	assert_int_equal(query1(st, "SELECT parent_run FROM runs WHERE id=2"), 1);
+	assert_int_equal(query1(st, "SELECT ppid FROM runs WHERE id=2"), (int64_t)getpid());
+	assert_int_equal(pp_store_close(st, NULL, 0), 0);
+}
+
+static void test_fork_disable(void **state)
+{
+	(void)state;
+	char spool[512], child_spool[600];
+	path_in_tmp(spool, sizeof spool, "forkoff.spool");
+	assert_int_equal(pp_open(&(pp_options){.spool_path = spool, .fork_policy = PP_FORK_DISABLE}), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		pp_mark("child"); /* no-op: the child's recorder is closed */
+		_exit(pp_is_open() ? 1 : 0);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(pp_close(), 0);
+	snprintf(child_spool, sizeof child_spool, "%s.%d", spool, (int)pid);
+	assert_int_not_equal(access(child_spool, F_OK), 0);
+}
+
+/* A recording cut at every possible length: ingest never fails once the
+ * header is whole, keeps a prefix, and says where it stopped. */
+static void test_truncated(void **state)
+{
+	(void)state;
+	char spool[512], cut[512], db[512];
+	path_in_tmp(spool, sizeof spool, "full.spool");
+	path_in_tmp(cut, sizeof cut, "cut.spool");
+	path_in_tmp(db, sizeof db, "cut.db");
+	assert_int_equal(pp_open(&(pp_options){.spool_path = spool}), 0);
+	for (int i = 0; i < 50; i++) {
+		pp_step_begin(i);
+		pp_counter("c", i);
+		pp_step_end();
+	}
+	assert_int_equal(pp_close(), 0);
+	FILE *f = fopen(spool, "rb");
+	assert_non_null(f);
+	static unsigned char data[1 << 20];
+	size_t n = fread(data, 1, sizeof data, f);
+	fclose(f);
+	char err[512];
+	unlink(db);
+	pp_store *st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	int64_t prev_spans = -1;
+	for (size_t len = 80; len <= n; len += (len < 400 ? 1 : 37)) {
+		FILE *o = fopen(cut, "wb");
+		fwrite(data, 1, len, o);
+		fclose(o);
+		pp_ingest_result res;
+		int rc = pp_store_ingest(st, cut, NULL, &res, err, sizeof err);
+		if (rc != 0)
+			fail_msg("cut at %zu: %s", len, err);
+		if (len < n) {
+			assert_true(res.truncated || res.bytes == len);
+		}
+		(void)prev_spans;
+	}
+	/* a cut file is marked as such */
+	FILE *o = fopen(cut, "wb");
+	fwrite(data, 1, n - 5, o);
+	fclose(o);
+	pp_ingest_result res;
+	assert_int_equal(pp_store_ingest(st, cut, NULL, &res, err, sizeof err), 0);
+	assert_int_equal(res.truncated, 1);
+	pp_run_info run;
+	assert_int_equal(pp_store_run(st, res.run_id, &run), 0);
+	assert_string_equal(run.status, "truncated");
+	assert_non_null(strstr(run.note, "offset"));
+	/* the whole file: complete, 50 steps */
+	assert_int_equal(pp_store_ingest(st, spool, NULL, &res, err, sizeof err), 0);
+	assert_int_equal(res.truncated, 0);
+	assert_int_equal(res.spans, 50);
+	assert_int_equal(pp_store_close(st, NULL, 0), 0);
+	/* a header-only cut is refused with the file named */
+	o = fopen(cut, "wb");
+	fwrite(data, 1, 20, o);
+	fclose(o);
+	st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
+	assert_int_equal(pp_store_ingest(st, cut, NULL, &res, err, sizeof err), -1);
+	assert_non_null(strstr(err, "cut.spool"));
+	assert_int_equal(pp_store_close(st, NULL, 0), 0);
+}
+
+static void test_corrupt(void **state)
+{
+	(void)state;
+	char spool[512], db[512];
+	path_in_tmp(spool, sizeof spool, "corrupt.spool");
+	path_in_tmp(db, sizeof db, "corrupt.db");
+	assert_int_equal(pp_open(&(pp_options){.spool_path = spool, .buffer_events = 16}), 0);
+	for (int i = 0; i < 200; i++) {
+		pp_phase_begin(PP_SPAN, "x");
+		pp_phase_end();
+	}
+	assert_int_equal(pp_close(), 0);
+	struct stat sb;
+	stat(spool, &sb);
+	/* flip a byte two thirds in: CRC must catch it; the prefix is kept */
+	FILE *f = fopen(spool, "r+b");
+	fseek(f, sb.st_size * 2 / 3, SEEK_SET);
+	int c = fgetc(f);
+	fseek(f, sb.st_size * 2 / 3, SEEK_SET);
+	fputc(c ^ 0x5a, f);
+	fclose(f);
+	pp_ingest_result res;
+	pp_store *st = ingest_one(spool, db, &res);
+	assert_int_equal(res.truncated, 1);
+	assert_true(res.truncated_at > 0 && res.truncated_at <= (uint64_t)sb.st_size * 2 / 3 + 1);
+	assert_true(res.spans > 0 && res.spans <= 200);
+	assert_non_null(strstr(res.note, "offset"));
+	assert_int_equal(pp_store_close(st, NULL, 0), 0);
+	/* a file that is not a spool at all */
+	f = fopen(spool, "wb");
+	fputs("this is not a spool file, just some text that is long enough for a header.............", f);
+	fclose(f);
+	char err[512];
+	st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
+	assert_int_equal(pp_store_ingest(st, spool, NULL, &res, err, sizeof err), -1);
+	assert_non_null(strstr(err, "not a phaseprof spool"));
+	assert_int_equal(pp_store_close(st, NULL, 0), 0);
+}
+
+static void test_closed_is_noop(void **state)
+{
+	(void)state;
+	assert_false(pp_is_open());
+	pp_phase_begin(PP_STEP, "nothing");
+	pp_phase_end();
+	pp_mark("nothing");
+	pp_counter("nothing", 1);
+	assert_int_equal(pp_row("io", "i", (int64_t)1), -1);
+	char spool[512];
+	path_in_tmp(spool, sizeof spool, "no/such/dir/x.spool");
+	assert_int_equal(pp_open(&(pp_options){.spool_path = spool}), -1);
+	assert_non_null(strstr(pp_last_error(), "no/such/dir/x.spool"));
+	assert_int_equal(pp_kind_from_name("compile"), PP_COMPILE);
+	assert_string_equal(pp_kind_name(PP_FIRST_STEP), "first_step");
+}
+
+int main(void)
+{
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/pp-test-recorder-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return 1;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_closed_is_noop), cmocka_unit_test(test_nesting),
+		cmocka_unit_test(test_threads),        cmocka_unit_test(test_overflow_accounting),
+		cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_fork_follow),
+		cmocka_unit_test(test_fork_disable),   cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_corrupt),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+	if (system(cmd) != 0)
+		return 1;
+	return rc;
+}

@@ -1,0 +1,155 @@
+/* Store: refusing foreign and newer files with a clear message, findings,
+ * query helper, SQL aggregates. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store.h"
+
+static char tmpdir[256];
+
+static void tmp(char *out, size_t n, const char *name) { snprintf(out, n, "%s/%s", tmpdir, name); }
+
+static void expect_open_error(const char *path, int mode, const char *needle)
+{
+	char err[512] = "";
+	pp_store *st = pp_store_open(path, mode, err, sizeof err);
+	if (st)
+		fail_msg("%s opened, expected an error containing '%s'", path, needle);
+	if (!strstr(err, needle) || !strstr(err, path))
+		fail_msg("error '%s' lacks '%s' or the path", err, needle);
+}
+
+static void test_refusals(void **state)
+{
+	(void)state;
+	char p[512];
+	tmp(p, sizeof p, "missing.db");
+	expect_open_error(p, PP_STORE_READ, "no such database");
+
+	tmp(p, sizeof p, "text.db");
+	FILE *f = fopen(p, "w");
+	fputs("hello, I am a text file and certainly not a database, padded to be long enough "
+	      "that sqlite reads a header from me.............................................",
+	      f);
+	fclose(f);
+	expect_open_error(p, PP_STORE_READ, "not an SQLite database");
+	expect_open_error(p, PP_STORE_WRITE, "not an SQLite database");
+
+	tmp(p, sizeof p, "foreign.db");
+	sqlite3 *db;
+	sqlite3_open(p, &db);
+	sqlite3_exec(db, "CREATE TABLE customers(id, name); INSERT INTO customers VALUES(1,'x');", 0, 0, 0);
+	sqlite3_close(db);
+	expect_open_error(p, PP_STORE_READ, "another program");
+	expect_open_error(p, PP_STORE_WRITE, "another program");
+	/* the foreign file is untouched */
+	sqlite3_open(p, &db);
+	sqlite3_stmt *s;
+	sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &s, NULL);
+	sqlite3_step(s);
+	assert_int_equal(sqlite3_column_int(s, 0), 1);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+
+	tmp(p, sizeof p, "newer.db");
+	char err[512];
+	pp_store *st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	sqlite3_exec(pp_store_db(st), "UPDATE meta SET value='99' WHERE key='schema_version'", 0, 0, 0);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	expect_open_error(p, PP_STORE_READ, "newer phaseprof (schema version 99");
+
+	tmp(p, sizeof p, "text.db/inside.db");
+	expect_open_error(p, PP_STORE_WRITE, "not writable");
+	expect_open_error(tmpdir, PP_STORE_READ, "is a directory");
+}
+
+static int count_cb(sqlite3_stmt *row, void *ud)
+{
+	*(int64_t *)ud += sqlite3_column_int64(row, 0);
+	return 0;
+}
+
+static void test_findings_and_query(void **state)
+{
+	(void)state;
+	char p[512], err[512];
+	tmp(p, sizeof p, "f.db");
+	pp_store *st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	pp_finding f = {.run_id = 7, .rule = "step-time-grows", .severity = "high", .score = 0.9,
+			.title = "t", .evidence = "e", .fix = "x"};
+	assert_int_equal(pp_store_add_finding(st, &f), 0);
+	f.score = 0.2;
+	strcpy(f.rule, "phase-share");
+	strcpy(f.severity, "moderate");
+	assert_int_equal(pp_store_add_finding(st, &f), 0);
+	pp_finding *out;
+	int n;
+	assert_int_equal(pp_store_findings(st, 7, &out, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(out[0].rule, "step-time-grows"); /* by score */
+	free(out);
+	assert_int_equal(pp_store_clear_findings(st, 7), 0);
+	assert_int_equal(pp_store_findings(st, 7, &out, &n), 0);
+	assert_int_equal(n, 0);
+	free(out);
+
+	int64_t a = pp_store_intern(st, "MatMul"), b = pp_store_intern(st, "MatMul");
+	assert_true(a > 0);
+	assert_int_equal(a, b);
+	int64_t sum = 0;
+	assert_int_equal(pp_store_query(st, "SELECT ?1 + 1", 41, count_cb, &sum), 0);
+	assert_int_equal(sum, 42);
+	sum = 0;
+	assert_int_equal(pp_store_query(st,
+					"SELECT CAST(median(x) AS INTEGER) FROM (SELECT 1 AS x UNION "
+					"ALL SELECT 5 UNION ALL SELECT 100)",
+					0, count_cb, &sum),
+			 0);
+	assert_int_equal(sum, 5);
+	assert_int_equal(pp_store_query(st, "SELECT nonsense FROM", 0, count_cb, &sum), -1);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+
+	/* reopening read-only works and sees the schema version */
+	st = pp_store_open(p, PP_STORE_READ, err, sizeof err);
+	assert_non_null(st);
+	pp_run_info *runs;
+	assert_int_equal(pp_store_runs(st, &runs, &n), 0);
+	assert_int_equal(n, 0);
+	free(runs);
+	pp_run_info one;
+	assert_int_equal(pp_store_run(st, 12345, &one), -1);
+	/* ingest into a read-only store is refused */
+	assert_int_equal(pp_store_ingest(st, p, NULL, NULL, err, sizeof err), -1);
+	assert_non_null(strstr(err, "read-only"));
+	pp_store_close(st, NULL, 0);
+	/* the file is one portable file after close: no -wal left behind */
+	char wal[600];
+	snprintf(wal, sizeof wal, "%s-wal", p);
+	assert_int_not_equal(access(wal, F_OK), 0);
+}
+
+int main(void)
+{
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/pp-test-store-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return 1;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_findings_and_query),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+	if (system(cmd) != 0)
+		return 1;
+	return rc;
+}

@@ -1,0 +1,287 @@
+/* diag.c — the rules engine: runs every rule on a run, ranks, stores, prints. */
+#include "diag_internal.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct rule {
+	const char *id;
+	diag_rule_fn fn;
+	const char *summary;
+} rules[] = {
+	{"iteration_time_grows", rule_iteration_time_grows,
+	 "step time rises over the iterations (Mann-Kendall trend test, Theil-Sen and least-squares slope)"},
+	{"graph_grows", rule_graph_grows,
+	 "the graph gains nodes between session runs (snapshots, graph.nodes counter, graph_build inside steps)"},
+	{"session_per_iteration", rule_session_per_iteration,
+	 "a session is created inside the step loop"},
+	{"first_step_slow", rule_first_step_slow,
+	 "the first step is many times the median step, with the breakdown of what it paid for"},
+	{"repeated_retracing", rule_repeated_retracing,
+	 "a traced function is traced again and again (retrace phases with their signatures)"},
+	{"op_registration_startup", rule_op_registration_startup,
+	 "op registration takes a large share of start-up"},
+	{"initializer_dominates_init", rule_initializer_dominates_init,
+	 "variable initialisers take most of the initialisation time"},
+	{"weight_load_small_reads", rule_weight_load_small_reads,
+	 "weight loading is made of many small reads"},
+	{"alloc_count_not_flat", rule_alloc_count_not_flat,
+	 "allocations per steady step are not flat (allocator counters per step)"},
+	{"library_load_startup", rule_library_load_startup,
+	 "loading shared libraries takes a large share of start-up"},
+	{"gpu_idle_gaps", rule_gpu_idle_gaps,
+	 "the GPU sits idle between kernels"},
+	{"gpu_sync_copies", rule_gpu_sync_copies,
+	 "host-device copies from pageable memory or through synchronous calls"},
+	{"gpu_step_transfers", rule_gpu_step_transfers,
+	 "host<->device transfers inside every step"},
+	{"gpu_short_kernels", rule_gpu_short_kernels,
+	 "kernels shorter than their launch overhead"},
+	/* Last: it skips kinds a specific rule already explained. */
+	{"phase_share", rule_phase_share,
+	 "a phase takes N% of the run or of step time (5% moderate, 20% high, as the TensorFlow profiler)"},
+};
+#define N_RULES ((int)(sizeof rules / sizeof rules[0]))
+
+static pp_diag_rule_info rule_infos[N_RULES];
+
+const pp_diag_rule_info *pp_diag_rules(int *n)
+{
+	for (int i = 0; i < N_RULES; i++)
+		rule_infos[i] = (pp_diag_rule_info){rules[i].id, rules[i].summary};
+	*n = N_RULES;
+	return rule_infos;
+}
+
+const char *diag_sev_name(int sev)
+{
+	return sev >= DIAG_HIGH ? "high" : sev == DIAG_MODERATE ? "moderate" : "info";
+}
+
+int diag_sev_from_name(const char *s)
+{
+	if (strcmp(s, "high") == 0)
+		return DIAG_HIGH;
+	if (strcmp(s, "moderate") == 0)
+		return DIAG_MODERATE;
+	return DIAG_INFO;
+}
+
+pp_finding *diag_emit(diag_ctx *c, const char *rule, int sev, double share,
+		      const char *fix, const char *title_fmt, ...)
+{
+	if (c->n == c->cap) {
+		int cap = c->cap ? c->cap * 2 : 8;
+		pp_finding *f = realloc(c->f, (size_t)cap * sizeof *f);
+		if (!f) {
+			c->oom = 1;
+			return NULL;
+		}
+		c->f = f;
+		c->cap = cap;
+	}
+	pp_finding *f = &c->f[c->n++];
+	memset(f, 0, sizeof *f);
+	f->run_id = c->run->run_id;
+	snprintf(f->rule, sizeof f->rule, "%s", rule);
+	snprintf(f->severity, sizeof f->severity, "%s", diag_sev_name(sev));
+	if (share < 0)
+		share = 0;
+	if (share > 0.999)
+		share = 0.999;
+	f->score = sev + share;
+	snprintf(f->fix, sizeof f->fix, "%s", fix);
+	va_list ap;
+	va_start(ap, title_fmt);
+	vsnprintf(f->title, sizeof f->title, title_fmt, ap);
+	va_end(ap);
+	return f;
+}
+
+void diag_evidence(pp_finding *f, const char *fmt, ...)
+{
+	if (!f)
+		return;
+	size_t used = strlen(f->evidence);
+	if (used + 1 >= sizeof f->evidence)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(f->evidence + used, sizeof f->evidence - used, fmt, ap);
+	va_end(ap);
+}
+
+int diag_has(const diag_ctx *c, const char *rule)
+{
+	return pp_diag_find(c->f, c->n, rule) >= 0;
+}
+
+int pp_diag_find(const pp_finding *f, int n, const char *rule)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(f[i].rule, rule) == 0)
+			return i;
+	return -1;
+}
+
+/* A symptom is ranked below the causes found with it: "iteration time grows"
+ * is what the user sees, "graph grows" is what to fix. */
+static void link_causes(diag_ctx *c)
+{
+	static const char *const causes[] = {"graph_grows", "session_per_iteration",
+					     "repeated_retracing", "alloc_count_not_flat"};
+	int s = pp_diag_find(c->f, c->n, "iteration_time_grows");
+	if (s < 0)
+		return;
+	char names[160] = "";
+	for (size_t k = 0; k < sizeof causes / sizeof causes[0]; k++) {
+		int i = pp_diag_find(c->f, c->n, causes[k]);
+		if (i < 0)
+			continue;
+		pp_finding *cause = &c->f[i];
+		int sev = diag_sev_from_name(c->f[s].severity);
+		if (diag_sev_from_name(cause->severity) < sev)
+			snprintf(cause->severity, sizeof cause->severity, "%s", diag_sev_name(sev));
+		/* Keep the cause's own share but rank it just above the symptom. */
+		double share = cause->score - (int)cause->score;
+		double floor_ = c->f[s].score + 0.001 * (1 + (double)(4 - k));
+		cause->score = sev + share;
+		if (cause->score < floor_)
+			cause->score = floor_;
+		size_t used = strlen(names);
+		snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", causes[k]);
+	}
+	if (names[0])
+		diag_evidence(&c->f[s], " Likely cause (see those findings): %s.", names);
+}
+
+static int cmp_finding(const void *a, const void *b)
+{
+	const pp_finding *x = a, *y = b;
+	return (x->score < y->score) - (x->score > y->score);
+}
+
+static int analyze(pp_store *st, int64_t run_id, pp_diag_result *out)
+{
+	memset(out, 0, sizeof *out);
+	diag_run run;
+	if (diag_run_load(&run, st, run_id, out->error, sizeof out->error) != 0) {
+		diag_run_free(&run);
+		return -1;
+	}
+	diag_ctx c = {.run = &run};
+	for (int i = 0; i < N_RULES; i++)
+		rules[i].fn(&c);
+	diag_run_free(&run);
+	if (c.oom) {
+		free(c.f);
+		snprintf(out->error, sizeof out->error, "out of memory running the rules on run %lld",
+			 (long long)run_id);
+		return -1;
+	}
+	link_causes(&c);
+	/* Stable ranking: ties keep the rule order. */
+	for (int i = 0; i < c.n; i++)
+		c.f[i].score += (c.n - i) * 1e-9;
+	qsort(c.f, (size_t)c.n, sizeof *c.f, cmp_finding);
+	for (int i = 0; i < c.n; i++)
+		c.f[i].score = (double)(int64_t)(c.f[i].score * 1e4 + 0.5) / 1e4;
+	out->findings = c.f;
+	out->n = c.n;
+	return 0;
+}
+
+int pp_diag_analyze(pp_store *st, int64_t run_id, pp_diag_result *out)
+{
+	return analyze(st, run_id, out);
+}
+
+int pp_diag_run(pp_store *st, int64_t run_id, pp_diag_result *out)
+{
+	pp_diag_result local;
+	pp_diag_result *r = out ? out : &local;
+	if (analyze(st, run_id, r) != 0)
+		return -1;
+	if (pp_store_clear_findings(st, run_id) != 0) {
+		snprintf(r->error, sizeof r->error, "%s: run %lld: cannot replace its findings (%s)",
+			 pp_store_path(st), (long long)run_id, sqlite3_errmsg(pp_store_db(st)));
+		goto fail;
+	}
+	for (int i = 0; i < r->n; i++)
+		if (pp_store_add_finding(st, &r->findings[i]) != 0) {
+			snprintf(r->error, sizeof r->error, "%s: run %lld: cannot store finding %s (%s)",
+				 pp_store_path(st), (long long)run_id, r->findings[i].rule,
+				 sqlite3_errmsg(pp_store_db(st)));
+			goto fail;
+		}
+	if (!out)
+		pp_diag_result_free(&local);
+	return 0;
+fail:
+	free(r->findings);
+	r->findings = NULL;
+	r->n = 0;
+	return -1;
+}
+
+int pp_diag_run_all(pp_store *st, int *n_findings, char *err, size_t errlen)
+{
+	pp_run_info *runs = NULL;
+	int n = 0, total = 0;
+	if (n_findings)
+		*n_findings = 0;
+	if (pp_store_runs(st, &runs, &n) != 0) {
+		snprintf(err, errlen, "%s: cannot list its runs", pp_store_path(st));
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		pp_diag_result r;
+		if (pp_diag_run(st, runs[i].id, &r) != 0) {
+			snprintf(err, errlen, "%s", r.error);
+			free(runs);
+			return -1;
+		}
+		total += r.n;
+		pp_diag_result_free(&r);
+	}
+	free(runs);
+	if (n_findings)
+		*n_findings = total;
+	return 0;
+}
+
+void pp_diag_result_free(pp_diag_result *r)
+{
+	if (!r)
+		return;
+	free(r->findings);
+	r->findings = NULL;
+	r->n = 0;
+}
+
+void pp_diag_print(FILE *out, const pp_finding *f, int n, int flags)
+{
+	int color = flags & PP_DIAG_PRINT_COLOR;
+	if (n == 0) {
+		fprintf(out, "no findings\n");
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *sev = f[i].severity;
+		const char *on = "", *off = "";
+		if (color) {
+			on = strcmp(sev, "high") == 0       ? "\033[1;31m"
+			     : strcmp(sev, "moderate") == 0 ? "\033[1;33m"
+							    : "\033[1;36m";
+			off = "\033[0m";
+		}
+		fprintf(out, "%d. %s[%s]%s %s  (%s)\n", i + 1, on, sev, off, f[i].title, f[i].rule);
+		if (flags & PP_DIAG_PRINT_BRIEF)
+			continue;
+		if (f[i].evidence[0])
+			fprintf(out, "   evidence: %s\n", f[i].evidence);
+		if (f[i].fix[0])
+			fprintf(out, "   fix:      %s\n", f[i].fix);
+	}
+}

@@ -1,0 +1,119 @@
+/*
+ * diag_internal.h — what the rules share (private to viewers/diag).
+ *
+ * A run is loaded once into a diag_run (spans, steps, derived step
+ * membership, self times); each rule reads it and emits findings through
+ * diag_emit. Times are integer nanoseconds from the run's start.
+ */
+#ifndef PP_DIAG_INTERNAL_H
+#define PP_DIAG_INTERNAL_H
+
+#include <stdint.h>
+
+#include "diagnostics.h"
+#include "phaseprof.h"
+#include "store.h"
+
+/* One interval of the step series: a PP_STEP phase (or the PP_FIRST_STEP). */
+typedef struct diag_step {
+	int64_t iteration;
+	int64_t start_ns, end_ns;
+} diag_step;
+
+typedef struct diag_run {
+	pp_store *st;
+	int64_t run_id;
+	pp_run_info info;
+	int64_t total_ns;         /* run wall time (duration, else last event) */
+
+	pp_span_list spans;       /* closed spans only are used (end_ns >= 0) */
+	int64_t *self_ns;         /* per span: duration minus its children's */
+	int *step_of;             /* per span: index into steps containing it, -1 */
+	unsigned char *outer;     /* per span: no ancestor of the same kind */
+
+	diag_step *steps;         /* ordered by start; steps[0] is the first step */
+	int n_steps;
+	int first_is_marked;      /* steps[0] came from a PP_FIRST_STEP phase */
+	int64_t startup_end_ns;   /* start of the first step, else total_ns */
+} diag_run;
+
+/* Severity: the ranking adds this base to the share, so a high finding
+ * always outranks a moderate one. */
+enum diag_sev { DIAG_INFO = 0, DIAG_MODERATE = 1, DIAG_HIGH = 2 };
+const char *diag_sev_name(int sev);
+int diag_sev_from_name(const char *s);
+
+typedef struct diag_ctx {
+	diag_run *run;
+	pp_finding *f;
+	int n, cap;
+	int oom;
+} diag_ctx;
+
+/* Emits one finding and returns it (NULL when out of memory). share is the
+ * fraction of the relevant time the problem costs (0..1); the ranking score
+ * is severity + share. The title is a printf format; fix is plain text;
+ * the evidence is appended with diag_evidence. */
+pp_finding *diag_emit(diag_ctx *c, const char *rule, int sev, double share,
+		      const char *fix, const char *title_fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+/* Appends to a finding's evidence (silently truncated at the field size). */
+void diag_evidence(pp_finding *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int diag_has(const diag_ctx *c, const char *rule);
+
+/* ---- run loading and helpers (diag_run.c) ---- */
+int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t errlen);
+void diag_run_free(diag_run *r);
+
+static inline int64_t diag_span_dur(const pp_span_row *s)
+{
+	return s->end_ns >= s->start_ns ? s->end_ns - s->start_ns : 0;
+}
+static inline int diag_span_closed(const pp_span_row *s)
+{
+	return s->end_ns >= 0 && s->end_ns >= s->start_ns;
+}
+/* Index of the step containing [start, end], or -1. */
+int diag_step_containing(const diag_run *r, int64_t start_ns, int64_t end_ns);
+/* Total time of the outermost spans of `kind`: where = 0 all, 1 inside
+ * steady steps (not the first), 2 outside every step, 3 inside the first. */
+enum { DIAG_ANYWHERE = 0, DIAG_IN_STEADY = 1, DIAG_OUTSIDE_STEPS = 2, DIAG_IN_FIRST = 3 };
+int64_t diag_kind_time(const diag_run *r, int kind, int where, int *count);
+/* Number of steps with index >= from containing an outermost span of kind;
+ * *n_spans and *t_ns (may be NULL) get the spans' count and total time. */
+int diag_steps_with(const diag_run *r, int kind, int from, int *n_spans, int64_t *t_ns);
+/* Time the step series spends in steady steps (all but the first). */
+int64_t diag_steady_time(const diag_run *r);
+
+/* A counter's samples (owned by the caller; free()). n = 0 when absent. */
+typedef struct diag_series {
+	pp_counter_row *rows;
+	int n;
+} diag_series;
+int diag_counter(const diag_run *r, const char *name, diag_series *out);
+/* Last value at or before t (or fallback when there is none). */
+double diag_series_at(const diag_series *s, int64_t t_ns, double fallback);
+
+/* "12.3 ms"-style duration into buf (returns buf). */
+const char *diag_fmt_ns(char *buf, size_t len, double ns);
+const char *diag_fmt_bytes(char *buf, size_t len, double bytes);
+
+/* ---- rules (rules_*.c) ---- */
+typedef void (*diag_rule_fn)(diag_ctx *c);
+void rule_iteration_time_grows(diag_ctx *c);
+void rule_graph_grows(diag_ctx *c);
+void rule_session_per_iteration(diag_ctx *c);
+void rule_first_step_slow(diag_ctx *c);
+void rule_repeated_retracing(diag_ctx *c);
+void rule_op_registration_startup(diag_ctx *c);
+void rule_initializer_dominates_init(diag_ctx *c);
+void rule_weight_load_small_reads(diag_ctx *c);
+void rule_alloc_count_not_flat(diag_ctx *c);
+void rule_library_load_startup(diag_ctx *c);
+void rule_gpu_idle_gaps(diag_ctx *c);
+void rule_gpu_sync_copies(diag_ctx *c);
+void rule_gpu_step_transfers(diag_ctx *c);
+void rule_gpu_short_kernels(diag_ctx *c);
+void rule_phase_share(diag_ctx *c);
+
+#endif

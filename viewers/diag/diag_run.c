@@ -1,0 +1,288 @@
+/* diag_run.c — loads one run for the rules and derives what they share. */
+#include "diag_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct id_index {
+	int64_t id;
+	int idx;
+} id_index;
+
+static int cmp_id(const void *a, const void *b)
+{
+	int64_t x = ((const id_index *)a)->id, y = ((const id_index *)b)->id;
+	return (x > y) - (x < y);
+}
+
+static int find_idx(const id_index *map, int n, int64_t id)
+{
+	id_index key = {id, 0};
+	const id_index *h = bsearch(&key, map, (size_t)n, sizeof *map, cmp_id);
+	return h ? h->idx : -1;
+}
+
+static int cmp_step(const void *a, const void *b)
+{
+	const diag_step *x = a, *y = b;
+	if (x->start_ns != y->start_ns)
+		return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
+	return (x->iteration > y->iteration) - (x->iteration < y->iteration);
+}
+
+/* Builds the step series: outermost PP_STEP phases by start, with the first
+ * PP_FIRST_STEP phase standing for the first step when it is not itself
+ * inside a step (it may wrap step 0 or precede step 1). */
+static int build_steps(diag_run *r)
+{
+	const pp_span_list *l = &r->spans;
+	r->steps = malloc((size_t)(l->n + 1) * sizeof *r->steps);
+	if (!r->steps)
+		return -1;
+	int first = -1;
+	for (int i = 0; i < l->n; i++) {
+		const pp_span_row *s = &l->rows[i];
+		if (!diag_span_closed(s))
+			continue;
+		if (s->kind == PP_FIRST_STEP && r->outer[i] &&
+		    (first < 0 || s->start_ns < l->rows[first].start_ns))
+			first = i;
+	}
+	int64_t fs = first >= 0 ? l->rows[first].start_ns : 0;
+	int64_t fe = first >= 0 ? l->rows[first].end_ns : -1;
+	int inside_step = 0;
+	for (int i = 0; i < l->n; i++) {
+		const pp_span_row *s = &l->rows[i];
+		if (s->kind != PP_STEP || !r->outer[i] || !diag_span_closed(s))
+			continue;
+		if (first >= 0 && s->start_ns >= fs && s->end_ns <= fe)
+			continue; /* wrapped by the first-step phase */
+		if (first >= 0 && s->start_ns <= fs && s->end_ns >= fe)
+			inside_step = 1;
+		r->steps[r->n_steps++] = (diag_step){s->step, s->start_ns, s->end_ns};
+	}
+	qsort(r->steps, (size_t)r->n_steps, sizeof *r->steps, cmp_step);
+	if (first >= 0 && !inside_step) {
+		int64_t it = r->n_steps ? r->steps[0].iteration - 1 : 0;
+		if (it < 0)
+			it = 0;
+		memmove(r->steps + 1, r->steps, (size_t)r->n_steps * sizeof *r->steps);
+		r->steps[0] = (diag_step){it, fs, fe};
+		r->n_steps++;
+		r->first_is_marked = 1;
+		qsort(r->steps, (size_t)r->n_steps, sizeof *r->steps, cmp_step);
+	}
+	r->startup_end_ns = r->n_steps ? r->steps[0].start_ns : r->total_ns;
+	return 0;
+}
+
+int diag_step_containing(const diag_run *r, int64_t start_ns, int64_t end_ns)
+{
+	int lo = 0, hi = r->n_steps - 1, best = -1;
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+		if (r->steps[mid].start_ns <= start_ns) {
+			best = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	if (best >= 0 && end_ns <= r->steps[best].end_ns)
+		return best;
+	return -1;
+}
+
+int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t errlen)
+{
+	memset(r, 0, sizeof *r);
+	r->st = st;
+	r->run_id = run_id;
+	if (pp_store_run(st, run_id, &r->info) != 0) {
+		snprintf(err, errlen, "%s: no run %lld", pp_store_path(st), (long long)run_id);
+		return -1;
+	}
+	if (pp_store_spans(st, run_id, -1, &r->spans) != 0) {
+		snprintf(err, errlen, "%s: run %lld: cannot read its phases", pp_store_path(st),
+			 (long long)run_id);
+		return -1;
+	}
+	const pp_span_list *l = &r->spans;
+	int n = l->n;
+	r->self_ns = calloc((size_t)n + 1, sizeof *r->self_ns);
+	r->step_of = calloc((size_t)n + 1, sizeof *r->step_of);
+	r->outer = calloc((size_t)n + 1, 1);
+	id_index *map = malloc(((size_t)n + 1) * sizeof *map);
+	if (!r->self_ns || !r->step_of || !r->outer || !map) {
+		free(map);
+		snprintf(err, errlen, "out of memory loading run %lld", (long long)run_id);
+		return -1;
+	}
+	int64_t last_end = 0;
+	for (int i = 0; i < n; i++) {
+		map[i] = (id_index){l->rows[i].id, i};
+		r->self_ns[i] = diag_span_dur(&l->rows[i]);
+		if (l->rows[i].end_ns > last_end)
+			last_end = l->rows[i].end_ns;
+	}
+	qsort(map, (size_t)n, sizeof *map, cmp_id);
+	for (int i = 0; i < n; i++) {
+		const pp_span_row *s = &l->rows[i];
+		int p = s->parent_id > 0 ? find_idx(map, n, s->parent_id) : -1;
+		if (p >= 0 && diag_span_closed(s))
+			r->self_ns[p] -= diag_span_dur(s);
+		/* Outermost of its kind: no ancestor of the same kind. The walk is
+		 * bounded in case a damaged recording has a parent cycle. */
+		r->outer[i] = 1;
+		for (int hops = 0; p >= 0 && hops < 512; hops++) {
+			if (l->rows[p].kind == s->kind) {
+				r->outer[i] = 0;
+				break;
+			}
+			int64_t pid = l->rows[p].parent_id;
+			p = pid > 0 ? find_idx(map, n, pid) : -1;
+		}
+	}
+	free(map);
+	for (int i = 0; i < n; i++)
+		if (r->self_ns[i] < 0)
+			r->self_ns[i] = 0; /* children on other threads may overlap */
+	r->total_ns = r->info.duration_ns > 0 ? r->info.duration_ns : last_end;
+	if (last_end > r->total_ns)
+		r->total_ns = last_end;
+	if (build_steps(r) != 0) {
+		snprintf(err, errlen, "out of memory loading run %lld", (long long)run_id);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		const pp_span_row *s = &l->rows[i];
+		r->step_of[i] = -1;
+		if (s->kind == PP_STEP || s->kind == PP_FIRST_STEP || !diag_span_closed(s))
+			continue;
+		r->step_of[i] = diag_step_containing(r, s->start_ns, s->end_ns);
+	}
+	return 0;
+}
+
+void diag_run_free(diag_run *r)
+{
+	pp_span_list_free(&r->spans);
+	free(r->self_ns);
+	free(r->step_of);
+	free(r->outer);
+	free(r->steps);
+	memset(r, 0, sizeof *r);
+}
+
+int64_t diag_kind_time(const diag_run *r, int kind, int where, int *count)
+{
+	int64_t t = 0;
+	int c = 0;
+	for (int i = 0; i < r->spans.n; i++) {
+		const pp_span_row *s = &r->spans.rows[i];
+		if (s->kind != kind || !r->outer[i] || !diag_span_closed(s))
+			continue;
+		int st = r->step_of[i];
+		if (where == DIAG_IN_STEADY && st <= 0)
+			continue;
+		if (where == DIAG_OUTSIDE_STEPS && st >= 0)
+			continue;
+		if (where == DIAG_IN_FIRST && st != 0)
+			continue;
+		t += diag_span_dur(s);
+		c++;
+	}
+	if (count)
+		*count = c;
+	return t;
+}
+
+int diag_steps_with(const diag_run *r, int kind, int from, int *n_spans, int64_t *t_ns)
+{
+	unsigned char *seen = calloc((size_t)r->n_steps + 1, 1);
+	int with = 0, ns = 0;
+	int64_t t = 0;
+	for (int i = 0; i < r->spans.n; i++) {
+		const pp_span_row *s = &r->spans.rows[i];
+		int st = r->step_of[i];
+		if (s->kind != kind || !r->outer[i] || st < from || st < 0)
+			continue;
+		ns++;
+		t += diag_span_dur(s);
+		if (seen && !seen[st]) {
+			seen[st] = 1;
+			with++;
+		}
+	}
+	free(seen);
+	if (n_spans)
+		*n_spans = ns;
+	if (t_ns)
+		*t_ns = t;
+	return with;
+}
+
+int64_t diag_steady_time(const diag_run *r)
+{
+	int64_t t = 0;
+	for (int i = 1; i < r->n_steps; i++)
+		t += r->steps[i].end_ns - r->steps[i].start_ns;
+	return t;
+}
+
+int diag_counter(const diag_run *r, const char *name, diag_series *out)
+{
+	out->rows = NULL;
+	out->n = 0;
+	if (pp_store_counter(r->st, r->run_id, name, &out->rows, &out->n) != 0) {
+		free(out->rows);
+		out->rows = NULL;
+		out->n = 0;
+		return -1;
+	}
+	return 0;
+}
+
+double diag_series_at(const diag_series *s, int64_t t_ns, double fallback)
+{
+	int lo = 0, hi = s->n - 1, best = -1;
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+		if (s->rows[mid].ts_ns <= t_ns) {
+			best = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return best >= 0 ? s->rows[best].value : fallback;
+}
+
+const char *diag_fmt_ns(char *buf, size_t len, double ns)
+{
+	double a = ns < 0 ? -ns : ns;
+	if (a >= 1e9)
+		snprintf(buf, len, "%.2f s", ns / 1e9);
+	else if (a >= 1e6)
+		snprintf(buf, len, "%.2f ms", ns / 1e6);
+	else if (a >= 1e3)
+		snprintf(buf, len, "%.1f us", ns / 1e3);
+	else
+		snprintf(buf, len, "%.0f ns", ns);
+	return buf;
+}
+
+const char *diag_fmt_bytes(char *buf, size_t len, double b)
+{
+	double a = b < 0 ? -b : b;
+	if (a >= 1024.0 * 1024 * 1024)
+		snprintf(buf, len, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+	else if (a >= 1024.0 * 1024)
+		snprintf(buf, len, "%.2f MiB", b / (1024.0 * 1024));
+	else if (a >= 1024.0)
+		snprintf(buf, len, "%.1f KiB", b / 1024.0);
+	else
+		snprintf(buf, len, "%.0f B", b);
+	return buf;
+}

@@ -1,0 +1,271 @@
+/* diag_stats.c — robust location/scale, trend tests, distribution tails. */
+#include "diag_stats.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Small inputs use the stack; the rules pass at most a few thousand steps. */
+static double median_inplace(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	return (n & 1) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double diag_median(const double *x, int n)
+{
+	if (n <= 0)
+		return 0;
+	double *v = malloc((size_t)n * sizeof *v);
+	if (!v)
+		return NAN;
+	memcpy(v, x, (size_t)n * sizeof *v);
+	double m = median_inplace(v, n);
+	free(v);
+	return m;
+}
+
+double diag_mad(const double *x, int n)
+{
+	if (n <= 0)
+		return 0;
+	double m = diag_median(x, n);
+	double *v = malloc((size_t)n * sizeof *v);
+	if (!v)
+		return NAN;
+	for (int i = 0; i < n; i++)
+		v[i] = fabs(x[i] - m);
+	double mad = median_inplace(v, n);
+	free(v);
+	return mad;
+}
+
+double diag_robust_sigma(const double *x, int n)
+{
+	return 1.4826 * diag_mad(x, n);
+}
+
+double diag_mean(const double *x, int n)
+{
+	if (n <= 0)
+		return 0;
+	double s = 0;
+	for (int i = 0; i < n; i++)
+		s += x[i];
+	return s / n;
+}
+
+int diag_linreg_fit(const double *x, const double *y, int n, diag_linreg *out)
+{
+	memset(out, 0, sizeof *out);
+	if (n < 3)
+		return -1;
+	double mx = diag_mean(x, n), my = diag_mean(y, n);
+	double sxx = 0, sxy = 0, syy = 0;
+	for (int i = 0; i < n; i++) {
+		double dx = x[i] - mx, dy = y[i] - my;
+		sxx += dx * dx;
+		sxy += dx * dy;
+		syy += dy * dy;
+	}
+	if (sxx <= 0)
+		return -1;
+	out->n = n;
+	out->slope = sxy / sxx;
+	out->intercept = my - out->slope * mx;
+	double sse = 0;
+	for (int i = 0; i < n; i++) {
+		double r = y[i] - (out->intercept + out->slope * x[i]);
+		sse += r * r;
+	}
+	out->r2 = syy > 0 ? 1.0 - sse / syy : 1.0;
+	double s2 = sse / (n - 2);
+	out->se_slope = sqrt(s2 / sxx);
+	if (out->se_slope > 0) {
+		out->t = out->slope / out->se_slope;
+		out->p_two_sided = diag_t_p_two_sided(out->t, n - 2);
+	} else {
+		/* A perfect fit: the slope is certain (or exactly zero). */
+		out->t = out->slope > 0 ? INFINITY : out->slope < 0 ? -INFINITY : 0;
+		out->p_two_sided = out->slope != 0 ? 0.0 : 1.0;
+	}
+	return 0;
+}
+
+int diag_mann_kendall(const double *y, int n, diag_mk *out)
+{
+	memset(out, 0, sizeof *out);
+	if (n < 4)
+		return -1;
+	double s = 0;
+	for (int i = 0; i < n - 1; i++)
+		for (int j = i + 1; j < n; j++)
+			s += (y[j] > y[i]) - (y[j] < y[i]);
+	/* Tie correction: Σ t(t-1)(2t+5) over groups of equal values. */
+	double *v = malloc((size_t)n * sizeof *v);
+	if (!v)
+		return -1;
+	memcpy(v, y, (size_t)n * sizeof *v);
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	double ties = 0;
+	for (int i = 0; i < n;) {
+		int j = i + 1;
+		while (j < n && v[j] == v[i])
+			j++;
+		double t = j - i;
+		if (t > 1)
+			ties += t * (t - 1) * (2 * t + 5);
+		i = j;
+	}
+	free(v);
+	double dn = n;
+	out->n = n;
+	out->s = s;
+	out->var_s = (dn * (dn - 1) * (2 * dn + 5) - ties) / 18.0;
+	out->tau = s / (dn * (dn - 1) / 2);
+	if (out->var_s <= 0) {
+		/* All values equal: no trend at all. */
+		out->z = 0;
+		out->p_up = out->p_down = 1.0;
+		return 0;
+	}
+	double sd = sqrt(out->var_s);
+	out->z = s > 0 ? (s - 1) / sd : s < 0 ? (s + 1) / sd : 0;
+	out->p_up = 1.0 - diag_normal_cdf(out->z);
+	out->p_down = diag_normal_cdf(out->z);
+	return 0;
+}
+
+/* Reduces (x, y) to `cap` points: medians of consecutive blocks. */
+static int reduce_blocks(const double *x, const double *y, int n, int cap,
+			 double **rx, double **ry)
+{
+	*rx = malloc((size_t)cap * sizeof **rx);
+	*ry = malloc((size_t)cap * sizeof **ry);
+	if (!*rx || !*ry) {
+		free(*rx);
+		free(*ry);
+		return -1;
+	}
+	for (int b = 0; b < cap; b++) {
+		int lo = (int)((long long)n * b / cap), hi = (int)((long long)n * (b + 1) / cap);
+		(*rx)[b] = diag_median(x + lo, hi - lo);
+		(*ry)[b] = diag_median(y + lo, hi - lo);
+	}
+	return cap;
+}
+
+int diag_theil_sen(const double *x, const double *y, int n, int cap,
+		   double *slope, double *intercept)
+{
+	*slope = *intercept = 0;
+	if (n < 3)
+		return -1;
+	double *bx = NULL, *by = NULL;
+	const double *px = x, *py = y;
+	int m = n;
+	if (cap >= 3 && n > cap) {
+		if (reduce_blocks(x, y, n, cap, &bx, &by) < 0)
+			return -1;
+		px = bx, py = by, m = cap;
+	}
+	size_t np = (size_t)m * (size_t)(m - 1) / 2, k = 0;
+	double *sl = malloc(np * sizeof *sl);
+	if (!sl) {
+		free(bx);
+		free(by);
+		return -1;
+	}
+	for (int i = 0; i < m - 1; i++)
+		for (int j = i + 1; j < m; j++)
+			if (px[j] != px[i])
+				sl[k++] = (py[j] - py[i]) / (px[j] - px[i]);
+	int rc = -1;
+	if (k > 0) {
+		*slope = median_inplace(sl, (int)k);
+		/* Intercept over the full series, not the block medians. */
+		double *r = realloc(sl, (size_t)n * sizeof *r);
+		if (r) {
+			sl = r;
+			for (int i = 0; i < n; i++)
+				sl[i] = y[i] - *slope * x[i];
+			*intercept = median_inplace(sl, n);
+			rc = 0;
+		}
+	}
+	free(sl);
+	free(bx);
+	free(by);
+	return rc;
+}
+
+double diag_normal_cdf(double z)
+{
+	return 0.5 * erfc(-z / sqrt(2.0));
+}
+
+/* Continued fraction for I_x(a,b) (modified Lentz). */
+static double betacf(double a, double b, double x)
+{
+	const double tiny = 1e-300;
+	double qab = a + b, qap = a + 1, qam = a - 1;
+	double c = 1, d = 1 - qab * x / qap;
+	if (fabs(d) < tiny)
+		d = tiny;
+	d = 1 / d;
+	double h = d;
+	for (int m = 1; m <= 300; m++) {
+		int m2 = 2 * m;
+		double aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+		d = 1 + aa * d;
+		if (fabs(d) < tiny)
+			d = tiny;
+		c = 1 + aa / c;
+		if (fabs(c) < tiny)
+			c = tiny;
+		d = 1 / d;
+		h *= d * c;
+		aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+		d = 1 + aa * d;
+		if (fabs(d) < tiny)
+			d = tiny;
+		c = 1 + aa / c;
+		if (fabs(c) < tiny)
+			c = tiny;
+		d = 1 / d;
+		double del = d * c;
+		h *= del;
+		if (fabs(del - 1) < 1e-15)
+			break;
+	}
+	return h;
+}
+
+double diag_betai(double a, double b, double x)
+{
+	if (x <= 0)
+		return 0;
+	if (x >= 1)
+		return 1;
+	double lbt = lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x);
+	double bt = exp(lbt);
+	if (x < (a + 1) / (a + b + 2))
+		return bt * betacf(a, b, x) / a;
+	return 1 - bt * betacf(b, a, 1 - x) / b;
+}
+
+double diag_t_p_two_sided(double t, double df)
+{
+	if (df <= 0 || isnan(t))
+		return 1.0;
+	if (isinf(t))
+		return 0.0;
+	return diag_betai(df / 2, 0.5, df / (df + t * t));
+}

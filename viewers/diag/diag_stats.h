@@ -1,0 +1,58 @@
+/*
+ * diag_stats.h — the statistics the rules use (private to viewers/diag).
+ * Pure functions over double arrays: no store, no allocation visible to the
+ * caller. Tested on their own in tests/diag/test_stats.c.
+ */
+#ifndef PP_DIAG_STATS_H
+#define PP_DIAG_STATS_H
+
+#include <stddef.h>
+
+/* Median of x[0..n) (x is not modified). 0 for n == 0. */
+double diag_median(const double *x, int n);
+/* Median absolute deviation around the median (raw, not scaled). */
+double diag_mad(const double *x, int n);
+/* 1.4826 · MAD: a standard deviation estimate that ignores outliers. */
+double diag_robust_sigma(const double *x, int n);
+double diag_mean(const double *x, int n);
+
+/* Ordinary least squares y = a + b·x with a t-test on the slope. */
+typedef struct diag_linreg {
+	double slope, intercept;
+	double se_slope;          /* standard error of the slope */
+	double t;                 /* slope / se_slope (±inf for a perfect fit) */
+	double p_two_sided;       /* Student t, n-2 degrees of freedom */
+	double r2;
+	int n;
+} diag_linreg;
+/* Returns 0, or -1 when n < 3 or all x are equal. */
+int diag_linreg_fit(const double *x, const double *y, int n, diag_linreg *out);
+
+/* Mann-Kendall trend test (rank-based, so robust to outliers and to the
+ * shape of the noise), with the tie correction of the variance. */
+typedef struct diag_mk {
+	double s;                 /* Σ sign(y_j - y_i), i < j */
+	double var_s;
+	double z;                 /* continuity-corrected */
+	double p_up;              /* one-sided p-value for an increasing trend */
+	double p_down;
+	double tau;               /* Kendall's tau-a: s / (n(n-1)/2) */
+	int n;
+} diag_mk;
+/* Returns 0, or -1 when n < 4. */
+int diag_mann_kendall(const double *y, int n, diag_mk *out);
+
+/* Theil-Sen: median of pairwise slopes, intercept median(y - b·x). Series
+ * longer than `cap` points are first reduced to cap block medians so the
+ * cost stays O(cap²). Returns 0, or -1 when n < 3. */
+int diag_theil_sen(const double *x, const double *y, int n, int cap,
+		   double *slope, double *intercept);
+
+/* Distribution functions. */
+double diag_normal_cdf(double z);
+/* Two-sided p-value of a Student t statistic with df degrees of freedom. */
+double diag_t_p_two_sided(double t, double df);
+/* Regularised incomplete beta I_x(a, b). */
+double diag_betai(double a, double b, double x);
+
+#endif

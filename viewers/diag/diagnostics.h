@@ -1,0 +1,103 @@
+/*
+ * diagnostics.h — the rules engine over a phaseprof store, and run diffs.
+ *
+ * Each rule reads one run (phases, steps, counters, side tables) and emits
+ * findings: rule id, severity, score, a one-sentence title, the evidence with
+ * its numbers, and the fix. Findings are ranked most important first and
+ * stored in the run's `findings` rows (replacing the run's old findings).
+ *
+ * What the rules read (phase kinds, counter names, row conventions) is
+ * written down in viewers/diag/README.md: emit those and the rules see you.
+ *
+ *   pp_diag_result r;
+ *   if (pp_diag_run(st, run_id, &r) == 0) {
+ *           pp_diag_print(stdout, r.findings, r.n, 0);
+ *           pp_diag_result_free(&r);
+ *   }
+ */
+#ifndef PP_DIAGNOSTICS_H
+#define PP_DIAGNOSTICS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Findings of one run, ranked: findings[0] is the most important. */
+typedef struct pp_diag_result {
+	pp_finding *findings;     /* malloc'd; pp_diag_result_free */
+	int n;
+	char error[256];          /* set when a call returns -1 */
+} pp_diag_result;
+
+/* Runs every rule on one run, replaces the run's stored findings with the new
+ * ones (the store must be open for writing) and returns them in out (out may
+ * be NULL). Returns 0, or -1 with a one-line message in out->error. */
+int pp_diag_run(pp_store *st, int64_t run_id, pp_diag_result *out);
+
+/* Same analysis, nothing written: for read-only stores and tests. */
+int pp_diag_analyze(pp_store *st, int64_t run_id, pp_diag_result *out);
+
+/* pp_diag_run on every run of the store. *n_findings (may be NULL) gets the
+ * total. Returns 0, or -1 with a message naming the run in err. */
+int pp_diag_run_all(pp_store *st, int *n_findings, char *err, size_t errlen);
+
+void pp_diag_result_free(pp_diag_result *r);
+
+/* The rules, for `--help` texts and docs. */
+typedef struct pp_diag_rule_info {
+	const char *id;           /* "iteration_time_grows" */
+	const char *summary;      /* what it detects, one line */
+} pp_diag_rule_info;
+const pp_diag_rule_info *pp_diag_rules(int *n);
+
+/* Terminal output: one block per finding (severity, title, evidence, fix).
+ * flags: PP_DIAG_PRINT_COLOR for ANSI colours, PP_DIAG_PRINT_BRIEF for
+ * titles only. Prints "no findings" for n == 0. */
+enum { PP_DIAG_PRINT_COLOR = 1, PP_DIAG_PRINT_BRIEF = 2 };
+void pp_diag_print(FILE *out, const pp_finding *f, int n, int flags);
+
+/* Index of a finding of rule `rule` in f[0..n), or -1. */
+int pp_diag_find(const pp_finding *f, int n, const char *rule);
+
+/* ---- diff of two runs ----
+ * Phase-by-phase: per-kind totals, step count and step-time median. A row is
+ * flagged when its change is beyond the noise seen between repeated steps
+ * (median absolute deviation of the steps), see README.md. */
+enum pp_diff_verdict { PP_DIFF_SAME = 0, PP_DIFF_REGRESSION = 1, PP_DIFF_IMPROVEMENT = 2 };
+
+typedef struct pp_diff_row {
+	char name[48];            /* "step median", "compile", … */
+	int kind;                 /* pp_kind, or -1 for the step rows and the total */
+	int64_t count_a, count_b;
+	int64_t ns_a, ns_b;       /* total (or median for "step median") */
+	double ratio;             /* ns_b / ns_a; 0 when ns_a == 0 */
+	int64_t threshold_ns;     /* |b - a| beyond this is not noise */
+	int verdict;              /* enum pp_diff_verdict */
+} pp_diff_row;
+
+typedef struct pp_diff {
+	pp_run_info a, b;
+	pp_diff_row *rows;        /* malloc'd */
+	int n;
+	int n_steps_a, n_steps_b;
+	double noise_rel;         /* relative step noise used (1.4826·MAD/median) */
+	int noise_from_steps;     /* 0: no steps, a default floor was used */
+	int regressions, improvements;
+	char error[256];
+} pp_diff;
+
+/* Compares run_a of store a with run_b of store b (a and b may be the same
+ * store). Returns 0, or -1 with a one-line message in out->error. */
+int pp_diag_diff(pp_store *a, int64_t run_a, pp_store *b, int64_t run_b, pp_diff *out);
+void pp_diff_free(pp_diff *d);
+const char *pp_diff_verdict_name(int verdict); /* "same" | "regression" | "improvement" */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PP_DIAGNOSTICS_H */

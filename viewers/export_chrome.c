@@ -1,0 +1,268 @@
+/* export_chrome.c — Chrome Trace Event JSON (Perfetto, chrome://tracing).
+ * One process per run, one thread track per (thread, lane) of the model so
+ * X slices nest strictly, GPU streams on their own tracks, C events for
+ * counters, flow arrows from CUDA launches to kernels by correlation id.
+ * ts/dur are exact decimal microseconds relative to otherData's
+ * baseTimeNanoseconds (the earliest run start), as Kineto writes them. */
+#include "view_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct chrome_state {
+	int first;                /* no comma before the first event */
+} chrome_state;
+
+static void ev_sep(pp_view_ctx *c)
+{
+	chrome_state *s = c->priv;
+	pp_out_puts(c->out, s->first ? "\n" : ",\n");
+	s->first = 0;
+}
+
+static void ev_meta(pp_view_ctx *c, int64_t pid, int64_t tid, const char *what, const char *name, int64_t sort)
+{
+	ev_sep(c);
+	pp_out_puts(c->out, "{\"ph\":\"M\",\"pid\":");
+	pp_out_i64(c->out, pid);
+	pp_out_puts(c->out, ",\"tid\":");
+	pp_out_i64(c->out, tid);
+	pp_out_puts(c->out, ",\"ts\":0,\"name\":\"");
+	pp_out_puts(c->out, what);
+	pp_out_puts(c->out, "\",\"args\":{");
+	if (name) {
+		pp_out_puts(c->out, "\"name\":");
+		pp_out_json_str(c->out, name);
+	} else {
+		pp_out_puts(c->out, "\"sort_index\":");
+		pp_out_i64(c->out, sort);
+	}
+	pp_out_puts(c->out, "}}");
+}
+
+static int chrome_begin(pp_view_ctx *c)
+{
+	chrome_state *s = calloc(1, sizeof *s);
+	if (!s)
+		return pp_view_fail(c, "out of memory");
+	s->first = 1;
+	c->priv = s;
+	pp_out_puts(c->out, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"phaseprof\",\"database\":");
+	pp_out_json_str(c->out, pp_store_path(c->st));
+	pp_out_puts(c->out, ",\"baseTimeNanoseconds\":");
+	pp_out_i64(c->out, c->base_unix_ns);
+	pp_out_puts(c->out, "},\"traceEvents\":[");
+	return 0;
+}
+
+typedef struct counter_ctx {
+	pp_view_ctx *c;
+	int64_t pid, off;
+} counter_ctx;
+
+static int counter_row(sqlite3_stmt *row, void *ud)
+{
+	counter_ctx *k = ud;
+	pp_view_ctx *c = k->c;
+	ev_sep(c);
+	pp_out_puts(c->out, "{\"ph\":\"C\",\"pid\":");
+	pp_out_i64(c->out, k->pid);
+	pp_out_puts(c->out, ",\"tid\":0,\"ts\":");
+	pp_out_us(c->out, sqlite3_column_int64(row, 1) + k->off);
+	pp_out_puts(c->out, ",\"name\":");
+	pp_out_json_str(c->out, (const char *)sqlite3_column_text(row, 0));
+	double v = sqlite3_column_double(row, 2);
+	if (isfinite(v))
+		pp_out_printf(c->out, ",\"args\":{\"value\":%.17g}}", v);
+	else   /* JSON has no NaN/inf */
+		pp_out_puts(c->out, ",\"args\":{\"value\":null}}");
+	return 0;
+}
+
+static int mark_row(sqlite3_stmt *row, void *ud)
+{
+	counter_ctx *k = ud;
+	pp_view_ctx *c = k->c;
+	ev_sep(c);
+	pp_out_puts(c->out, "{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"mark\",\"pid\":");
+	pp_out_i64(c->out, k->pid);
+	pp_out_puts(c->out, ",\"tid\":0,\"ts\":");
+	pp_out_us(c->out, sqlite3_column_int64(row, 1) + k->off);
+	pp_out_puts(c->out, ",\"name\":");
+	pp_out_json_str(c->out, (const char *)sqlite3_column_text(row, 0));
+	pp_out_puts(c->out, "}");
+	return 0;
+}
+
+typedef struct launch { int64_t corr, ts, tid; } launch;
+
+static int cmp_launch(const void *a, const void *b)
+{
+	const launch *x = a, *y = b;
+	if (x->corr != y->corr)
+		return x->corr < y->corr ? -1 : 1;
+	return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+static const char *const cat_names[] = {"span", "op", "cuda_api", "gpu"};
+static const char *const gpu_kinds[] = {"kernel", "memcpy", "memset"};
+
+static int chrome_run(pp_view_ctx *c, const pp_run_info *run)
+{
+	pp_model m;
+	if (pp_model_load(c->st, run, &m, c->err, c->errlen) != 0)
+		return -1;
+	int64_t pid = run->id;
+	int64_t off = run->start_unix_ns - c->base_unix_ns;
+	char pname[300];
+	if (run->scenario[0])
+		snprintf(pname, sizeof pname, "run %lld: %s / %s", (long long)run->id, run->scenario, run->variant);
+	else
+		snprintf(pname, sizeof pname, "run %lld: %s", (long long)run->id,
+			 run->label[0] ? run->label : run->command);
+	ev_meta(c, pid, 0, "process_name", pname, 0);
+	ev_meta(c, pid, 0, "process_sort_index", NULL, pid);
+
+	launch *ln = NULL;
+	int64_t n_ln = 0, cap_ln = 0;
+	for (int t = 0; t < m.n_tracks; t++) {
+		const pp_track *tr = &m.tracks[t];
+		int64_t tid = t + 1;
+		ev_meta(c, pid, tid, "thread_name", tr->name, 0);
+		ev_meta(c, pid, tid, "thread_sort_index", NULL, t);
+		for (int i = 0; i < tr->n; i++) {
+			const pp_item *it = &tr->items[i];
+			ev_sep(c);
+			pp_out_puts(c->out, "{\"ph\":\"X\",\"pid\":");
+			pp_out_i64(c->out, pid);
+			pp_out_puts(c->out, ",\"tid\":");
+			pp_out_i64(c->out, tid);
+			pp_out_puts(c->out, ",\"ts\":");
+			pp_out_us(c->out, it->start + off);
+			pp_out_puts(c->out, ",\"dur\":");
+			pp_out_us(c->out, it->end - it->start);
+			pp_out_puts(c->out, ",\"name\":");
+			pp_out_json_str(c->out, m.names.s[it->name]);
+			pp_out_puts(c->out, ",\"cat\":\"");
+			if (it->cat == PP_CAT_SPAN)
+				pp_out_puts(c->out, it->kind ? "phase" : "span");
+			else
+				pp_out_puts(c->out, cat_names[it->cat]);
+			pp_out_puts(c->out, "\",\"args\":{");
+			if (it->cat == PP_CAT_SPAN) {
+				pp_out_puts(c->out, "\"kind\":\"");
+				pp_out_puts(c->out, pp_kind_name((pp_kind)it->kind));
+				pp_out_puts(c->out, "\"");
+				if (it->arg >= 0) {
+					pp_out_puts(c->out, ",\"step\":");
+					pp_out_i64(c->out, it->arg);
+				}
+			} else if (it->cat == PP_CAT_OP) {
+				pp_out_puts(c->out, "\"step\":");
+				pp_out_i64(c->out, it->arg);
+			} else {
+				pp_out_puts(c->out, "\"correlation\":");
+				pp_out_i64(c->out, it->arg);
+				if (it->cat == PP_CAT_GPU) {
+					pp_out_printf(c->out, ",\"kind\":\"%s\"", gpu_kinds[it->kind % 3]);
+					if (it->bytes) {
+						pp_out_puts(c->out, ",\"bytes\":");
+						pp_out_i64(c->out, it->bytes);
+					}
+				}
+			}
+			pp_out_puts(c->out, "}}");
+			if (it->cat == PP_CAT_GPU_API && it->arg >= 0) {
+				if (n_ln == cap_ln) {
+					cap_ln = cap_ln ? cap_ln * 2 : 256;
+					launch *nl = realloc(ln, (size_t)cap_ln * sizeof *nl);
+					if (!nl) {
+						free(ln);
+						pp_model_free(&m);
+						return pp_view_fail(c, "out of memory");
+					}
+					ln = nl;
+				}
+				ln[n_ln++] = (launch){it->arg, it->start, tid};
+			}
+		}
+	}
+	/* Flow arrows: launch (CUDA API call) → kernel/copy with the same
+	 * correlation id; "f" binds to the enclosing slice ("bp":"e"). */
+	if (n_ln) {
+		qsort(ln, (size_t)n_ln, sizeof *ln, cmp_launch);
+		for (int t = 0; t < m.n_tracks; t++) {
+			const pp_track *tr = &m.tracks[t];
+			if (!tr->gpu)
+				continue;
+			for (int i = 0; i < tr->n; i++) {
+				const pp_item *it = &tr->items[i];
+				if (it->arg < 0)
+					continue;
+				launch key = {it->arg, INT64_MIN, 0};
+				int64_t lo = 0, hi = n_ln;
+				while (lo < hi) {
+					int64_t mid = (lo + hi) / 2;
+					if (cmp_launch(&ln[mid], &key) < 0)
+						lo = mid + 1;
+					else
+						hi = mid;
+				}
+				if (lo >= n_ln || ln[lo].corr != it->arg)
+					continue;
+				int64_t id = (run->id << 40) | (it->arg & 0xffffffffffLL);
+				ev_sep(c);
+				pp_out_puts(c->out, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"pid\":");
+				pp_out_i64(c->out, pid);
+				pp_out_puts(c->out, ",\"tid\":");
+				pp_out_i64(c->out, ln[lo].tid);
+				pp_out_puts(c->out, ",\"ts\":");
+				pp_out_us(c->out, ln[lo].ts + off);
+				pp_out_puts(c->out, ",\"id\":");
+				pp_out_i64(c->out, id);
+				pp_out_puts(c->out, "}");
+				ev_sep(c);
+				pp_out_puts(c->out, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\",\"pid\":");
+				pp_out_i64(c->out, pid);
+				pp_out_puts(c->out, ",\"tid\":");
+				pp_out_i64(c->out, t + 1);
+				pp_out_puts(c->out, ",\"ts\":");
+				pp_out_us(c->out, it->start + off);
+				pp_out_puts(c->out, ",\"id\":");
+				pp_out_i64(c->out, id);
+				pp_out_puts(c->out, "}");
+			}
+		}
+	}
+	free(ln);
+	pp_model_free(&m);
+	counter_ctx k = {c, pid, off};
+	if (pp_store_query(c->st, "SELECT n.value, c.ts_ns, c.value FROM counters c"
+			   " LEFT JOIN strings n ON n.id = c.name_id WHERE c.run_id = ?1 ORDER BY c.ts_ns",
+			   run->id, counter_row, &k) != 0 ||
+	    pp_store_query(c->st, "SELECT n.value, m.ts_ns FROM marks m"
+			   " LEFT JOIN strings n ON n.id = m.name_id WHERE m.run_id = ?1 ORDER BY m.ts_ns",
+			   run->id, mark_row, &k) != 0)
+		return pp_view_fail(c, "%s: cannot read counters/marks of run %lld", pp_store_path(c->st),
+				    (long long)run->id);
+	return 0;
+}
+
+static int chrome_end(pp_view_ctx *c)
+{
+	if (!c->priv)
+		return 0;
+	pp_out_puts(c->out, "\n]}\n");
+	free(c->priv);
+	c->priv = NULL;
+	return 0;
+}
+
+const pp_view_ops pp_backend_chrome = {
+	.name = "chrome",
+	.description = "Chrome Trace Event JSON (Perfetto, chrome://tracing)",
+	.begin = chrome_begin,
+	.run = chrome_run,
+	.end = chrome_end,
+};

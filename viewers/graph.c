@@ -1,0 +1,543 @@
+/* graph.c — graph snapshots rendered by Graphviz in-process (libcgraph to
+ * build the graph, libgvc to lay it out and render), never by running dot.
+ * Node fill encodes measured time. Graphs above the cap are grouped by name
+ * scope ("dense_1/MatMul" → "dense_1/"), then by op type, so a 5,000-node
+ * graph renders in well under a second and the note says what was grouped. */
+#include "view_int.h"
+
+#include <gvc.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct gnode {
+	int64_t name_id;
+	char *name, *op, *device, *shape;
+	double cost;              /* ns */
+	int group;
+} gnode;
+
+typedef struct gedge { int src, dst; } gedge;
+
+typedef struct gload {
+	gnode *n;
+	int nn, capn;
+	gedge *e;
+	int ne, cape;
+	int failed;
+} gload;
+
+typedef struct gmeta {
+	int64_t run_id, version, n_nodes, n_edges;
+	char label[128];
+	int found;
+} gmeta;
+
+static char *dup_col(sqlite3_stmt *row, int col)
+{
+	const unsigned char *s = sqlite3_column_text(row, col);
+	return strdup(s ? (const char *)s : "");
+}
+
+/* Graphviz label escapes (\N, \G, \l…) start with a backslash. */
+static void clean_label(char *s)
+{
+	for (; *s; s++)
+		if (*s == '\\' || *s == '"')
+			*s = '/';
+}
+
+static int node_row(sqlite3_stmt *row, void *ud)
+{
+	gload *g = ud;
+	if (g->nn == g->capn) {
+		int nc = g->capn ? g->capn * 2 : 64;
+		gnode *nv = realloc(g->n, (size_t)nc * sizeof *nv);
+		if (!nv) {
+			g->failed = 1;
+			return 1;
+		}
+		g->n = nv;
+		g->capn = nc;
+	}
+	gnode *n = &g->n[g->nn++];
+	n->name_id = sqlite3_column_int64(row, 0);
+	n->name = dup_col(row, 1);
+	n->op = dup_col(row, 2);
+	n->device = dup_col(row, 3);
+	n->shape = dup_col(row, 4);
+	if (n->name)
+		clean_label(n->name);
+	if (n->op)
+		clean_label(n->op);
+	n->cost = sqlite3_column_double(row, 5);
+	n->group = g->nn - 1;
+	return 0;
+}
+
+static int edge_row(sqlite3_stmt *row, void *ud)
+{
+	gload *g = ud;
+	int s = sqlite3_column_int(row, 0), d = sqlite3_column_int(row, 1);
+	if (s < 0 || d < 0 || s >= g->nn || d >= g->nn)
+		return 0;   /* dangling edge: drawn nowhere, counted in n_edges */
+	if (g->ne == g->cape) {
+		int nc = g->cape ? g->cape * 2 : 64;
+		gedge *nv = realloc(g->e, (size_t)nc * sizeof *nv);
+		if (!nv) {
+			g->failed = 1;
+			return 1;
+		}
+		g->e = nv;
+		g->cape = nc;
+	}
+	g->e[g->ne++] = (gedge){s, d};
+	return 0;
+}
+
+static int meta_row(sqlite3_stmt *row, void *ud)
+{
+	gmeta *m = ud;
+	m->run_id = sqlite3_column_int64(row, 0);
+	const unsigned char *l = sqlite3_column_text(row, 1);
+	snprintf(m->label, sizeof m->label, "%s", l ? (const char *)l : "");
+	m->version = sqlite3_column_int64(row, 2);
+	m->n_nodes = sqlite3_column_int64(row, 3);
+	m->n_edges = sqlite3_column_int64(row, 4);
+	m->found = 1;
+	return 0;
+}
+
+typedef struct optime { int64_t name_id; double ns; } optime;
+typedef struct optimes { optime *v; int n, cap; } optimes;
+
+static int optime_row(sqlite3_stmt *row, void *ud)
+{
+	optimes *o = ud;
+	if (o->n == o->cap) {
+		int nc = o->cap ? o->cap * 2 : 64;
+		optime *nv = realloc(o->v, (size_t)nc * sizeof *nv);
+		if (!nv)
+			return 1;
+		o->v = nv;
+		o->cap = nc;
+	}
+	o->v[o->n++] = (optime){sqlite3_column_int64(row, 0), sqlite3_column_double(row, 1)};
+	return 0;
+}
+
+static int cmp_optime(const void *a, const void *b)
+{
+	const optime *x = a, *y = b;
+	return (x->name_id > y->name_id) - (x->name_id < y->name_id);
+}
+
+static void gload_free(gload *g)
+{
+	for (int i = 0; i < g->nn; i++) {
+		free(g->n[i].name);
+		free(g->n[i].op);
+		free(g->n[i].device);
+		free(g->n[i].shape);
+	}
+	free(g->n);
+	free(g->e);
+}
+
+/* Time → fill colour: pale for cheap nodes, through amber to red for the
+ * most expensive (sqrt scale so the middle of the range stays visible). */
+static void heat_colour(double t, double max, char *buf, size_t n)
+{
+	if (max <= 0 || t <= 0) {
+		snprintf(buf, n, "#eef2f7");
+		return;
+	}
+	double f = sqrt(t / max);
+	static const double stops[3][3] = {{255, 244, 214}, {246, 162, 60}, {200, 48, 38}};
+	int k = f < 0.5 ? 0 : 1;
+	double u = f < 0.5 ? f * 2 : (f - 0.5) * 2;
+	int r = (int)(stops[k][0] + (stops[k + 1][0] - stops[k][0]) * u);
+	int g = (int)(stops[k][1] + (stops[k + 1][1] - stops[k][1]) * u);
+	int b = (int)(stops[k][2] + (stops[k + 1][2] - stops[k][2]) * u);
+	snprintf(buf, n, "#%02x%02x%02x", r, g, b);
+}
+
+
+typedef struct group {
+	char key[128];
+	int count;
+	double cost;
+	const gnode *first;
+} group;
+
+/* Assigns n->group by key; returns the number of groups or -1. */
+static int group_by(gload *g, int by_scope, group **out)
+{
+	pp_strtab keys = {0};
+	group *gr = NULL;
+	int cap = 0;
+	for (int i = 0; i < g->nn; i++) {
+		char key[128];
+		if (by_scope) {
+			const char *slash = strrchr(g->n[i].name, '/');
+			if (slash)
+				snprintf(key, sizeof key, "%.*s/", (int)(slash - g->n[i].name), g->n[i].name);
+			else
+				snprintf(key, sizeof key, "%s", g->n[i].name);
+		} else {
+			snprintf(key, sizeof key, "%s", g->n[i].op[0] ? g->n[i].op : "?");
+		}
+		int before = keys.n;
+		int k = pp_strtab_add(&keys, key);
+		if (k >= cap) {
+			int nc = cap ? cap * 2 : 64;
+			group *ng = realloc(gr, (size_t)nc * sizeof *ng);
+			if (!ng) {
+				free(gr);
+				pp_strtab_free(&keys);
+				return -1;
+			}
+			gr = ng;
+			cap = nc;
+		}
+		if (keys.n > before) {   /* first node of a new group */
+			memset(&gr[k], 0, sizeof gr[k]);
+			snprintf(gr[k].key, sizeof gr[k].key, "%s", key);
+			gr[k].first = &g->n[i];
+		}
+		gr[k].count++;
+		gr[k].cost += g->n[i].cost;
+		g->n[i].group = k;
+	}
+	int n = keys.n;
+	pp_strtab_free(&keys);
+	*out = gr;
+	return n;
+}
+
+typedef struct gedge_agg { int src, dst, count; } gedge_agg;
+
+static int cmp_gedge(const void *a, const void *b)
+{
+	const gedge_agg *x = a, *y = b;
+	if (x->src != y->src)
+		return x->src - y->src;
+	return x->dst - y->dst;
+}
+
+static int cmp_gedge_count(const void *a, const void *b)
+{
+	const gedge_agg *x = a, *y = b;
+	return y->count - x->count;
+}
+
+#define MAX_DRAWN_EDGES 4000
+
+int pp_graph_render(pp_store *st, int64_t graph_id, const char *format, int cap,
+		    pp_out *out, pp_graph_render_info *info, char *err, size_t errlen)
+{
+	pp_graph_render_info dummy;
+	if (!info)
+		info = &dummy;
+	memset(info, 0, sizeof *info);
+	int want_svg = strcmp(format, "svg") == 0;
+	if (!want_svg && strcmp(format, "dot") != 0) {
+		snprintf(err, errlen, "graph format must be svg or dot, not '%s'", format);
+		return -1;
+	}
+	gmeta meta = {0};
+	gload g = {0};
+	optimes ot = {0};
+	group *groups = NULL;
+	gedge_agg *ea = NULL;
+	int rc = -1;
+	if (pp_store_query(st, "SELECT run_id, label, version, n_nodes, n_edges FROM graphs WHERE id = ?1",
+			   graph_id, meta_row, &meta) != 0 || !meta.found) {
+		snprintf(err, errlen, "%s: no graph snapshot with id %lld", pp_store_path(st), (long long)graph_id);
+		return -1;
+	}
+	if (pp_store_query(st, "SELECT gn.name_id, n.value, o.value, d.value, gn.shape, gn.cost_ns"
+			   " FROM graph_nodes gn LEFT JOIN strings n ON n.id = gn.name_id"
+			   " LEFT JOIN strings o ON o.id = gn.op_id LEFT JOIN strings d ON d.id = gn.device_id"
+			   " WHERE gn.graph_id = ?1 ORDER BY gn.idx", graph_id, node_row, &g) != 0 || g.failed ||
+	    pp_store_query(st, "SELECT src, dst FROM graph_edges WHERE graph_id = ?1", graph_id, edge_row, &g) != 0 ||
+	    g.failed) {
+		snprintf(err, errlen, "%s: cannot read graph %lld: %s", pp_store_path(st), (long long)graph_id,
+			 sqlite3_errmsg(pp_store_db(st)));
+		goto done;
+	}
+	info->n_nodes = g.nn;
+	info->n_edges = g.ne;
+	/* Nodes without a recorded cost take the run's op time under that name. */
+	int need_ops = 0;
+	for (int i = 0; i < g.nn; i++)
+		if (g.n[i].cost <= 0)
+			need_ops = 1;
+	if (need_ops && g.nn) {
+		pp_store_query(st, "SELECT name_id, SUM(end_ns - start_ns) FROM ops WHERE run_id = ?1"
+			       " AND end_ns IS NOT NULL GROUP BY name_id", meta.run_id, optime_row, &ot);
+		qsort(ot.v, (size_t)ot.n, sizeof *ot.v, cmp_optime);
+		for (int i = 0; i < g.nn; i++) {
+			if (g.n[i].cost > 0)
+				continue;
+			optime key = {g.n[i].name_id, 0};
+			optime *f = bsearch(&key, ot.v, (size_t)ot.n, sizeof *ot.v, cmp_optime);
+			if (f)
+				g.n[i].cost = f->ns;
+		}
+	}
+	if (cap <= 0)
+		cap = want_svg ? PP_GRAPH_DEFAULT_CAP : INT32_MAX;
+	int n_groups = g.nn;
+	if (g.nn > cap) {
+		n_groups = group_by(&g, 1, &groups);
+		const char *how = "name scope";
+		if (n_groups > cap) {
+			free(groups);
+			groups = NULL;
+			n_groups = group_by(&g, 0, &groups);
+			how = "op type";
+		}
+		if (n_groups < 0)
+			goto oom;
+		if (n_groups > cap) {
+			/* Still too many: keep the cap-1 costliest op types, fold the rest. */
+			int *order = malloc((size_t)n_groups * sizeof *order);
+			if (!order)
+				goto oom;
+			for (int i = 0; i < n_groups; i++)
+				order[i] = i;
+			for (int i = 1; i < n_groups; i++)   /* insertion sort by cost, small n */
+				for (int j = i; j > 0 && groups[order[j]].cost > groups[order[j - 1]].cost; j--) {
+					int t = order[j];
+					order[j] = order[j - 1];
+					order[j - 1] = t;
+				}
+			int *remap = malloc((size_t)n_groups * sizeof *remap);
+			if (!remap) {
+				free(order);
+				goto oom;
+			}
+			for (int r = 0; r < n_groups; r++)
+				remap[order[r]] = r < cap - 1 ? r : cap - 1;
+			group *ng = calloc((size_t)cap, sizeof *ng);
+			if (!ng) {
+				free(order);
+				free(remap);
+				goto oom;
+			}
+			for (int i = 0; i < n_groups; i++) {
+				group *d = &ng[remap[i]];
+				if (!d->count) {
+					*d = groups[i];
+					d->count = 0;
+					d->cost = 0;
+				}
+				d->count += groups[i].count;
+				d->cost += groups[i].cost;
+			}
+			snprintf(ng[cap - 1].key, sizeof ng[cap - 1].key, "other op types");
+			for (int i = 0; i < g.nn; i++)
+				g.n[i].group = remap[g.n[i].group];
+			free(order);
+			free(remap);
+			free(groups);
+			groups = ng;
+			n_groups = cap;
+			how = "op type (rarest folded into one node)";
+		}
+		info->clustered = 1;
+		snprintf(info->note, sizeof info->note,
+			 "%d nodes exceed the drawing cap of %d: grouped by %s into %d nodes", g.nn, cap, how, n_groups);
+	}
+	/* Edges between drawn nodes, merged with a multiplicity. */
+	ea = malloc((size_t)(g.ne ? g.ne : 1) * sizeof *ea);
+	if (!ea)
+		goto oom;
+	int ne = 0;
+	for (int i = 0; i < g.ne; i++) {
+		int s = g.n[g.e[i].src].group, d = g.n[g.e[i].dst].group;
+		if (s == d && groups)
+			continue;   /* inside a group */
+		ea[ne++] = (gedge_agg){s, d, 1};
+	}
+	qsort(ea, (size_t)ne, sizeof *ea, cmp_gedge);
+	int nu = 0;
+	for (int i = 0; i < ne; i++) {
+		if (nu && ea[nu - 1].src == ea[i].src && ea[nu - 1].dst == ea[i].dst)
+			ea[nu - 1].count++;
+		else
+			ea[nu++] = ea[i];
+	}
+	if (want_svg && nu > MAX_DRAWN_EDGES) {
+		qsort(ea, (size_t)nu, sizeof *ea, cmp_gedge_count);
+		size_t l = strlen(info->note);
+		snprintf(info->note + l, sizeof info->note - l, "%s%d of %d edges drawn (the heaviest)",
+			 l ? "; " : "", MAX_DRAWN_EDGES, nu);
+		nu = MAX_DRAWN_EDGES;
+	}
+	info->shown_nodes = n_groups;
+	info->shown_edges = nu;
+
+	double max_cost = 0;
+	for (int i = 0; i < n_groups; i++) {
+		double c = groups ? groups[i].cost : g.n[i].cost;
+		if (c > max_cost)
+			max_cost = c;
+	}
+
+	GVC_t *gvc = gvContext();
+	Agraph_t *ag = agopen("phaseprof", Agdirected, NULL);
+	agattr(ag, AGRAPH, "rankdir", "TB");
+	agattr(ag, AGRAPH, "nodesep", "0.25");
+	agattr(ag, AGRAPH, "ranksep", "0.35");
+	agattr(ag, AGRAPH, "bgcolor", "transparent");
+	agattr(ag, AGNODE, "shape", "box");
+	agattr(ag, AGNODE, "style", "rounded,filled");
+	agattr(ag, AGNODE, "fontname", "Helvetica");
+	agattr(ag, AGNODE, "fontsize", "10");
+	agattr(ag, AGNODE, "color", "#7a8699");
+	agattr(ag, AGNODE, "fillcolor", "#eef2f7");
+	agattr(ag, AGNODE, "label", "\\N");
+	agattr(ag, AGNODE, "tooltip", "");
+	agattr(ag, AGEDGE, "color", "#8a94a6");
+	agattr(ag, AGEDGE, "arrowsize", "0.6");
+	agattr(ag, AGEDGE, "label", "");
+	agattr(ag, AGEDGE, "fontsize", "9");
+	agattr(ag, AGEDGE, "fontname", "Helvetica");
+	Agnode_t **an = calloc((size_t)(n_groups ? n_groups : 1), sizeof *an);
+	if (!an) {
+		agclose(ag);
+		gvFreeContext(gvc);
+		goto oom;
+	}
+	if (n_groups == 0) {
+		Agnode_t *e = agnode(ag, "empty", 1);
+		agset(e, "label", "(empty graph: 0 nodes)");
+		agset(e, "shape", "plaintext");
+		agset(e, "style", "");
+	}
+	for (int i = 0; i < n_groups; i++) {
+		char id[32], label[400], tip[600], col[16], dur[32];
+		snprintf(id, sizeof id, "n%d", i);
+		an[i] = agnode(ag, id, 1);
+		double cost = groups ? groups[i].cost : g.n[i].cost;
+		pp_fmt_dur((int64_t)cost, dur, sizeof dur);
+		if (groups) {
+			snprintf(label, sizeof label, "%s\\n%d nodes%s%s", groups[i].key, groups[i].count,
+				 cost > 0 ? " · " : "", cost > 0 ? dur : "");
+			snprintf(tip, sizeof tip, "%s: %d nodes, %s", groups[i].key, groups[i].count,
+				 cost > 0 ? dur : "no time recorded");
+		} else {
+			const gnode *n = &g.n[i];
+			snprintf(label, sizeof label, "%.120s\\n%.60s%s%s", n->name, n->op, cost > 0 ? " · " : "",
+				 cost > 0 ? dur : "");
+			snprintf(tip, sizeof tip, "%.200s (%.60s)%s%.60s%s%.60s: %s", n->name, n->op,
+				 n->shape[0] ? " shape " : "", n->shape, n->device[0] ? " on " : "", n->device,
+				 cost > 0 ? dur : "no time recorded");
+		}
+		heat_colour(cost, max_cost, col, sizeof col);
+		agset(an[i], "label", label);
+		agset(an[i], "tooltip", tip);
+		agset(an[i], "fillcolor", col);
+	}
+	for (int i = 0; i < nu; i++) {
+		Agedge_t *e = agedge(ag, an[ea[i].src], an[ea[i].dst], NULL, 1);
+		if (e && ea[i].count > 1) {
+			char c[16];
+			snprintf(c, sizeof c, "%d", ea[i].count);
+			agset(e, "label", c);
+		}
+	}
+	if (want_svg) {
+		char *data = NULL;
+		unsigned int len = 0;
+		if (gvLayout(gvc, ag, "dot") != 0 || gvRenderData(gvc, ag, "svg", &data, &len) != 0) {
+			snprintf(err, errlen, "graph %lld: Graphviz layout/render failed", (long long)graph_id);
+		} else {
+			pp_out_write(out, data, len);
+			rc = 0;
+		}
+		if (data)
+			gvFreeRenderData(data);
+		gvFreeLayout(gvc, ag);
+	} else {
+		/* DOT text: no layout needed, agwrite through a memory stream. */
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *ms = open_memstream(&buf, &len);
+		if (ms && agwrite(ag, ms) == 0) {
+			fclose(ms);
+			pp_out_write(out, buf, len);
+			rc = 0;
+		} else {
+			if (ms)
+				fclose(ms);
+			snprintf(err, errlen, "graph %lld: writing DOT failed", (long long)graph_id);
+		}
+		free(buf);
+	}
+	free(an);
+	agclose(ag);
+	gvFreeContext(gvc);
+	goto done;
+oom:
+	snprintf(err, errlen, "graph %lld: out of memory", (long long)graph_id);
+done:
+	free(ea);
+	free(groups);
+	free(ot.v);
+	gload_free(&g);
+	return rc;
+}
+
+/* ---- export backends: one snapshot per file ---- */
+static int last_graph_row(sqlite3_stmt *row, void *ud)
+{
+	*(int64_t *)ud = sqlite3_column_int64(row, 0);
+	return 0;
+}
+
+static int graph_export(pp_view_ctx *c, const char *format)
+{
+	int64_t gid = c->opts->graph_id;
+	if (gid == 0) {
+		/* The latest snapshot of the selected run (or of the database). */
+		if (c->opts->run_id)
+			pp_store_query(c->st, "SELECT id FROM graphs WHERE run_id = ?1 ORDER BY version DESC, id DESC LIMIT 1",
+				       c->opts->run_id, last_graph_row, &gid);
+		else
+			pp_store_query(c->st, "SELECT id FROM graphs ORDER BY id DESC LIMIT 1", 0, last_graph_row, &gid);
+		if (gid == 0) {
+			if (c->opts->run_id)
+				return pp_view_fail(c, "%s: run %lld has no graph snapshot", pp_store_path(c->st),
+						    (long long)c->opts->run_id);
+			return pp_view_fail(c, "%s: no graph snapshot in this database", pp_store_path(c->st));
+		}
+	} else if (c->opts->run_id) {
+		int64_t owner = 0;
+		pp_store_query(c->st, "SELECT run_id FROM graphs WHERE id = ?1", gid, last_graph_row, &owner);
+		if (owner && owner != c->opts->run_id)
+			return pp_view_fail(c, "%s: graph %lld belongs to run %lld, not run %lld", pp_store_path(c->st),
+					    (long long)gid, (long long)owner, (long long)c->opts->run_id);
+	}
+	pp_graph_render_info info;
+	return pp_graph_render(c->st, gid, format, c->opts->max_graph_nodes, c->out, &info, c->err, c->errlen);
+}
+
+static int dot_begin(pp_view_ctx *c) { return graph_export(c, "dot"); }
+static int svg_begin(pp_view_ctx *c) { return graph_export(c, "svg"); }
+
+const pp_view_ops pp_backend_dot = {
+	.name = "dot",
+	.description = "a graph snapshot as Graphviz DOT (--graph ID, default the latest)",
+	.begin = dot_begin,
+	.needs_graph = 1,
+};
+
+const pp_view_ops pp_backend_svg = {
+	.name = "svg",
+	.description = "a graph snapshot laid out by Graphviz as SVG, nodes coloured by time",
+	.begin = svg_begin,
+	.needs_graph = 1,
+};

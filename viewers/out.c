@@ -1,0 +1,308 @@
+/* out.c — the output sink: one buffer in front of a FILE, a gzFile or memory.
+ * Formatting a million events goes through pp_out_i64/pp_out_us rather than
+ * printf, which is several times slower for plain integers. */
+#include "viewers.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+enum { OUT_FILE, OUT_GZ, OUT_MEM };
+#define OUT_BUF (1 << 16)
+
+struct pp_out {
+	int type;
+	FILE *fp;
+	gzFile gz;
+	char *path;
+	char *buf;                /* OUT_FILE/OUT_GZ: staging buffer; OUT_MEM: the data */
+	size_t len, cap;
+	uint64_t total;
+	int failed;
+	int err_no;
+};
+
+static void out_flush(pp_out *o)
+{
+	if (o->type == OUT_MEM || o->len == 0)
+		return;
+	if (!o->failed) {
+		if (o->type == OUT_FILE) {
+			if (fwrite(o->buf, 1, o->len, o->fp) != o->len) {
+				o->failed = 1;
+				o->err_no = errno;
+			}
+		} else if (gzwrite(o->gz, o->buf, (unsigned)o->len) != (int)o->len) {
+			o->failed = 1;
+			o->err_no = errno;
+		}
+	}
+	o->len = 0;
+}
+
+pp_out *pp_out_open(const char *path, int gzip, char *err, size_t errlen)
+{
+	pp_out *o = calloc(1, sizeof *o);
+	if (!o) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return NULL;
+	}
+	o->path = strdup(path);
+	o->cap = OUT_BUF;
+	o->buf = malloc(o->cap);
+	int to_stdout = strcmp(path, "-") == 0;
+	if (gzip) {
+		o->type = OUT_GZ;
+		o->gz = to_stdout ? gzdopen(1, "wb6") : gzopen(path, "wb6");
+		if (!o->gz) {
+			snprintf(err, errlen, "%s: cannot open for writing: %s", path,
+				 errno ? strerror(errno) : "zlib error");
+			goto fail;
+		}
+	} else {
+		o->type = OUT_FILE;
+		o->fp = to_stdout ? stdout : fopen(path, "wb");
+		if (!o->fp) {
+			snprintf(err, errlen, "%s: cannot open for writing: %s", path, strerror(errno));
+			goto fail;
+		}
+	}
+	if (!o->buf || !o->path) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto fail;
+	}
+	return o;
+fail:
+	free(o->buf);
+	free(o->path);
+	free(o);
+	return NULL;
+}
+
+pp_out *pp_out_memory(void)
+{
+	pp_out *o = calloc(1, sizeof *o);
+	if (!o)
+		return NULL;
+	o->type = OUT_MEM;
+	o->cap = 4096;
+	o->buf = malloc(o->cap);
+	o->path = strdup("(memory)");
+	if (!o->buf || !o->path) {
+		free(o->buf);
+		free(o->path);
+		free(o);
+		return NULL;
+	}
+	o->buf[0] = 0;
+	return o;
+}
+
+void pp_out_write(pp_out *o, const void *p, size_t n)
+{
+	o->total += n;
+	if (o->type == OUT_MEM) {
+		if (o->len + n + 1 > o->cap) {
+			size_t cap = o->cap;
+			while (o->len + n + 1 > cap)
+				cap *= 2;
+			char *nb = realloc(o->buf, cap);
+			if (!nb) {
+				o->failed = 1;
+				o->err_no = ENOMEM;
+				return;
+			}
+			o->buf = nb;
+			o->cap = cap;
+		}
+		memcpy(o->buf + o->len, p, n);
+		o->len += n;
+		o->buf[o->len] = 0;
+		return;
+	}
+	if (o->len + n > o->cap) {
+		out_flush(o);
+		if (n > o->cap) {   /* large block: write straight through */
+			o->len = n;
+			char *save = o->buf;
+			o->buf = (char *)p;
+			out_flush(o);
+			o->buf = save;
+			return;
+		}
+	}
+	memcpy(o->buf + o->len, p, n);
+	o->len += n;
+}
+
+void pp_out_puts(pp_out *o, const char *s) { pp_out_write(o, s, strlen(s)); }
+
+void pp_out_putc(pp_out *o, int c)
+{
+	char ch = (char)c;
+	if (o->type != OUT_MEM && o->len < o->cap) {
+		o->buf[o->len++] = ch;
+		o->total++;
+		return;
+	}
+	pp_out_write(o, &ch, 1);
+}
+
+void pp_out_printf(pp_out *o, const char *fmt, ...)
+{
+	char small[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(small, sizeof small, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n < sizeof small) {
+		pp_out_write(o, small, (size_t)n);
+		return;
+	}
+	char *big = malloc((size_t)n + 1);
+	if (!big) {
+		o->failed = 1;
+		o->err_no = ENOMEM;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(big, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	pp_out_write(o, big, (size_t)n);
+	free(big);
+}
+
+void pp_out_i64(pp_out *o, int64_t v)
+{
+	char tmp[24];
+	int i = sizeof tmp;
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	do {
+		tmp[--i] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		tmp[--i] = '-';
+	pp_out_write(o, tmp + i, sizeof tmp - (size_t)i);
+}
+
+void pp_out_us(pp_out *o, int64_t ns)
+{
+	/* Exact decimal microseconds: no float rounding, so nesting that holds
+	 * in ns holds in the printed µs too. */
+	if (ns < 0) {
+		pp_out_putc(o, '-');
+		ns = -ns;
+	}
+	pp_out_i64(o, ns / 1000);
+	int frac = (int)(ns % 1000);
+	if (frac) {
+		char t[5] = {'.', (char)('0' + frac / 100), (char)('0' + frac / 10 % 10),
+			     (char)('0' + frac % 10), 0};
+		pp_out_write(o, t, 4);
+	}
+}
+
+void pp_out_html(pp_out *o, const char *s)
+{
+	if (!s)
+		return;
+	const char *run = s;
+	for (; *s; s++) {
+		const char *rep = NULL;
+		switch (*s) {
+		case '<': rep = "&lt;"; break;
+		case '>': rep = "&gt;"; break;
+		case '&': rep = "&amp;"; break;
+		case '"': rep = "&quot;"; break;
+		case '\'': rep = "&#39;"; break;
+		default:
+			/* Control characters are not valid in XML (SVG). */
+			if ((unsigned char)*s < 0x20 && *s != '\n' && *s != '\t')
+				rep = " ";
+		}
+		if (rep) {
+			pp_out_write(o, run, (size_t)(s - run));
+			pp_out_puts(o, rep);
+			run = s + 1;
+		}
+	}
+	pp_out_write(o, run, (size_t)(s - run));
+}
+
+void pp_out_json_str(pp_out *o, const char *s)
+{
+	pp_out_putc(o, '"');
+	if (s) {
+		const char *run = s;
+		for (; *s; s++) {
+			unsigned char ch = (unsigned char)*s;
+			/* '<' escaped too, so "</script>" can never close an inline script. */
+			if (ch < 0x20 || ch == '"' || ch == '\\' || ch == '<') {
+				pp_out_write(o, run, (size_t)(s - run));
+				char esc[8];
+				if (ch == '"' || ch == '\\')
+					snprintf(esc, sizeof esc, "\\%c", ch);
+				else if (ch == '\n')
+					strcpy(esc, "\\n");
+				else
+					snprintf(esc, sizeof esc, "\\u%04x", ch);
+				pp_out_puts(o, esc);
+				run = s + 1;
+			}
+		}
+		pp_out_write(o, run, (size_t)(s - run));
+	}
+	pp_out_putc(o, '"');
+}
+
+const char *pp_out_data(pp_out *o, size_t *len)
+{
+	if (o->type != OUT_MEM) {
+		if (len)
+			*len = 0;
+		return NULL;
+	}
+	if (len)
+		*len = o->len;
+	return o->buf;
+}
+
+uint64_t pp_out_bytes(pp_out *o) { return o->total; }
+
+int pp_out_close(pp_out *o, char *err, size_t errlen)
+{
+	if (!o)
+		return 0;
+	out_flush(o);
+	int rc = 0;
+	if (o->type == OUT_FILE) {
+		if (fflush(o->fp) != 0 && !o->failed) {
+			o->failed = 1;
+			o->err_no = errno;
+		}
+		if (o->fp != stdout && fclose(o->fp) != 0 && !o->failed) {
+			o->failed = 1;
+			o->err_no = errno;
+		}
+	} else if (o->type == OUT_GZ) {
+		if (gzclose(o->gz) != Z_OK && !o->failed) {
+			o->failed = 1;
+			o->err_no = errno;
+		}
+	}
+	if (o->failed) {
+		if (err)
+			snprintf(err, errlen, "%s: write failed: %s", o->path,
+				 o->err_no ? strerror(o->err_no) : "unknown error");
+		rc = -1;
+	}
+	free(o->buf);
+	free(o->path);
+	free(o);
+	return rc;
+}

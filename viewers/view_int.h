@@ -1,0 +1,117 @@
+/* view_int.h — private to viewers/: the backend context, the trace model
+ * shared by the Chrome export and the report timeline, small helpers. */
+#ifndef PP_VIEW_INT_H
+#define PP_VIEW_INT_H
+
+#include <stdarg.h>
+#include "phaseprof.h"
+#include "viewers.h"
+
+struct pp_view_ctx {
+	pp_store *st;
+	pp_out *out;
+	const pp_view_opts *opts;
+	const pp_run_info *runs;  /* the selected runs */
+	int n_runs;
+	int64_t base_unix_ns;     /* earliest start among the selected runs */
+	char *err;
+	size_t errlen;
+	void *priv;               /* backend state */
+	int run_index;            /* index of the run being written */
+};
+
+/* Writes a one-line message into the context's error buffer; returns -1. */
+int pp_view_fail(pp_view_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+extern const pp_view_ops pp_backend_html, pp_backend_chrome, pp_backend_folded,
+	pp_backend_dot, pp_backend_svg, pp_backend_csv;
+
+/* ---- string interning for the model (names repeat a lot) ---- */
+typedef struct pp_strtab {
+	char **s;
+	int n, cap;
+	int *slots;               /* open addressing: index+1, 0 = empty */
+	int nslots;
+} pp_strtab;
+int pp_strtab_add(pp_strtab *t, const char *s);   /* returns the index */
+void pp_strtab_free(pp_strtab *t);
+
+/* ---- the trace model: tracks of non-overlapping-or-nested items ---- */
+enum pp_item_cat {
+	PP_CAT_SPAN = 0,          /* phases and spans (kind in `kind`) */
+	PP_CAT_OP,                /* op executions */
+	PP_CAT_GPU_API,           /* CUDA runtime/driver calls on a CPU thread */
+	PP_CAT_GPU,               /* kernels, copies, memsets on a GPU stream */
+};
+
+typedef struct pp_item {
+	int64_t start, end;       /* ns since the run's start */
+	int32_t name;             /* pp_strtab index */
+	uint8_t cat, kind;        /* pp_item_cat; pp_kind for spans */
+	uint16_t depth;           /* nesting depth within its track */
+	int64_t arg;              /* step for spans/ops, correlation id for GPU */
+	int64_t bytes;            /* GPU copies */
+} pp_item;
+
+typedef struct pp_track {
+	char name[96];
+	int64_t tid;              /* OS tid, or -1 for GPU streams */
+	int64_t device, stream;   /* GPU tracks */
+	int gpu;
+	int lane;                 /* 0 = the thread's own track, >0 overflow lanes */
+	pp_item *items;           /* sorted by start, then longer first */
+	int n, cap;
+	int depth;                /* rows needed (max depth + 1) */
+} pp_track;
+
+typedef struct pp_model {
+	pp_strtab names;
+	pp_track *tracks;
+	int n_tracks;
+	int64_t t_end;            /* latest item end */
+	int64_t n_items;
+	int open_spans;           /* spans still open at the end (drawn to t_end) */
+	int64_t dropped;          /* items beyond the lane cap (not drawn; counted) */
+	int has_gpu;
+} pp_model;
+
+/* Loads spans, ops and GPU activity of a run and splits every thread into
+ * lanes so items on one track nest strictly (Perfetto's requirement). */
+int pp_model_load(pp_store *st, const pp_run_info *run, pp_model *m, char *err, size_t errlen);
+void pp_model_free(pp_model *m);
+
+/* ---- queries shared by the report and stats ---- */
+typedef struct pp_op_stat {
+	char name[128], type[64];
+	int64_t calls, total_ns, max_ns;
+	int64_t first_ns;         /* time in the first step that ran it */
+	int64_t steady_calls, steady_ns;  /* later steps */
+	int64_t steady_steps;     /* distinct later steps in the run */
+	int64_t first_step;       /* the run's first step number, -1 if none */
+} pp_op_stat;
+/* Top `limit` ops of a run by total time; *n set. */
+int pp_query_ops(pp_store *st, int64_t run_id, int limit, pp_op_stat **out, int *n);
+
+/* The run's threads: tid → name. */
+typedef struct pp_thread_name { int64_t tid; char name[64]; } pp_thread_name;
+int pp_query_threads(pp_store *st, int64_t run_id, pp_thread_name **out, int *n);
+
+/* Median of n values (sorts a copy). */
+int64_t pp_median_i64(const int64_t *v, int n);
+/* Scenario speed-up baseline: index of the "slow" variant in runs of one
+ * scenario (the variant called slow/baseline, else the longest). */
+int pp_pick_baseline(const pp_run_info *runs, const int *idx, int n);
+/* Steady-state step time of a run (median of steps after the first); -1 if none. */
+int64_t pp_run_steady_step(pp_store *st, int64_t run_id, int64_t *first_step);
+
+/* Folded stacks of a run: unique paths (root;...;leaf) with counts.
+ * samples: CPU sample counts; spans: self time in ns per timeline path. */
+int pp_folded_samples(pp_store *st, int64_t run_id, const char *root, pp_strtab *paths, int64_t **counts);
+int pp_folded_spans(pp_store *st, const pp_run_info *run, const char *root, pp_strtab *paths,
+		    int64_t **counts, char *err, size_t errlen);
+
+/* CSS/JS of the report, embedded from report.css / report.js at build time. */
+extern const char pp_report_css[];
+extern const char pp_report_js[];
+
+#endif
