@@ -255,7 +255,8 @@ static void clock_finish(clockconv *c)
 		c->slope = 1.0;
 		return;
 	}
-	qsort(c->pts, c->n, sizeof *c->pts, cmp_pt);
+	if (c->n)
+		qsort(c->pts, c->n, sizeof *c->pts, cmp_pt);
 	if (c->n >= 2 && c->pts[c->n - 1].ticks > c->pts[0].ticks)
 		c->slope = (double)(c->pts[c->n - 1].mono - c->pts[0].mono) /
 			   (double)(c->pts[c->n - 1].ticks - c->pts[0].ticks);
@@ -819,6 +820,14 @@ int pp_store_ingest(pp_store *st, const char *spool_path, const pp_ingest_opts *
 	g->res = res;
 	g->clk.kind = (int)h.clock;
 	g->clk.start_mono = h.start_mono_ns;
+	/* the header's own (ticks, mono) pair is the first calibration point */
+	g->clk.pts = malloc(64 * sizeof *g->clk.pts);
+	if (g->clk.pts) {
+		g->clk.cap = 64;
+		g->clk.pts[0].ticks = h.start_ticks;
+		g->clk.pts[0].mono = h.start_mono_ns;
+		g->clk.n = 1;
+	}
 	res->bytes = size;
 
 	/* pass 1: framing, CRCs, clock points */
