@@ -1,0 +1,445 @@
+/* The CUPTI activity collector. libcupti is dlopen'ed (never linked) so the
+ * CPU build needs no CUDA; the driver is probed before CUPTI is touched,
+ * because CUPTI without a driver only says CUPTI_ERROR_UNKNOWN. Sequence as in
+ * NVIDIA's cupti_trace_injection sample and Kineto: timestamp callback first,
+ * buffer callbacks, enable kinds; at the end a forced flush bounded in time
+ * (HPCToolkit guards it with an alarm; here a helper thread and a timed wait),
+ * disable, cuptiFinalize. */
+#include "gpu_internal.h"
+#include "phaseprof.h"
+
+#include <cupti_activity.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef CUptiResult (*reg_ts_fn)(CUpti_TimestampCallbackFunc);
+typedef CUptiResult (*reg_cb_fn)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
+typedef CUptiResult (*kind_fn)(CUpti_ActivityKind);
+typedef CUptiResult (*flush_fn)(uint32_t);
+typedef CUptiResult (*next_fn)(uint8_t *, size_t, CUpti_Activity **);
+typedef CUptiResult (*dropped_fn)(CUcontext, uint32_t, size_t *);
+typedef CUptiResult (*push_fn)(CUpti_ExternalCorrelationKind, uint64_t);
+typedef CUptiResult (*pop_fn)(CUpti_ExternalCorrelationKind, uint64_t *);
+typedef CUptiResult (*void_fn)(void);
+typedef CUptiResult (*ts_fn)(uint64_t *);
+
+static struct {
+	reg_ts_fn register_timestamp;
+	reg_cb_fn register_callbacks;
+	kind_fn enable, disable;
+	flush_fn flush_all;
+	next_fn next_record;
+	dropped_fn dropped;
+	push_fn push;
+	pop_fn pop;
+	void_fn finalize;
+	ts_fn get_timestamp;
+} api;
+
+static const CUpti_ActivityKind kinds[] = {
+	CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+	CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
+	CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
+	CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD,
+	CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+};
+#define N_KINDS (sizeof kinds / sizeof kinds[0])
+
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t decode_lock = PTHREAD_MUTEX_INITIALIZER; /* never held across CUPTI calls */
+static ppgpu_probe_result status;
+static int status_valid;
+static atomic_int active;
+static int stopped, enabled[N_KINDS];
+static void *subscriber;
+static ppgpu_decoder *decoder;
+static ppgpu_clock_pair clock_pair;
+static int own_clock;           /* 1: CUPTI stamps with pp_now() itself */
+static size_t buffer_bytes;
+static uint32_t flush_timeout_ms;
+static atomic_uint_fast64_t next_ext_id = 1;
+static atomic_uint_fast64_t buffers_out, buffers_alloc_failed;
+
+static uint64_t CUPTIAPI timestamp_cb(void)
+{
+	return pp_now();
+}
+
+static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
+{
+	/* CUPTI requires 8-byte alignment; 4 MiB is Kineto's choice */
+	void *p = NULL;
+	if (posix_memalign(&p, 8, buffer_bytes) != 0)
+		p = NULL;
+	if (!p)
+		atomic_fetch_add(&buffers_alloc_failed, 1);
+	else
+		atomic_fetch_add(&buffers_out, 1);
+	*buf = p;
+	*size = p ? buffer_bytes : 0;
+	*max_records = 0;
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
+				      size_t valid)
+{
+	(void)size;
+	pthread_mutex_lock(&decode_lock);
+	if (decoder && buf && valid) {
+		CUpti_Activity *rec = NULL;
+		for (;;) {
+			CUptiResult rc = api.next_record(buf, valid, &rec);
+			if (rc != CUPTI_SUCCESS)
+				break; /* CUPTI_ERROR_MAX_LIMIT_REACHED ends the buffer */
+			size_t left = valid - (size_t)((uint8_t *)rec - buf);
+			ppgpu_decode_record(decoder, rec, left);
+		}
+		size_t dropped = 0;
+		if (api.dropped(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
+			ppgpu_decoder_add_dropped(decoder, dropped);
+	}
+	pthread_mutex_unlock(&decode_lock);
+	if (buf)
+		atomic_fetch_sub(&buffers_out, 1);
+	free(buf);
+}
+
+#define LOAD(field, sym) (api.field = (__typeof__(api.field))dlsym(lib, sym))
+
+static int load_api(void *lib)
+{
+	LOAD(register_timestamp, "cuptiActivityRegisterTimestampCallback");
+	LOAD(register_callbacks, "cuptiActivityRegisterCallbacks");
+	LOAD(enable, "cuptiActivityEnable");
+	LOAD(disable, "cuptiActivityDisable");
+	LOAD(flush_all, "cuptiActivityFlushAll");
+	LOAD(next_record, "cuptiActivityGetNextRecord");
+	LOAD(dropped, "cuptiActivityGetNumDroppedRecords");
+	LOAD(push, "cuptiActivityPushExternalCorrelationId");
+	LOAD(pop, "cuptiActivityPopExternalCorrelationId");
+	LOAD(finalize, "cuptiFinalize");
+	LOAD(get_timestamp, "cuptiGetTimestamp");
+	return api.register_callbacks && api.enable && api.disable && api.flush_all &&
+	       api.next_record && api.dropped && api.push && api.pop && api.finalize &&
+	       api.get_timestamp;
+}
+
+static uint64_t gpu_clock(void *ud)
+{
+	(void)ud;
+	uint64_t t = 0;
+	api.get_timestamp(&t);
+	return t;
+}
+
+static uint64_t cpu_clock(void *ud)
+{
+	(void)ud;
+	return pp_now();
+}
+
+static const char *kind_label(CUpti_ActivityKind k)
+{
+	switch (k) {
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return "CONCURRENT_KERNEL";
+	case CUPTI_ACTIVITY_KIND_MEMCPY: return "MEMCPY";
+	case CUPTI_ACTIVITY_KIND_MEMCPY2: return "MEMCPY2";
+	case CUPTI_ACTIVITY_KIND_MEMSET: return "MEMSET";
+	case CUPTI_ACTIVITY_KIND_RUNTIME: return "RUNTIME";
+	case CUPTI_ACTIVITY_KIND_DRIVER: return "DRIVER";
+	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return "SYNCHRONIZATION";
+	case CUPTI_ACTIVITY_KIND_OVERHEAD: return "OVERHEAD";
+	case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return "EXTERNAL_CORRELATION";
+	default: return "?";
+	}
+}
+
+int ppgpu_start(const ppgpu_options *opts)
+{
+	ppgpu_options o = {0};
+	if (opts)
+		o = *opts;
+	pthread_mutex_lock(&state_lock);
+	if (atomic_load(&active)) {
+		pthread_mutex_unlock(&state_lock);
+		return 0;
+	}
+	buffer_bytes = o.buffer_bytes ? (o.buffer_bytes + 7) & ~(size_t)7 : (size_t)4 << 20;
+	flush_timeout_ms = o.flush_timeout_ms ? o.flush_timeout_ms : 2000;
+	stopped = 0;
+	status_valid = 1;
+
+	if (o.skip_driver_probe) {
+		/* Inside cuInit (CUDA_INJECTION64_PATH): the driver is present and
+		 * calling cuInit again from here would recurse. */
+		memset(&status, 0, sizeof status);
+		status.state = PPGPU_OK;
+		status.cu_result = 0;
+		status.cupti_result = -1;
+		snprintf(status.reason, sizeof status.reason, "loaded by the CUDA driver (CUDA_INJECTION64_PATH)");
+	} else if (ppgpu_probe_driver(NULL, &status) != PPGPU_OK) {
+		pthread_mutex_unlock(&state_lock);
+		return -1;
+	}
+	/* Loads libcupti and checks for another subscriber; keeps ours. */
+	if (ppgpu_probe_cupti(o.libcupti, &status) != PPGPU_OK) {
+		pthread_mutex_unlock(&state_lock);
+		return -1;
+	}
+	void *lib = ppgpu__cupti_lib();
+	if (!load_api(lib)) {
+		status.state = PPGPU_CUPTI_ERROR;
+		snprintf(status.reason, sizeof status.reason,
+			 "%s lacks the CUPTI activity API this phaseprof needs (CUDA 13)", status.cupti_path);
+		pthread_mutex_unlock(&state_lock);
+		return -1;
+	}
+	int rc = ppgpu__cupti_subscribe(&subscriber, status.holder, sizeof status.holder);
+	if (rc != CUPTI_SUCCESS) {
+		ppgpu__cupti_failure(&status, "cuptiSubscribe_v2", rc);
+		pthread_mutex_unlock(&state_lock);
+		return -1;
+	}
+	/* Must precede any enable (cupti_activity.h). */
+	own_clock = api.register_timestamp && api.register_timestamp(timestamp_cb) == CUPTI_SUCCESS;
+	if (!own_clock)
+		ppgpu_clock_calibrate(gpu_clock, NULL, cpu_clock, NULL, 16, &clock_pair);
+	else
+		memset(&clock_pair, 0, sizeof clock_pair);
+
+	pthread_mutex_lock(&decode_lock);
+	ppgpu_decoder_free(decoder);
+	decoder = ppgpu_decoder_new(own_clock ? NULL : &clock_pair, ppgpu_row_to_recorder, NULL);
+	pthread_mutex_unlock(&decode_lock);
+
+	rc = api.register_callbacks(buffer_requested, buffer_completed);
+	if (rc != CUPTI_SUCCESS) {
+		ppgpu__cupti_failure(&status, "cuptiActivityRegisterCallbacks", rc);
+		goto fail;
+	}
+	for (size_t i = 0; i < N_KINDS; i++) {
+		rc = api.enable(kinds[i]);
+		if (rc != CUPTI_SUCCESS) {
+			char what[64];
+			snprintf(what, sizeof what, "cuptiActivityEnable(%s)", kind_label(kinds[i]));
+			ppgpu__cupti_failure(&status, what, rc);
+			goto fail;
+		}
+		enabled[i] = 1;
+	}
+	size_t len = strlen(status.reason);
+	snprintf(status.reason + len, sizeof status.reason - len, "; tracing %zu activity kinds%s", N_KINDS,
+		 own_clock ? "" : " (CUPTI clock, offset-corrected)");
+	atomic_store(&active, 1);
+	pthread_mutex_unlock(&state_lock);
+	return 0;
+fail:
+	for (size_t i = 0; i < N_KINDS; i++)
+		if (enabled[i]) {
+			api.disable(kinds[i]);
+			enabled[i] = 0;
+		}
+	ppgpu__cupti_unsubscribe(subscriber);
+	subscriber = NULL;
+	api.finalize();
+	pthread_mutex_unlock(&state_lock);
+	return -1;
+}
+
+int ppgpu_active(void)
+{
+	return atomic_load(&active);
+}
+
+const ppgpu_probe_result *ppgpu_status(void)
+{
+	return status_valid ? &status : NULL;
+}
+
+void ppgpu_collector_stats(ppgpu_decoder_stats *out)
+{
+	memset(out, 0, sizeof *out);
+	pthread_mutex_lock(&decode_lock);
+	if (decoder)
+		ppgpu_decoder_stats_get(decoder, out);
+	pthread_mutex_unlock(&decode_lock);
+}
+
+/* The forced flush runs on a helper thread so a wedged driver cannot hang
+ * the program's exit; the waiter gives up after flush_timeout_ms. */
+static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flush_cond = PTHREAD_COND_INITIALIZER;
+static int flush_done;
+
+static void *flush_thread(void *arg)
+{
+	(void)arg;
+	api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	pthread_mutex_lock(&flush_lock);
+	flush_done = 1;
+	pthread_cond_signal(&flush_cond);
+	pthread_mutex_unlock(&flush_lock);
+	return NULL;
+}
+
+static int bounded_flush(uint32_t ms)
+{
+	flush_done = 0;
+	pthread_t th;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &attr, flush_thread, NULL) != 0) {
+		pthread_attr_destroy(&attr);
+		api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); /* no thread: flush inline */
+		return 0;
+	}
+	pthread_attr_destroy(&attr);
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += ms / 1000;
+	dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	int timed_out = 0;
+	pthread_mutex_lock(&flush_lock);
+	while (!flush_done && !timed_out)
+		timed_out = pthread_cond_timedwait(&flush_cond, &flush_lock, &dl) == ETIMEDOUT;
+	int done = flush_done;
+	pthread_mutex_unlock(&flush_lock);
+	return done ? 0 : -1;
+}
+
+void ppgpu_stop(void)
+{
+	pthread_mutex_lock(&state_lock);
+	if (stopped || !status_valid) {
+		pthread_mutex_unlock(&state_lock);
+		return;
+	}
+	stopped = 1;
+	int was_active = atomic_exchange(&active, 0);
+	int flush_hung = 0;
+	if (was_active) {
+		flush_hung = bounded_flush(flush_timeout_ms) != 0;
+		if (!flush_hung) {
+			for (size_t i = 0; i < N_KINDS; i++)
+				if (enabled[i]) {
+					api.disable(kinds[i]);
+					enabled[i] = 0;
+				}
+			ppgpu__cupti_unsubscribe(subscriber);
+			subscriber = NULL;
+			/* 13.0 crashes at unload without it (papi PR #594) */
+			api.finalize();
+		}
+	}
+	ppgpu_decoder_stats st;
+	ppgpu_collector_stats(&st);
+	uint64_t lost_buffers = atomic_load(&buffers_alloc_failed);
+	if (st.dropped)
+		pp_row("losses", "tit", "cupti", (int64_t)st.dropped,
+		       "activity records CUPTI dropped (buffers full or not returned in time)");
+	if (lost_buffers)
+		pp_row("losses", "tit", "cupti_buffers", (int64_t)lost_buffers,
+		       "activity buffers phaseprof could not allocate");
+	if (flush_hung) {
+		uint64_t out = atomic_load(&buffers_out);
+		pp_row("losses", "tit", "cupti_flush", (int64_t)out,
+		       "forced CUPTI flush did not finish in time; buffers still held by CUPTI were not decoded");
+		size_t len = strlen(status.reason);
+		snprintf(status.reason + len, sizeof status.reason - len,
+			 "; the final CUPTI flush did not finish within %u ms", flush_timeout_ms);
+	}
+	ppgpu_record_status(&status, st.dropped, own_clock ? 0 : clock_pair.offset_ns);
+	if (!flush_hung) {
+		pthread_mutex_lock(&decode_lock);
+		ppgpu_decoder_free(decoder);
+		decoder = NULL;
+		pthread_mutex_unlock(&decode_lock);
+	}
+	pthread_mutex_unlock(&state_lock);
+}
+
+/* ---- phases tied to GPU work ---- */
+
+typedef struct ext_frame {
+	uint64_t id, start;
+	char name[96];
+} ext_frame;
+#define EXT_DEPTH 64
+static __thread ext_frame ext_stack[EXT_DEPTH];
+static __thread int ext_depth;
+
+uint64_t ppgpu_phase_push(const char *name)
+{
+	if (!atomic_load(&active))
+		return 0;
+	uint64_t id = atomic_fetch_add(&next_ext_id, 1);
+	if (api.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id) != CUPTI_SUCCESS)
+		return 0;
+	if (ext_depth < EXT_DEPTH) {
+		ext_frame *f = &ext_stack[ext_depth];
+		f->id = id;
+		f->start = pp_now();
+		snprintf(f->name, sizeof f->name, "%s", name ? name : "");
+	}
+	ext_depth++;
+	return id;
+}
+
+void ppgpu_phase_pop(void)
+{
+	if (ext_depth <= 0)
+		return;
+	ext_depth--;
+	uint64_t last = 0;
+	if (api.pop)
+		api.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+	if (ext_depth >= EXT_DEPTH)
+		return;
+	const ext_frame *f = &ext_stack[ext_depth];
+	ppgpu_row r;
+	memset(&r, 0, sizeof r);
+	r.kind = "phase";
+	r.start_ns = (int64_t)f->start;
+	r.end_ns = (int64_t)pp_now();
+	r.device = r.context = r.stream = r.correlation_id = -1;
+	for (int i = 0; i < 3; i++)
+		r.grid[i] = r.block[i] = -1;
+	r.bytes = -1;
+	r.name = f->name;
+	r.external_id = (int64_t)f->id;
+	r.tid = (int64_t)syscall(SYS_gettid);
+	ppgpu_row_to_recorder(&r, NULL);
+}
+
+/* ---- CUDA_INJECTION64_PATH entry point ---- */
+
+static void stop_at_exit(void)
+{
+	ppgpu_stop();
+}
+
+__attribute__((visibility("default"))) int InitializeInjection(void);
+int InitializeInjection(void)
+{
+	static atomic_int once;
+	if (atomic_exchange(&once, 1))
+		return 1;
+	ppgpu_options o = {0};
+	o.skip_driver_probe = 1;
+	ppgpu_start(&o); /* a failure leaves the reason for the status row */
+	atexit(stop_at_exit);
+	return 1;
+}
