@@ -114,10 +114,12 @@ static struct recorder {
 	.write_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-static __thread pp_thread *tls_thread;
-static __thread uint64_t tls_gen;     /* generation tls_thread belongs to: checked before any dereference */
-static __thread name_cache_entry tls_names[NAME_CACHE];
-static __thread uint64_t tls_names_gen;
+/* initial-exec: the hot path must not call __tls_get_addr (PIC code would) */
+#define PP_TLS __thread __attribute__((tls_model("initial-exec")))
+static PP_TLS pp_thread *tls_thread;
+static PP_TLS uint64_t tls_gen;       /* generation tls_thread belongs to: checked before any dereference */
+static PP_TLS name_cache_entry tls_names[NAME_CACHE];
+static PP_TLS uint64_t tls_names_gen;
 static pthread_key_t thread_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 

@@ -13,7 +13,7 @@ uint64_t pp_mono_ns(void);
 uint64_t pp_realtime_ns(void);
 #if defined(__x86_64__)
 #include <x86intrin.h>
-extern int pp_clock_use_tsc;
+extern int pp_clock_use_tsc __attribute__((visibility("hidden")));
 static inline uint64_t pp_ticks(void)
 {
 	return pp_clock_use_tsc ? __rdtsc() : pp_mono_ns();

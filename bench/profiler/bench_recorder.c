@@ -1,0 +1,87 @@
+/* Recorder cost per event (a begin or an end), 1 and 2 threads, against an
+ * empty loop. Prints figures; asserts nothing. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "phaseprof.h"
+
+#define PAIRS 2000000
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void *site_loop(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < PAIRS; i++) {
+		PP_BEGIN(PP_SPAN, "bench");
+		pp_phase_end();
+	}
+	return NULL;
+}
+
+static void *named_loop(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < PAIRS; i++) {
+		pp_phase_begin(PP_COMPILE, "compile");
+		pp_phase_end();
+	}
+	return NULL;
+}
+
+static double run(int threads, void *(*fn)(void *), uint64_t *lost)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/tmp/pp-bench-%d.spool", (int)getpid());
+	pp_options o = {.spool_path = path, .max_buffers = 4096};
+	if (pp_open(&o) != 0) {
+		fprintf(stderr, "%s\n", pp_last_error());
+		exit(1);
+	}
+	pthread_t th[8];
+	double t0 = now_s();
+	for (int i = 0; i < threads; i++)
+		pthread_create(&th[i], NULL, fn, NULL);
+	for (int i = 0; i < threads; i++)
+		pthread_join(th[i], NULL);
+	double t = now_s() - t0;
+	pp_recorder_stats rs;
+	pp_stats(&rs);
+	*lost = rs.events_lost;
+	pp_close();
+	unlink(path);
+	/* per event, per thread: wall time of each thread's own loop */
+	return t * 1e9 / (2.0 * PAIRS);
+}
+
+int main(void)
+{
+	uint64_t lost;
+	printf("recorder cost per event (begin or end), %d pairs per thread\n", PAIRS);
+	for (int rep = 0; rep < 2; rep++) {
+		double a = run(1, site_loop, &lost);
+		printf("  static call site, 1 thread : %6.1f ns/event (lost %llu)\n", a,
+		       (unsigned long long)lost);
+		double b = run(2, site_loop, &lost);
+		printf("  static call site, 2 threads: %6.1f ns/event per thread (lost %llu)\n", b,
+		       (unsigned long long)lost);
+		double c = run(1, named_loop, &lost);
+		printf("  name by content,  1 thread : %6.1f ns/event (lost %llu)\n", c,
+		       (unsigned long long)lost);
+	}
+	double t0 = now_s();
+	for (int i = 0; i < PAIRS; i++) {
+		PP_BEGIN(PP_SPAN, "closed"); /* recorder closed: the cost of an unused probe */
+		pp_phase_end();
+	}
+	printf("  recorder closed            : %6.1f ns/event\n", (now_s() - t0) * 1e9 / (2.0 * PAIRS));
+	return 0;
+}

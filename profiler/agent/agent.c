@@ -1,0 +1,461 @@
+/*
+ * agent.c — start-up, settings, per-thread counters, the stats thread and
+ * the exit / crash paths of the LD_PRELOAD agent.
+ *
+ * The same file is loaded twice: as LD_PRELOAD (base namespace: hooks and
+ * the recorder) and as LD_AUDIT (its own namespace: la_* callbacks only, see
+ * agent_audit.c). The constructor tells the two apart and does nothing in
+ * the audit copy.
+ */
+#include "agent_internal.h"
+#include "phaseprof.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+ppa_settings ppa_cfg;
+int ppa_is_audit_copy;
+_Atomic int ppa_recording;
+uint64_t ppa_run_start;
+pid_t ppa_pid;
+__thread int ppa_guard PPA_TLS;
+__thread ppa_tstats *ppa_ts PPA_TLS;
+
+/* ---- per-thread counter blocks ----
+ * Blocks come from one anonymous mapping (never malloc: the first malloc of
+ * a thread is what asks for one) and outlive their thread, so totals of
+ * threads that exited are kept. When the slab runs out, late threads share
+ * the last block: their counts stay right on average but can lose updates. */
+#define PPA_MAX_TSTATS 4096
+static ppa_tstats *slab;
+static _Atomic uint32_t slab_used;
+static _Atomic int slab_state; /* 0 none, 1 being mapped, 2 ready */
+
+uint32_t ppa_gettid(void) { return (uint32_t)syscall(SYS_gettid); }
+
+ppa_tstats *ppa_tstats_slow(void)
+{
+	int st = atomic_load(&slab_state);
+	if (st != 2) {
+		int zero = 0;
+		if (atomic_compare_exchange_strong(&slab_state, &zero, 1)) {
+			void *p = mmap(NULL, sizeof(ppa_tstats) * PPA_MAX_TSTATS, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+			slab = p == MAP_FAILED ? NULL : p;
+			atomic_store(&slab_state, 2);
+		} else {
+			while (atomic_load(&slab_state) != 2)
+				;
+		}
+	}
+	if (!slab) {
+		static ppa_tstats fallback;
+		ppa_ts = &fallback;
+		return ppa_ts;
+	}
+	uint32_t i = atomic_fetch_add(&slab_used, 1);
+	if (i >= PPA_MAX_TSTATS)
+		i = PPA_MAX_TSTATS - 1;
+	ppa_tstats *t = &slab[i];
+	t->tid = ppa_gettid();
+	t->used = 1;
+	ppa_ts = t;
+	return t;
+}
+
+void ppa_for_each_tstats(void (*fn)(ppa_tstats *, void *), void *ud)
+{
+	if (atomic_load(&slab_state) != 2 || !slab)
+		return;
+	uint32_t n = atomic_load(&slab_used);
+	if (n > PPA_MAX_TSTATS)
+		n = PPA_MAX_TSTATS;
+	for (uint32_t i = 0; i < n; i++)
+		if (slab[i].used)
+			fn(&slab[i], ud);
+}
+
+/* Fork child: only the forking thread survives; counts start again so the
+ * child's run holds only its own work. */
+void ppa_reset_tstats(void)
+{
+	if (atomic_load(&slab_state) != 2 || !slab)
+		return;
+	uint32_t n = atomic_load(&slab_used);
+	if (n > PPA_MAX_TSTATS)
+		n = PPA_MAX_TSTATS;
+	memset(slab, 0, sizeof(ppa_tstats) * n);
+	atomic_store(&slab_used, 0);
+	ppa_ts = NULL;
+}
+
+/* ---- totals ---- */
+typedef struct totals {
+	uint64_t alloc_calls, alloc_bytes, alloc_usable, free_calls, free_usable, realloc_calls;
+	uint64_t timed_calls, timed_ns, mmap_calls, mmap_bytes, munmap_calls, munmap_bytes, mmap_ns;
+	uint64_t threads_created;
+	uint64_t hist[PPA_SIZE_CLASSES];
+} totals;
+
+static void add_totals(ppa_tstats *t, void *ud)
+{
+	totals *s = ud;
+	s->alloc_calls += ppa_get(&t->alloc_calls);
+	s->alloc_bytes += ppa_get(&t->alloc_bytes);
+	s->alloc_usable += ppa_get(&t->alloc_usable);
+	s->free_calls += ppa_get(&t->free_calls);
+	s->free_usable += ppa_get(&t->free_usable);
+	s->realloc_calls += ppa_get(&t->realloc_calls);
+	s->timed_calls += ppa_get(&t->timed_calls);
+	s->timed_ns += ppa_get(&t->timed_ns);
+	s->mmap_calls += ppa_get(&t->mmap_calls);
+	s->mmap_bytes += ppa_get(&t->mmap_bytes);
+	s->munmap_calls += ppa_get(&t->munmap_calls);
+	s->munmap_bytes += ppa_get(&t->munmap_bytes);
+	s->mmap_ns += ppa_get(&t->mmap_ns);
+	s->threads_created += ppa_get(&t->threads_created);
+	for (int i = 0; i < PPA_SIZE_CLASSES; i++)
+		s->hist[i] += ppa_get(&t->hist[i]);
+}
+
+static uint64_t peak_in_use;
+
+/* Estimated time inside the allocator: the timed sample scaled to all calls. */
+static uint64_t est_ns(uint64_t calls, uint64_t timed_calls, uint64_t timed_ns)
+{
+	if (!timed_calls)
+		return 0;
+	return (uint64_t)((double)timed_ns * (double)calls / (double)timed_calls);
+}
+
+static void emit_thread_rows(ppa_tstats *t, void *ud)
+{
+	int64_t ts = *(int64_t *)ud;
+	uint64_t calls = ppa_get(&t->alloc_calls), frees = ppa_get(&t->free_calls);
+	if (calls || frees) {
+		int64_t in_use = (int64_t)ppa_get(&t->alloc_usable) - (int64_t)ppa_get(&t->free_usable);
+		pp_row("allocations", "iistiiiinn", (int64_t)t->tid, ts, "malloc", "summary",
+		       (int64_t)calls, (int64_t)ppa_get(&t->alloc_bytes),
+		       (int64_t)est_ns(calls + frees, ppa_get(&t->timed_calls), ppa_get(&t->timed_ns)),
+		       in_use);
+		pp_row("allocations", "iistiiinnn", (int64_t)t->tid, ts, "malloc", "free",
+		       (int64_t)frees, (int64_t)ppa_get(&t->free_usable), (int64_t)0);
+	}
+	uint64_t mm = ppa_get(&t->mmap_calls), mu = ppa_get(&t->munmap_calls);
+	if (mm || mu) {
+		pp_row("allocations", "iistiiinnn", (int64_t)t->tid, ts, "mmap", "summary", (int64_t)mm,
+		       (int64_t)ppa_get(&t->mmap_bytes), (int64_t)ppa_get(&t->mmap_ns));
+		pp_row("allocations", "iistiiinnn", (int64_t)t->tid, ts, "mmap", "free", (int64_t)mu,
+		       (int64_t)ppa_get(&t->munmap_bytes), (int64_t)0);
+	}
+}
+
+static void emit_alloc_rows(void)
+{
+	totals s;
+	memset(&s, 0, sizeof s);
+	ppa_for_each_tstats(add_totals, &s);
+	int64_t ts = (int64_t)pp_now();
+	ppa_for_each_tstats(emit_thread_rows, &ts);
+	/* process-wide row (tid 0): totals, final bytes in use, sampled peak */
+	int64_t in_use = (int64_t)s.alloc_usable - (int64_t)s.free_usable;
+	if ((uint64_t)(in_use > 0 ? in_use : 0) > peak_in_use)
+		peak_in_use = (uint64_t)in_use;
+	pp_row("allocations", "iistiiiiin", (int64_t)0, ts, "malloc", "total",
+	       (int64_t)s.alloc_calls, (int64_t)s.alloc_bytes,
+	       (int64_t)est_ns(s.alloc_calls + s.free_calls, s.timed_calls, s.timed_ns), in_use,
+	       (int64_t)peak_in_use);
+	for (int k = 0; k < PPA_SIZE_CLASSES; k++)
+		if (s.hist[k])
+			pp_row("allocations", "iistinnnni", (int64_t)0, ts, "malloc", "histogram",
+			       (int64_t)s.hist[k], (int64_t)(k == 0 ? 0 : (1ll << (k - 1))));
+	char v[64];
+	snprintf(v, sizeof v, "%llu", (unsigned long long)s.threads_created);
+	pp_meta("agent.threads_created", v);
+	snprintf(v, sizeof v, "%llu", (unsigned long long)s.realloc_calls);
+	pp_meta("agent.realloc_calls", v);
+}
+
+/* ---- the stats thread: bytes in use over time, periodic drains ---- */
+static pthread_t stats_thread;
+static int stats_running;
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t stats_cond = PTHREAD_COND_INITIALIZER;
+static int stats_stop;
+
+static void stats_tick(void)
+{
+	totals s;
+	memset(&s, 0, sizeof s);
+	ppa_for_each_tstats(add_totals, &s);
+	int64_t in_use = (int64_t)s.alloc_usable - (int64_t)s.free_usable;
+	if (in_use < 0)
+		in_use = 0;
+	static int64_t last_in_use = -1, last_mmap = -1;
+	if (in_use != last_in_use) {
+		pp_counter("malloc.in_use_bytes", (double)in_use);
+		last_in_use = in_use;
+	}
+	if ((uint64_t)in_use > peak_in_use)
+		peak_in_use = (uint64_t)in_use;
+	int64_t mm = (int64_t)s.mmap_bytes - (int64_t)s.munmap_bytes;
+	if (mm != last_mmap) {
+		pp_counter("mmap.in_use_bytes", (double)mm);
+		last_mmap = mm;
+	}
+	ppa_libs_drain(0);
+	ppa_io_emit();
+	ppa_sampler_drain();
+}
+
+static void *stats_main(void *arg)
+{
+	(void)arg;
+	ppa_guard = 1; /* our own work is not the program's */
+	pp_thread_name("phaseprof-agent");
+	pthread_mutex_lock(&stats_lock);
+	while (!stats_stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)ppa_cfg.period_ms * 1000000ull;
+		ts.tv_sec += (time_t)(ns / 1000000000ull);
+		ts.tv_nsec = (long)(ns % 1000000000ull);
+		pthread_cond_timedwait(&stats_cond, &stats_lock, &ts);
+		if (stats_stop)
+			break;
+		pthread_mutex_unlock(&stats_lock);
+		stats_tick();
+		pthread_mutex_lock(&stats_lock);
+	}
+	pthread_mutex_unlock(&stats_lock);
+	return NULL;
+}
+
+static void stats_start(void)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits: no program signal lands there */
+	stats_stop = 0;
+	stats_running = pthread_create(&stats_thread, NULL, stats_main, NULL) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void stats_end(void)
+{
+	if (!stats_running || pthread_equal(pthread_self(), stats_thread))
+		return;
+	pthread_mutex_lock(&stats_lock);
+	stats_stop = 1;
+	pthread_cond_signal(&stats_cond);
+	pthread_mutex_unlock(&stats_lock);
+	pthread_join(stats_thread, NULL);
+	stats_running = 0;
+}
+
+/* ---- recorder open / close ---- */
+static int exit_code = -1, exit_signal;
+
+void ppa_exit_status(int code, int sig)
+{
+	exit_code = code;
+	exit_signal = sig;
+}
+
+static char cmdline_label[256];
+
+void ppa_open_recorder(void)
+{
+	int g = ppa_guard;
+	ppa_guard = 1;
+	pp_options o;
+	memset(&o, 0, sizeof o);
+	o.fork_policy = ppa_cfg.follow_fork ? PP_FORK_FOLLOW : PP_FORK_DISABLE;
+	o.label = cmdline_label[0] ? cmdline_label : NULL;
+	if (pp_open(&o) == 0) {
+		ppa_run_start = ppa_mono() - pp_now();
+		ppa_pid = getpid();
+		atomic_store(&ppa_recording, 1);
+		pp_meta("agent", "libphaseprof-agent");
+		pp_meta("agent.mode", ppa_cfg.detailed ? "detailed" : "default");
+		char v[64];
+		uint64_t ls = ppa_loader_start();
+		if (ls) {
+			snprintf(v, sizeof v, "%lld", (long long)ppa_rel(ls));
+			pp_meta("agent.loader_start_ns", v);
+		}
+		exit_code = -1;
+		exit_signal = 0;
+		stats_start();
+		if (ppa_cfg.sample_hz > 0)
+			ppa_sampler_start(ppa_cfg.sample_hz);
+	} else {
+		/* one line, on stderr: the program still runs, unrecorded */
+		char msg[600];
+		int n = snprintf(msg, sizeof msg, "phaseprof agent: %s\n", pp_last_error());
+		if (n > 0)
+			(void)!write(2, msg, (size_t)(n < (int)sizeof msg ? n : (int)sizeof msg - 1));
+	}
+	ppa_guard = g;
+}
+
+void ppa_close_recorder(const char *why)
+{
+	if (!atomic_exchange(&ppa_recording, 0))
+		return;
+	int g = ppa_guard;
+	ppa_guard = 1;
+	stats_end();
+	ppa_sampler_stop();
+	ppa_sampler_drain();
+	ppa_libs_drain(1);
+	ppa_io_flush_all();
+	emit_alloc_rows();
+	char v[64];
+	snprintf(v, sizeof v, "%lld", (long long)pp_now());
+	pp_meta("agent.end_ns", v);
+	pp_meta("agent.end", why);
+	if (exit_code >= 0) {
+		snprintf(v, sizeof v, "%d", exit_code);
+		pp_meta("agent.exit_code", v);
+	}
+	if (exit_signal) {
+		snprintf(v, sizeof v, "%d", exit_signal);
+		pp_meta("agent.exit_signal", v);
+	}
+	pp_close();
+	ppa_guard = g;
+}
+
+/* ---- exit and crash ---- */
+static void on_exit_cb(int status, void *arg)
+{
+	(void)arg;
+	ppa_exit_status(status & 0xff, 0);
+	ppa_close_recorder("exit");
+}
+
+static int crash_sig;
+static void watchdog(int sig)
+{
+	/* flushing from a crashed thread can deadlock (a lock held at the
+	 * crash): die with the original signal rather than hang */
+	(void)sig;
+	signal(crash_sig, SIG_DFL);
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, crash_sig);
+	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+	raise(crash_sig);
+	_exit(128 + crash_sig);
+}
+
+static void on_fatal(int sig)
+{
+	int saved = errno;
+	ppa_guard = 1;
+	crash_sig = sig;
+	signal(SIGALRM, watchdog);
+	alarm(2);
+	ppa_exit_status(-1, sig);
+	ppa_close_recorder(sig == SIGTERM ? "killed" : "crashed");
+	alarm(0);
+	/* SA_RESETHAND restored the default; re-raise (delivered on return) */
+	signal(sig, SIG_DFL);
+	raise(sig);
+	errno = saved;
+}
+
+static void install_fatal_handlers(void)
+{
+	static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM};
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		struct sigaction old;
+		if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
+		    (old.sa_flags & SA_SIGINFO))
+			continue; /* the program (or its parent) chose already: leave it */
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_fatal;
+		sigemptyset(&sa.sa_mask);
+		sa.sa_flags = SA_RESETHAND | SA_NODEFER | SA_ONSTACK;
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+/* ---- settings ---- */
+static int env_int(const char *name, int def)
+{
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return def;
+	return atoi(s);
+}
+
+static void read_settings(void)
+{
+	const char *s = getenv("PHASEPROF_AGENT");
+	if (s)
+		snprintf(ppa_cfg.agent_path, sizeof ppa_cfg.agent_path, "%s", s);
+	else {
+		Dl_info info;
+		if (dladdr((void *)read_settings, &info) && info.dli_fname)
+			snprintf(ppa_cfg.agent_path, sizeof ppa_cfg.agent_path, "%s", info.dli_fname);
+	}
+	s = getenv("PHASEPROF_SPOOL_DIR");
+	if (s)
+		snprintf(ppa_cfg.spool_dir, sizeof ppa_cfg.spool_dir, "%s", s);
+	ppa_cfg.sample_hz = env_int("PHASEPROF_SAMPLE_HZ", 0);
+	s = getenv("PHASEPROF_MODE");
+	ppa_cfg.detailed = s && strcmp(s, "detailed") == 0;
+	ppa_cfg.follow_fork = env_int("PHASEPROF_FOLLOW_FORK", 1);
+	ppa_cfg.period_ms = env_int("PHASEPROF_AGENT_PERIOD_MS", 20);
+	if (ppa_cfg.period_ms < 1)
+		ppa_cfg.period_ms = 1;
+	ppa_cfg.alloc_sample = env_int("PHASEPROF_ALLOC_SAMPLE", 1000);
+}
+
+/* The audit copy lives in its own link-map namespace. */
+static int in_audit_namespace(void)
+{
+	Dl_info info;
+	struct link_map *lm = NULL;
+	if (!dladdr1((void *)in_audit_namespace, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+		return 0;
+	Lmid_t id = LM_ID_BASE;
+	if (dlinfo(lm, RTLD_DI_LMID, &id) != 0)
+		return 0;
+	return id != LM_ID_BASE;
+}
+
+__attribute__((constructor)) static void ppa_init(void)
+{
+	if (in_audit_namespace()) {
+		ppa_is_audit_copy = 1;
+		return;
+	}
+	uint64_t t_ctor = ppa_mono();
+	ppa_guard = 1;
+	ppa_malloc_resolve();
+	read_settings();
+	ppa_proc_init();
+	ppa_guard = 0;
+	ppa_open_recorder();
+	if (atomic_load(&ppa_recording)) {
+		char v[64];
+		snprintf(v, sizeof v, "%lld", (long long)ppa_rel(t_ctor));
+		pp_meta("agent.ctor_ns", v);
+		on_exit(on_exit_cb, NULL); /* after pp_open: runs before the recorder's own atexit close */
+	}
+	install_fatal_handlers();
+}

@@ -1,0 +1,122 @@
+/*
+ * agent_internal.h — private to the LD_PRELOAD agent (libphaseprof-agent.so).
+ *
+ * The agent lives inside someone else's program: every hook resolves the
+ * real function lazily (it may run before our constructor), never holds a
+ * lock on the malloc path, and keeps its counters per thread so threads
+ * never share a cache line on the hot path.
+ */
+#ifndef PPA_INTERNAL_H
+#define PPA_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define PPA_API __attribute__((visibility("default")))
+#define PPA_TLS __attribute__((tls_model("initial-exec")))
+#define PPA_LIKELY(x) __builtin_expect(!!(x), 1)
+#define PPA_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* log2 size classes: class k holds sizes in [2^(k-1), 2^k), class 0 holds 0 */
+#define PPA_SIZE_CLASSES 48
+
+/* Thread-owned counters. Only the owner writes (relaxed load + store, no
+ * lock prefix); the stats thread and the exit path read them. */
+typedef _Atomic uint64_t ppa_ctr;
+typedef struct ppa_tstats {
+	uint32_t tid;
+	uint32_t used;
+	ppa_ctr alloc_calls, alloc_bytes, alloc_usable;
+	ppa_ctr free_calls, free_usable;
+	ppa_ctr realloc_calls;
+	ppa_ctr timed_calls, timed_ns;       /* 1 call in 64 is timed */
+	ppa_ctr mmap_calls, mmap_bytes, munmap_calls, munmap_bytes, mmap_ns;
+	ppa_ctr threads_created;
+	ppa_ctr hist[PPA_SIZE_CLASSES];
+	char pad[64];
+} ppa_tstats;
+
+static inline void ppa_add(ppa_ctr *c, uint64_t v)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+			      memory_order_relaxed);
+}
+static inline uint64_t ppa_get(ppa_ctr *c)
+{
+	return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+static inline uint64_t ppa_mono(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* Settings from PHASEPROF_* (copied at start-up: the program may rewrite
+ * its environment, exec must still carry them). */
+typedef struct ppa_settings {
+	char agent_path[4096];
+	char spool_dir[4096];
+	int sample_hz;
+	int detailed;              /* --mode detailed */
+	int follow_fork;
+	int period_ms;             /* stats thread period */
+	int alloc_sample;          /* detailed mode: one allocation event in N */
+} ppa_settings;
+
+extern ppa_settings ppa_cfg;
+extern int ppa_is_audit_copy;      /* this copy was loaded by LD_AUDIT */
+extern _Atomic int ppa_recording;  /* the recorder is open in this process */
+extern uint64_t ppa_run_start;     /* CLOCK_MONOTONIC of the run's t = 0 */
+extern pid_t ppa_pid;              /* pid the agent state belongs to */
+extern __thread int ppa_guard PPA_TLS;
+
+static inline int64_t ppa_rel(uint64_t mono) { return (int64_t)(mono - ppa_run_start); }
+
+/* agent.c */
+ppa_tstats *ppa_tstats_slow(void);
+extern __thread ppa_tstats *ppa_ts PPA_TLS;
+static inline ppa_tstats *ppa_self(void)
+{
+	ppa_tstats *t = ppa_ts;
+	return PPA_LIKELY(t != NULL) ? t : ppa_tstats_slow();
+}
+uint32_t ppa_gettid(void);
+void ppa_open_recorder(void);     /* (re)opens the recorder: start-up, after exec failed, fork child */
+void ppa_close_recorder(const char *why); /* final rows, then pp_close */
+void ppa_exit_status(int code, int sig);
+void ppa_for_each_tstats(void (*fn)(ppa_tstats *, void *), void *ud);
+void ppa_reset_tstats(void);
+
+/* agent_malloc.c */
+void ppa_malloc_resolve(void);
+void *ppa_real_malloc(size_t n);
+void ppa_real_free(void *p);
+void *ppa_real_calloc(size_t n, size_t m);
+void *ppa_real_realloc(void *p, size_t n);
+
+/* agent_io.c */
+void ppa_io_emit(void);           /* per-path rows of files closed since the last call (+ open files if final) */
+void ppa_io_flush_all(void);
+void ppa_io_after_fork(void);
+
+/* agent_audit.c: shared block written by the LD_AUDIT copy */
+void ppa_libs_drain(int final);
+void ppa_libs_after_fork(void);
+uint64_t ppa_loader_start(void); /* 0 if the audit copy is not loaded */
+
+/* agent_sample.c */
+int ppa_sampler_start(int hz);
+void ppa_sampler_thread_start(void);
+void ppa_sampler_drain(void);
+void ppa_sampler_stop(void);
+void ppa_sampler_after_fork(void);
+
+/* agent_proc.c */
+void ppa_proc_init(void);
+
+#endif

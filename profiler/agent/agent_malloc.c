@@ -1,0 +1,278 @@
+/*
+ * agent_malloc.c — the malloc family, heaptrack style: the real functions
+ * are resolved lazily in every hook; dlsym's own calloc during resolution
+ * is served from a static bootstrap pool that free() recognises and
+ * ignores; a thread-local guard keeps the agent's own allocations out of
+ * the program's numbers.
+ *
+ * Default mode counts calls and bytes per size class and times one call in
+ * 64 (two clock reads on every call would double the cost of a malloc/free
+ * pair); the reported time is that sample scaled to all calls.
+ */
+#include "agent_internal.h"
+#include "phaseprof.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TIME_MASK 63u
+
+static void *(*r_malloc)(size_t);
+static void (*r_free)(void *);
+static void *(*r_calloc)(size_t, size_t);
+static void *(*r_realloc)(void *, size_t);
+static int (*r_posix_memalign)(void **, size_t, size_t);
+static void *(*r_aligned_alloc)(size_t, size_t);
+static void *(*r_memalign)(size_t, size_t);
+static void *(*r_valloc)(size_t);
+static void *(*r_pvalloc)(size_t);
+static size_t (*r_usable)(void *);
+
+/* dlsym may call calloc before we know where calloc is */
+static _Alignas(64) char boot_pool[16384];
+static size_t boot_used;
+static int booting;
+
+static void *boot_alloc(size_t n)
+{
+	size_t off = (boot_used + 15) & ~(size_t)15;
+	if (off + n > sizeof boot_pool)
+		return NULL;
+	boot_used = off + n;
+	return boot_pool + off;
+}
+
+static inline int in_boot(const void *p)
+{
+	return (const char *)p >= boot_pool && (const char *)p < boot_pool + sizeof boot_pool;
+}
+
+void ppa_malloc_resolve(void)
+{
+	if (r_malloc || booting)
+		return;
+	booting = 1;
+	r_calloc = dlsym(RTLD_NEXT, "calloc");
+	r_free = dlsym(RTLD_NEXT, "free");
+	r_realloc = dlsym(RTLD_NEXT, "realloc");
+	r_posix_memalign = dlsym(RTLD_NEXT, "posix_memalign");
+	r_aligned_alloc = dlsym(RTLD_NEXT, "aligned_alloc");
+	r_memalign = dlsym(RTLD_NEXT, "memalign");
+	r_valloc = dlsym(RTLD_NEXT, "valloc");
+	r_pvalloc = dlsym(RTLD_NEXT, "pvalloc");
+	r_usable = dlsym(RTLD_NEXT, "malloc_usable_size");
+	void *m = dlsym(RTLD_NEXT, "malloc");
+	__atomic_store_n(&r_malloc, m, __ATOMIC_RELEASE);
+	booting = 0;
+}
+
+#define RESOLVE()                                                              \
+	do {                                                                   \
+		if (PPA_UNLIKELY(!r_malloc))                                   \
+			ppa_malloc_resolve();                                  \
+	} while (0)
+
+/* For the agent's own bookkeeping (never counted). */
+void *ppa_real_malloc(size_t n) { RESOLVE(); return r_malloc ? r_malloc(n) : boot_alloc(n); }
+void ppa_real_free(void *p) { if (p && !in_boot(p)) { RESOLVE(); r_free(p); } }
+void *ppa_real_calloc(size_t n, size_t m) { RESOLVE(); return r_calloc(n, m); }
+void *ppa_real_realloc(void *p, size_t n) { RESOLVE(); return r_realloc(p, n); }
+
+static inline int size_class(size_t n)
+{
+	if (n == 0)
+		return 0;
+	int k = 64 - __builtin_clzll((unsigned long long)n);
+	return k < PPA_SIZE_CLASSES ? k : PPA_SIZE_CLASSES - 1;
+}
+
+/* Detailed mode: one allocation in N becomes an event row. */
+static void sample_event(ppa_tstats *t, size_t n, uint64_t c)
+{
+	if (!ppa_cfg.detailed || !atomic_load_explicit(&ppa_recording, memory_order_relaxed) ||
+	    (c % (uint64_t)(ppa_cfg.alloc_sample > 0 ? ppa_cfg.alloc_sample : 1)) != 0)
+		return;
+	ppa_guard = 1;
+	pp_row("allocations", "iistiinnnn", (int64_t)t->tid, (int64_t)pp_now(), "malloc", "alloc",
+	       (int64_t)1, (int64_t)n);
+	ppa_guard = 0;
+}
+
+static inline void account_alloc(ppa_tstats *t, size_t n, void *p, uint64_t c)
+{
+	if (!p)
+		return;
+	ppa_add(&t->alloc_bytes, n);
+	ppa_add(&t->alloc_usable, r_usable(p));
+	ppa_add(&t->hist[size_class(n)], 1);
+	if (PPA_UNLIKELY(ppa_cfg.detailed))
+		sample_event(t, n, c);
+}
+
+static inline void account_time(ppa_tstats *t, uint64_t t0)
+{
+	ppa_add(&t->timed_calls, 1);
+	ppa_add(&t->timed_ns, ppa_mono() - t0);
+}
+
+PPA_API void *malloc(size_t n)
+{
+	if (PPA_UNLIKELY(!r_malloc)) {
+		if (booting)
+			return boot_alloc(n);
+		ppa_malloc_resolve();
+	}
+	if (PPA_UNLIKELY(ppa_guard))
+		return r_malloc(n);
+	ppa_tstats *t = ppa_self();
+	uint64_t c = ppa_get(&t->alloc_calls);
+	ppa_add(&t->alloc_calls, 1);
+	void *p;
+	if (PPA_UNLIKELY((c & TIME_MASK) == 0)) {
+		uint64_t t0 = ppa_mono();
+		p = r_malloc(n);
+		account_time(t, t0);
+	} else {
+		p = r_malloc(n);
+	}
+	account_alloc(t, n, p, c);
+	return p;
+}
+
+PPA_API void free(void *p)
+{
+	if (PPA_UNLIKELY(!p || in_boot(p)))
+		return;
+	if (PPA_UNLIKELY(!r_free))
+		ppa_malloc_resolve();
+	if (PPA_UNLIKELY(ppa_guard)) {
+		r_free(p);
+		return;
+	}
+	ppa_tstats *t = ppa_self();
+	uint64_t c = ppa_get(&t->free_calls);
+	ppa_add(&t->free_calls, 1);
+	ppa_add(&t->free_usable, r_usable(p));
+	if (PPA_UNLIKELY((c & TIME_MASK) == 0)) {
+		uint64_t t0 = ppa_mono();
+		r_free(p);
+		account_time(t, t0);
+	} else {
+		r_free(p);
+	}
+}
+
+PPA_API void *calloc(size_t n, size_t m)
+{
+	if (PPA_UNLIKELY(!r_calloc)) {
+		if (booting) {
+			size_t total;
+			if (__builtin_mul_overflow(n, m, &total))
+				return NULL;
+			return boot_alloc(total); /* static: already zero */
+		}
+		ppa_malloc_resolve();
+	}
+	if (PPA_UNLIKELY(ppa_guard))
+		return r_calloc(n, m);
+	ppa_tstats *t = ppa_self();
+	uint64_t c = ppa_get(&t->alloc_calls);
+	ppa_add(&t->alloc_calls, 1);
+	void *p;
+	if (PPA_UNLIKELY((c & TIME_MASK) == 0)) {
+		uint64_t t0 = ppa_mono();
+		p = r_calloc(n, m);
+		account_time(t, t0);
+	} else {
+		p = r_calloc(n, m);
+	}
+	account_alloc(t, n * m, p, c);
+	return p;
+}
+
+PPA_API void *realloc(void *old, size_t n)
+{
+	if (PPA_UNLIKELY(in_boot(old))) {
+		/* moved out of the bootstrap pool into the real heap */
+		void *p = malloc(n);
+		if (p) {
+			size_t avail = (size_t)(boot_pool + sizeof boot_pool - (char *)old);
+			memcpy(p, old, n < avail ? n : avail);
+		}
+		return p;
+	}
+	if (PPA_UNLIKELY(!r_realloc)) {
+		if (booting)
+			return old ? NULL : boot_alloc(n);
+		ppa_malloc_resolve();
+	}
+	if (PPA_UNLIKELY(ppa_guard))
+		return r_realloc(old, n);
+	ppa_tstats *t = ppa_self();
+	uint64_t c = ppa_get(&t->alloc_calls);
+	ppa_add(&t->alloc_calls, 1);
+	ppa_add(&t->realloc_calls, 1);
+	size_t old_usable = old ? r_usable(old) : 0;
+	void *p;
+	if (PPA_UNLIKELY((c & TIME_MASK) == 0)) {
+		uint64_t t0 = ppa_mono();
+		p = r_realloc(old, n);
+		account_time(t, t0);
+	} else {
+		p = r_realloc(old, n);
+	}
+	if (p || n == 0) /* realloc(p, 0) frees p */
+		ppa_add(&t->free_usable, old_usable);
+	account_alloc(t, n, p, c);
+	return p;
+}
+
+typedef void *(*align_fn)(size_t, size_t);
+
+static void *aligned_common(align_fn fn, size_t a, size_t n)
+{
+	RESOLVE();
+	if (PPA_UNLIKELY(ppa_guard))
+		return fn(a, n);
+	ppa_tstats *t = ppa_self();
+	uint64_t c = ppa_get(&t->alloc_calls);
+	ppa_add(&t->alloc_calls, 1);
+	void *p = fn(a, n);
+	account_alloc(t, n, p, c);
+	return p;
+}
+
+PPA_API int posix_memalign(void **out, size_t a, size_t n)
+{
+	RESOLVE();
+	if (PPA_UNLIKELY(ppa_guard))
+		return r_posix_memalign(out, a, n);
+	ppa_tstats *t = ppa_self();
+	uint64_t c = ppa_get(&t->alloc_calls);
+	ppa_add(&t->alloc_calls, 1);
+	int rc = r_posix_memalign(out, a, n);
+	if (rc == 0)
+		account_alloc(t, n, *out, c);
+	return rc;
+}
+
+PPA_API void *aligned_alloc(size_t a, size_t n)
+{
+	RESOLVE();
+	return aligned_common(r_aligned_alloc, a, n);
+}
+
+PPA_API void *memalign(size_t a, size_t n)
+{
+	RESOLVE();
+	return aligned_common(r_memalign, a, n);
+}
+
+static void *valloc_shim(size_t a, size_t n) { (void)a; return r_valloc(n); }
+static void *pvalloc_shim(size_t a, size_t n) { (void)a; return r_pvalloc(n); }
+
+PPA_API void *valloc(size_t n) { RESOLVE(); return aligned_common(valloc_shim, 0, n); }
+PPA_API void *pvalloc(size_t n) { RESOLVE(); return aligned_common(pvalloc_shim, 0, n); }

@@ -1,0 +1,391 @@
+/*
+ * agent_proc.c — processes and threads: fork, exec, posix_spawn, _exit,
+ * pthread_create, thread names.
+ *
+ * exec: the settings are put back into the new image's environment even
+ * when the program rewrote its own (uftrace does the same); the recorder is
+ * closed first so the spool is complete, and reopened if the exec fails.
+ * A vfork child shares our memory: it is recognised by its pid and must not
+ * touch the recorder.
+ */
+#include "agent_internal.h"
+#include "phaseprof.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* "NAME=value" of every variable exec must carry, captured at start-up */
+#define N_CARRY 9
+static const char *const carry_names[N_CARRY] = {
+	"PHASEPROF_SPOOL_DIR", "PHASEPROF_AGENT", "PHASEPROF_SAMPLE_HZ",
+	"PHASEPROF_MODE", "PHASEPROF_FOLLOW_FORK", "PHASEPROF_AGENT_PERIOD_MS",
+	"PHASEPROF_ALLOC_SAMPLE", "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH",
+};
+static char carry[N_CARRY][4200];
+static int following = 1;   /* 0 in a child of --no-follow-fork: strip instead of carry */
+
+static void save_carry(void)
+{
+	for (int i = 0; i < N_CARRY; i++) {
+		const char *v = getenv(carry_names[i]);
+		if (v)
+			snprintf(carry[i], sizeof carry[i], "%s=%s", carry_names[i], v);
+		else
+			carry[i][0] = 0;
+	}
+}
+
+static int name_is(const char *entry, const char *name)
+{
+	size_t n = strlen(name);
+	return strncmp(entry, name, n) == 0 && entry[n] == '=';
+}
+
+/* Rewrites a LD_PRELOAD/LD_AUDIT value: agent first (add=1) or removed. */
+static void path_list(char *out, size_t outlen, const char *name, const char *value, int add)
+{
+	const char *agent = ppa_cfg.agent_path;
+	size_t alen = strlen(agent);
+	int n = snprintf(out, outlen, "%s=", name);
+	if (add)
+		n += snprintf(out + n, outlen - (size_t)n, "%s", agent);
+	const char *p = value ? value : "";
+	while (*p && (size_t)n < outlen) {
+		while (*p == ':' || *p == ' ')
+			p++;
+		const char *e = p;
+		while (*e && *e != ':' && *e != ' ')
+			e++;
+		if (e > p && !((size_t)(e - p) == alen && strncmp(p, agent, alen) == 0))
+			n += snprintf(out + n, outlen - (size_t)n, "%s%.*s",
+				      (n > (int)strlen(name) + 1) ? ":" : "", (int)(e - p), p);
+		p = e;
+	}
+}
+
+/* Fills out[] (cap entries) with envp plus our settings; returns out. */
+static char **fix_env(char *const envp[], char **out, size_t cap, char *pre, char *aud,
+		      size_t buflen)
+{
+	size_t k = 0;
+	const char *preload = NULL, *audit = NULL;
+	for (size_t i = 0; envp && envp[i] && k + N_CARRY + 3 < cap; i++) {
+		const char *e = envp[i];
+		if (name_is(e, "LD_PRELOAD")) {
+			preload = e + 11;
+			continue;
+		}
+		if (name_is(e, "LD_AUDIT")) {
+			audit = e + 9;
+			continue;
+		}
+		if (name_is(e, "PHASEPROF_OUT"))
+			continue; /* would win over the spool directory */
+		int ours = 0;
+		for (int c = 0; c < N_CARRY; c++)
+			if (name_is(e, carry_names[c]))
+				ours = 1;
+		if (!ours)
+			out[k++] = (char *)e;
+	}
+	path_list(pre, buflen, "LD_PRELOAD", preload, following);
+	path_list(aud, buflen, "LD_AUDIT", audit, following);
+	if (strcmp(pre, "LD_PRELOAD=") != 0)
+		out[k++] = pre;
+	if (strcmp(aud, "LD_AUDIT=") != 0)
+		out[k++] = aud;
+	if (following)
+		for (int c = 0; c < N_CARRY; c++)
+			if (carry[c][0])
+				out[k++] = carry[c];
+	out[k] = NULL;
+	return out;
+}
+
+static size_t env_count(char *const envp[])
+{
+	size_t n = 0;
+	while (envp && envp[n])
+		n++;
+	return n;
+}
+
+#define WITH_FIXED_ENV(envp, var)                                              \
+	size_t var##_cap = env_count(envp) + N_CARRY + 4;                      \
+	char *var##_arr[var##_cap];                                            \
+	char var##_pre[8192], var##_aud[8192];                                 \
+	char **var = fix_env(envp, var##_arr, var##_cap, var##_pre, var##_aud, sizeof var##_pre)
+
+/* Recording state of this process belongs to us (not a vfork child). */
+static int owns_recorder(void)
+{
+	return atomic_load(&ppa_recording) && getpid() == ppa_pid;
+}
+
+static int before_exec(void)
+{
+	if (!owns_recorder())
+		return 0;
+	ppa_close_recorder("exec");
+	return 1;
+}
+
+static void exec_failed(int closed)
+{
+	if (!closed)
+		return;
+	int e = errno;
+	ppa_open_recorder();
+	errno = e;
+}
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+static execve_fn r_execve, r_execvpe;
+static int (*r_fexecve)(int, char *const[], char *const[]);
+static int (*r_execveat)(int, const char *, char *const[], char *const[], int);
+static int (*r_posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			    const posix_spawnattr_t *, char *const[], char *const[]);
+static int (*r_posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			     const posix_spawnattr_t *, char *const[], char *const[]);
+static void (*r__exit)(int);
+static void (*r__Exit)(int);
+static int (*r_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static int (*r_pthread_setname_np)(pthread_t, const char *);
+static int (*r_prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
+
+#define REAL(f) (PPA_LIKELY(r_##f != NULL) ? r_##f : (r_##f = dlsym(RTLD_NEXT, #f)))
+
+PPA_API int execve(const char *path, char *const argv[], char *const envp[])
+{
+	WITH_FIXED_ENV(envp, env);
+	int closed = before_exec();
+	int r = REAL(execve)(path, argv, env);
+	exec_failed(closed);
+	return r;
+}
+
+PPA_API int execv(const char *path, char *const argv[])
+{
+	return execve(path, argv, environ);
+}
+
+PPA_API int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	WITH_FIXED_ENV(envp, env);
+	int closed = before_exec();
+	int r = REAL(execvpe)(file, argv, env);
+	exec_failed(closed);
+	return r;
+}
+
+PPA_API int execvp(const char *file, char *const argv[])
+{
+	return execvpe(file, argv, environ);
+}
+
+PPA_API int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	WITH_FIXED_ENV(envp, env);
+	int closed = before_exec();
+	int r = REAL(fexecve)(fd, argv, env);
+	exec_failed(closed);
+	return r;
+}
+
+PPA_API int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+{
+	WITH_FIXED_ENV(envp, env);
+	int closed = before_exec();
+	int r = REAL(execveat)(dirfd, path, argv, env, flags);
+	exec_failed(closed);
+	return r;
+}
+
+/* execl family: collect the arguments, then the calls above */
+#define COLLECT_ARGS(arg0, ap, argv, envp_out)                                 \
+	size_t argc_ = 1;                                                      \
+	va_start(ap, arg0);                                                    \
+	while (va_arg(ap, char *))                                             \
+		argc_++;                                                       \
+	va_end(ap);                                                            \
+	char *argv[argc_ + 1];                                                 \
+	argv[0] = (char *)arg0;                                                \
+	va_start(ap, arg0);                                                    \
+	for (size_t i_ = 1; i_ <= argc_; i_++)                                 \
+		argv[i_] = va_arg(ap, char *);                                 \
+	envp_out;                                                              \
+	va_end(ap)
+
+PPA_API int execl(const char *path, const char *arg0, ...)
+{
+	va_list ap;
+	COLLECT_ARGS(arg0, ap, argv, (void)0);
+	return execve(path, argv, environ);
+}
+
+PPA_API int execlp(const char *file, const char *arg0, ...)
+{
+	va_list ap;
+	COLLECT_ARGS(arg0, ap, argv, (void)0);
+	return execvpe(file, argv, environ);
+}
+
+PPA_API int execle(const char *path, const char *arg0, ...)
+{
+	va_list ap;
+	char **envp;
+	COLLECT_ARGS(arg0, ap, argv, envp = va_arg(ap, char **));
+	return execve(path, argv, envp);
+}
+
+/* posix_spawn does its exec inside libc, past any hook: fix the
+ * environment here. The child records itself (its own spool, ppid = us). */
+PPA_API int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	WITH_FIXED_ENV(envp, env);
+	return REAL(posix_spawn)(pid, path, fa, attr, argv, env);
+}
+
+PPA_API int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			 const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	WITH_FIXED_ENV(envp, env);
+	return REAL(posix_spawnp)(pid, file, fa, attr, argv, env);
+}
+
+/* _exit skips atexit: flush here. */
+PPA_API void _exit(int status)
+{
+	if (owns_recorder()) {
+		ppa_exit_status(status & 0xff, 0);
+		ppa_close_recorder("_exit");
+	}
+	REAL(_exit)(status);
+	__builtin_unreachable();
+}
+
+PPA_API void _Exit(int status)
+{
+	if (owns_recorder()) {
+		ppa_exit_status(status & 0xff, 0);
+		ppa_close_recorder("_exit");
+	}
+	REAL(_Exit)(status);
+	__builtin_unreachable();
+}
+
+/* ---- threads ---- */
+typedef struct tramp {
+	void *(*fn)(void *);
+	void *arg;
+} tramp;
+
+static void *tramp_main(void *p)
+{
+	tramp t = *(tramp *)p;
+	ppa_real_free(p);
+	if (atomic_load(&ppa_recording)) {
+		ppa_guard = 1;
+		char name[32];
+		if (pthread_getname_np(pthread_self(), name, sizeof name) == 0)
+			pp_thread_name(name);
+		ppa_sampler_thread_start();
+		ppa_guard = 0;
+	}
+	return t.fn(t.arg);
+}
+
+PPA_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	if (ppa_guard)
+		return REAL(pthread_create)(th, attr, fn, arg);
+	ppa_add(&ppa_self()->threads_created, 1);
+	tramp *t = ppa_real_malloc(sizeof *t);
+	if (!t)
+		return REAL(pthread_create)(th, attr, fn, arg);
+	t->fn = fn;
+	t->arg = arg;
+	int r = REAL(pthread_create)(th, attr, tramp_main, t);
+	if (r != 0)
+		ppa_real_free(t);
+	return r;
+}
+
+static void name_self(const char *name)
+{
+	if (!atomic_load(&ppa_recording) || ppa_guard)
+		return;
+	ppa_guard = 1;
+	pp_thread_name(name);
+	ppa_guard = 0;
+}
+
+PPA_API int pthread_setname_np(pthread_t th, const char *name)
+{
+	int r = REAL(pthread_setname_np)(th, name);
+	if (r == 0 && pthread_equal(th, pthread_self()))
+		name_self(name);
+	return r;
+}
+
+PPA_API int prctl(int op, ...)
+{
+	va_list ap;
+	va_start(ap, op);
+	unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
+	unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
+	va_end(ap);
+	int r = REAL(prctl)(op, a2, a3, a4, a5);
+	if (r == 0 && op == PR_SET_NAME && a2)
+		name_self((const char *)a2);
+	return r;
+}
+
+/* ---- fork ---- */
+static void atfork_child(void)
+{
+	ppa_pid = getpid();
+	ppa_reset_tstats();
+	ppa_io_after_fork();
+	ppa_libs_after_fork();
+	ppa_sampler_after_fork();
+	if (!ppa_cfg.follow_fork) {
+		/* --no-follow-fork: the child and whatever it execs stay unrecorded */
+		atomic_store(&ppa_recording, 0);
+		following = 0;
+		return;
+	}
+}
+
+static void atfork_parent(void) {}
+static void atfork_prepare(void) {}
+
+void ppa_proc_init(void)
+{
+	save_carry();
+	following = 1;
+}
+
+/* Registered after pp_open so our child handler runs after the recorder's
+ * (child handlers run in registration order): the recorder has its new
+ * spool by the time we restart our threads. */
+void ppa_proc_after_open(void);
+void ppa_proc_after_open(void)
+{
+	static int done;
+	if (!done) {
+		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+		done = 1;
+	}
+}
