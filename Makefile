@@ -7,7 +7,7 @@ ASAN_BUILD ?= build-asan
 DEMO_DB ?= phaseprof-demo.db
 DEMO_HTML ?= phaseprof-demo.html
 
-.PHONY: all deps build demo test test-plain test-asan bench fuzz clean
+.PHONY: all deps deps-test build demo test test-plain test-asan test-fuzz bench clean
 
 all: build
 
@@ -28,7 +28,14 @@ demo: build
 	@echo "demo: database $(DEMO_DB), report $(DEMO_HTML)"
 
 test: deps-test
-	$(MAKE) --no-print-directory test-plain test-asan
+	$(MAKE) --no-print-directory test-plain test-fuzz test-asan
+
+# libFuzzer over the weight-file readers, briefly (seconds per target).
+FUZZ_SECONDS ?= 15
+test-fuzz:
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DPP_FUZZ=ON >/dev/null
+	cmake --build build-fuzz -j$(JOBS) --target fuzz_targets
+	bash tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 test-plain:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -45,4 +52,4 @@ bench: build
 	bash bench/run-all.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
