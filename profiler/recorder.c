@@ -102,6 +102,8 @@ static struct recorder {
 	uint64_t rows, rows_lost, rows_lost_reported;
 
 	_Atomic uint64_t events_total;
+	uint64_t lost_reported_total;  /* events-lost already written as LOSS chunks */
+	uint64_t unwritten;            /* events the spool could not take (write failed) */
 	pthread_mutex_t write_lock;   /* the spool fd: writer thread vs close/fork */
 	char error[512];
 	int atfork_installed;
@@ -725,8 +727,9 @@ static void drain(int final)
 		full = b->next;
 		uint32_t n = atomic_load_explicit(&b->n, memory_order_acquire);
 		if (n > b->flushed) {
-			pp_spool_write_chunk(&R.w, PP_CHUNK_EVENTS, b->owner->tid, &b->ev[b->flushed],
-					     (n - b->flushed) * (uint32_t)sizeof(pp_event));
+			if (pp_spool_write_chunk(&R.w, PP_CHUNK_EVENTS, b->owner->tid, &b->ev[b->flushed],
+						 (n - b->flushed) * (uint32_t)sizeof(pp_event)) != 0)
+				R.unwritten += n - b->flushed;
 			atomic_fetch_add(&R.events_total, n - b->flushed);
 		}
 		b->next = recycled;
@@ -735,8 +738,9 @@ static void drain(int final)
 	for (i = 0; i < nt && snaps; i++) {
 		pp_buffer *b = snaps[i].b;
 		if (b && snaps[i].n > b->flushed) {
-			pp_spool_write_chunk(&R.w, PP_CHUNK_EVENTS, b->owner->tid, &b->ev[b->flushed],
-					     (snaps[i].n - b->flushed) * (uint32_t)sizeof(pp_event));
+			if (pp_spool_write_chunk(&R.w, PP_CHUNK_EVENTS, b->owner->tid, &b->ev[b->flushed],
+						 (snaps[i].n - b->flushed) * (uint32_t)sizeof(pp_event)) != 0)
+				R.unwritten += snaps[i].n - b->flushed;
 			atomic_fetch_add(&R.events_total, snaps[i].n - b->flushed);
 			b->flushed = snaps[i].n;
 		}
@@ -758,6 +762,7 @@ static void drain(int final)
 		if (lost > t->lost_reported) {
 			uint64_t d = lost - t->lost_reported;
 			t->lost_reported = lost;
+			R.lost_reported_total += d;
 			pp_spool_write_chunk2(&R.w, PP_CHUNK_LOSS, t->tid, &d, 8, "events", 6);
 		}
 		pp_buffer *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
@@ -1042,6 +1047,7 @@ int pp_open(const pp_options *opts)
 	R.pending_n = 0;
 	pthread_mutex_unlock(&R.str_lock);
 	R.rows = R.rows_lost = R.rows_lost_reported = 0;
+	R.lost_reported_total = R.unwritten = 0;
 	atomic_store(&R.events_total, 0);
 
 	if (start_spool() != 0)
@@ -1108,7 +1114,8 @@ int pp_close(void)
 	tls_thread = NULL;
 	R.generation++; /* stale thread pointers in other threads' TLS are ignored */
 	if (failed) {
-		set_error("writing spool %s failed: %s", R.spool_path, strerror(failed));
+		set_error("writing spool %s failed: %s (%llu events could not be written)",
+			  R.spool_path, strerror(failed), (unsigned long long)R.unwritten);
 		return -1;
 	}
 	return 0;
@@ -1119,9 +1126,10 @@ void pp_stats(pp_recorder_stats *out)
 	memset(out, 0, sizeof *out);
 	pthread_mutex_lock(&R.lock);
 	uint64_t unflushed = 0;
+	out->events_lost = R.lost_reported_total + R.unwritten;
 	for (pp_thread *t = R.threads; t; t = t->next) {
 		out->threads++;
-		out->events_lost += atomic_load(&t->lost);
+		out->events_lost += atomic_load(&t->lost) - t->lost_reported;
 		pp_buffer *b = atomic_load(&t->cur);
 		if (b)
 			unflushed += atomic_load(&b->n) - b->flushed;

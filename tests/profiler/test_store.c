@@ -9,6 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "phaseprof.h"
 
 #include "store.h"
 
@@ -137,6 +143,76 @@ static void test_findings_and_query(void **state)
 	assert_int_not_equal(access(wal, F_OK), 0);
 }
 
+/* A full disk (simulated with RLIMIT_FSIZE) makes an ingest fail with a clear
+ * message and loses nothing committed before; the recorder counts what its
+ * spool could not take. */
+static void test_disk_full(void **state)
+{
+	(void)state;
+	char db[512], small[512], big[512], err[512];
+	tmp(db, sizeof db, "full.db");
+	tmp(small, sizeof small, "small.spool");
+	tmp(big, sizeof big, "big.spool");
+	assert_int_equal(pp_open(&(pp_options){.spool_path = small}), 0);
+	pp_mark("first");
+	assert_int_equal(pp_close(), 0);
+	assert_int_equal(pp_open(&(pp_options){.spool_path = big, .max_buffers = 1024}), 0);
+	for (int i = 0; i < 200000; i++)
+		pp_counter("c", i);
+	assert_int_equal(pp_close(), 0);
+	pp_store *st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_ingest(st, small, NULL, NULL, err, sizeof err), 0);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+
+	pid_t pid = fork();
+	if (pid == 0) {
+		signal(SIGXFSZ, SIG_IGN);
+		struct stat sb;
+		stat(db, &sb);
+		struct rlimit rl = {(rlim_t)sb.st_size + 200000, RLIM_INFINITY};
+		setrlimit(RLIMIT_FSIZE, &rl);
+		pp_store *s2 = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
+		if (!s2)
+			_exit(10);
+		int rc = pp_store_ingest(s2, big, NULL, NULL, err, sizeof err);
+		pp_store_close(s2, NULL, 0);
+		if (rc == 0)
+			_exit(11);
+		if (!strstr(err, "big.spool") || !strstr(err, "failed"))
+			_exit(12);
+		/* the spool of a recorder whose disk fills up */
+		char sp[600];
+		snprintf(sp, sizeof sp, "%s.rec", big);
+		rl.rlim_cur = 100000;
+		setrlimit(RLIMIT_FSIZE, &rl);
+		if (pp_open(&(pp_options){.spool_path = sp, .max_buffers = 1024}) != 0)
+			_exit(13);
+		for (int i = 0; i < 100000; i++)
+			pp_mark("m");
+		pp_recorder_stats rs;
+		if (pp_close() == 0)
+			_exit(14);
+		pp_stats(&rs);
+		if (!strstr(pp_last_error(), "could not be written") || rs.events_lost == 0)
+			_exit(15);
+		_exit(0);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* what was committed before is intact */
+	st = pp_store_open(db, PP_STORE_READ, err, sizeof err);
+	assert_non_null(st);
+	pp_run_info *runs;
+	int n;
+	assert_int_equal(pp_store_runs(st, &runs, &n), 0);
+	assert_int_equal(n, 1);
+	free(runs);
+	pp_store_close(st, NULL, 0);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/pp-test-store-XXXXXX");
@@ -145,6 +221,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_findings_and_query),
+		cmocka_unit_test(test_disk_full),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char cmd[300];
