@@ -8,7 +8,13 @@ pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       python3-numpy zlib1g-dev)
 want_browser=0
 for a in "$@"; do [ "$a" = --browser ] && want_browser=1; done
-[ $want_browser = 1 ] && pkgs+=(chromium nodejs npm)
+if [ $want_browser = 1 ]; then
+  pkgs+=(chromium)
+  # node/npm may come from another package (nodesource's nodejs ships npm);
+  # Debian's npm conflicts with that, so only install them when absent.
+  command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+  command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do
