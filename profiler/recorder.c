@@ -149,7 +149,8 @@ int pp_kind_from_name(const char *name)
 }
 
 const char *pp_last_error(void) { return R.error; }
-int pp_is_open(void) { return atomic_load_explicit(&R.open, memory_order_relaxed); }
+static inline int is_open(void) { return atomic_load_explicit(&R.open, memory_order_relaxed); }
+int pp_is_open(void) { return is_open(); }
 const char *pp_spool_path(void) { return R.spool_path; }
 
 static void set_error(const char *fmt, ...)
@@ -312,7 +313,7 @@ static pp_buffer *buffer_get_locked(pp_thread *owner)
 
 static pp_thread *thread_init(void)
 {
-	if (!pp_is_open())
+	if (!is_open())
 		return NULL;
 	pthread_once(&key_once, make_key);
 	pp_thread *t = calloc(1, sizeof *t);
@@ -358,26 +359,9 @@ static pp_buffer *buffer_swap(pp_thread *t)
 	return b;
 }
 
-static inline void emit(uint8_t type, uint8_t kind, uint32_t name, uint64_t arg, uint64_t ts)
+static inline void write_event(pp_buffer *b, uint32_t n, uint8_t type, uint8_t kind,
+			       uint32_t name, uint64_t arg, uint64_t ts)
 {
-	pp_thread *t = tls_thread;
-	if (UNLIKELY(!t || tls_gen != R.generation)) {
-		if (!pp_is_open())
-			return;
-		t = thread_init();
-		if (!t)
-			return;
-	}
-	pp_buffer *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
-	uint32_t n;
-	if (UNLIKELY(!b || (n = atomic_load_explicit(&b->n, memory_order_relaxed)) == b->cap)) {
-		b = buffer_swap(t);
-		if (!b) {
-			atomic_fetch_add_explicit(&t->lost, 1, memory_order_relaxed);
-			return;
-		}
-		n = atomic_load_explicit(&b->n, memory_order_relaxed);
-	}
 	pp_event *e = &b->ev[n];
 	e->ts = ts ? ts : pp_ticks();
 	e->type = type;
@@ -388,33 +372,80 @@ static inline void emit(uint8_t type, uint8_t kind, uint32_t name, uint64_t arg,
 	atomic_store_explicit(&b->n, n + 1, memory_order_release);
 }
 
+/* Everything but the common case: first event of a thread, full buffer. Kept
+ * out of line so the fast path needs no stack frame. */
+static __attribute__((noinline, cold)) void emit_slow(uint8_t type, uint8_t kind, uint32_t name,
+							uint64_t arg, uint64_t ts)
+{
+	pp_thread *t = tls_thread;
+	if (!t || tls_gen != R.generation) {
+		if (!is_open())
+			return;
+		t = thread_init();
+		if (!t)
+			return;
+	}
+	pp_buffer *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
+	uint32_t n;
+	if (!b || (n = atomic_load_explicit(&b->n, memory_order_relaxed)) == b->cap) {
+		b = buffer_swap(t);
+		if (!b) {
+			atomic_fetch_add_explicit(&t->lost, 1, memory_order_relaxed);
+			return;
+		}
+		n = atomic_load_explicit(&b->n, memory_order_relaxed);
+	}
+	write_event(b, n, type, kind, name, arg, ts);
+}
+
+static inline void emit(uint8_t type, uint8_t kind, uint32_t name, uint64_t arg, uint64_t ts)
+{
+	pp_thread *t = tls_thread;
+	if (LIKELY(t && tls_gen == R.generation)) {
+		pp_buffer *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
+		if (LIKELY(b)) {
+			uint32_t n = atomic_load_explicit(&b->n, memory_order_relaxed);
+			if (LIKELY(n < b->cap)) {
+				write_event(b, n, type, kind, name, arg, ts);
+				return;
+			}
+		}
+	}
+	emit_slow(type, kind, name, arg, ts);
+}
+
 /* ---------------------------------------------------------------- public events */
+
+static __attribute__((noinline, cold)) uint32_t site_intern(pp_site *site)
+{
+	uint32_t raw = intern(site->name);
+	uint32_t id = (raw & 0xffffff) | (uint32_t)((R.generation & 0xff) << 24);
+	__atomic_store_n(&site->id, id, __ATOMIC_RELAXED);
+	return id;
+}
 
 void pp_begin_site(pp_site *site)
 {
-	if (!pp_is_open())
+	if (!is_open())
 		return;
 	uint32_t id = __atomic_load_n(&site->id, __ATOMIC_RELAXED);
 	/* site ids are only valid for the generation that interned them: a
 	 * re-opened recorder has a fresh string table */
-	if (UNLIKELY(id == 0 || (id >> 24) != (R.generation & 0xff))) {
-		uint32_t raw = intern(site->name);
-		id = (raw & 0xffffff) | (uint32_t)((R.generation & 0xff) << 24);
-		__atomic_store_n(&site->id, id, __ATOMIC_RELAXED);
-	}
+	if (UNLIKELY(id == 0 || (id >> 24) != (R.generation & 0xff)))
+		id = site_intern(site);
 	emit(PP_EV_BEGIN, (uint8_t)site->kind, id & 0xffffff, UINT64_MAX, 0);
 }
 
 void pp_phase_begin(pp_kind kind, const char *name)
 {
-	if (!pp_is_open())
+	if (!is_open())
 		return;
 	emit(PP_EV_BEGIN, (uint8_t)kind, intern(name ? name : pp_kind_name(kind)), UINT64_MAX, 0);
 }
 
 void pp_phase_end(void)
 {
-	if (!pp_is_open())
+	if (!is_open())
 		return;
 	emit(PP_EV_END, 0, 0, 0, 0);
 }
@@ -422,7 +453,7 @@ void pp_phase_end(void)
 void pp_step_begin(int64_t iteration)
 {
 	static pp_site site = {"step", PP_STEP, 0};
-	if (!pp_is_open())
+	if (!is_open())
 		return;
 	uint32_t id = __atomic_load_n(&site.id, __ATOMIC_RELAXED);
 	if (UNLIKELY(id == 0 || (id >> 24) != (R.generation & 0xff))) {
@@ -436,14 +467,14 @@ void pp_step_end(void) { pp_phase_end(); }
 
 void pp_mark(const char *name)
 {
-	if (!pp_is_open())
+	if (!is_open())
 		return;
 	emit(PP_EV_MARK, 0, intern(name), 0, 0);
 }
 
 void pp_counter(const char *name, double value)
 {
-	if (!pp_is_open())
+	if (!is_open())
 		return;
 	uint64_t bits;
 	memcpy(&bits, &value, sizeof bits);
@@ -453,7 +484,7 @@ void pp_counter(const char *name, double value)
 void pp_op(const char *node_name, const char *op_type, uint64_t start_ns, uint64_t end_ns,
 	   int64_t step)
 {
-	if (!pp_is_open())
+	if (!is_open())
 		return;
 	/* Explicit times are pp_now() nanoseconds; kind = 1 tells ingest so. */
 	uint32_t type = intern(op_type);
@@ -505,7 +536,7 @@ static uint32_t self_tid(void)
 
 void pp_meta(const char *key, const char *value)
 {
-	if (!pp_is_open() || !key)
+	if (!is_open() || !key)
 		return;
 	if (!value)
 		value = "";
@@ -521,7 +552,7 @@ void pp_meta(const char *key, const char *value)
 
 void pp_thread_name(const char *name)
 {
-	if (!pp_is_open() || !name)
+	if (!is_open() || !name)
 		return;
 	side_append(PP_CHUNK_THREAD, self_tid(), name, (uint32_t)strlen(name));
 }
@@ -616,7 +647,7 @@ static int vrow(const char *table, const char *fmt, va_list ap)
 
 int pp_row(const char *table, const char *fmt, ...)
 {
-	if (!pp_is_open() || !table || !fmt)
+	if (!is_open() || !table || !fmt)
 		return -1;
 	va_list ap;
 	va_start(ap, fmt);
@@ -638,7 +669,7 @@ int pp_graph_snapshot(const char *label, int64_t version, const pp_graph_node *n
 		      int n_nodes, const pp_graph_edge *edges, int n_edges)
 {
 	static _Atomic int64_t next_graph;
-	if (!pp_is_open())
+	if (!is_open())
 		return -1;
 	/* graph ids are local to the spool; ingest maps them to store ids */
 	int64_t gid = atomic_fetch_add(&next_graph, 1) + 1;
@@ -913,7 +944,7 @@ static int start_writer(void)
 
 static void atfork_prepare(void)
 {
-	if (!pp_is_open())
+	if (!is_open())
 		return;
 	pthread_mutex_lock(&R.write_lock);
 	pthread_mutex_lock(&R.lock);
@@ -923,7 +954,7 @@ static void atfork_prepare(void)
 
 static void atfork_parent(void)
 {
-	if (!pp_is_open())
+	if (!is_open())
 		return;
 	pthread_mutex_unlock(&R.side_lock);
 	pthread_mutex_unlock(&R.str_lock);
@@ -933,7 +964,7 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
-	if (!pp_is_open())
+	if (!is_open())
 		return;
 	pthread_mutex_unlock(&R.side_lock);
 	pthread_mutex_unlock(&R.str_lock);
@@ -984,13 +1015,13 @@ static void atfork_child(void)
 
 static void close_at_exit(void)
 {
-	if (pp_is_open())
+	if (is_open())
 		pp_close();
 }
 
 int pp_open(const pp_options *opts)
 {
-	if (pp_is_open()) {
+	if (is_open()) {
 		set_error("phaseprof recorder is already open (spool %s)", R.spool_path);
 		return -1;
 	}
@@ -1071,7 +1102,7 @@ int pp_open(const pp_options *opts)
 
 int pp_close(void)
 {
-	if (!pp_is_open())
+	if (!is_open())
 		return 0;
 	/* stop accepting events first; events racing with this are dropped */
 	atomic_store(&R.open, 0);
