@@ -1,0 +1,917 @@
+/* Every rule on hand-built recordings: the pattern it must name, the healthy
+ * look-alike it must stay quiet on, and borderline / noisy inputs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diagnostics.h"
+#include "testutil.h"
+
+static trec T;
+
+static int setup(void **state)
+{
+	(void)state;
+	trec_open(&T, "rules.db");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	trec_close(&T);
+	return 0;
+}
+
+static pp_diag_result R;
+
+static void analyze(void)
+{
+	pp_diag_result_free(&R);
+	if (pp_diag_analyze(T.st, T.run, &R) != 0)
+		fail_msg("pp_diag_analyze: %s", R.error);
+}
+
+static const pp_finding *get(const char *rule)
+{
+	int i = pp_diag_find(R.findings, R.n, rule);
+	return i >= 0 ? &R.findings[i] : NULL;
+}
+
+static void dump(void)
+{
+	pp_diag_print(stderr, R.findings, R.n, 0);
+}
+
+#define assert_fires(rule)                                                                 \
+	do {                                                                               \
+		if (!get(rule)) {                                                          \
+			dump();                                                            \
+			fail_msg("expected a %s finding", rule);                           \
+		}                                                                          \
+	} while (0)
+#define assert_quiet(rule)                                                                 \
+	do {                                                                               \
+		if (get(rule)) {                                                           \
+			dump();                                                            \
+			fail_msg("unexpected %s finding", rule);                           \
+		}                                                                          \
+	} while (0)
+#define assert_contains(hay, needle)                                                       \
+	do {                                                                               \
+		if (!strstr((hay), (needle)))                                              \
+			fail_msg("'%s' does not contain '%s'", (hay), (needle));           \
+	} while (0)
+
+/* n steps of base ns with relative gaussian noise, the first first_mult
+ * times longer; returns the end. */
+static int64_t noisy_steps(int64_t t0, int n, double base, double noise, double slope,
+			   double first_mult, uint64_t seed, int64_t *ids, int64_t *starts)
+{
+	int64_t *dur = malloc((size_t)n * sizeof *dur);
+	for (int i = 0; i < n; i++) {
+		double d = (base + slope * i) * (1 + noise * trand_normal(&seed));
+		if (i == 0)
+			d = base * first_mult;
+		dur[i] = (int64_t)(d < base * 0.1 ? base * 0.1 : d);
+	}
+	int64_t end = trec_steps(&T, t0, dur, n, 10 * US, ids, starts);
+	free(dur);
+	return end;
+}
+
+/* ---- iteration time grows ---- */
+
+static void test_growth_linear_noisy(void **state)
+{
+	(void)state;
+	trec_run(&T, "growth", 0);
+	/* 1 ms growing to ~3 ms over 200 steps, 15% noise, slow first step */
+	noisy_steps(0, 200, 1 * MS, 0.15, 0.01 * MS, 30, 1, NULL, NULL);
+	analyze();
+	assert_fires("iteration_time_grows");
+	const pp_finding *f = get("iteration_time_grows");
+	assert_string_equal(f->severity, "high");
+	assert_contains(f->evidence, "Mann-Kendall");
+	assert_contains(f->evidence, "Least squares");
+	assert_contains(f->title, "per iteration");
+	assert_quiet("graph_grows");
+}
+
+static void test_growth_moderate(void **state)
+{
+	(void)state;
+	trec_run(&T, "growth x1.5", 0);
+	noisy_steps(0, 300, 1 * MS, 0.05, 0.5 * MS / 300, 1, 2, NULL, NULL);
+	analyze();
+	assert_fires("iteration_time_grows");
+	assert_string_equal(get("iteration_time_grows")->severity, "moderate");
+}
+
+static void test_growth_flat_noise_quiet(void **state)
+{
+	(void)state;
+	/* Flat but noisy: heavy gaussian noise, a 40x first step and periodic
+	 * 8x spikes (a GC, a checkpoint) must not read as growth, seed after seed. */
+	for (uint64_t seed = 100; seed < 120; seed++) {
+		trec_run(&T, "flat noisy", 0);
+		int n = 150;
+		int64_t *dur = malloc((size_t)n * sizeof *dur);
+		uint64_t s = seed;
+		for (int i = 0; i < n; i++) {
+			double d = 1 * MS * (1 + 0.3 * trand_normal(&s));
+			if (i % 25 == 24)
+				d = 8 * MS;
+			dur[i] = (int64_t)(d < 0.2 * MS ? 0.2 * MS : d);
+		}
+		dur[0] = 40 * MS;
+		trec_steps(&T, 0, dur, n, 10 * US, NULL, NULL);
+		free(dur);
+		analyze();
+		assert_quiet("iteration_time_grows");
+	}
+}
+
+static void test_growth_spikes_at_end_quiet(void **state)
+{
+	(void)state;
+	/* Least squares alone would call this growth: a flat series whose last
+	 * five steps are 20x. The rank test sees five high values, not a trend. */
+	trec_run(&T, "late spikes", 0);
+	int64_t dur[100];
+	uint64_t s = 9;
+	for (int i = 0; i < 100; i++)
+		dur[i] = (int64_t)(MS * (1 + 0.1 * trand_normal(&s)));
+	for (int i = 95; i < 100; i++)
+		dur[i] = 20 * MS;
+	trec_steps(&T, 0, dur, 100, 0, NULL, NULL);
+	analyze();
+	assert_quiet("iteration_time_grows");
+}
+
+static void test_growth_small_drift_quiet(void **state)
+{
+	(void)state;
+	/* 1000 steps drifting up 10%: statistically significant, too small to report. */
+	trec_run(&T, "drift", 0);
+	noisy_steps(0, 1000, 1 * MS, 0.05, 0.1 * MS / 1000, 1, 3, NULL, NULL);
+	analyze();
+	assert_quiet("iteration_time_grows");
+}
+
+static void test_growth_borderline(void **state)
+{
+	(void)state;
+	/* Clean series around the 25% threshold: 20% quiet, 30% moderate. */
+	trec_run(&T, "20%", 0);
+	noisy_steps(0, 200, 1 * MS, 0.02, 0.2 * MS / 199, 1, 4, NULL, NULL);
+	analyze();
+	assert_quiet("iteration_time_grows");
+	trec_run(&T, "30%", 0);
+	noisy_steps(0, 200, 1 * MS, 0.02, 0.3 * MS / 199, 1, 5, NULL, NULL);
+	analyze();
+	assert_fires("iteration_time_grows");
+	/* Too few steps to test anything. */
+	trec_run(&T, "5 steps", 0);
+	int64_t d5[] = {1 * MS, 2 * MS, 3 * MS, 4 * MS, 5 * MS};
+	trec_steps(&T, 0, d5, 5, 0, NULL, NULL);
+	analyze();
+	assert_quiet("iteration_time_grows");
+}
+
+/* ---- first step ---- */
+
+static void test_first_step_compile(void **state)
+{
+	(void)state;
+	trec_run(&T, "first step", 0);
+	int64_t ids[20], starts[20];
+	noisy_steps(0, 20, 2 * MS, 0.05, 0, 25, 6, ids, starts); /* first = 50 ms */
+	/* Inside the first step: compile 30 ms (with 4 ms memory_alloc inside),
+	 * optimizer_setup 8 ms, gradient_build 3 ms. */
+	int64_t c = trec_span(&T, PP_COMPILE, "compile", starts[0] + 1 * MS, starts[0] + 31 * MS, ids[0], 0);
+	trec_span(&T, PP_MEMORY_ALLOC, "arena grow", starts[0] + 2 * MS, starts[0] + 6 * MS, c, 0);
+	trec_span(&T, PP_OPTIMIZER_SETUP, "adam slots", starts[0] + 32 * MS, starts[0] + 40 * MS, ids[0], 0);
+	trec_span(&T, PP_GRADIENT_BUILD, "gradients", starts[0] + 40 * MS, starts[0] + 43 * MS, ids[0], 0);
+	analyze();
+	assert_fires("first_step_slow");
+	const pp_finding *f = get("first_step_slow");
+	assert_string_equal(f->severity, "high");
+	assert_contains(f->title, "compile is 52% of it"); /* 26 ms self of 50 ms */
+	assert_contains(f->evidence, "optimizer_setup 8.00 ms");
+	assert_contains(f->evidence, "memory_alloc 4.00 ms");
+	assert_contains(f->evidence, "untracked");
+	assert_contains(f->fix, "warm-up");
+	assert_quiet("iteration_time_grows");
+}
+
+static void test_first_step_slots(void **state)
+{
+	(void)state;
+	trec_run(&T, "first step slots", 0);
+	int64_t ids[10], starts[10];
+	noisy_steps(0, 10, 1 * MS, 0.02, 0, 4, 7, ids, starts); /* 4x: moderate */
+	trec_span(&T, PP_OPTIMIZER_SETUP, "slots", starts[0], starts[0] + 2500 * US, ids[0], 0);
+	analyze();
+	assert_fires("first_step_slow");
+	assert_string_equal(get("first_step_slow")->severity, "moderate");
+	assert_contains(get("first_step_slow")->title, "optimizer_setup");
+	assert_contains(get("first_step_slow")->fix, "slot");
+}
+
+static void test_first_step_marked_phase(void **state)
+{
+	(void)state;
+	/* A PP_FIRST_STEP phase wrapping step 0 stands for the first step. */
+	trec_run(&T, "first_step phase", 0);
+	int64_t fs = trec_span(&T, PP_FIRST_STEP, "first", 0, 30 * MS, 0, -1);
+	trec_span(&T, PP_STEP, "step", 20 * MS, 30 * MS, fs, 0);
+	trec_span(&T, PP_COMPILE, "compile", 1 * MS, 19 * MS, fs, -1);
+	int64_t d[8] = {MS, MS, MS, MS, MS, MS, MS, MS};
+	int64_t *dd = d;
+	int64_t now = 31 * MS;
+	for (int i = 0; i < 8; i++) {
+		trec_span(&T, PP_STEP, "step", now, now + dd[i], 0, i + 1);
+		now += dd[i] + 10 * US;
+	}
+	analyze();
+	assert_fires("first_step_slow");
+	assert_contains(get("first_step_slow")->title, "30.0x");
+	assert_contains(get("first_step_slow")->title, "compile");
+}
+
+static void test_first_step_warm_quiet(void **state)
+{
+	(void)state;
+	/* 2.5x is what a cold cache does: below the 3x threshold. */
+	trec_run(&T, "warm", 0);
+	int64_t ids[10], starts[10];
+	noisy_steps(0, 10, 2 * MS, 0.02, 0, 2.5, 8, ids, starts);
+	trec_span(&T, PP_COMPILE, "compile", starts[0], starts[0] + 2 * MS, ids[0], 0);
+	analyze();
+	assert_quiet("first_step_slow");
+}
+
+/* ---- sessions and graphs ---- */
+
+static void test_session_per_iteration(void **state)
+{
+	(void)state;
+	trec_run(&T, "session per step", 0);
+	int64_t ids[30], starts[30];
+	noisy_steps(0, 30, 4 * MS, 0.02, 0, 1, 9, ids, starts);
+	for (int i = 0; i < 30; i++) {
+		trec_span(&T, PP_SESSION_CREATE, "session", starts[i], starts[i] + 1 * MS, ids[i], i);
+		trec_span(&T, PP_SESSION_CLOSE, "close", starts[i] + 3 * MS, starts[i] + 3200 * US, ids[i], i);
+	}
+	analyze();
+	assert_fires("session_per_iteration");
+	const pp_finding *f = get("session_per_iteration");
+	assert_string_equal(f->severity, "high"); /* ~25% of step time */
+	assert_contains(f->title, "30 of 30 steps");
+	assert_contains(f->evidence, "session_close");
+	/* The generic share rule does not repeat it. */
+	assert_quiet("phase_share.session_create");
+}
+
+static void test_session_once_quiet(void **state)
+{
+	(void)state;
+	trec_run(&T, "one session", 0);
+	trec_span(&T, PP_SESSION_CREATE, "session", 0, 1 * MS, 0, -1);
+	int64_t ids[30], starts[30];
+	noisy_steps(2 * MS, 30, 4 * MS, 0.02, 0, 1, 10, ids, starts);
+	/* a lazily created second session inside the first step is fine */
+	trec_span(&T, PP_SESSION_CREATE, "lazy", starts[0], starts[0] + 100 * US, ids[0], 0);
+	analyze();
+	assert_quiet("session_per_iteration");
+}
+
+static void test_graph_grows_snapshots(void **state)
+{
+	(void)state;
+	trec_run(&T, "snapshots", 0);
+	for (int v = 0; v < 10; v++)
+		trec_graph(&T, "default", v, v * MS, 20 + 5 * v);
+	trec_graph(&T, "other", 0, 0, 7);
+	trec_graph(&T, "other", 1, MS, 7);
+	trec_graph(&T, "other", 2, 2 * MS, 7);
+	analyze();
+	assert_fires("graph_grows");
+	assert_contains(get("graph_grows")->evidence, "graph 'default': 10 snapshots, 20 -> 65 nodes");
+	assert_string_equal(get("graph_grows")->severity, "high"); /* 3.25x */
+
+	trec_run(&T, "same graph", 0);
+	for (int v = 0; v < 10; v++)
+		trec_graph(&T, "default", v, v * MS, 40);
+	analyze();
+	assert_quiet("graph_grows");
+}
+
+static void test_graph_grows_counter_and_builds(void **state)
+{
+	(void)state;
+	/* The growing-graph pattern: each step adds an op (graph_build), the
+	 * graph.nodes counter rises and the step time grows with it. */
+	trec_run(&T, "growing graph", 0);
+	int n = 120;
+	int64_t *ids = malloc(n * sizeof *ids), *starts = malloc(n * sizeof *starts);
+	noisy_steps(0, n, 1 * MS, 0.05, 0.03 * MS, 3, 11, ids, starts);
+	for (int i = 0; i < n; i++) {
+		trec_span(&T, PP_GRAPH_BUILD, "add mul", starts[i], starts[i] + 100 * US, ids[i], i);
+		trec_span(&T, PP_COMPILE, "recompile", starts[i] + 100 * US, starts[i] + 500 * US, ids[i], i);
+		trec_counter(&T, "graph.nodes", starts[i] + 100 * US, 10 + i);
+	}
+	free(ids);
+	free(starts);
+	analyze();
+	assert_fires("graph_grows");
+	assert_fires("iteration_time_grows");
+	/* The cause ranks above the symptom it explains. */
+	assert_string_equal(R.findings[0].rule, "graph_grows");
+	assert_contains(get("iteration_time_grows")->evidence, "graph_grows");
+	assert_contains(get("graph_grows")->evidence, "graph.nodes: 11 -> 129");
+	assert_contains(get("graph_grows")->evidence, "graph_build phases in 119 of 119 steady steps");
+	assert_quiet("phase_share.compile");
+	assert_quiet("phase_share.graph_build");
+}
+
+static void test_graph_built_once_quiet(void **state)
+{
+	(void)state;
+	trec_run(&T, "built once", 0);
+	trec_span(&T, PP_GRAPH_BUILD, "build", 0, 2 * MS, 0, -1);
+	trec_counter(&T, "graph.nodes", 2 * MS, 50);
+	int64_t ids[100], starts[100];
+	noisy_steps(3 * MS, 100, 1 * MS, 0.1, 0, 3, 12, ids, starts);
+	/* the counter re-emitted each step with the same value */
+	for (int i = 0; i < 100; i++)
+		trec_counter(&T, "graph.nodes", starts[i] + 10 * US, 50);
+	/* the first step builds its gradient graph: not growth */
+	trec_span(&T, PP_GRAPH_BUILD, "grad", starts[0], starts[0] + 100 * US, ids[0], 0);
+	analyze();
+	assert_quiet("graph_grows");
+	assert_quiet("iteration_time_grows");
+}
+
+/* ---- retracing ---- */
+
+static void test_retracing(void **state)
+{
+	(void)state;
+	trec_run(&T, "retrace", 0);
+	int64_t ids[12], starts[12];
+	noisy_steps(0, 12, 3 * MS, 0.02, 0, 1, 13, ids, starts);
+	for (int i = 0; i < 12; i++) {
+		char sig[64];
+		snprintf(sig, sizeof sig, "predict(f32[%d,784])", i + 1);
+		trec_span(&T, PP_RETRACE, sig, starts[i], starts[i] + 1 * MS, ids[i], i);
+	}
+	/* another function traced once: fine */
+	trec_span(&T, PP_RETRACE, "train_step(f32[32,784])", 50 * MS, 51 * MS, 0, -1);
+	analyze();
+	assert_fires("repeated_retracing");
+	const pp_finding *f = get("repeated_retracing");
+	assert_string_equal(f->severity, "high");
+	assert_contains(f->title, "'predict' is traced 12 times");
+	assert_contains(f->evidence, "signatures: predict(f32[1,784]), predict(f32[2,784])");
+	assert_contains(f->evidence, "12 distinct signatures");
+	assert_contains(f->evidence, "(+8 more)");
+	assert_contains(f->fix, "relaxed input signature");
+	/* exactly one finding: train_step is not flagged */
+	int n = 0;
+	for (int i = 0; i < R.n; i++)
+		n += strcmp(R.findings[i].rule, "repeated_retracing") == 0;
+	assert_int_equal(n, 1);
+}
+
+static void test_retrace_once_quiet(void **state)
+{
+	(void)state;
+	trec_run(&T, "one trace", 0);
+	trec_span(&T, PP_RETRACE, "predict(f32[?,784])", 0, 5 * MS, 0, -1);
+	trec_span(&T, PP_RETRACE, "evaluate(f32[?,784])", 5 * MS, 9 * MS, 0, -1);
+	trec_span(&T, PP_RETRACE, "evaluate(f32[?,10])", 9 * MS, 12 * MS, 0, -1);
+	noisy_steps(12 * MS, 50, 4 * MS, 0.02, 0, 1, 14, NULL, NULL);
+	analyze();
+	assert_quiet("repeated_retracing");
+	assert_quiet("phase_share.retrace"); /* 6% of the run, but one trace each */
+	/* One ahead-of-time compile is expected too, even when it is 10% of the run. */
+	trec_run(&T, "one compile", 0);
+	trec_span(&T, PP_COMPILE, "aot", 0, 10 * MS, 0, -1);
+	noisy_steps(10 * MS, 30, 3 * MS, 0.02, 0, 1, 30, NULL, NULL);
+	analyze();
+	if (R.n) {
+		dump();
+		fail_msg("one compile: %d findings", R.n);
+	}
+}
+
+/* ---- start-up ---- */
+
+static void test_op_registration(void **state)
+{
+	(void)state;
+	trec_run(&T, "full registry", 0);
+	trec_span(&T, PP_RUNTIME_INIT, "init", 0, 2 * MS, 0, -1);
+	trec_span(&T, PP_OP_REGISTRATION, "register all", 2 * MS, 32 * MS, 0, -1);
+	trec_span(&T, PP_GRAPH_BUILD, "build", 32 * MS, 40 * MS, 0, -1);
+	trec_counter(&T, "ops.registered", 32 * MS, 1300);
+	int64_t g = trec_graph(&T, "default", 0, 40 * MS, 3);
+	trec_graph_node(&T, g, 0, "x", "Placeholder");
+	trec_graph_node(&T, g, 1, "w", "VariableV2");
+	trec_graph_node(&T, g, 2, "y", "MatMul");
+	noisy_steps(40 * MS, 10, 1 * MS, 0.02, 0, 1, 15, NULL, NULL);
+	analyze();
+	assert_fires("op_registration_startup");
+	const pp_finding *f = get("op_registration_startup");
+	assert_string_equal(f->severity, "high"); /* 75% */
+	assert_contains(f->title, "75% of start-up");
+	assert_contains(f->evidence, "1300 ops registered");
+	assert_contains(f->evidence, "3 distinct op types");
+	assert_quiet("phase_share.op_registration");
+
+	trec_run(&T, "lite registry", 0);
+	trec_span(&T, PP_RUNTIME_INIT, "init", 0, 2 * MS, 0, -1);
+	trec_span(&T, PP_OP_REGISTRATION, "register used", 2 * MS, 2300 * US, 0, -1);
+	trec_span(&T, PP_GRAPH_BUILD, "build", 2300 * US, 10 * MS, 0, -1);
+	noisy_steps(10 * MS, 10, 1 * MS, 0.02, 0, 1, 16, NULL, NULL);
+	analyze();
+	assert_quiet("op_registration_startup");
+}
+
+static void test_initializer(void **state)
+{
+	(void)state;
+	trec_run(&T, "glorot", 0);
+	trec_span(&T, PP_VARIABLE_CREATE, "dense/kernel", 0, 1 * MS, 0, -1);
+	trec_span(&T, PP_VARIABLE_INIT, "glorot_uniform:dense/kernel", 1 * MS, 41 * MS, 0, -1);
+	trec_span(&T, PP_VARIABLE_INIT, "zeros:dense/bias", 41 * MS, 42 * MS, 0, -1);
+	trec_span(&T, PP_VARIABLE_INIT, "orthogonal:dense_1/kernel", 42 * MS, 47 * MS, 0, -1);
+	trec_counter(&T, "init.bytes", 47 * MS, 3256360);
+	noisy_steps(50 * MS, 10, 1 * MS, 0.02, 0, 1, 17, NULL, NULL);
+	analyze();
+	assert_fires("initializer_dominates_init");
+	const pp_finding *f = get("initializer_dominates_init");
+	assert_string_equal(f->severity, "high"); /* 46 of 50 ms */
+	assert_contains(f->evidence, "slowest: glorot_uniform:dense/kernel 40.00 ms, orthogonal:dense_1/kernel");
+	assert_contains(f->evidence, "MB/s");
+
+	trec_run(&T, "zeros", 0);
+	trec_span(&T, PP_VARIABLE_CREATE, "dense/kernel", 0, 1 * MS, 0, -1);
+	trec_span(&T, PP_VARIABLE_INIT, "zeros:dense/kernel", 1 * MS, 1200 * US, 0, -1);
+	trec_span(&T, PP_WEIGHT_LOAD, "load", 1200 * US, 2 * MS, 0, -1);
+	noisy_steps(50 * MS, 10, 1 * MS, 0.02, 0, 1, 18, NULL, NULL);
+	analyze();
+	assert_quiet("initializer_dominates_init");
+}
+
+static void test_weight_load_small_reads(void **state)
+{
+	(void)state;
+	trec_run(&T, "small reads", 0);
+	trec_span(&T, PP_WEIGHT_LOAD, "weights.txt", 0, 60 * MS, 0, -1);
+	trec_counter(&T, "weights.read_calls", 60 * MS, 20000);
+	trec_counter(&T, "weights.read_bytes", 60 * MS, 20000 * 160.0);
+	trec_counter(&T, "weights.small_reads", 60 * MS, 19990);
+	noisy_steps(60 * MS, 10, 1 * MS, 0.02, 0, 1, 19, NULL, NULL);
+	analyze();
+	assert_fires("weight_load_small_reads");
+	assert_string_equal(get("weight_load_small_reads")->severity, "high");
+	assert_contains(get("weight_load_small_reads")->evidence, "20000 reads (100% small)");
+
+	/* The agent's io rows serve when the loader has no counters. */
+	trec_run(&T, "small reads io", 0);
+	trec_span(&T, PP_WEIGHT_LOAD, "weights.h5", 0, 10 * MS, 0, -1);
+	trec_io(&T, "/m/weights.h5", "read", 5000, 5000 * 512, 8 * MS, 4900);
+	trec_io(&T, "/m/weights.h5", "open", 1, 0, 10 * US, 0);
+	noisy_steps(10 * MS, 10, 1 * MS, 0.02, 0, 1, 20, NULL, NULL);
+	analyze();
+	assert_fires("weight_load_small_reads");
+	assert_contains(get("weight_load_small_reads")->evidence, "io rows");
+
+	trec_run(&T, "mmap", 0);
+	trec_span(&T, PP_WEIGHT_LOAD, "weights.safetensors", 0, 2 * MS, 0, -1);
+	trec_io(&T, "/m/weights.safetensors", "read", 2, 8 + 4096, 20 * US, 1);
+	noisy_steps(10 * MS, 10, 1 * MS, 0.02, 0, 1, 21, NULL, NULL);
+	analyze();
+	assert_quiet("weight_load_small_reads");
+}
+
+static void test_library_load(void **state)
+{
+	(void)state;
+	trec_run(&T, "heavy imports", 100 * MS);
+	trec_span(&T, PP_PROCESS_START, "to main", 0, 5 * MS, 0, -1);
+	trec_lib(&T, "/usr/lib/libbig.so", 5 * MS, 55 * MS, 300 << 20, 20 * MS);
+	trec_lib(&T, "/usr/lib/libdep.so", 10 * MS, 30 * MS, 10 << 20, 0); /* nested in big */
+	trec_lib(&T, "/usr/lib/libsmall.so", 60 * MS, 62 * MS, 1 << 20, 0);
+	analyze();
+	assert_fires("library_load_startup");
+	const pp_finding *f = get("library_load_startup");
+	assert_contains(f->title, "52%"); /* union 52 ms of 100 ms */
+	assert_string_equal(f->severity, "high");
+	assert_contains(f->evidence, "slowest: libbig.so 50.00 ms (constructors 20.00 ms), libdep.so");
+
+	trec_run(&T, "light imports", 100 * MS);
+	trec_lib(&T, "/usr/lib/libc.so.6", 0, 1 * MS, 2 << 20, 0);
+	trec_lib(&T, "/usr/lib/libm.so.6", 1 * MS, 1500 * US, 1 << 20, 0);
+	analyze();
+	assert_quiet("library_load_startup");
+}
+
+/* ---- allocation counters ---- */
+
+/* Emits the allocator counters at each step end: cumulative counts. */
+static void alloc_run(const char *label, double per_step0, double per_step_growth, double sys_per_step,
+		      double inuse_growth)
+{
+	trec_run(&T, label, 0);
+	int n = 60;
+	int64_t ids[60], starts[60];
+	noisy_steps(0, n, 2 * MS, 0.02, 0, 3, 22, ids, starts);
+	double count = 0, sys = 0, inuse = 64 << 20, tns = 0;
+	for (int i = 0; i < n; i++) {
+		double per = per_step0 + per_step_growth * i;
+		count += per;
+		sys += i < 2 ? 20 : sys_per_step;
+		inuse += inuse_growth;
+		tns += per * 300;
+		int64_t ts = starts[i] + 1900 * US;
+		trec_counter(&T, "alloc.count", ts, count);
+		trec_counter(&T, "alloc.sys_count", ts, sys);
+		trec_counter(&T, "alloc.bytes_in_use", ts, inuse);
+		trec_counter(&T, "alloc.time_ns", ts, tns);
+		trec_counter(&T, "alloc.fragmentation", ts, 0.1);
+	}
+}
+
+static void test_alloc_not_flat(void **state)
+{
+	(void)state;
+	alloc_run("churn", 200, 5, 150, 0);
+	analyze();
+	assert_fires("alloc_count_not_flat");
+	const pp_finding *f = get("alloc_count_not_flat");
+	assert_contains(f->evidence, "allocations per step rise");
+	assert_contains(f->evidence, "still take memory from the system");
+	assert_contains(f->evidence, "fragmentation 0.10");
+
+	alloc_run("system every step", 200, 0, 150, 0);
+	analyze();
+	assert_fires("alloc_count_not_flat");
+	assert_contains(get("alloc_count_not_flat")->evidence, "system");
+
+	alloc_run("leak", 200, 0, 0, 4 << 20);
+	analyze();
+	assert_fires("alloc_count_not_flat");
+	assert_contains(get("alloc_count_not_flat")->evidence, "bytes in use at step end grow");
+
+	alloc_run("arena", 200, 0, 0, 0);
+	analyze();
+	assert_quiet("alloc_count_not_flat");
+}
+
+/* ---- generic share ---- */
+
+static void test_phase_share(void **state)
+{
+	(void)state;
+	trec_run(&T, "shares", 0);
+	trec_span(&T, PP_RUNTIME_INIT, "init", 0, 1 * MS, 0, -1);
+	trec_span(&T, PP_WEIGHT_LOAD, "load", 1 * MS, 7 * MS, 0, -1); /* ~6% of ~101 ms */
+	int64_t ids[20], starts[20];
+	noisy_steps(7 * MS, 20, 4700 * US, 0.0, 0, 1, 23, ids, starts);
+	for (int i = 1; i < 20; i++) /* data transfer 1.5 ms of each 4.7 ms step: 32% */
+		trec_span(&T, PP_DATA_TRANSFER, "input", starts[i], starts[i] + 1500 * US, ids[i], i);
+	for (int i = 1; i < 20; i++) /* shape inference 0.1 ms: 2%, quiet */
+		trec_span(&T, PP_SHAPE_INFERENCE, "shapes", starts[i] + 2 * MS, starts[i] + 2100 * US, ids[i], i);
+	analyze();
+	assert_fires("phase_share.data_transfer");
+	assert_string_equal(get("phase_share.data_transfer")->severity, "high");
+	assert_contains(get("phase_share.data_transfer")->title, "32% of step time");
+	assert_fires("phase_share.weight_load");
+	assert_string_equal(get("phase_share.weight_load")->severity, "moderate");
+	assert_contains(get("phase_share.weight_load")->title, "of the run");
+	assert_quiet("phase_share.shape_inference");
+	assert_quiet("phase_share.runtime_init");
+}
+
+/* ---- GPU ---- */
+
+static void test_gpu_idle_gaps(void **state)
+{
+	(void)state;
+	trec_run(&T, "gpu gaps", 0);
+	int64_t s = trec_span(&T, PP_SPAN, "python preprocessing", 0, 400 * MS, 0, -1);
+	(void)s;
+	for (int i = 0; i < 40; i++) /* 1 ms kernels every 10 ms: 90% idle */
+		trec_gpu(&T, "kernel", i * 10 * MS, i * 10 * MS + MS, 0, i + 1, "gemm", 0, NULL, NULL, NULL);
+	analyze();
+	assert_fires("gpu_idle_gaps");
+	assert_string_equal(get("gpu_idle_gaps")->severity, "high");
+	assert_contains(get("gpu_idle_gaps")->title, "idle 90%");
+	assert_contains(get("gpu_idle_gaps")->evidence, "python preprocessing");
+
+	trec_run(&T, "gpu busy", 0);
+	for (int i = 0; i < 40; i++) /* back to back, 2 us launch gaps */
+		trec_gpu(&T, "kernel", i * 1002 * US, i * 1002 * US + MS, 0, i + 1, "gemm", 0, NULL, NULL, NULL);
+	analyze();
+	assert_quiet("gpu_idle_gaps");
+}
+
+static void test_gpu_sync_copies(void **state)
+{
+	(void)state;
+	trec_run(&T, "pageable", 0);
+	int64_t t = 0;
+	for (int i = 0; i < 20; i++) {
+		trec_gpu(&T, "runtime", t, t + 3 * MS, 0, 100 + i, "cudaMemcpyAsync", 0, NULL, NULL, NULL);
+		trec_gpu(&T, "memcpy", t + 100 * US, t + 2900 * US, 0, 100 + i, NULL, 8 << 20, "HtoD", "PAGEABLE", "DEVICE");
+		trec_gpu(&T, "kernel", t + 3 * MS, t + 5 * MS, 0, 200 + i, "conv", 0, NULL, NULL, NULL);
+		t += 5 * MS;
+	}
+	analyze();
+	assert_fires("gpu_sync_copies");
+	assert_contains(get("gpu_sync_copies")->evidence, "20 from pageable memory");
+	assert_string_equal(get("gpu_sync_copies")->severity, "high");
+
+	/* Synchronous API on pinned memory counts too; small H2D copies are exempt. */
+	trec_run(&T, "sync api", 0);
+	t = 0;
+	for (int i = 0; i < 20; i++) {
+		trec_gpu(&T, "runtime", t, t + 2 * MS, 0, 300 + i, "cudaMemcpy", 0, NULL, NULL, NULL);
+		trec_gpu(&T, "memcpy", t + 100 * US, t + 1900 * US, 0, 300 + i, NULL, 4 << 20, "DtoH", "DEVICE", "PINNED");
+		trec_gpu(&T, "runtime", t + 2 * MS, t + 2010 * US, 0, 400 + i, "cudaMemcpy", 0, NULL, NULL, NULL);
+		trec_gpu(&T, "memcpy", t + 2 * MS, t + 2005 * US, 0, 400 + i, NULL, 1024, "HtoD", "PINNED", "DEVICE");
+		trec_gpu(&T, "kernel", t + 2100 * US, t + 5 * MS, 0, 500 + i, "conv", 0, NULL, NULL, NULL);
+		t += 5 * MS;
+	}
+	analyze();
+	assert_fires("gpu_sync_copies");
+	assert_contains(get("gpu_sync_copies")->evidence, "20 copies (0 host-to-device, 20 device-to-host)");
+
+	trec_run(&T, "pinned async", 0);
+	t = 0;
+	for (int i = 0; i < 20; i++) {
+		trec_gpu(&T, "runtime", t, t + 10 * US, 0, 600 + i, "cudaMemcpyAsync", 0, NULL, NULL, NULL);
+		trec_gpu(&T, "memcpy", t + 100 * US, t + 2900 * US, 0, 600 + i, NULL, 8 << 20, "HtoD", "PINNED", "DEVICE");
+		trec_gpu(&T, "kernel", t + 3 * MS, t + 5 * MS, 0, 700 + i, "conv", 0, NULL, NULL, NULL);
+		t += 5 * MS;
+	}
+	analyze();
+	assert_quiet("gpu_sync_copies");
+}
+
+static void test_gpu_step_transfers(void **state)
+{
+	(void)state;
+	trec_run(&T, "copies per step", 0);
+	int64_t ids[20], starts[20];
+	noisy_steps(0, 20, 10 * MS, 0, 0, 1, 24, ids, starts);
+	for (int i = 0; i < 20; i++) {
+		trec_gpu(&T, "memcpy", starts[i] + 1 * MS, starts[i] + 3 * MS, 0, 0, NULL, 16 << 20, "HtoD", "PINNED", "DEVICE");
+		trec_gpu(&T, "kernel", starts[i] + 3 * MS, starts[i] + 8 * MS, 0, 0, "gemm", 0, NULL, NULL, NULL);
+		trec_gpu(&T, "memcpy", starts[i] + 8 * MS, starts[i] + 9 * MS, 0, 0, NULL, 16 << 20, "DtoH", "DEVICE", "PINNED");
+	}
+	analyze();
+	assert_fires("gpu_step_transfers");
+	assert_contains(get("gpu_step_transfers")->title, "19 of 19 steps take 30% of step time");
+	assert_contains(get("gpu_step_transfers")->evidence, "32.00 MiB");
+	assert_quiet("phase_share.data_transfer");
+
+	trec_run(&T, "weights uploaded once", 0);
+	trec_gpu(&T, "memcpy", 0, 5 * MS, 0, 0, NULL, 64 << 20, "HtoD", "PINNED", "DEVICE");
+	noisy_steps(6 * MS, 20, 10 * MS, 0, 0, 1, 25, ids, starts);
+	for (int i = 0; i < 20; i++)
+		trec_gpu(&T, "kernel", starts[i] + 1 * MS, starts[i] + 9 * MS, 0, 0, "gemm", 0, NULL, NULL, NULL);
+	analyze();
+	assert_quiet("gpu_step_transfers");
+}
+
+static void test_gpu_short_kernels(void **state)
+{
+	(void)state;
+	trec_run(&T, "tiny kernels", 0);
+	int64_t t = 0;
+	for (int i = 0; i < 200; i++) {
+		trec_gpu(&T, "runtime", t, t + 6 * US, 0, i + 1, "cudaLaunchKernel", 0, NULL, NULL, NULL);
+		trec_gpu(&T, "kernel", t + 6 * US, t + 8 * US, 0, i + 1, "add", 0, NULL, NULL, NULL);
+		t += 8 * US;
+	}
+	analyze();
+	assert_fires("gpu_short_kernels");
+	assert_contains(get("gpu_short_kernels")->title, "200 of 200 kernels");
+	assert_contains(get("gpu_short_kernels")->evidence, "median of the recorded launch calls");
+
+	trec_run(&T, "big kernels", 0);
+	t = 0;
+	for (int i = 0; i < 200; i++) {
+		trec_gpu(&T, "runtime", t, t + 6 * US, 0, i + 1, "cudaLaunchKernel", 0, NULL, NULL, NULL);
+		trec_gpu(&T, "kernel", t + 6 * US, t + 506 * US, 0, i + 1, "gemm", 0, NULL, NULL, NULL);
+		t += 506 * US;
+	}
+	analyze();
+	assert_quiet("gpu_short_kernels");
+	assert_quiet("gpu_idle_gaps");
+}
+
+/* ---- a healthy recording: nothing at all ---- */
+
+static void test_healthy_run_quiet(void **state)
+{
+	(void)state;
+	trec_run(&T, "healthy", 0);
+	/* start-up: many small phases, none above 5% of the run */
+	int64_t t = 0;
+	int kinds[] = {PP_RUNTIME_INIT, PP_OP_REGISTRATION, PP_GRAPH_BUILD, PP_SESSION_CREATE,
+		       PP_VARIABLE_CREATE, PP_VARIABLE_INIT, PP_WEIGHT_LOAD};
+	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+		trec_span(&T, kinds[k], "setup", t, t + 2 * MS, 0, -1);
+		t += 2 * MS;
+	}
+	trec_span(&T, PP_RETRACE, "train_step(f32[?,784])", t, t + 2 * MS, 0, -1);
+	t += 2 * MS;
+	trec_counter(&T, "graph.nodes", t, 120);
+	trec_graph(&T, "default", 0, t, 120);
+	/* 200 flat noisy steps; the first pays one compile (2x: a warm-up). */
+	int64_t ids[200], starts[200];
+	noisy_steps(t, 200, 2 * MS, 0.1, 0, 2, 26, ids, starts);
+	trec_span(&T, PP_COMPILE, "compile", starts[0], starts[0] + 1500 * US, ids[0], 0);
+	double count = 0;
+	for (int i = 0; i < 200; i++) {
+		count += 150;
+		trec_counter(&T, "alloc.count", starts[i] + 1 * MS, count);
+		trec_counter(&T, "alloc.sys_count", starts[i] + 1 * MS, 12);
+		trec_counter(&T, "alloc.bytes_in_use", starts[i] + 1 * MS, 32 << 20);
+		trec_counter(&T, "graph.nodes", starts[i] + 1 * MS, 120);
+	}
+	analyze();
+	if (R.n != 0) {
+		dump();
+		fail_msg("a healthy recording produced %d findings", R.n);
+	}
+}
+
+/* ---- engine: storing, ranking, errors, damaged input ---- */
+
+static void test_store_replace_and_rank(void **state)
+{
+	(void)state;
+	trec_run(&T, "stored", 0);
+	int64_t ids[30], starts[30];
+	noisy_steps(0, 30, 4 * MS, 0.02, 0, 20, 27, ids, starts);
+	trec_span(&T, PP_COMPILE, "compile", starts[0], starts[0] + 60 * MS, ids[0], 0);
+	for (int i = 0; i < 30; i++)
+		trec_span(&T, PP_SESSION_CREATE, "s", starts[i], starts[i] + 100 * US, ids[i], i);
+	pp_diag_result r;
+	assert_int_equal(pp_diag_run(T.st, T.run, &r), 0);
+	assert_true(r.n >= 2);
+	for (int i = 1; i < r.n; i++)
+		assert_true(r.findings[i - 1].score >= r.findings[i].score);
+	/* high before moderate */
+	assert_string_equal(r.findings[0].severity, "high");
+	/* running again replaces, not appends */
+	assert_int_equal(pp_diag_run(T.st, T.run, NULL), 0);
+	pp_finding *stored;
+	int n;
+	assert_int_equal(pp_store_findings(T.st, T.run, &stored, &n), 0);
+	assert_int_equal(n, r.n);
+	for (int i = 0; i < n; i++)
+		assert_string_equal(stored[i].rule, r.findings[i].rule);
+	free(stored);
+	pp_diag_result_free(&r);
+
+	/* run_all covers every run; the total matches what is stored */
+	int total = 0;
+	char err[256];
+	assert_int_equal(pp_diag_run_all(T.st, &total, err, sizeof err), 0);
+	assert_int_equal(pp_store_findings(T.st, 0, &stored, &n), 0);
+	assert_int_equal(n, total);
+	free(stored);
+}
+
+static void test_errors_and_damage(void **state)
+{
+	(void)state;
+	pp_diag_result r;
+	assert_int_equal(pp_diag_analyze(T.st, 987654, &r), -1);
+	assert_contains(r.error, "no run 987654");
+	assert_contains(r.error, "rules.db");
+
+	/* Damaged rows: an open span, end before start, a parent cycle, a
+	 * parent that does not exist, an unknown kind. Nothing crashes. */
+	trec_run(&T, "damaged", 0);
+	int64_t a = trec_span(&T, PP_COMPILE, "open", 0, -1, 0, -1);
+	trec_span(&T, PP_COMPILE, "backwards", 5 * MS, 1 * MS, a, -1);
+	int64_t c1 = trec_span(&T, PP_GRAPH_BUILD, "c1", 0, MS, 0, -1);
+	int64_t c2 = trec_span(&T, PP_GRAPH_BUILD, "c2", 0, MS, c1, -1);
+	char sql[128];
+	snprintf(sql, sizeof sql, "UPDATE spans SET parent_id = %lld WHERE id = %lld", (long long)c2, (long long)c1);
+	trec_exec(&T, sql);
+	trec_span(&T, PP_STEP, "orphan", 2 * MS, 3 * MS, 99999999, 0);
+	trec_span(&T, 200, "unknown kind", 0, MS, 0, -1);
+	trec_counter(&T, "alloc.count", 0, NAN);
+	assert_int_equal(pp_diag_analyze(T.st, T.run, &r), 0);
+	pp_diag_result_free(&r);
+
+	/* An empty run: no findings, no error. */
+	trec_run(&T, "empty", 0);
+	assert_int_equal(pp_diag_analyze(T.st, T.run, &r), 0);
+	assert_int_equal(r.n, 0);
+	pp_diag_result_free(&r);
+}
+
+static void test_read_only_store(void **state)
+{
+	(void)state;
+	trec_run(&T, "ro", 0);
+	noisy_steps(0, 10, MS, 0, 0, 10, 28, NULL, NULL);
+	int64_t run = T.run;
+	char path[512], err[512];
+	snprintf(path, sizeof path, "%s", T.path);
+	trec_close(&T);
+	pp_store *ro = pp_store_open(path, PP_STORE_READ, err, sizeof err);
+	assert_non_null(ro);
+	pp_diag_result r;
+	assert_int_equal(pp_diag_analyze(ro, run, &r), 0);
+	assert_int_equal(pp_diag_find(r.findings, r.n, "first_step_slow") >= 0, 1);
+	pp_diag_result_free(&r);
+	pp_store_close(ro, err, sizeof err);
+	T.st = pp_store_open(path, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(T.st);
+}
+
+static void test_print(void **state)
+{
+	(void)state;
+	trec_run(&T, "print", 0);
+	noisy_steps(0, 10, MS, 0, 0, 10, 29, NULL, NULL);
+	analyze();
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	pp_diag_print(m, R.findings, R.n, 0);
+	fclose(m);
+	assert_contains(buf, "1. [high] First step takes 10.0x");
+	assert_contains(buf, "(first_step_slow)");
+	assert_contains(buf, "   evidence: ");
+	assert_contains(buf, "   fix:      ");
+	free(buf);
+	m = open_memstream(&buf, &len);
+	pp_diag_print(m, NULL, 0, 0);
+	fclose(m);
+	assert_string_equal(buf, "no findings\n");
+	free(buf);
+	int n;
+	const pp_diag_rule_info *rules = pp_diag_rules(&n);
+	assert_true(n >= 15);
+	assert_string_equal(rules[0].id, "iteration_time_grows");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_growth_linear_noisy),
+		cmocka_unit_test(test_growth_moderate),
+		cmocka_unit_test(test_growth_flat_noise_quiet),
+		cmocka_unit_test(test_growth_spikes_at_end_quiet),
+		cmocka_unit_test(test_growth_small_drift_quiet),
+		cmocka_unit_test(test_growth_borderline),
+		cmocka_unit_test(test_first_step_compile),
+		cmocka_unit_test(test_first_step_slots),
+		cmocka_unit_test(test_first_step_marked_phase),
+		cmocka_unit_test(test_first_step_warm_quiet),
+		cmocka_unit_test(test_session_per_iteration),
+		cmocka_unit_test(test_session_once_quiet),
+		cmocka_unit_test(test_graph_grows_snapshots),
+		cmocka_unit_test(test_graph_grows_counter_and_builds),
+		cmocka_unit_test(test_graph_built_once_quiet),
+		cmocka_unit_test(test_retracing),
+		cmocka_unit_test(test_retrace_once_quiet),
+		cmocka_unit_test(test_op_registration),
+		cmocka_unit_test(test_initializer),
+		cmocka_unit_test(test_weight_load_small_reads),
+		cmocka_unit_test(test_library_load),
+		cmocka_unit_test(test_alloc_not_flat),
+		cmocka_unit_test(test_phase_share),
+		cmocka_unit_test(test_gpu_idle_gaps),
+		cmocka_unit_test(test_gpu_sync_copies),
+		cmocka_unit_test(test_gpu_step_transfers),
+		cmocka_unit_test(test_gpu_short_kernels),
+		cmocka_unit_test(test_healthy_run_quiet),
+		cmocka_unit_test(test_store_replace_and_rank),
+		cmocka_unit_test(test_errors_and_damage),
+		cmocka_unit_test(test_read_only_store),
+		cmocka_unit_test(test_print),
+	};
+	int rc = cmocka_run_group_tests(tests, setup, teardown);
+	pp_diag_result_free(&R);
+	return rc;
+}

@@ -1,0 +1,203 @@
+/* diff.c — phase-by-phase comparison of two runs, with a noise model taken
+ * from the spread of each run's repeated steps. */
+#include "diag_internal.h"
+#include "diag_stats.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A change counts only beyond all of: 3x the noise, 5% of the baseline, and
+ * an absolute floor (0.1% of the longer run, at least 10 us), so tiny
+ * phases don't flap. */
+#define DIFF_NOISE_K 3.0
+#define DIFF_MIN_REL 0.05
+#define DIFF_DEFAULT_NOISE 0.05
+
+typedef struct run_side {
+	pp_phase_total *totals;
+	int n_totals;
+	double *steady;           /* steady step durations (the first step dropped) */
+	int n_steady, n_steps;
+	double median, sigma;     /* of the steady steps */
+} run_side;
+
+static void side_free(run_side *s)
+{
+	free(s->totals);
+	free(s->steady);
+}
+
+static int side_load(pp_store *st, int64_t run, pp_run_info *info, run_side *s, char *err,
+		     size_t errlen)
+{
+	memset(s, 0, sizeof *s);
+	if (pp_store_run(st, run, info) != 0) {
+		snprintf(err, errlen, "%s: no run %lld", pp_store_path(st), (long long)run);
+		return -1;
+	}
+	if (pp_store_phase_totals(st, run, &s->totals, &s->n_totals) != 0) {
+		snprintf(err, errlen, "%s: run %lld: cannot read its phase totals", pp_store_path(st),
+			 (long long)run);
+		return -1;
+	}
+	pp_step_row *steps = NULL;
+	int n = 0;
+	if (pp_store_steps(st, run, &steps, &n) != 0) {
+		snprintf(err, errlen, "%s: run %lld: cannot read its steps", pp_store_path(st),
+			 (long long)run);
+		return -1;
+	}
+	s->n_steps = n;
+	if (n >= 2) {
+		s->steady = malloc((size_t)(n - 1) * sizeof *s->steady);
+		if (!s->steady) {
+			free(steps);
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		for (int i = 1; i < n; i++)
+			s->steady[s->n_steady++] = (double)steps[i].dur_ns;
+		s->median = diag_median(s->steady, s->n_steady);
+		s->sigma = diag_robust_sigma(s->steady, s->n_steady);
+	}
+	free(steps);
+	return 0;
+}
+
+static const pp_phase_total *find_kind(const run_side *s, int kind)
+{
+	for (int i = 0; i < s->n_totals; i++)
+		if (s->totals[i].kind == kind)
+			return &s->totals[i];
+	return NULL;
+}
+
+static void judge(pp_diff_row *row, double rel_noise, int64_t floor_ns)
+{
+	int64_t base = row->ns_a > 0 ? row->ns_a : row->ns_b;
+	double thr = DIFF_NOISE_K * rel_noise * (double)base;
+	if (thr < DIFF_MIN_REL * (double)base)
+		thr = DIFF_MIN_REL * (double)base;
+	if (thr < (double)floor_ns)
+		thr = (double)floor_ns;
+	row->threshold_ns = (int64_t)llround(thr);
+	row->ratio = row->ns_a > 0 ? (double)row->ns_b / (double)row->ns_a : 0;
+	int64_t d = row->ns_b - row->ns_a;
+	row->verdict = d > row->threshold_ns    ? PP_DIFF_REGRESSION
+		       : -d > row->threshold_ns ? PP_DIFF_IMPROVEMENT
+						: PP_DIFF_SAME;
+}
+
+static int cmp_rows(const void *x, const void *y)
+{
+	const pp_diff_row *a = x, *b = y;
+	int64_t ma = a->ns_a > a->ns_b ? a->ns_a : a->ns_b;
+	int64_t mb = b->ns_a > b->ns_b ? b->ns_a : b->ns_b;
+	return (ma < mb) - (ma > mb);
+}
+
+int pp_diag_diff(pp_store *a, int64_t run_a, pp_store *b, int64_t run_b, pp_diff *out)
+{
+	memset(out, 0, sizeof *out);
+	run_side sa, sb;
+	memset(&sb, 0, sizeof sb);
+	if (side_load(a, run_a, &out->a, &sa, out->error, sizeof out->error) != 0) {
+		side_free(&sa);
+		return -1;
+	}
+	if (side_load(b, run_b, &out->b, &sb, out->error, sizeof out->error) != 0) {
+		side_free(&sa);
+		side_free(&sb);
+		return -1;
+	}
+	out->n_steps_a = sa.n_steps;
+	out->n_steps_b = sb.n_steps;
+	/* Relative noise: the larger of the two runs' step spreads. */
+	double na = sa.n_steady >= 3 && sa.median > 0 ? sa.sigma / sa.median : -1;
+	double nb = sb.n_steady >= 3 && sb.median > 0 ? sb.sigma / sb.median : -1;
+	out->noise_from_steps = na >= 0 || nb >= 0;
+	out->noise_rel = out->noise_from_steps ? (na > nb ? na : nb) : DIFF_DEFAULT_NOISE;
+
+	int cap = sa.n_totals + sb.n_totals + 2;
+	out->rows = calloc((size_t)cap, sizeof *out->rows);
+	if (!out->rows) {
+		snprintf(out->error, sizeof out->error, "out of memory");
+		side_free(&sa);
+		side_free(&sb);
+		return -1;
+	}
+	int64_t longest = out->a.duration_ns > out->b.duration_ns ? out->a.duration_ns : out->b.duration_ns;
+	int64_t floor_ns = longest / 1000 > 10000 ? longest / 1000 : 10000;
+
+	pp_diff_row *row = &out->rows[out->n++];
+	snprintf(row->name, sizeof row->name, "total");
+	row->kind = -1;
+	row->count_a = row->count_b = 1;
+	row->ns_a = out->a.duration_ns;
+	row->ns_b = out->b.duration_ns;
+	judge(row, out->noise_rel, floor_ns);
+
+	if (sa.n_steady > 0 && sb.n_steady > 0) {
+		/* Medians of two samples: compare against the standard error of
+		 * their difference (1.2533·sigma/sqrt(n) per median). */
+		row = &out->rows[out->n++];
+		snprintf(row->name, sizeof row->name, "step median");
+		row->kind = -1;
+		row->count_a = sa.n_steady;
+		row->count_b = sb.n_steady;
+		row->ns_a = (int64_t)llround(sa.median);
+		row->ns_b = (int64_t)llround(sb.median);
+		double se_a = 1.2533 * sa.sigma / sqrt((double)sa.n_steady);
+		double se_b = 1.2533 * sb.sigma / sqrt((double)sb.n_steady);
+		double se = sqrt(se_a * se_a + se_b * se_b);
+		double rel = sa.median > 0 ? se / sa.median : 0;
+		judge(row, rel, 1000);
+	}
+
+	int first_kind = out->n;
+	for (int k = 0; k < PP_KIND_COUNT; k++) {
+		if (k == PP_STEP)
+			continue; /* the step rows above say it better */
+		const pp_phase_total *ta = find_kind(&sa, k), *tb = find_kind(&sb, k);
+		if (!ta && !tb)
+			continue;
+		row = &out->rows[out->n++];
+		snprintf(row->name, sizeof row->name, "%s", pp_kind_name((pp_kind)k));
+		row->kind = k;
+		row->count_a = ta ? ta->count : 0;
+		row->count_b = tb ? tb->count : 0;
+		row->ns_a = ta ? ta->total_ns : 0;
+		row->ns_b = tb ? tb->total_ns : 0;
+		judge(row, out->noise_rel, floor_ns);
+	}
+	qsort(out->rows + first_kind, (size_t)(out->n - first_kind), sizeof *out->rows, cmp_rows);
+	for (int i = 0; i < out->n; i++) {
+		out->regressions += out->rows[i].verdict == PP_DIFF_REGRESSION;
+		out->improvements += out->rows[i].verdict == PP_DIFF_IMPROVEMENT;
+	}
+	side_free(&sa);
+	side_free(&sb);
+	return 0;
+}
+
+void pp_diff_free(pp_diff *d)
+{
+	if (!d)
+		return;
+	free(d->rows);
+	d->rows = NULL;
+	d->n = 0;
+}
+
+const char *pp_diff_verdict_name(int verdict)
+{
+	switch (verdict) {
+	case PP_DIFF_REGRESSION:
+		return "regression";
+	case PP_DIFF_IMPROVEMENT:
+		return "improvement";
+	default:
+		return "same";
+	}
+}

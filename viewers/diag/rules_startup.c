@@ -1,0 +1,509 @@
+/* rules_startup.c — start-up and init rules (registration, initialisers,
+ * weight loading, libraries), retracing, and the generic phase share. */
+#include "diag_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The TensorFlow profiler's input-bound thresholds, used for every share. */
+#define SHARE_MODERATE 0.05
+#define SHARE_HIGH 0.20
+
+/* Start-up: from the run's start to the first step (the whole run when
+ * there is no step loop). */
+static int64_t startup_ns(const diag_run *r)
+{
+	return r->startup_end_ns > 0 ? r->startup_end_ns : r->total_ns;
+}
+
+/* Time of the outermost spans of kind that end inside start-up. */
+static int64_t startup_kind_time(const diag_run *r, int kind, int *count)
+{
+	int64_t t = 0, end = startup_ns(r);
+	int n = 0;
+	for (int i = 0; i < r->spans.n; i++) {
+		const pp_span_row *s = &r->spans.rows[i];
+		if (s->kind != kind || !r->outer[i] || !diag_span_closed(s) || s->start_ns >= end)
+			continue;
+		int64_t e = s->end_ns < end ? s->end_ns : end;
+		t += e - s->start_ns;
+		n++;
+	}
+	if (count)
+		*count = n;
+	return t;
+}
+
+static int int64_row(sqlite3_stmt *row, void *ud)
+{
+	int64_t *v = ud;
+	for (int i = 0; i < sqlite3_column_count(row); i++)
+		v[i] = sqlite3_column_int64(row, i);
+	return 0;
+}
+
+/* ---- retracing ---- */
+
+typedef struct name_count {
+	const char *fn;           /* function part of the name (not owned) */
+	size_t fn_len;
+	int n;
+	int64_t t_ns;
+	int steps;                /* steady steps with a retrace of it */
+	int last_step;
+} name_count;
+
+void rule_repeated_retracing(diag_ctx *c)
+{
+	const diag_run *r = c->run;
+	name_count *g = calloc((size_t)r->spans.n + 1, sizeof *g);
+	if (!g)
+		return;
+	int ng = 0;
+	for (int i = 0; i < r->spans.n; i++) {
+		const pp_span_row *s = &r->spans.rows[i];
+		if (s->kind != PP_RETRACE || !r->outer[i] || !diag_span_closed(s))
+			continue;
+		const char *nm = s->name ? s->name : "";
+		const char *paren = strchr(nm, '(');
+		size_t len = paren ? (size_t)(paren - nm) : strlen(nm);
+		int k = 0;
+		while (k < ng && !(g[k].fn_len == len && strncmp(g[k].fn, nm, len) == 0))
+			k++;
+		if (k == ng)
+			g[ng++] = (name_count){nm, len, 0, 0, 0, -1};
+		g[k].n++;
+		g[k].t_ns += diag_span_dur(s);
+		if (r->step_of[i] > 0 && r->step_of[i] != g[k].last_step) {
+			g[k].steps++;
+			g[k].last_step = r->step_of[i];
+		}
+	}
+	for (int k = 0; k < ng; k++) {
+		/* One trace per signature in use is normal; TF warns at 5. */
+		if (g[k].n < 3)
+			continue;
+		double share = r->total_ns > 0 ? (double)g[k].t_ns / r->total_ns : 0;
+		int sev = (g[k].n >= 5 || share >= SHARE_HIGH) ? DIAG_HIGH : DIAG_MODERATE;
+		char fn[96], tt[32], tm[32];
+		snprintf(fn, sizeof fn, "%.*s", (int)(g[k].fn_len < 90 ? g[k].fn_len : 90), g[k].fn);
+		pp_finding *f = diag_emit(
+			c, "repeated_retracing", sev, share,
+			"Give the function a relaxed input signature (an unknown batch dimension such as "
+			"[None, 784], or reduce_retracing=True), or pad/bucket inputs to a few fixed "
+			"shapes; never create the traced function inside the loop.",
+			"Traced function '%s' is traced %d times", fn[0] ? fn : "?", g[k].n);
+		diag_evidence(f, "%d traces of '%s', %s in total (%s each, %.0f%% of the run)", g[k].n,
+			      fn, diag_fmt_ns(tt, sizeof tt, (double)g[k].t_ns),
+			      diag_fmt_ns(tm, sizeof tm, (double)g[k].t_ns / g[k].n), 100 * share);
+		if (r->n_steps > 1)
+			diag_evidence(f, "; retraced in %d of %d steady steps", g[k].steps,
+				      r->n_steps - 1);
+		/* Distinct signatures, in order of first appearance. */
+		int shown = 0, distinct = 0;
+		for (int i = 0; i < r->spans.n; i++) {
+			const pp_span_row *s = &r->spans.rows[i];
+			if (s->kind != PP_RETRACE || !r->outer[i] || !s->name ||
+			    strncmp(s->name, g[k].fn, g[k].fn_len) != 0 ||
+			    (s->name[g[k].fn_len] != '(' && s->name[g[k].fn_len] != 0))
+				continue;
+			int dup = 0;
+			for (int j = 0; j < i && !dup; j++)
+				dup = r->spans.rows[j].kind == PP_RETRACE && r->outer[j] &&
+				      r->spans.rows[j].name && strcmp(r->spans.rows[j].name, s->name) == 0;
+			if (dup)
+				continue;
+			distinct++;
+			if (shown < 4)
+				diag_evidence(f, "%s%s", shown ? ", " : "; signatures: ", s->name);
+			shown++;
+		}
+		if (distinct > shown || distinct > 4)
+			diag_evidence(f, " (+%d more)", distinct - (shown < 4 ? shown : 4));
+		diag_evidence(f, "; %d distinct signatures.", distinct);
+	}
+	free(g);
+}
+
+/* ---- op registration ---- */
+
+void rule_op_registration_startup(diag_ctx *c)
+{
+	const diag_run *r = c->run;
+	int n = 0;
+	int64_t t = startup_kind_time(r, PP_OP_REGISTRATION, &n), su = startup_ns(r);
+	if (su <= 0 || t <= 0)
+		return;
+	double share = (double)t / su;
+	if (share < SHARE_HIGH)
+		return;
+	char ts[32], ss[32];
+	pp_finding *f = diag_emit(
+		c, "op_registration_startup", share >= 0.4 ? DIAG_HIGH : DIAG_MODERATE, share,
+		"Register only the ops the program uses (selective / lite registration), or register "
+		"lazily on first lookup; a cached compiled plan lets later processes skip it.",
+		"Op registration takes %.0f%% of start-up (%s of %s)", 100 * share,
+		diag_fmt_ns(ts, sizeof ts, (double)t), diag_fmt_ns(ss, sizeof ss, (double)su));
+	diag_evidence(f, "%d op_registration phases, %s before the first step (start-up %s)", n, ts,
+		      ss);
+	diag_series reg;
+	diag_counter(r, "ops.registered", &reg);
+	if (reg.n > 0)
+		diag_evidence(f, "; %.0f ops registered", reg.rows[reg.n - 1].value);
+	free(reg.rows);
+	int64_t used = 0;
+	pp_store_query(r->st,
+		       "SELECT COUNT(DISTINCT n.op_id) FROM graph_nodes n JOIN graphs g "
+		       "ON g.id = n.graph_id WHERE g.run_id = ?1",
+		       r->run_id, int64_row, &used);
+	if (used > 0)
+		diag_evidence(f, "; the recorded graphs use %lld distinct op types", (long long)used);
+	diag_evidence(f, ".");
+}
+
+/* ---- initialisers ---- */
+
+void rule_initializer_dominates_init(diag_ctx *c)
+{
+	const diag_run *r = c->run;
+	int nvi = 0, nvc = 0;
+	int64_t vi = startup_kind_time(r, PP_VARIABLE_INIT, &nvi);
+	int64_t vc = startup_kind_time(r, PP_VARIABLE_CREATE, &nvc);
+	int64_t su = startup_ns(r);
+	if (su <= 0 || vi <= 0)
+		return;
+	double share = (double)vi / su;
+	/* "Dominates": at least 30% of start-up and more than creating them. */
+	if (share < 0.3 || vi <= vc || vi < 100000)
+		return;
+	char a[32], b[32], d[32], e[32];
+	pp_finding *f = diag_emit(
+		c, "initializer_dominates_init", share >= 0.5 ? DIAG_HIGH : DIAG_MODERATE, share,
+		"Use a cheaper initialiser where accuracy allows (zeros or constants for biases, "
+		"uniform rather than orthogonal), fill in parallel with a counter-based RNG (Philox "
+		"slices per thread), or load saved weights instead of initialising and then "
+		"overwriting them.",
+		"Variable initialisers take %.0f%% of start-up (%s of %s)", 100 * share,
+		diag_fmt_ns(a, sizeof a, (double)vi), diag_fmt_ns(b, sizeof b, (double)su));
+	diag_evidence(f, "variable_init %s in %d phases; variable_create %s in %d phases; the "
+			 "rest of start-up %s",
+		      a, nvi, diag_fmt_ns(d, sizeof d, (double)vc), nvc,
+		      diag_fmt_ns(e, sizeof e, (double)(su - vi - vc > 0 ? su - vi - vc : 0)));
+	/* The slowest initialisers by name (names such as "glorot_uniform:dense/kernel"). */
+	const pp_span_row *top[3] = {0};
+	for (int i = 0; i < r->spans.n; i++) {
+		const pp_span_row *s = &r->spans.rows[i];
+		if (s->kind != PP_VARIABLE_INIT || !r->outer[i] || !diag_span_closed(s))
+			continue;
+		for (int k = 0; k < 3; k++)
+			if (!top[k] || diag_span_dur(s) > diag_span_dur(top[k])) {
+				memmove(top + k + 1, top + k, (size_t)(2 - k) * sizeof *top);
+				top[k] = s;
+				break;
+			}
+	}
+	for (int k = 0; k < 3 && top[k]; k++)
+		diag_evidence(f, "%s%s %s", k ? ", " : "; slowest: ", top[k]->name ? top[k]->name : "?",
+			      diag_fmt_ns(a, sizeof a, (double)diag_span_dur(top[k])));
+	diag_series ib;
+	diag_counter(r, "init.bytes", &ib);
+	if (ib.n > 0 && vi > 0) {
+		double bytes = ib.rows[ib.n - 1].value;
+		diag_evidence(f, "; %s initialised at %.0f MB/s", diag_fmt_bytes(a, sizeof a, bytes),
+			      bytes / ((double)vi / 1e9) / 1e6);
+	}
+	free(ib.rows);
+	diag_evidence(f, ".");
+}
+
+/* ---- weight loading ---- */
+
+void rule_weight_load_small_reads(diag_ctx *c)
+{
+	const diag_run *r = c->run;
+	int nw = 0;
+	int64_t w = diag_kind_time(r, PP_WEIGHT_LOAD, DIAG_ANYWHERE, &nw);
+	if (w <= 0)
+		return;
+	/* The loader's own counters first; the agent's io rows otherwise. */
+	double calls = 0, bytes = 0, small = 0;
+	const char *src = "counters weights.read_calls/read_bytes/small_reads";
+	diag_series sc, sb, ss;
+	diag_counter(r, "weights.read_calls", &sc);
+	diag_counter(r, "weights.read_bytes", &sb);
+	diag_counter(r, "weights.small_reads", &ss);
+	if (sc.n > 0 && ss.n > 0) {
+		calls = sc.rows[sc.n - 1].value;
+		small = ss.rows[ss.n - 1].value;
+		bytes = sb.n > 0 ? sb.rows[sb.n - 1].value : 0;
+	} else {
+		int64_t v[3] = {0, 0, 0};
+		pp_store_query(r->st,
+			       "SELECT COALESCE(SUM(calls),0), COALESCE(SUM(bytes),0), "
+			       "COALESCE(SUM(small_calls),0) FROM io WHERE run_id = ?1 AND op = 'read'",
+			       r->run_id, int64_row, v);
+		calls = (double)v[0], bytes = (double)v[1], small = (double)v[2];
+		src = "io rows (every file read of the run)";
+	}
+	free(sc.rows);
+	free(sb.rows);
+	free(ss.rows);
+	int64_t scope = r->n_steps ? startup_ns(r) : r->total_ns;
+	if (scope < w)
+		scope = r->total_ns;
+	double share = scope > 0 ? (double)w / scope : 0;
+	if (calls < 100 || small < 0.5 * calls || share < SHARE_MODERATE)
+		return;
+	char a[32], b[32];
+	pp_finding *f = diag_emit(
+		c, "weight_load_small_reads", share >= SHARE_HIGH ? DIAG_HIGH : DIAG_MODERATE, share,
+		"Read tensors in large blocks or mmap the file (safetensors and .npy are laid out for "
+		"it); avoid per-value reads and unbuffered I/O.",
+		"Weight loading is made of small reads: %.0f of %.0f reads are small", small, calls);
+	diag_evidence(f, "weight_load %s in %d phases (%.0f%% of %s); %.0f reads (%.0f%% small), "
+			 "%s read, %.0f bytes per read on average",
+		      diag_fmt_ns(a, sizeof a, (double)w), nw, 100 * share,
+		      r->n_steps ? "start-up" : "the run", calls, 100 * small / calls,
+		      diag_fmt_bytes(b, sizeof b, bytes), calls > 0 ? bytes / calls : 0);
+	if (bytes > 0)
+		diag_evidence(f, "; %.1f MB/s while loading", bytes / ((double)w / 1e9) / 1e6);
+	diag_evidence(f, " (from %s).", src);
+}
+
+/* ---- shared libraries ---- */
+
+typedef struct lib_row {
+	char path[160];
+	int64_t open_ns, end_ns, size, ctor_ns;
+} lib_row;
+typedef struct lib_rows {
+	lib_row *v;
+	int n, cap;
+} lib_rows;
+
+static int lib_cb(sqlite3_stmt *row, void *ud)
+{
+	lib_rows *l = ud;
+	if (l->n == l->cap) {
+		int cap = l->cap ? 2 * l->cap : 64;
+		lib_row *v = realloc(l->v, (size_t)cap * sizeof *v);
+		if (!v)
+			return 1;
+		l->v = v;
+		l->cap = cap;
+	}
+	lib_row *p = &l->v[l->n++];
+	const unsigned char *s = sqlite3_column_text(row, 0);
+	snprintf(p->path, sizeof p->path, "%s", s ? (const char *)s : "?");
+	p->open_ns = sqlite3_column_int64(row, 1);
+	p->end_ns = sqlite3_column_int64(row, 2);
+	p->size = sqlite3_column_int64(row, 3);
+	p->ctor_ns = sqlite3_column_int64(row, 4);
+	return 0;
+}
+
+typedef struct ival {
+	int64_t a, b;
+} ival;
+static int cmp_ival(const void *x, const void *y)
+{
+	int64_t p = ((const ival *)x)->a, q = ((const ival *)y)->a;
+	return (p > q) - (p < q);
+}
+
+/* Length of the union of intervals, clipped to [0, end]. Sorts iv. */
+static int64_t union_len(ival *iv, int n, int64_t end)
+{
+	qsort(iv, (size_t)n, sizeof *iv, cmp_ival);
+	int64_t t = 0, ca = 0, cb = -1;
+	for (int i = 0; i < n; i++) {
+		int64_t a = iv[i].a < 0 ? 0 : iv[i].a, b = iv[i].b > end ? end : iv[i].b;
+		if (b <= a)
+			continue;
+		if (a > cb) {
+			if (cb > ca)
+				t += cb - ca;
+			ca = a;
+			cb = b;
+		} else if (b > cb) {
+			cb = b;
+		}
+	}
+	if (cb > ca)
+		t += cb - ca;
+	return t;
+}
+
+void rule_library_load_startup(diag_ctx *c)
+{
+	const diag_run *r = c->run;
+	lib_rows l = {0};
+	pp_store_query(r->st,
+		       "SELECT s.value, l.open_ns, l.end_ns, l.size, l.ctor_ns FROM libraries l "
+		       "LEFT JOIN strings s ON s.id = l.path_id WHERE l.run_id = ?1",
+		       r->run_id, lib_cb, &l);
+	int nphase = 0;
+	for (int i = 0; i < r->spans.n; i++)
+		nphase += r->spans.rows[i].kind == PP_LIBRARY_LOAD && r->outer[i];
+	ival *iv = malloc((size_t)(l.n + nphase + 1) * sizeof *iv);
+	if (!iv) {
+		free(l.v);
+		return;
+	}
+	int n = 0;
+	int64_t bytes = 0;
+	for (int i = 0; i < l.n; i++) {
+		bytes += l.v[i].size > 0 ? l.v[i].size : 0;
+		if (l.v[i].end_ns > l.v[i].open_ns)
+			iv[n++] = (ival){l.v[i].open_ns, l.v[i].end_ns};
+	}
+	for (int i = 0; i < r->spans.n; i++) {
+		const pp_span_row *s = &r->spans.rows[i];
+		if (s->kind == PP_LIBRARY_LOAD && r->outer[i] && diag_span_closed(s))
+			iv[n++] = (ival){s->start_ns, s->end_ns};
+	}
+	int64_t su = startup_ns(r);
+	int64_t t = n ? union_len(iv, n, su) : 0;
+	free(iv);
+	double share = su > 0 ? (double)t / su : 0;
+	if (share < SHARE_HIGH || t < 1000000) {
+		free(l.v);
+		return;
+	}
+	char a[32], b[32], d[32];
+	pp_finding *f = diag_emit(
+		c, "library_load_startup", share >= 0.4 ? DIAG_HIGH : DIAG_MODERATE, share,
+		"Load optional libraries lazily, on first use (TensorFlow cut its import time by "
+		"24% that way, PR #47833); drop unneeded dependencies and heavy static constructors.",
+		"Loading shared libraries takes %.0f%% of start-up (%s of %s)", 100 * share,
+		diag_fmt_ns(a, sizeof a, (double)t), diag_fmt_ns(b, sizeof b, (double)su));
+	diag_evidence(f, "%d libraries mapped (%s)", l.n, diag_fmt_bytes(d, sizeof d, (double)bytes));
+	if (nphase)
+		diag_evidence(f, ", %d library_load phases", nphase);
+	/* Slowest three by their own load time. */
+	for (int k = 0; k < 3; k++) {
+		int best = -1;
+		for (int i = 0; i < l.n; i++)
+			if (l.v[i].end_ns - l.v[i].open_ns > 0 &&
+			    (best < 0 || l.v[i].end_ns - l.v[i].open_ns > l.v[best].end_ns - l.v[best].open_ns))
+				best = i;
+		if (best < 0)
+			break;
+		const char *base = strrchr(l.v[best].path, '/');
+		diag_evidence(f, "%s%s %s", k ? ", " : "; slowest: ", base ? base + 1 : l.v[best].path,
+			      diag_fmt_ns(a, sizeof a, (double)(l.v[best].end_ns - l.v[best].open_ns)));
+		if (l.v[best].ctor_ns > 0)
+			diag_evidence(f, " (constructors %s)",
+				      diag_fmt_ns(b, sizeof b, (double)l.v[best].ctor_ns));
+		l.v[best].end_ns = l.v[best].open_ns; /* taken */
+	}
+	diag_evidence(f, ".");
+	free(l.v);
+}
+
+/* ---- generic share ---- */
+
+/* A kind already explained by a specific finding is not repeated. */
+static int explained(const diag_ctx *c, int kind)
+{
+	switch (kind) {
+	case PP_GRAPH_BUILD:
+	case PP_SHAPE_INFERENCE:
+		return diag_has(c, "graph_grows");
+	case PP_COMPILE:
+		return diag_has(c, "graph_grows") || diag_has(c, "repeated_retracing");
+	case PP_SESSION_CREATE:
+	case PP_SESSION_CLOSE:
+		return diag_has(c, "session_per_iteration");
+	case PP_RETRACE:
+		return diag_has(c, "repeated_retracing");
+	case PP_MEMORY_ALLOC:
+		return diag_has(c, "alloc_count_not_flat");
+	case PP_DATA_TRANSFER:
+		return diag_has(c, "gpu_step_transfers") || diag_has(c, "gpu_sync_copies");
+	case PP_OP_REGISTRATION:
+		return diag_has(c, "op_registration_startup");
+	case PP_VARIABLE_INIT:
+		return diag_has(c, "initializer_dominates_init");
+	case PP_WEIGHT_LOAD:
+		return diag_has(c, "weight_load_small_reads");
+	case PP_LIBRARY_LOAD:
+		return diag_has(c, "library_load_startup");
+	}
+	return 0;
+}
+
+static const char *share_fix(int kind)
+{
+	switch (kind) {
+	case PP_COMPILE:
+		return "Compile once: keep feed/fetch signatures stable so the compiled plan is "
+		       "cached, and persist the compile cache across processes.";
+	case PP_WEIGHT_LOAD:
+		return "Load weights from a binary format read through mmap (safetensors, .npy) "
+		       "instead of parsing text.";
+	case PP_VARIABLE_INIT:
+		return "Use a cheaper or parallel initialiser, or load saved weights directly.";
+	case PP_DATA_TRANSFER:
+		return "Overlap input transfer with compute (prefetch, pinned memory, async copies).";
+	case PP_MEMORY_ALLOC:
+		return "Reserve memory up front and reuse it (arena allocator, fixed shapes).";
+	case PP_GRAPH_BUILD:
+	case PP_GRADIENT_BUILD:
+	case PP_SHAPE_INFERENCE:
+		return "Build graphs once and reuse them; cache a compiled plan between processes.";
+	case PP_OP_REGISTRATION:
+		return "Register only the ops the program uses, or register them lazily.";
+	case PP_LIBRARY_LOAD:
+		return "Load optional libraries lazily and drop unneeded dependencies.";
+	default:
+		return "Look at what this phase does and whether it must run here, every time.";
+	}
+}
+
+void rule_phase_share(diag_ctx *c)
+{
+	const diag_run *r = c->run;
+	int64_t steady = r->n_steps >= 3 ? diag_steady_time(r) : 0;
+	for (int k = 1; k < PP_KIND_COUNT; k++) {
+		/* Retracing has its own rule, which knows one trace per signature
+		 * is the normal cost. */
+		if (k == PP_STEP || k == PP_FIRST_STEP || k == PP_OP || k == PP_RETRACE ||
+		    explained(c, k))
+			continue;
+		int n_in = 0, n_out = 0;
+		int64_t t_in = steady > 0 ? diag_kind_time(r, k, DIAG_IN_STEADY, &n_in) : 0;
+		int64_t t_out = diag_kind_time(r, k, DIAG_OUTSIDE_STEPS, &n_out);
+		/* One compile or one session before the loop is the expected
+		 * cost, not a finding; repeated ones are. */
+		if ((k == PP_COMPILE || k == PP_SESSION_CREATE || k == PP_SESSION_CLOSE) && n_out < 2)
+			t_out = 0;
+		double s_in = steady > 0 ? (double)t_in / steady : 0;
+		double s_out = r->total_ns > 0 ? (double)t_out / r->total_ns : 0;
+		double s = s_in > s_out ? s_in : s_out;
+		if (s < SHARE_MODERATE)
+			continue;
+		char rule[64], a[32], b[32];
+		const char *kn = pp_kind_name((pp_kind)k);
+		snprintf(rule, sizeof rule, "phase_share.%s", kn);
+		int sev = s >= SHARE_HIGH ? DIAG_HIGH : DIAG_MODERATE;
+		/* Half weight: specific rules explain more and rank first. */
+		pp_finding *f;
+		if (s_in >= s_out)
+			f = diag_emit(c, rule, sev, s * 0.5, share_fix(k),
+				      "%s takes %.0f%% of step time", kn, 100 * s_in);
+		else
+			f = diag_emit(c, rule, sev, s * 0.5, share_fix(k),
+				      "%s takes %.0f%% of the run", kn, 100 * s_out);
+		diag_evidence(f, "Outside steps: %d %s phases, %s (%.1f%% of the run's %s)", n_out,
+			      kn, diag_fmt_ns(a, sizeof a, (double)t_out), 100 * s_out,
+			      diag_fmt_ns(b, sizeof b, (double)r->total_ns));
+		if (steady > 0)
+			diag_evidence(f, "; inside the %d steady steps: %d phases, %s (%.1f%% of step "
+					 "time)",
+				      r->n_steps - 1, n_in, diag_fmt_ns(a, sizeof a, (double)t_in),
+				      100 * s_in);
+		diag_evidence(f, ". Thresholds as the TensorFlow profiler: 5%% moderate, 20%% high.");
+	}
+}
