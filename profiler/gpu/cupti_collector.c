@@ -375,9 +375,9 @@ void ppgpu_stop(void)
 
 typedef struct ext_frame {
 	uint64_t id, start;
-	char name[96];
+	char name[64];
 } ext_frame;
-#define EXT_DEPTH 64
+#define EXT_DEPTH 32 /* deeper pushes still correlate; only their phase row is skipped */
 static __thread ext_frame ext_stack[EXT_DEPTH];
 static __thread int ext_depth;
 

@@ -31,11 +31,17 @@
 typedef struct pp_nvtx_domain {
 	uint32_t magic;
 	char name[120];
+	struct pp_nvtx_domain *next;
 } pp_nvtx_domain;
 typedef struct pp_nvtx_string {
 	uint32_t magic;
 	char *s;
+	struct pp_nvtx_string *next;
 } pp_nvtx_string;
+/* Every handle ever given out, so they stay owned (and reachable) until exit. */
+static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
+static pp_nvtx_domain *all_domains;
+static pp_nvtx_string *all_strings;
 
 static struct {
 	atomic_uint_fast64_t pushes, pops, unmatched_pops, marks, range_starts, range_ends, domains;
@@ -368,6 +374,10 @@ static nvtxStringHandle_t register_string(const char *s)
 		free(r);
 		return NULL;
 	}
+	pthread_mutex_lock(&handles_lock);
+	r->next = all_strings;
+	all_strings = r;
+	pthread_mutex_unlock(&handles_lock);
 	return (nvtxStringHandle_t)r;
 }
 static nvtxStringHandle_t NVTX_API d_RegisterStringA(nvtxDomainHandle_t d, const char *s)
@@ -391,6 +401,10 @@ static nvtxDomainHandle_t NVTX_API d_CreateA(const char *name)
 	size_t l = name ? strnlen(name, sizeof d->name - 1) : 0;
 	memcpy(d->name, name ? name : "", l);
 	d->name[l] = 0;
+	pthread_mutex_lock(&handles_lock);
+	d->next = all_domains;
+	all_domains = d;
+	pthread_mutex_unlock(&handles_lock);
 	atomic_fetch_add(&stats.domains, 1);
 	return (nvtxDomainHandle_t)d;
 }

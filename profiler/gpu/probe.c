@@ -418,7 +418,7 @@ int ppgpu_probe_cupti(const char *libcupti, ppgpu_probe_result *r)
 	if (!h) {
 		r->state = PPGPU_CUPTI_MISSING;
 		snprintf(r->reason, sizeof r->reason,
-			 "the NVIDIA driver works but libcupti cannot be loaded: %s; set PHASEPROF_LIBCUPTI", tried);
+			 "the NVIDIA driver works but libcupti cannot be loaded: %.300s; set PHASEPROF_LIBCUPTI", tried);
 		return r->state;
 	}
 	copy_str(r->cupti_path, sizeof r->cupti_path, cupti_loaded_path);

@@ -1,0 +1,336 @@
+/* A fake libcupti implementing the slice of the activity API the collector
+ * uses, so the collector runs end to end on a machine without a GPU. It
+ * produces CUDA 13.0 records (the real structs) when the test "launches" work
+ * through the fake_cupti_* hooks, keeps thread-side records (API, external
+ * correlation) and device-side records (kernels, copies) in separate pending
+ * lists, and delivers them as separate buffers at flush, as CUPTI does.
+ * Knobs via environment: FAKE_CUPTI_SUBSCRIBE (result of cuptiSubscribe_v2),
+ * FAKE_CUPTI_HOLDER (name reported), FAKE_CUPTI_TSCB (result of the timestamp
+ * callback registration), FAKE_CUPTI_ENABLE (result of cuptiActivityEnable). */
+#include <cupti.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int env_int(const char *name, int def)
+{
+	const char *v = getenv(name);
+	return v && *v ? atoi(v) : def;
+}
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static CUpti_TimestampCallbackFunc ts_cb;
+static CUpti_BuffersCallbackRequestFunc req_cb;
+static CUpti_BuffersCallbackCompleteFunc done_cb;
+static int enabled[64];
+static uint64_t ext_stack[64];
+static int ext_depth;
+static uint32_t next_corr = 1;
+static size_t dropped_pending;
+static int finalized, hang_flush, subscribed;
+
+typedef struct pending {
+	uint8_t *p;
+	size_t n, cap;
+} pending;
+static pending thread_side, device_side;
+
+static uint64_t now(void)
+{
+	if (ts_cb)
+		return ts_cb();
+	struct timespec t; /* CUPTI's default clock on Linux */
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void append(pending *q, const void *rec, size_t n)
+{
+	if (q->n + n > q->cap) {
+		size_t cap = q->cap ? q->cap * 2 : 4096;
+		while (cap < q->n + n)
+			cap *= 2;
+		q->p = realloc(q->p, cap);
+		q->cap = cap;
+	}
+	memcpy(q->p + q->n, rec, n);
+	q->n += n;
+}
+
+static size_t rec_size(uint32_t kind)
+{
+	switch (kind) {
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+	case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+	case CUPTI_ACTIVITY_KIND_RUNTIME: return sizeof(CUpti_ActivityAPI);
+	case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
+	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
+	default: return 0;
+	}
+}
+
+CUptiResult cuptiGetVersion(uint32_t *v)
+{
+	*v = CUPTI_API_VERSION;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiGetTimestamp(uint64_t *t)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	*t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud,
+			      CUpti_SubscriberParams *p)
+{
+	(void)cb, (void)ud;
+	int rc = env_int("FAKE_CUPTI_SUBSCRIBE", 0);
+	if (rc) {
+		const char *holder = getenv("FAKE_CUPTI_HOLDER");
+		if (p && p->oldSubscriberName && p->oldSubscriberSize && holder) {
+			strncpy(p->oldSubscriberName, holder, p->oldSubscriberSize - 1);
+			p->oldSubscriberName[p->oldSubscriberSize - 1] = 0;
+		}
+		return (CUptiResult)rc;
+	}
+	if (subscribed)
+		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+	subscribed = 1;
+	*s = (CUpti_SubscriberHandle)&subscribed;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle s)
+{
+	if (s != (CUpti_SubscriberHandle)&subscribed || !subscribed)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	subscribed = 0;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f)
+{
+	int rc = env_int("FAKE_CUPTI_TSCB", 0);
+	if (rc)
+		return (CUptiResult)rc;
+	ts_cb = f;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r,
+					   CUpti_BuffersCallbackCompleteFunc d)
+{
+	req_cb = r;
+	done_cb = d;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityEnable(CUpti_ActivityKind k)
+{
+	int rc = env_int("FAKE_CUPTI_ENABLE", 0);
+	if (rc)
+		return (CUptiResult)rc;
+	if ((unsigned)k < 64)
+		enabled[k] = 1;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityDisable(CUpti_ActivityKind k)
+{
+	if ((unsigned)k < 64)
+		enabled[k] = 0;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind k, uint64_t id)
+{
+	if (k != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 || ext_depth >= 64)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	ext_stack[ext_depth++] = id;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind k, uint64_t *last)
+{
+	if (k != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 || ext_depth <= 0)
+		return CUPTI_ERROR_QUEUE_EMPTY;
+	uint64_t v = ext_stack[--ext_depth];
+	if (last)
+		*last = v;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, CUpti_Activity **rec)
+{
+	size_t off = 0;
+	if (*rec) {
+		off = (size_t)((uint8_t *)*rec - buf) + rec_size((*rec)->kind);
+	}
+	if (off >= valid)
+		return CUPTI_ERROR_MAX_LIMIT_REACHED;
+	*rec = (CUpti_Activity *)(buf + off);
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream, size_t *dropped)
+{
+	(void)ctx, (void)stream;
+	pthread_mutex_lock(&lock);
+	*dropped = dropped_pending;
+	dropped_pending = 0;
+	pthread_mutex_unlock(&lock);
+	return CUPTI_SUCCESS;
+}
+
+static void deliver(pending *q)
+{
+	if (!q->n)
+		return;
+	uint8_t *buf = NULL;
+	size_t size = 0, max = 0;
+	req_cb(&buf, &size, &max);
+	if (!buf || size < q->n) { /* CUPTI would drop these */
+		dropped_pending += q->n / sizeof(CUpti_ActivityAPI);
+		q->n = 0;
+		return;
+	}
+	memcpy(buf, q->p, q->n);
+	size_t valid = q->n;
+	q->n = 0;
+	done_cb(NULL, 0, buf, size, valid);
+}
+
+static pthread_cond_t never = PTHREAD_COND_INITIALIZER;
+
+CUptiResult cuptiActivityFlushAll(uint32_t flag)
+{
+	if (hang_flush && (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)) {
+		/* a wedged driver: the caller must not wait for this forever */
+		pthread_mutex_lock(&lock);
+		for (;;)
+			pthread_cond_wait(&never, &lock);
+	}
+	pthread_mutex_lock(&lock);
+	pending t = thread_side, d = device_side;
+	memset(&thread_side, 0, sizeof thread_side);
+	memset(&device_side, 0, sizeof device_side);
+	pthread_mutex_unlock(&lock);
+	/* thread-side first, then the device buffer: separate buffers */
+	deliver(&t);
+	deliver(&d);
+	free(t.p);
+	free(d.p);
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiFinalize(void)
+{
+	finalized++;
+	ts_cb = NULL;
+	req_cb = NULL;
+	done_cb = NULL;
+	return CUPTI_SUCCESS;
+}
+
+/* ---- hooks for the test ---- */
+
+static uint32_t api_call(uint32_t cbid, uint32_t tid, uint64_t start)
+{
+	uint32_t corr = next_corr++;
+	if (ext_depth > 0 && enabled[CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION]) {
+		CUpti_ActivityExternalCorrelation x;
+		memset(&x, 0, sizeof x);
+		x.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+		x.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+		x.externalId = ext_stack[ext_depth - 1];
+		x.correlationId = corr;
+		append(&thread_side, &x, sizeof x);
+	}
+	if (enabled[CUPTI_ACTIVITY_KIND_RUNTIME]) {
+		CUpti_ActivityAPI a;
+		memset(&a, 0, sizeof a);
+		a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+		a.cbid = cbid;
+		a.start = start;
+		a.end = now();
+		a.processId = 1;
+		a.threadId = tid;
+		a.correlationId = corr;
+		append(&thread_side, &a, sizeof a);
+	}
+	return corr;
+}
+
+void fake_cupti_launch(const char *kernel, uint32_t tid)
+{
+	pthread_mutex_lock(&lock);
+	uint64_t t0 = now();
+	uint32_t corr = api_call(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, tid, t0);
+	if (enabled[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) {
+		CUpti_ActivityKernel10 k;
+		memset(&k, 0, sizeof k);
+		k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+		k.start = now();
+		k.end = now();
+		k.deviceId = 0;
+		k.contextId = 1;
+		k.streamId = 7;
+		k.gridX = 4, k.gridY = 1, k.gridZ = 1;
+		k.blockX = 256, k.blockY = 1, k.blockZ = 1;
+		k.correlationId = corr;
+		k.name = kernel; /* CUPTI's strings outlive the buffer; so do the test's */
+		append(&device_side, &k, sizeof k);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+void fake_cupti_memcpy(uint64_t bytes, int async, uint32_t tid)
+{
+	pthread_mutex_lock(&lock);
+	uint64_t t0 = now();
+	uint32_t corr = api_call(async ? CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020
+				       : CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, tid, t0);
+	if (enabled[CUPTI_ACTIVITY_KIND_MEMCPY]) {
+		CUpti_ActivityMemcpy6 m;
+		memset(&m, 0, sizeof m);
+		m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+		m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+		m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+		m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+		m.flags = async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
+		m.bytes = bytes;
+		m.start = now();
+		m.end = now();
+		m.contextId = 1;
+		m.streamId = 7;
+		m.correlationId = corr;
+		append(&device_side, &m, sizeof m);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+void fake_cupti_set_dropped(size_t n)
+{
+	pthread_mutex_lock(&lock);
+	dropped_pending = n;
+	pthread_mutex_unlock(&lock);
+}
+
+void fake_cupti_hang_flush(int on)
+{
+	hang_flush = on;
+}
+
+int fake_cupti_finalized(void)
+{
+	return finalized;
+}
+
+int fake_cupti_enabled(int kind)
+{
+	return kind >= 0 && kind < 64 ? enabled[kind] : 0;
+}
