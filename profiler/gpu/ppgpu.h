@@ -33,6 +33,7 @@ typedef enum ppgpu_state {
 	PPGPU_CUPTI_BUSY,         /* another CUPTI client holds the subscription */
 	PPGPU_CUPTI_ERROR,        /* CUPTI refused for another reason */
 	PPGPU_NOT_BUILT,          /* built without the CUPTI headers */
+	PPGPU_UNUSED,             /* the program never initialised CUDA */
 	PPGPU_STATE_COUNT
 } ppgpu_state;
 
@@ -149,6 +150,10 @@ int ppgpu_start(const ppgpu_options *opts);
  * writes the gpu_status row and the CUPTI losses. Safe to call twice or when
  * ppgpu_start failed (then only the status row is written). */
 void ppgpu_stop(void);
+/* For wrappers (the agent) at exit, before pp_close(): ppgpu_stop() if the
+ * collector was started, else a gpu_status row saying the program never
+ * initialised CUDA (so an empty GPU timeline is explained). */
+void ppgpu_finish(void);
 int ppgpu_active(void);
 /* Last probe / collector status (reason filled even on success). */
 const ppgpu_probe_result *ppgpu_status(void);

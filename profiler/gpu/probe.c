@@ -70,7 +70,7 @@ const char *ppgpu_cupti_result_name(int code)
 static const char *state_names[PPGPU_STATE_COUNT] = {
 	"ok", "no_driver", "stub_driver", "no_device", "driver_too_old",
 	"driver_mismatch", "no_permission", "driver_error", "cupti_missing",
-	"cupti_busy", "cupti_error", "not_built",
+	"cupti_busy", "cupti_error", "not_built", "unused",
 };
 
 const char *ppgpu_state_name(int state)
@@ -97,8 +97,6 @@ int ppgpu_state_from_cu_result(int r)
 
 const char *ppgpu_state_advice(int state)
 {
-	static const char *cpu_fine =
-		"CPU phases, spans, samples, allocations and NVTX ranges are recorded as usual.";
 	switch (state) {
 	case PPGPU_OK:
 		return "GPU tracing will record kernels, memcpy/memset, CUDA runtime and driver calls,\n"
@@ -123,8 +121,12 @@ const char *ppgpu_state_advice(int state)
 	case PPGPU_NOT_BUILT:
 		return "This phaseprof was built without the CUDA toolkit's CUPTI headers; GPU activity is not\n"
 		       "collected. Rebuild with the toolkit installed.";
+	case PPGPU_UNUSED:
+		return "The program did not initialise CUDA, so there was no GPU work to trace.\n"
+		       "CPU phases, spans, samples, allocations and NVTX ranges are recorded as usual.";
 	default:
-		return cpu_fine;
+		return "GPU tracing will not record anything; the reason above names the call that failed.\n"
+		       "CPU phases, spans, samples, allocations and NVTX ranges are recorded as usual.";
 	}
 }
 

@@ -250,10 +250,28 @@ static int scenario_hung_flush(void)
 	return 0;
 }
 
+/* A wrapped program that never initialised CUDA: the status row says so. */
+static int scenario_unused(void)
+{
+	open_recording("unused");
+	pp_phase_begin(PP_STEP, "cpu only");
+	pp_phase_end();
+	ppgpu_finish();
+	pp_store *st = record_done();
+	char s[512];
+	q1s(st, "SELECT reason FROM gpu_status", s, sizeof s);
+	CHECK(strstr(s, "did not initialise CUDA") != NULL, "reason '%s'", s);
+	CHECK(q1(st, "SELECT count(*) FROM gpu_status WHERE available=0") == 1, "one unavailable row");
+	CHECK(strcmp(q1s(st, "SELECT value FROM run_meta WHERE key='gpu.state'", s, sizeof s), "unused") == 0,
+	      "state '%s'", s);
+	cleanup(st);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s trace|offset|busy|enable|nodevice|nodriver|hang\n", argv[0]);
+		fprintf(stderr, "usage: %s trace|offset|busy|enable|nodevice|nodriver|hang|unused\n", argv[0]);
 		return 2;
 	}
 	setenv("PHASEPROF_LIBCUDA", FAKE_LIBCUDA, 1);
@@ -266,6 +284,8 @@ int main(int argc, char **argv)
 		scenario_trace(0);
 	else if (strcmp(s, "hang") == 0)
 		scenario_hung_flush();
+	else if (strcmp(s, "unused") == 0)
+		scenario_unused();
 	else
 		scenario_refused(s);
 	if (failures)
