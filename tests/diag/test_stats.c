@@ -92,6 +92,26 @@ static void test_mann_kendall(void **state)
 	assert_int_equal(diag_mann_kendall(flat, 3, &m), -1);
 }
 
+static void test_mann_kendall_matches_pairs(void **state)
+{
+	(void)state;
+	/* The O(n log n) S equals the O(n^2) definition, ties included. */
+	uint64_t seed = 5;
+	double y[257];
+	for (int rep = 0; rep < 20; rep++) {
+		int n = 4 + rep * 12;
+		for (int i = 0; i < n; i++)
+			y[i] = (double)(int)(trand_uniform(&seed) * (rep % 2 ? 5 : 1000)) + 0.01 * i * (rep % 3 == 0);
+		double s = 0;
+		for (int i = 0; i < n - 1; i++)
+			for (int j = i + 1; j < n; j++)
+				s += (y[j] > y[i]) - (y[j] < y[i]);
+		diag_mk m;
+		assert_int_equal(diag_mann_kendall(y, n, &m), 0);
+		assert_float_equal(m.s, s, 0);
+	}
+}
+
 static void test_mann_kendall_noise(void **state)
 {
 	(void)state;
@@ -146,6 +166,7 @@ int main(void)
 		cmocka_unit_test(test_distributions),
 		cmocka_unit_test(test_linreg),
 		cmocka_unit_test(test_mann_kendall),
+		cmocka_unit_test(test_mann_kendall_matches_pairs),
 		cmocka_unit_test(test_mann_kendall_noise),
 		cmocka_unit_test(test_theil_sen),
 	};

@@ -1,0 +1,150 @@
+/* The diff engine: regressions beyond step noise, noise-only changes, runs
+ * without steps, two databases, errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "diagnostics.h"
+#include "fixtures.h"
+
+static trec T;
+
+static const pp_diff_row *row(const pp_diff *d, const char *name)
+{
+	for (int i = 0; i < d->n; i++)
+		if (strcmp(d->rows[i].name, name) == 0)
+			return &d->rows[i];
+	fail_msg("no row %s", name);
+	return NULL;
+}
+
+static void test_regression_and_improvement(void **state)
+{
+	(void)state;
+	int64_t a = fixture_run(&T, "base", 40, 2 * MS, 0.03, 10 * MS, 20 * MS, 1);
+	int64_t b = fixture_run(&T, "slower", 40, 3 * MS, 0.03, 10200 * US, 8 * MS, 2);
+	pp_diff d;
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, b, &d), 0);
+	assert_true(d.noise_from_steps);
+	assert_true(d.noise_rel > 0.01 && d.noise_rel < 0.06);
+	assert_int_equal(d.n_steps_a, 40);
+	/* first rows: total, then step median, then kinds by size */
+	assert_string_equal(d.rows[0].name, "total");
+	assert_string_equal(d.rows[1].name, "step median");
+	assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_REGRESSION);
+	assert_true(row(&d, "step median")->ratio > 1.4 && row(&d, "step median")->ratio < 1.6);
+	assert_int_equal(row(&d, "total")->verdict, PP_DIFF_REGRESSION);
+	assert_int_equal(row(&d, "weight_load")->verdict, PP_DIFF_IMPROVEMENT);
+	assert_int_equal(row(&d, "compile")->verdict, PP_DIFF_SAME); /* +2% */
+	assert_int_equal(row(&d, "runtime_init")->verdict, PP_DIFF_SAME);
+	assert_int_equal(d.regressions, 2);
+	assert_int_equal(d.improvements, 1);
+	assert_string_equal(pp_diff_verdict_name(PP_DIFF_REGRESSION), "regression");
+	pp_diff_free(&d);
+}
+
+static void test_noise_only(void **state)
+{
+	(void)state;
+	/* The same program twice with 10% step noise: nothing is flagged. */
+	for (uint64_t seed = 10; seed < 20; seed += 2) {
+		int64_t a = fixture_run(&T, "again 1", 60, 2 * MS, 0.1, 10 * MS, 20 * MS, seed);
+		int64_t b = fixture_run(&T, "again 2", 60, 2 * MS, 0.1, 10 * MS, 20 * MS, seed + 1);
+		pp_diff d;
+		assert_int_equal(pp_diag_diff(T.st, a, T.st, b, &d), 0);
+		for (int i = 0; i < d.n; i++)
+			if (d.rows[i].verdict != PP_DIFF_SAME)
+				fail_msg("seed %d: %s flagged %s (%lld -> %lld, threshold %lld)", (int)seed,
+					 d.rows[i].name, pp_diff_verdict_name(d.rows[i].verdict),
+					 (long long)d.rows[i].ns_a, (long long)d.rows[i].ns_b,
+					 (long long)d.rows[i].threshold_ns);
+		pp_diff_free(&d);
+	}
+}
+
+static void test_noisy_steps_hide_small_change(void **state)
+{
+	(void)state;
+	/* A 10% slower phase is flagged when steps are steady (1% noise) but not
+	 * when they swing by 20%: the threshold follows the measured noise. */
+	int64_t a = fixture_run(&T, "quiet a", 50, 2 * MS, 0.01, 10 * MS, 20 * MS, 40);
+	int64_t b = fixture_run(&T, "quiet b", 50, 2 * MS, 0.01, 11 * MS, 20 * MS, 41);
+	pp_diff d;
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, b, &d), 0);
+	assert_int_equal(row(&d, "compile")->verdict, PP_DIFF_REGRESSION);
+	pp_diff_free(&d);
+	a = fixture_run(&T, "loud a", 50, 2 * MS, 0.2, 10 * MS, 20 * MS, 42);
+	b = fixture_run(&T, "loud b", 50, 2 * MS, 0.2, 11 * MS, 20 * MS, 43);
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, b, &d), 0);
+	assert_int_equal(row(&d, "compile")->verdict, PP_DIFF_SAME);
+	assert_true(row(&d, "compile")->threshold_ns > 1 * MS);
+	pp_diff_free(&d);
+}
+
+static void test_no_steps(void **state)
+{
+	(void)state;
+	int64_t a = fixture_run(&T, "no steps a", 0, 0, 0, 10 * MS, 20 * MS, 50);
+	int64_t b = fixture_run(&T, "no steps b", 0, 0, 0, 10 * MS, 40 * MS, 51);
+	pp_diff d;
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, b, &d), 0);
+	assert_false(d.noise_from_steps);
+	assert_int_equal(row(&d, "weight_load")->verdict, PP_DIFF_REGRESSION);
+	assert_int_equal(row(&d, "compile")->verdict, PP_DIFF_SAME);
+	for (int i = 0; i < d.n; i++)
+		assert_string_not_equal(d.rows[i].name, "step median");
+	pp_diff_free(&d);
+}
+
+static void test_two_databases_and_errors(void **state)
+{
+	(void)state;
+	int64_t a = fixture_run(&T, "here", 20, 2 * MS, 0.02, 10 * MS, 0, 60);
+	trec other;
+	trec_open(&other, "other.db");
+	int64_t b = fixture_run(&other, "there", 20, 2 * MS, 0.02, 10 * MS, 5 * MS, 61);
+	pp_diff d;
+	assert_int_equal(pp_diag_diff(T.st, a, other.st, b, &d), 0);
+	/* a phase only B has is a regression with no ratio */
+	assert_int_equal(row(&d, "weight_load")->count_a, 0);
+	assert_int_equal(row(&d, "weight_load")->verdict, PP_DIFF_REGRESSION);
+	assert_true(row(&d, "weight_load")->ratio == 0);
+	pp_diff_free(&d);
+	assert_int_equal(pp_diag_diff(T.st, a, other.st, 4242, &d), -1);
+	assert_non_null(strstr(d.error, "other.db: no run 4242"));
+	pp_diff_free(&d);
+	assert_int_equal(pp_diag_diff(T.st, 4343, other.st, b, &d), -1);
+	assert_non_null(strstr(d.error, "no run 4343"));
+	pp_diff_free(&d);
+	trec_close(&other);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	trec_open(&T, "diff.db");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	trec_close(&T);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_regression_and_improvement),
+		cmocka_unit_test(test_noise_only),
+		cmocka_unit_test(test_noisy_steps_hide_small_change),
+		cmocka_unit_test(test_no_steps),
+		cmocka_unit_test(test_two_databases_and_errors),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
