@@ -131,7 +131,8 @@ typedef struct flow_allocator_options {
 	const char *name;       /* shows in the recording: "bfc", "malloc", … */
 } flow_allocator_options;
 typedef struct flow_allocator_stats {
-	uint64_t bytes_in_use;  /* requested bytes rounded (BFC: to 256) */
+	uint64_t bytes_in_use;  /* BFC: bytes of the chunks handed out (>= requests rounded
+	                           to 256, < 2x them); malloc: bytes requested */
 	uint64_t peak_bytes_in_use;
 	uint64_t bytes_reserved;/* BFC: total region bytes obtained from the system */
 	uint64_t num_allocs;    /* allocations ever made */
@@ -308,7 +309,7 @@ flow_op *flow_global_variables_initializer(flow_graph *g, flow_status *st);
 typedef struct flow_session flow_session;
 typedef struct flow_session_options {
 	flow_allocator *allocator;  /* NULL: the default allocator */
-	int op_timing;              /* -1: flow_init default; 0 off; 1 pp_op() per op execution */
+	int op_timing;              /* 0: flow_init default; 1: pp_op() per op execution; -1: off */
 	const char *plan_cache_dir; /* NULL: flow_init default; "" off */
 	int no_step_phase;          /* 1: runs are not recorded as `step` (the caller records
 	                               its own steps, e.g. a training loop) */

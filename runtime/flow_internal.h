@@ -1,5 +1,5 @@
 /*
- * flow_internal.h — what op libraries (runtime/ops/*.c, weights, init) and
+ * flow_internal.h — what op libraries (runtime/ops/<lib>.c, weights, init) and
  * the core share. Not installed; include after flow.h.
  *
  * Writing an op library (one file runtime/ops/<lib>.c):
@@ -20,7 +20,7 @@
  *   FLOW_OP_LIBRARY(math, ops, kernels)
  *
  * runtime/CMakeLists.txt finds every FLOW_OP_LIBRARY(<lib>, ...) line at the
- * start of a line in runtime/ops/*.c and runtime/weights/*.c and generates
+ * start of a line in the sources under runtime/ (ops/, weights/ included) and generates
  * the list of libraries the registry walks, so no CMake edits are needed.
  * (A generated list instead of constructors: nothing is stripped from a
  * static archive, and registration order is deterministic.)
@@ -166,8 +166,7 @@ typedef struct flow_op_def {
 	const char *inputs;     /* spec, see top; "" or NULL: none */
 	const char *outputs;
 	const char *attrs;
-	flow_shape_fn shape_fn; /* NULL: outputs unknown unless the op has one output typed
-	                           like input 0, whose shape is then copied */
+	flow_shape_fn shape_fn; /* NULL: output shapes unknown (only dtypes are known) */
 	flow_grad_fn grad_fn;   /* NULL: no gradient (flow_gradients reports the op) */
 	unsigned flags;         /* enum flow_op_flags */
 	const char *doc;        /* one line, optional */
