@@ -119,7 +119,7 @@ static int chrome_run(pp_view_ctx *c, const pp_run_info *run)
 	if (run->scenario[0])
 		snprintf(pname, sizeof pname, "run %lld: %s / %s", (long long)run->id, run->scenario, run->variant);
 	else
-		snprintf(pname, sizeof pname, "run %lld: %s", (long long)run->id,
+		snprintf(pname, sizeof pname, "run %lld: %.200s", (long long)run->id,
 			 run->label[0] ? run->label : run->command);
 	ev_meta(c, pid, 0, "process_name", pname, 0);
 	ev_meta(c, pid, 0, "process_sort_index", NULL, pid);

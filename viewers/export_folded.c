@@ -293,7 +293,7 @@ static int csv_begin(pp_view_ctx *c)
 static int csv_run(pp_view_ctx *c, const pp_run_info *run)
 {
 	pp_span_list l;
-	pp_thread_name *thr = NULL;
+	pp_thread_row *thr = NULL;
 	int n_thr = 0;
 	if (pp_store_spans(c->st, run->id, -1, &l) != 0)
 		return pp_view_fail(c, "%s: cannot read spans of run %lld", pp_store_path(c->st), (long long)run->id);

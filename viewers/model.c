@@ -131,6 +131,14 @@ static int gpu_row(sqlite3_stmt *row, void *ud)
 	const char *name = (const char *)sqlite3_column_text(row, 6);
 	it.bytes = sqlite3_column_int64(row, 7);
 	int64_t tid = sqlite3_column_int64(row, 8);
+	const char *copy = (const char *)sqlite3_column_text(row, 9);
+	char label[96];
+	if (kind[0] == 'm' && kind[1] == 'e') {
+		/* copies/memsets are named sync/async by the collector: say what moved */
+		snprintf(label, sizeof label, "%s%s%s%s%s", kind, copy && *copy ? " " : "", copy ? copy : "",
+			 name && *name ? " " : "", name ? name : "");
+		name = label;
+	}
 	if (!name || !*name)
 		name = kind;
 	it.name = pp_strtab_add(&c->m->names, name);
@@ -223,7 +231,7 @@ int pp_model_load(pp_store *st, const pp_run_info *run, pp_model *m, char *err, 
 {
 	memset(m, 0, sizeof *m);
 	load_ctx c = {.m = m, .run_end = run->duration_ns};
-	pp_thread_name *thr = NULL;
+	pp_thread_row *thr = NULL;
 	int n_thr = 0;
 	pp_span_list sl = {0};
 	int rc = -1;
@@ -260,7 +268,7 @@ int pp_model_load(pp_store *st, const pp_run_info *run, pp_model *m, char *err, 
 			   run->id, op_row, &c) != 0 || c.failed)
 		goto qfail;
 	if (pp_store_query(st, "SELECT g.kind, g.start_ns, g.end_ns, g.device, g.stream, g.correlation_id,"
-			   " n.value, g.bytes, g.tid FROM gpu_activity g LEFT JOIN strings n ON n.id = g.name_id"
+			   " n.value, g.bytes, g.tid, g.copy_kind FROM gpu_activity g LEFT JOIN strings n ON n.id = g.name_id"
 			   " WHERE g.run_id = ?1", run->id, gpu_row, &c) != 0 || c.failed)
 		goto qfail;
 

@@ -154,7 +154,7 @@ int pp_query_ops(pp_store *st, int64_t run_id, int limit, pp_op_stat **out, int 
 }
 
 typedef struct thr_acc {
-	pp_thread_name *v;
+	pp_thread_row *v;
 	int n, cap;
 } thr_acc;
 
@@ -163,19 +163,19 @@ static int thr_row(sqlite3_stmt *row, void *ud)
 	thr_acc *a = ud;
 	if (a->n == a->cap) {
 		int nc = a->cap ? a->cap * 2 : 16;
-		pp_thread_name *nv = realloc(a->v, (size_t)nc * sizeof *nv);
+		pp_thread_row *nv = realloc(a->v, (size_t)nc * sizeof *nv);
 		if (!nv)
 			return 1;
 		a->v = nv;
 		a->cap = nc;
 	}
-	pp_thread_name *t = &a->v[a->n++];
+	pp_thread_row *t = &a->v[a->n++];
 	t->tid = sqlite3_column_int64(row, 0);
 	copy_col(t->name, sizeof t->name, row, 1);
 	return 0;
 }
 
-int pp_query_threads(pp_store *st, int64_t run_id, pp_thread_name **out, int *n)
+int pp_query_threads(pp_store *st, int64_t run_id, pp_thread_row **out, int *n)
 {
 	thr_acc a = {0};
 	int rc = pp_store_query(st, "SELECT tid, name FROM threads WHERE run_id = ?1 ORDER BY first_ns",

@@ -93,8 +93,8 @@ typedef struct pp_op_stat {
 int pp_query_ops(pp_store *st, int64_t run_id, int limit, pp_op_stat **out, int *n);
 
 /* The run's threads: tid → name. */
-typedef struct pp_thread_name { int64_t tid; char name[64]; } pp_thread_name;
-int pp_query_threads(pp_store *st, int64_t run_id, pp_thread_name **out, int *n);
+typedef struct pp_thread_row { int64_t tid; char name[64]; } pp_thread_row;
+int pp_query_threads(pp_store *st, int64_t run_id, pp_thread_row **out, int *n);
 
 /* Median of n values (sorts a copy). */
 int64_t pp_median_i64(const int64_t *v, int n);
