@@ -22,7 +22,7 @@ expect() {
 
 # Two databases: table with aligned columns and the verdicts.
 out=$("$pp" diff "$dir/a.db" "$dir/b.db") || fail "diff a b failed"
-printf '%s\n' "$out" | grep -qE '^step median +40 +40 .* REGRESSION$' || fail "no step regression row: $out"
+printf '%s\n' "$out" | grep -qE '^step median +39 +39 .* REGRESSION$' || fail "no step regression row: $out"
 printf '%s\n' "$out" | grep -qE '^weight_load .* improvement$' || fail "no weight_load improvement: $out"
 printf '%s\n' "$out" | grep -qE '^compile .* ~$' || fail "compile should be within noise: $out"
 printf '%s\n' "$out" | grep -q '2 regressions, 1 improvement beyond noise' || fail "no summary: $out"

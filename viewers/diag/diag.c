@@ -184,7 +184,8 @@ static int analyze(pp_store *st, int64_t run_id, pp_diag_result *out)
 	/* Stable ranking: ties keep the rule order. */
 	for (int i = 0; i < c.n; i++)
 		c.f[i].score += (c.n - i) * 1e-9;
-	qsort(c.f, (size_t)c.n, sizeof *c.f, cmp_finding);
+	if (c.n > 1)
+		qsort(c.f, (size_t)c.n, sizeof *c.f, cmp_finding);
 	for (int i = 0; i < c.n; i++)
 		c.f[i].score = (double)(int64_t)(c.f[i].score * 1e4 + 0.5) / 1e4;
 	out->findings = c.f;
