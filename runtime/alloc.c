@@ -50,6 +50,9 @@ struct flow_allocator {
 	pthread_mutex_t mu;
 	size_t limit;
 	size_t next_region;
+	void *(*region_alloc)(void *ctx, size_t bytes);
+	void (*region_free)(void *ctx, void *base, size_t bytes);
+	void *region_ctx;
 	region *regions;
 	int n_regions, cap_regions;
 	chunk *bins[BFC_BINS];
@@ -125,6 +128,14 @@ static void handle_set(flow_allocator *a, chunk *c)
 	r->handles[(size_t)(c->ptr - r->base) >> BFC_MIN_BITS] = c;
 }
 
+static void region_release(flow_allocator *a, void *base, size_t size)
+{
+	if (a->region_free)
+		a->region_free(a->region_ctx, base, size);
+	else
+		free(base);
+}
+
 /* Obtains a region of at least `need` bytes; 0 on success. */
 static int extend(flow_allocator *a, size_t need)
 {
@@ -140,12 +151,16 @@ static int extend(flow_allocator *a, size_t need)
 	}
 	PP_PHASE(PP_MEMORY_ALLOC, "bfc_region_grow");
 	void *base = NULL;
-	if (posix_memalign(&base, 4096, sz))
+	if (a->region_alloc)
+		base = a->region_alloc(a->region_ctx, sz);
+	else if (posix_memalign(&base, 4096, sz))
+		base = NULL;
+	if (!base)
 		return -1;
 	chunk **handles = calloc(sz >> BFC_MIN_BITS, sizeof *handles);
 	chunk *c = chunk_get(a);
 	if (!handles || !c) {
-		free(base);
+		region_release(a, base, sz);
 		free(handles);
 		free(c);
 		return -1;
@@ -154,7 +169,7 @@ static int extend(flow_allocator *a, size_t need)
 		int nc = a->cap_regions ? a->cap_regions * 2 : 8;
 		region *nr = realloc(a->regions, (size_t)nc * sizeof *nr);
 		if (!nr) {
-			free(base);
+			region_release(a, base, sz);
 			free(handles);
 			chunk_put(a, c);
 			return -1;
@@ -307,6 +322,9 @@ flow_allocator *flow_allocator_new(const flow_allocator_options *opts, flow_stat
 	pthread_mutex_init(&a->mu, NULL);
 	a->limit = o.limit;
 	a->next_region = BFC_DEFAULT_REGION;
+	a->region_alloc = o.region_alloc;
+	a->region_free = o.region_free;
+	a->region_ctx = o.region_ctx;
 	if (a->kind == FLOW_ALLOC_BFC && o.reserve) {
 		size_t r = (o.reserve + BFC_MIN - 1) & ~(BFC_MIN - 1);
 		a->next_region = r;
@@ -334,7 +352,7 @@ void flow_allocator_free(flow_allocator *a)
 			c = n;
 		}
 		free(r->handles);
-		free(r->base);
+		region_release(a, r->base, r->size);
 	}
 	free(a->regions);
 	chunk *c = a->spare;

@@ -129,6 +129,11 @@ typedef struct flow_allocator_options {
 	size_t reserve;         /* BFC: first region size reserved up front; 0 = 2 MiB, grows by doubling */
 	size_t limit;           /* BFC: max bytes of regions; 0 = unlimited */
 	const char *name;       /* shows in the recording: "bfc", "malloc", … */
+	/* BFC: where regions come from (NULL: posix_memalign/free). Metadata is
+	 * kept out of band, so regions may be device memory (runtime/cuda). */
+	void *(*region_alloc)(void *ctx, size_t bytes);
+	void (*region_free)(void *ctx, void *base, size_t bytes);
+	void *region_ctx;
 } flow_allocator_options;
 typedef struct flow_allocator_stats {
 	uint64_t bytes_in_use;  /* BFC: bytes of the chunks handed out (>= requests rounded

@@ -105,6 +105,7 @@ static int add_lib(const flow_op_lib *lib, flow_status *st)
 		return -1;
 	R.libs = nl;
 	R.libs[R.n_libs++] = lib;
+	R.kernels_known += lib->n_kernels;
 	for (int i = 0; i < lib->n_ops; i++) {
 		if (!lib->ops[i].name) {
 			flow_status_set(st, FLOW_INVALID_ARGUMENT, "op library '%s': op #%d has no name",
@@ -124,7 +125,6 @@ static int add_lib(const flow_op_lib *lib, flow_status *st)
 		R.e[R.n].reg = NULL;
 		R.n++;
 	}
-	R.kernels_known += lib->n_kernels;
 	return 0;
 }
 
@@ -782,21 +782,51 @@ void flow__registry_free(void)
 	pthread_mutex_unlock(&R.mu);
 }
 
+/* Removes the last-added library again: its entries, their parsed defs and
+ * any of its kernels already attached to other ops. */
+static void drop_last_lib(const flow_op_lib *lib, int n_before)
+{
+	for (int k = n_before; k < R.n; k++) {
+		if (R.e[k].reg) {
+			R.ops_registered--;
+			R.kernels_registered -= R.e[k].reg->n_kernels;
+		}
+		reg_free(R.e[k].reg);
+	}
+	R.n = n_before;
+	for (int k = 0; k < R.n; k++) {
+		flow_registered_op *r = R.e[k].reg;
+		if (!r)
+			continue;
+		int j = 0;
+		for (int i = 0; i < r->n_kernels; i++)
+			if (r->kernels[i] >= lib->kernels && r->kernels[i] < lib->kernels + lib->n_kernels)
+				R.kernels_registered--;
+			else
+				r->kernels[j++] = r->kernels[i];
+		r->n_kernels = j;
+	}
+	if (R.n_libs && R.libs[R.n_libs - 1] == lib) {
+		R.n_libs--;
+		R.kernels_known -= lib->n_kernels;
+	}
+	index_build(NULL);
+}
+
 int flow_registry_add_library(const flow_op_lib *lib, flow_status *st)
 {
 	flow__ensure_init();
 	pthread_mutex_lock(&R.mu);
+	int n_before = R.n;
 	int rc = add_lib(lib, st);
 	if (!rc)
 		rc = index_build(st);
-	if (rc) {
-		/* Undo: drop the library's entries so the registry stays usable. */
-		R.n -= lib->n_ops;
-		R.n_libs--;
-		R.kernels_known -= lib->n_kernels;
-		index_build(NULL);
-	} else if (R.mode == FLOW_REGISTER_FULL) {
+	if (!rc && R.mode == FLOW_REGISTER_FULL)
 		rc = register_all(st);
+	if (rc) {
+		if (flow_status_ok(st))
+			flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "op library '%s': out of memory", lib->name);
+		drop_last_lib(lib, n_before);
 	}
 	free(R.names);
 	R.names = NULL;

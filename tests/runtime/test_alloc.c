@@ -206,6 +206,33 @@ static void test_tensor_refcount(void **state)
 	flow_allocator_free(a);
 }
 
+static int hook_allocs, hook_frees;
+static void *hook_alloc(void *ctx, size_t n)
+{
+	(void)ctx;
+	hook_allocs++;
+	return aligned_alloc(4096, n);
+}
+static void hook_free(void *ctx, void *p, size_t n)
+{
+	(void)ctx, (void)n;
+	hook_frees++;
+	free(p);
+}
+
+static void test_region_hooks(void **state)
+{
+	(void)state;
+	flow_allocator_options o = {.kind = FLOW_ALLOC_BFC, .region_alloc = hook_alloc, .region_free = hook_free};
+	flow_allocator *a = flow_allocator_new(&o, NULL);
+	void *p = flow_allocator_alloc(a, 100), *q = flow_allocator_alloc(a, 5 << 20);
+	assert_int_equal(hook_allocs, 2); /* 2 MiB, then 8 MiB (doubling past the request) */
+	flow_allocator_release(a, p);
+	flow_allocator_release(a, q);
+	flow_allocator_free(a);
+	assert_int_equal(hook_frees, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -214,6 +241,7 @@ int main(void)
 		cmocka_unit_test(test_growth_doubles),
 		cmocka_unit_test(test_limit_and_malloc_mode),
 		cmocka_unit_test(test_tensor_refcount),
+		cmocka_unit_test(test_region_hooks),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	flow_shutdown();
