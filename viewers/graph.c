@@ -233,8 +233,25 @@ static int cmp_gedge_count(const void *a, const void *b)
 
 #define MAX_DRAWN_EDGES 4000
 
+static int graph_render(pp_store *st, int64_t graph_id, const char *format, int cap, pp_out *out,
+			pp_graph_render_info *info, char *err, size_t errlen, const pp_op_stat *ops, int n_ops,
+			int have_ops);
+
 int pp_graph_render(pp_store *st, int64_t graph_id, const char *format, int cap,
 		    pp_out *out, pp_graph_render_info *info, char *err, size_t errlen)
+{
+	return graph_render(st, graph_id, format, cap, out, info, err, errlen, NULL, 0, 0);
+}
+
+int pp_graph_render_ops(pp_store *st, int64_t graph_id, const char *format, int cap, pp_out *out,
+			pp_graph_render_info *info, char *err, size_t errlen, const pp_op_stat *ops, int n_ops)
+{
+	return graph_render(st, graph_id, format, cap, out, info, err, errlen, ops, n_ops, 1);
+}
+
+static int graph_render(pp_store *st, int64_t graph_id, const char *format, int cap, pp_out *out,
+			pp_graph_render_info *info, char *err, size_t errlen, const pp_op_stat *ops, int n_ops,
+			int have_ops)
 {
 	pp_graph_render_info dummy;
 	if (!info)
@@ -274,9 +291,24 @@ int pp_graph_render(pp_store *st, int64_t graph_id, const char *format, int cap,
 		if (g.n[i].cost <= 0)
 			need_ops = 1;
 	if (need_ops && g.nn) {
-		pp_store_query(st, "SELECT name_id, SUM(end_ns - start_ns) FROM ops WHERE run_id = ?1"
-			       " AND end_ns IS NOT NULL GROUP BY name_id", meta.run_id, optime_row, &ot);
+		if (have_ops) {
+			ot.v = malloc((size_t)(n_ops ? n_ops : 1) * sizeof *ot.v);
+			for (int i = 0; ot.v && i < n_ops; i++)
+				ot.v[ot.n++] = (optime){ops[i].name_id, (double)ops[i].total_ns};
+		} else {
+			pp_store_query(st, "SELECT name_id, SUM(end_ns - start_ns) FROM ops WHERE run_id = ?1"
+				       " AND end_ns IS NOT NULL GROUP BY name_id", meta.run_id, optime_row, &ot);
+		}
 		qsort(ot.v, (size_t)ot.n, sizeof *ot.v, cmp_optime);
+		/* one node name may have run under several op types: sum them */
+		int k = 0;
+		for (int i = 0; i < ot.n; i++) {
+			if (k && ot.v[k - 1].name_id == ot.v[i].name_id)
+				ot.v[k - 1].ns += ot.v[i].ns;
+			else
+				ot.v[k++] = ot.v[i];
+		}
+		ot.n = k;
 		for (int i = 0; i < g.nn; i++) {
 			if (g.n[i].cost > 0)
 				continue;

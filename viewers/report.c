@@ -994,16 +994,14 @@ static void section_timeline(pp_view_ctx *c, const pp_run_info *run, const pp_mo
 }
 
 /* ---- ops ---- */
-static void section_ops(pp_view_ctx *c, const pp_run_info *run)
+static void section_ops(pp_view_ctx *c, const pp_run_info *run, const pp_op_stat *ops, int n)
 {
 	pp_out *o = c->out;
-	pp_op_stat *ops = NULL;
-	int n = 0;
-	pp_query_ops(c->st, run->id, 30, &ops, &n);
+	if (n > 30)
+		n = 30;
 	pp_out_printf(o, "<h2 id=\"ops-%lld\">Ops</h2>\n", (long long)run->id);
 	if (n == 0) {
 		P("<p class=\"muted\">No op executions recorded.</p>\n");
-		free(ops);
 		return;
 	}
 	int64_t total = 0;
@@ -1042,7 +1040,6 @@ static void section_ops(pp_view_ctx *c, const pp_run_info *run)
 		P("</td></tr>\n");
 	}
 	P("</table>\n");
-	free(ops);
 }
 
 /* ---- memory ---- */
@@ -1281,7 +1278,7 @@ static void inline_svg(pp_out *o, const char *svg)
 	}
 }
 
-static void render_snapshot(pp_view_ctx *c, const gsnap *g, const char *heading)
+static void render_snapshot(pp_view_ctx *c, const gsnap *g, const char *heading, const pp_op_stat *ops, int n_ops)
 {
 	pp_out *o = c->out;
 	pp_out *mem = pp_out_memory();
@@ -1295,7 +1292,8 @@ static void render_snapshot(pp_view_ctx *c, const gsnap *g, const char *heading)
 		E(g->label);
 	}
 	pp_out_printf(o, " · %lld nodes, %lld edges</span></div>", (long long)g->n_nodes, (long long)g->n_edges);
-	if (mem && pp_graph_render(c->st, g->id, "svg", c->opts->max_graph_nodes, mem, &info, err, sizeof err) == 0) {
+	if (mem && pp_graph_render_ops(c->st, g->id, "svg", c->opts->max_graph_nodes, mem, &info, err, sizeof err,
+					    ops, n_ops) == 0) {
 		if (info.note[0]) {
 			P("<div class=\"note\">");
 			E(info.note);
@@ -1311,7 +1309,7 @@ static void render_snapshot(pp_view_ctx *c, const gsnap *g, const char *heading)
 	P("</div>\n");
 }
 
-static void section_graph(pp_view_ctx *c, const pp_run_info *run)
+static void section_graph(pp_view_ctx *c, const pp_run_info *run, const pp_op_stat *ops, int n_ops)
 {
 	pp_out *o = c->out;
 	gsnaps g = {0};
@@ -1344,12 +1342,12 @@ static void section_graph(pp_view_ctx *c, const pp_run_info *run)
 				      (long long)mx);
 		}
 		P("<div class=\"graphs\">");
-		render_snapshot(c, first, "first snapshot");
-		render_snapshot(c, last, "last snapshot");
+		render_snapshot(c, first, "first snapshot", ops, n_ops);
+		render_snapshot(c, last, "last snapshot", ops, n_ops);
 		P("</div>\n");
 	} else {
 		P("<p class=\"lead\">Node colour: measured time (pale = cheap, red = expensive).</p>\n<div class=\"graphs\">");
-		render_snapshot(c, last, g.n > 1 ? "last snapshot (unchanged size)" : "snapshot");
+		render_snapshot(c, last, g.n > 1 ? "last snapshot (unchanged size)" : "snapshot", ops, n_ops);
 		P("</div>\n");
 	}
 	free(g.v);
@@ -1783,9 +1781,13 @@ static int html_run(pp_view_ctx *c, const pp_run_info *run)
 	section_timeline(c, run, &m);
 	int64_t t_end = m.t_end;
 	pp_model_free(&m);
-	section_ops(c, run);
+	pp_op_stat *ops = NULL;
+	int n_ops = 0;
+	pp_query_ops(c->st, run->id, 0, &ops, &n_ops);
+	section_ops(c, run, ops, n_ops);
 	section_memory(c, run, t_end);
-	section_graph(c, run);
+	section_graph(c, run, ops, n_ops);
+	free(ops);
 	section_flame(c, run);
 	section_libs_io(c, run);
 	section_meta(c, run);

@@ -21,6 +21,8 @@ const char *pp_fmt_dur(int64_t ns, char *buf, size_t n)
 		snprintf(buf, n, "%.1f ms", v / 1e6);
 	else if (a >= 1e6)
 		snprintf(buf, n, "%.2f ms", v / 1e6);
+	else if (a >= 100e3)
+		snprintf(buf, n, "%.0f us", v / 1e3);
 	else if (a >= 1e3)
 		snprintf(buf, n, "%.1f us", v / 1e3);
 	else
@@ -90,67 +92,166 @@ static void copy_col(char *dst, size_t n, sqlite3_stmt *row, int col)
 	snprintf(dst, n, "%s", s ? (const char *)s : "");
 }
 
-typedef struct ops_acc {
-	pp_op_stat *v;
-	int n, cap;
-} ops_acc;
+/* Ops of a run aggregated in C from one scan of the run's rows: a GROUP BY
+ * with the first-step/steady split costs SQLite about a second at 5*10^5
+ * ops (index lookups per row); the scan and a hash table take ~0.1 s. */
+typedef struct op_raw { int64_t name_id, type_id, dur, step; } op_raw;
+typedef struct op_scan {
+	op_raw *v;
+	int64_t n, cap;
+	int failed;
+} op_scan;
 
-static int ops_row(sqlite3_stmt *row, void *ud)
+static int op_scan_row(sqlite3_stmt *row, void *ud)
 {
-	ops_acc *a = ud;
+	op_scan *a = ud;
 	if (a->n == a->cap) {
-		int nc = a->cap ? a->cap * 2 : 32;
-		pp_op_stat *nv = realloc(a->v, (size_t)nc * sizeof *nv);
-		if (!nv)
+		int64_t nc = a->cap ? a->cap * 2 : 4096;
+		op_raw *nv = realloc(a->v, (size_t)nc * sizeof *nv);
+		if (!nv) {
+			a->failed = 1;
 			return 1;
+		}
 		a->v = nv;
 		a->cap = nc;
 	}
-	pp_op_stat *o = &a->v[a->n++];
-	memset(o, 0, sizeof *o);
-	copy_col(o->name, sizeof o->name, row, 0);
-	copy_col(o->type, sizeof o->type, row, 1);
-	o->calls = sqlite3_column_int64(row, 2);
-	o->total_ns = sqlite3_column_int64(row, 3);
-	o->max_ns = sqlite3_column_int64(row, 4);
-	o->first_ns = sqlite3_column_int64(row, 5);
-	o->steady_calls = sqlite3_column_int64(row, 6);
-	o->steady_ns = sqlite3_column_int64(row, 7);
-	o->steady_steps = sqlite3_column_int64(row, 8);
-	o->first_step = sqlite3_column_type(row, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(row, 9);
+	op_raw *r = &a->v[a->n++];
+	r->name_id = sqlite3_column_int64(row, 0);
+	r->type_id = sqlite3_column_int64(row, 1);
+	r->dur = sqlite3_column_int64(row, 3) - sqlite3_column_int64(row, 2);
+	r->step = sqlite3_column_type(row, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(row, 4);
+	return 0;
+}
+
+static int cmp_i64(const void *a, const void *b);
+
+static int cmp_op_total(const void *a, const void *b)
+{
+	const pp_op_stat *x = a, *y = b;
+	return (y->total_ns > x->total_ns) - (y->total_ns < x->total_ns);
+}
+
+static int name_row(sqlite3_stmt *row, void *ud)
+{
+	const unsigned char *s = sqlite3_column_text(row, 0);
+	snprintf(ud, 128, "%s", s ? (const char *)s : "");
 	return 0;
 }
 
 int pp_query_ops(pp_store *st, int64_t run_id, int limit, pp_op_stat **out, int *n)
 {
-	/* s0 = the run's first step; "steady" = every later step. Per-step
-	 * means divide by the number of steady steps of the run, so an op that
-	 * runs only in the first step shows 0 steady time. */
-	char sql[1400];
-	snprintf(sql, sizeof sql,
-		 "WITH o AS (SELECT name_id, type_id, end_ns - start_ns AS d, step FROM ops"
-		 "           WHERE run_id = ?1 AND end_ns IS NOT NULL),"
-		 " r AS (SELECT MIN(step) AS s0 FROM o WHERE step >= 0),"
-		 " k AS (SELECT COUNT(DISTINCT step) AS ns FROM o, r WHERE o.step > r.s0)"
-		 " SELECT n.value, t.value, COUNT(*), SUM(d), MAX(d),"
-		 "  SUM(CASE WHEN o.step = r.s0 THEN d ELSE 0 END),"
-		 "  SUM(CASE WHEN o.step > r.s0 THEN 1 ELSE 0 END),"
-		 "  SUM(CASE WHEN o.step > r.s0 THEN d ELSE 0 END), k.ns, r.s0"
-		 " FROM o, r, k LEFT JOIN strings n ON n.id = o.name_id"
-		 " LEFT JOIN strings t ON t.id = o.type_id"
-		 " GROUP BY o.name_id, o.type_id ORDER BY 4 DESC LIMIT %d",
-		 limit > 0 ? limit : 1000000);
-	ops_acc a = {0};
-	int rc = pp_store_query(st, sql, run_id, ops_row, &a);
-	if (rc != 0) {
-		free(a.v);
-		*out = NULL;
-		*n = 0;
+	*out = NULL;
+	*n = 0;
+	op_scan sc = {0};
+	if (pp_store_query(st, "SELECT name_id, type_id, start_ns, end_ns, step FROM ops"
+			   " WHERE run_id = ?1 AND end_ns IS NOT NULL", run_id, op_scan_row, &sc) != 0 || sc.failed) {
+		free(sc.v);
 		return -1;
 	}
-	*out = a.v;
-	*n = a.n;
-	return 0;
+	if (sc.n == 0) {
+		free(sc.v);
+		return 0;
+	}
+	/* s0 = the run's first step; steady = every later step */
+	int64_t *steps = malloc((size_t)sc.n * sizeof *steps), ns = 0;
+	if (!steps) {
+		free(sc.v);
+		return -1;
+	}
+	for (int64_t i = 0; i < sc.n; i++)
+		if (sc.v[i].step >= 0)
+			steps[ns++] = sc.v[i].step;
+	qsort(steps, (size_t)ns, sizeof *steps, cmp_i64);
+	int64_t s0 = ns ? steps[0] : -1, distinct_later = 0;
+	for (int64_t i = 0; i < ns; i++)
+		if (steps[i] > s0 && (i == 0 || steps[i] != steps[i - 1]))
+			distinct_later++;
+	free(steps);
+	/* (name, type) → aggregate, open addressing */
+	int64_t nslots = 64;
+	while (nslots < sc.n * 2 && nslots < (1 << 24))
+		nslots *= 2;
+	int *slot = calloc((size_t)nslots, sizeof *slot);
+	pp_op_stat *agg = NULL;
+	int nagg = 0, cap = 0;
+	int64_t (*keys)[2] = NULL;
+	int rc = -1;
+	if (!slot)
+		goto done;
+	for (int64_t i = 0; i < sc.n; i++) {
+		const op_raw *r = &sc.v[i];
+		uint64_t h = ((uint64_t)r->name_id * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)r->type_id * 0xC2B2AE3D27D4EB4Full);
+		int64_t sidx = (int64_t)(h >> 7) & (nslots - 1);
+		int k;
+		for (;;) {
+			k = slot[sidx] - 1;
+			if (k < 0 || (keys[k][0] == r->name_id && keys[k][1] == r->type_id))
+				break;
+			sidx = (sidx + 1) & (nslots - 1);
+		}
+		if (k < 0) {
+			if (nagg == cap || nagg * 2 >= nslots) {
+				if (nagg * 2 >= nslots)
+					goto done;   /* cannot happen: nslots >= 2 * rows */
+				cap = cap ? cap * 2 : 64;
+				pp_op_stat *na = realloc(agg, (size_t)cap * sizeof *na);
+				int64_t (*nk)[2] = realloc(keys, (size_t)cap * sizeof *nk);
+				if (na)
+					agg = na;
+				if (nk)
+					keys = nk;
+				if (!na || !nk)
+					goto done;
+			}
+			k = nagg++;
+			memset(&agg[k], 0, sizeof agg[k]);
+			keys[k][0] = r->name_id;
+			keys[k][1] = r->type_id;
+			slot[sidx] = k + 1;
+		}
+		pp_op_stat *o = &agg[k];
+		o->calls++;
+		o->total_ns += r->dur;
+		if (r->dur > o->max_ns)
+			o->max_ns = r->dur;
+		if (r->step >= 0 && r->step == s0)
+			o->first_ns += r->dur;
+		else if (r->step > s0) {
+			o->steady_calls++;
+			o->steady_ns += r->dur;
+		}
+	}
+	for (int k = 0; k < nagg; k++) {
+		agg[k].steady_steps = distinct_later;
+		agg[k].first_step = s0;
+		/* remember the ids in the name fields until the top-N is known */
+		memcpy(agg[k].name, &keys[k][0], sizeof(int64_t));
+		memcpy(agg[k].type, &keys[k][1], sizeof(int64_t));
+	}
+	qsort(agg, (size_t)nagg, sizeof *agg, cmp_op_total);
+	if (limit > 0 && nagg > limit)
+		nagg = limit;
+	for (int k = 0; k < nagg; k++) {
+		int64_t nid, tid;
+		memcpy(&nid, agg[k].name, sizeof nid);
+		memcpy(&tid, agg[k].type, sizeof tid);
+		agg[k].name[0] = agg[k].type[0] = 0;
+		agg[k].name_id = nid;
+		pp_store_query(st, "SELECT value FROM strings WHERE id = ?1", nid, name_row, agg[k].name);
+		char t[128] = "";
+		pp_store_query(st, "SELECT value FROM strings WHERE id = ?1", tid, name_row, t);
+		snprintf(agg[k].type, sizeof agg[k].type, "%s", t);
+	}
+	*out = agg;
+	*n = nagg;
+	agg = NULL;
+	rc = 0;
+done:
+	free(agg);
+	free(keys);
+	free(slot);
+	free(sc.v);
+	return rc;
 }
 
 typedef struct thr_acc {

@@ -124,6 +124,7 @@ int64_t vfix_record(const char *db, const char *spool_dir, const vfix_opts *o)
 		pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
 
 	int64_t corr = 1;
+	uint64_t op_cursor = 0, gpu_cursor = 0;   /* ops and kernels run one after another */
 	for (int s = 0; s < o->steps; s++) {
 		pp_step_begin(s);
 		if (s == 0) {
@@ -133,6 +134,9 @@ int64_t vfix_record(const char *db, const char *spool_dir, const vfix_opts *o)
 		}
 		for (int k = 0; k < o->ops_per_step; k++) {
 			uint64_t t = pp_now();
+			if (t < op_cursor)
+				t = op_cursor;
+			op_cursor = t + (k % 2 == 0 ? (s == 0 ? VFIX_MATMUL_FIRST_NS : VFIX_MATMUL_STEADY_NS) : VFIX_RELU_NS);
 			if (k % 2 == 0)
 				pp_op("dense/MatMul", "MatMul", t, t + (s == 0 ? VFIX_MATMUL_FIRST_NS : VFIX_MATMUL_STEADY_NS), s);
 			else
@@ -147,6 +151,9 @@ int64_t vfix_record(const char *db, const char *spool_dir, const vfix_opts *o)
 		       (int64_t)10 * 4096, (int64_t)5000, (int64_t)(1 << 20) * (1 + s % 7), (int64_t)(8 << 20), (int64_t)4096);
 		if (o->gpu) {
 			uint64_t t = pp_now();
+			if (t + 5000 < gpu_cursor)   /* the stream is busy: this kernel queues */
+				t = gpu_cursor - 5000;
+			gpu_cursor = t + 30000;
 			pp_row("gpu_activity", "tiiiiiisiiiiiiitttii", "runtime", (int64_t)t, (int64_t)t + 3000, (int64_t)0,
 			       (int64_t)1, (int64_t)0, corr, "cudaLaunchKernel", (int64_t)0, (int64_t)0, (int64_t)0,
 			       (int64_t)0, (int64_t)0, (int64_t)0, (int64_t)0, NULL, NULL, NULL, (int64_t)0, (int64_t)0);
