@@ -106,7 +106,7 @@ static void test_recorded_slow_and_fixed(void **state)
 	assert_non_null(strstr(r.findings[g].evidence, "graph 'default': 24 snapshots, 8 -> 31 nodes"));
 	assert_non_null(strstr(r.findings[g].evidence, "graph.nodes: 9 -> 31"));
 	int s = pp_diag_find(r.findings, r.n, "session_per_iteration");
-	assert_non_null(strstr(r.findings[s].title, "24 of 24 steps"));
+	assert_non_null(strstr(r.findings[s].title, "23 of 23 iterations"));
 	pp_diag_result_free(&r);
 
 	if (pp_diag_run(t.st, fixed, &r) != 0)

@@ -274,7 +274,7 @@ static void test_session_per_iteration(void **state)
 	assert_fires("session_per_iteration");
 	const pp_finding *f = get("session_per_iteration");
 	assert_string_equal(f->severity, "high"); /* ~25% of step time */
-	assert_contains(f->title, "30 of 30 steps");
+	assert_contains(f->title, "29 of 29 iterations");
 	assert_contains(f->evidence, "session_close");
 	/* The generic share rule does not repeat it. */
 	assert_quiet("phase_share.session_create");
@@ -291,6 +291,98 @@ static void test_session_once_quiet(void **state)
 	trec_span(&T, PP_SESSION_CREATE, "lazy", starts[0], starts[0] + 100 * US, ids[0], 0);
 	analyze();
 	assert_quiet("session_per_iteration");
+}
+
+static void test_session_between_steps(void **state)
+{
+	(void)state;
+	/* The repeated-init shape: each iteration opens a session, then runs
+	 * twice; the sessions are between steps, not inside them. */
+	trec_run(&T, "session between runs", 0);
+	int64_t now = 0;
+	for (int it = 0; it < 20; it++) {
+		trec_span(&T, PP_SESSION_CREATE, "session_create", now, now + 2 * MS, 0, -1);
+		trec_span(&T, PP_VARIABLE_INIT, "variable_init", now + 2 * MS, now + 3 * MS, 0, -1);
+		now += 3 * MS;
+		for (int k = 0; k < 2; k++) {
+			trec_span(&T, PP_STEP, "step", now, now + MS, 0, k);
+			now += MS + 10 * US;
+		}
+	}
+	analyze();
+	assert_fires("session_per_iteration");
+	assert_contains(get("session_per_iteration")->title, "in 19 of 39 iterations");
+	assert_contains(get("session_per_iteration")->evidence, "0 inside steps, 19 between them");
+}
+
+static void test_graph_build_between_steps(void **state)
+{
+	(void)state;
+	/* growing-graph shape: an op is added between runs, and the lazy
+	 * build of the training graph after the first step is not growth. */
+	trec_run(&T, "op per run", 0);
+	int64_t now = 0;
+	trec_span(&T, PP_STEP, "step", now, now + 5 * MS, 0, 0);
+	now += 5 * MS;
+	for (int k = 0; k < 50; k++, now += 20 * US) /* lazy: 50 ops in one gap */
+		trec_span(&T, PP_GRAPH_BUILD, "graph_build", now, now + 10 * US, 0, -1);
+	for (int i = 1; i < 40; i++) {
+		trec_span(&T, PP_GRAPH_BUILD, "graph_build", now, now + 50 * US, 0, -1);
+		now += 60 * US;
+		trec_span(&T, PP_STEP, "step", now, now + MS, 0, i);
+		now += MS + 10 * US;
+	}
+	analyze();
+	assert_fires("graph_grows");
+	assert_contains(get("graph_grows")->evidence, "38 graph_build phases in 38 of 39 iterations");
+
+	trec_run(&T, "lazy build only", 0);
+	now = 0;
+	trec_span(&T, PP_STEP, "step", now, now + 5 * MS, 0, 0);
+	now += 5 * MS;
+	for (int k = 0; k < 50; k++, now += 20 * US)
+		trec_span(&T, PP_GRAPH_BUILD, "graph_build", now, now + 10 * US, 0, -1);
+	for (int i = 1; i < 40; i++) {
+		trec_span(&T, PP_STEP, "step", now, now + MS, 0, i);
+		now += MS + 10 * US;
+	}
+	analyze();
+	assert_quiet("graph_grows");
+}
+
+static void test_repeated_phase_grows(void **state)
+{
+	(void)state;
+	/* No steps at all: 50 initialiser runs, each slower than the last. */
+	trec_run(&T, "init again and again", 0);
+	uint64_t seed = 31;
+	int64_t now = 0;
+	for (int i = 0; i < 50; i++) {
+		int64_t d = (int64_t)(MS * (1 + 0.06 * i) * (1 + 0.05 * trand_normal(&seed)));
+		trec_span(&T, PP_SESSION_CREATE, "session_create", now, now + 200 * US, 0, -1);
+		trec_span(&T, PP_VARIABLE_INIT, "variable_init", now + 200 * US, now + 200 * US + d, 0, -1);
+		now += d + 300 * US;
+	}
+	analyze();
+	assert_fires("repeated_phase_grows");
+	assert_contains(get("repeated_phase_grows")->title, "Each variable_init takes longer than the last");
+	assert_string_equal(get("repeated_phase_grows")->severity, "high");
+	assert_fires("session_per_iteration"); /* 50 sessions, no loop recorded */
+	/* the cause outranks the symptom */
+	assert_string_equal(R.findings[0].rule, "session_per_iteration");
+
+	trec_run(&T, "init flat", 0);
+	now = 0;
+	for (int i = 0; i < 50; i++) {
+		int64_t d = (int64_t)(MS * (1 + 0.2 * trand_normal(&seed)));
+		trec_span(&T, PP_VARIABLE_INIT, "variable_init", now, now + d, 0, -1);
+		now += d + 300 * US;
+	}
+	/* hundreds of ops built with a slowly growing cost: not an iteration */
+	for (int i = 0; i < 300; i++, now += 100 * US)
+		trec_span(&T, PP_GRAPH_BUILD, "graph_build", now, now + 10 * US + i * 100, 0, -1);
+	analyze();
+	assert_quiet("repeated_phase_grows");
 }
 
 static void test_graph_grows_snapshots(void **state)
@@ -337,7 +429,7 @@ static void test_graph_grows_counter_and_builds(void **state)
 	assert_string_equal(R.findings[0].rule, "graph_grows");
 	assert_contains(get("iteration_time_grows")->evidence, "graph_grows");
 	assert_contains(get("graph_grows")->evidence, "graph.nodes: 11 -> 129");
-	assert_contains(get("graph_grows")->evidence, "graph_build phases in 119 of 119 steady steps");
+	assert_contains(get("graph_grows")->evidence, "119 graph_build phases in 119 of 119 iterations after the first step");
 	assert_quiet("phase_share.compile");
 	assert_quiet("phase_share.graph_build");
 }
@@ -576,6 +668,51 @@ static void test_alloc_not_flat(void **state)
 	alloc_run("arena", 200, 0, 0, 0);
 	analyze();
 	assert_quiet("alloc_count_not_flat");
+}
+
+/* The runtime's own allocator counters (flow.<name>.*), emitted every 16
+ * runs rather than every step. */
+static void flow_alloc_run(const char *label, const char *alloc, double per_step,
+			   double per_step_growth, int every)
+{
+	trec_run(&T, label, 0);
+	int n = 160;
+	int64_t ids[160], starts[160];
+	noisy_steps(0, n, 2 * MS, 0.02, 0, 3, 32, ids, starts);
+	double count = 0, tns = 0;
+	char name[5][64];
+	const char *suffix[5] = {"allocs", "regions", "bytes_in_use", "alloc_ns", "fragmentation"};
+	for (int k = 0; k < 5; k++)
+		snprintf(name[k], sizeof name[k], "flow.%s.%s", alloc, suffix[k]);
+	for (int i = 0; i < n; i++) {
+		count += per_step + per_step_growth * i;
+		tns += 20000;
+		if (i % every != 1 % every)
+			continue;
+		int64_t ts = starts[i] + 2 * MS + 5 * US; /* just after the step ends */
+		trec_counter(&T, name[0], ts, count);
+		trec_counter(&T, name[1], ts, 3);
+		trec_counter(&T, name[2], ts, 48 << 20);
+		trec_counter(&T, name[3], ts, tns);
+		trec_counter(&T, name[4], ts, 0.02);
+	}
+}
+
+static void test_alloc_runtime_counters(void **state)
+{
+	(void)state;
+	flow_alloc_run("bfc sampled", "bfc", 300, 0, 16);
+	analyze();
+	assert_quiet("alloc_count_not_flat");
+	flow_alloc_run("bfc growing", "bfc", 300, 10, 16);
+	analyze();
+	assert_fires("alloc_count_not_flat");
+	assert_contains(get("alloc_count_not_flat")->title, "Allocations of 'bfc'");
+	flow_alloc_run("malloc", "malloc", 300, 0, 1);
+	analyze();
+	assert_fires("alloc_count_not_flat");
+	assert_contains(get("alloc_count_not_flat")->evidence, "malloc allocator takes every block");
+	assert_contains(get("alloc_count_not_flat")->evidence, "time in the allocator 1.0%");
 }
 
 /* ---- generic share ---- */
@@ -890,6 +1027,9 @@ int main(void)
 		cmocka_unit_test(test_first_step_warm_quiet),
 		cmocka_unit_test(test_session_per_iteration),
 		cmocka_unit_test(test_session_once_quiet),
+		cmocka_unit_test(test_session_between_steps),
+		cmocka_unit_test(test_graph_build_between_steps),
+		cmocka_unit_test(test_repeated_phase_grows),
 		cmocka_unit_test(test_graph_grows_snapshots),
 		cmocka_unit_test(test_graph_grows_counter_and_builds),
 		cmocka_unit_test(test_graph_built_once_quiet),
@@ -900,6 +1040,7 @@ int main(void)
 		cmocka_unit_test(test_weight_load_small_reads),
 		cmocka_unit_test(test_library_load),
 		cmocka_unit_test(test_alloc_not_flat),
+		cmocka_unit_test(test_alloc_runtime_counters),
 		cmocka_unit_test(test_phase_share),
 		cmocka_unit_test(test_gpu_idle_gaps),
 		cmocka_unit_test(test_gpu_sync_copies),

@@ -20,6 +20,8 @@ static const struct rule {
 	 "the first step is many times the median step, with the breakdown of what it paid for"},
 	{"repeated_retracing", rule_repeated_retracing,
 	 "a traced function is traced again and again (retrace phases with their signatures)"},
+	{"repeated_phase_grows", rule_repeated_phase_grows,
+	 "a phase repeated once per iteration (variable_init, session_create, compile...) gets slower each time"},
 	{"op_registration_startup", rule_op_registration_startup,
 	 "op registration takes a large share of start-up"},
 	{"initializer_dominates_init", rule_initializer_dominates_init,
@@ -129,31 +131,35 @@ int pp_diag_find(const pp_finding *f, int n, const char *rule)
  * is what the user sees, "graph grows" is what to fix. */
 static void link_causes(diag_ctx *c)
 {
+	static const char *const symptoms[] = {"iteration_time_grows", "repeated_phase_grows"};
 	static const char *const causes[] = {"graph_grows", "session_per_iteration",
 					     "repeated_retracing", "alloc_count_not_flat"};
-	int s = pp_diag_find(c->f, c->n, "iteration_time_grows");
-	if (s < 0)
-		return;
-	char names[160] = "";
-	for (size_t k = 0; k < sizeof causes / sizeof causes[0]; k++) {
-		int i = pp_diag_find(c->f, c->n, causes[k]);
-		if (i < 0)
+	for (size_t y = 0; y < sizeof symptoms / sizeof symptoms[0]; y++) {
+		int s = pp_diag_find(c->f, c->n, symptoms[y]);
+		if (s < 0)
 			continue;
-		pp_finding *cause = &c->f[i];
-		int sev = diag_sev_from_name(c->f[s].severity);
-		if (diag_sev_from_name(cause->severity) < sev)
-			snprintf(cause->severity, sizeof cause->severity, "%s", diag_sev_name(sev));
-		/* Keep the cause's own share but rank it just above the symptom. */
-		double share = cause->score - (int)cause->score;
-		double floor_ = c->f[s].score + 0.001 * (1 + (double)(4 - k));
-		cause->score = sev + share;
-		if (cause->score < floor_)
-			cause->score = floor_;
-		size_t used = strlen(names);
-		snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", causes[k]);
+		char names[160] = "";
+		for (size_t k = 0; k < sizeof causes / sizeof causes[0]; k++) {
+			int i = pp_diag_find(c->f, c->n, causes[k]);
+			if (i < 0)
+				continue;
+			pp_finding *cause = &c->f[i];
+			int sev = diag_sev_from_name(c->f[s].severity);
+			if (diag_sev_from_name(cause->severity) < sev)
+				snprintf(cause->severity, sizeof cause->severity, "%s", diag_sev_name(sev));
+			/* Keep the cause's own share but rank it just above the symptom. */
+			double share = cause->score - (int)cause->score;
+			double floor_ = c->f[s].score + 0.001 * (double)(4 - k);
+			if (diag_sev_from_name(cause->severity) + share > cause->score)
+				cause->score = diag_sev_from_name(cause->severity) + share;
+			if (cause->score < floor_)
+				cause->score = floor_;
+			size_t used = strlen(names);
+			snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", causes[k]);
+		}
+		if (names[0])
+			diag_evidence(&c->f[s], " Likely cause (see those findings): %s.", names);
 	}
-	if (names[0])
-		diag_evidence(&c->f[s], " Likely cause (see those findings): %s.", names);
 }
 
 static int cmp_finding(const void *a, const void *b)

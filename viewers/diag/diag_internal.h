@@ -29,6 +29,7 @@ typedef struct diag_run {
 	pp_span_list spans;       /* closed spans only are used (end_ns >= 0) */
 	int64_t *self_ns;         /* per span: duration minus its children's */
 	int *step_of;             /* per span: index into steps containing it, -1 */
+	int *slot_of;             /* per span: iteration slot (see diag_slot_of), -1 */
 	unsigned char *outer;     /* per span: no ancestor of the same kind */
 
 	diag_step *steps;         /* ordered by start; steps[0] is the first step */
@@ -79,6 +80,13 @@ int diag_step_containing(const diag_run *r, int64_t start_ns, int64_t end_ns);
  * steady steps (not the first), 2 outside every step, 3 inside the first. */
 enum { DIAG_ANYWHERE = 0, DIAG_IN_STEADY = 1, DIAG_OUTSIDE_STEPS = 2, DIAG_IN_FIRST = 3 };
 int64_t diag_kind_time(const diag_run *r, int kind, int where, int *count);
+/* Iteration slot of a time: the index of the last step starting at or
+ * before t, so slot i is step i plus the gap after it. -1 before the first
+ * step or after the last one ends: outside the loop. */
+int diag_slot_of(const diag_run *r, int64_t t_ns);
+/* Number of slots >= from holding an outermost span of kind; *n_spans and
+ * *t_ns (may be NULL) get the spans' count and total time. */
+int diag_slots_with(const diag_run *r, int kind, int from, int *n_spans, int64_t *t_ns);
 /* Number of steps with index >= from containing an outermost span of kind;
  * *n_spans and *t_ns (may be NULL) get the spans' count and total time. */
 int diag_steps_with(const diag_run *r, int kind, int from, int *n_spans, int64_t *t_ns);
@@ -93,6 +101,8 @@ typedef struct diag_series {
 int diag_counter(const diag_run *r, const char *name, diag_series *out);
 /* Last value at or before t (or fallback when there is none). */
 double diag_series_at(const diag_series *s, int64_t t_ns, double fallback);
+/* Index of the last sample at or before t, -1 if none. */
+int diag_series_index(const diag_series *s, int64_t t_ns);
 
 /* "12.3 ms"-style duration into buf (returns buf). */
 const char *diag_fmt_ns(char *buf, size_t len, double ns);
@@ -114,6 +124,7 @@ void rule_gpu_idle_gaps(diag_ctx *c);
 void rule_gpu_sync_copies(diag_ctx *c);
 void rule_gpu_step_transfers(diag_ctx *c);
 void rule_gpu_short_kernels(diag_ctx *c);
+void rule_repeated_phase_grows(diag_ctx *c);
 void rule_phase_share(diag_ctx *c);
 
 #endif

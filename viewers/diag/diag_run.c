@@ -94,6 +94,49 @@ int diag_step_containing(const diag_run *r, int64_t start_ns, int64_t end_ns)
 	return -1;
 }
 
+int diag_slot_of(const diag_run *r, int64_t t_ns)
+{
+	if (r->n_steps == 0 || t_ns < r->steps[0].start_ns ||
+	    t_ns > r->steps[r->n_steps - 1].end_ns)
+		return -1;
+	int lo = 0, hi = r->n_steps - 1, best = -1;
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+		if (r->steps[mid].start_ns <= t_ns) {
+			best = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return best;
+}
+
+int diag_slots_with(const diag_run *r, int kind, int from, int *n_spans, int64_t *t_ns)
+{
+	unsigned char *seen = calloc((size_t)r->n_steps + 1, 1);
+	int with = 0, ns = 0;
+	int64_t t = 0;
+	for (int i = 0; i < r->spans.n; i++) {
+		const pp_span_row *s = &r->spans.rows[i];
+		int sl = r->slot_of[i];
+		if (s->kind != kind || !r->outer[i] || sl < from || sl < 0)
+			continue;
+		ns++;
+		t += diag_span_dur(s);
+		if (seen && !seen[sl]) {
+			seen[sl] = 1;
+			with++;
+		}
+	}
+	free(seen);
+	if (n_spans)
+		*n_spans = ns;
+	if (t_ns)
+		*t_ns = t;
+	return with;
+}
+
 int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t errlen)
 {
 	memset(r, 0, sizeof *r);
@@ -112,9 +155,10 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 	int n = l->n;
 	r->self_ns = calloc((size_t)n + 1, sizeof *r->self_ns);
 	r->step_of = calloc((size_t)n + 1, sizeof *r->step_of);
+	r->slot_of = calloc((size_t)n + 1, sizeof *r->slot_of);
 	r->outer = calloc((size_t)n + 1, 1);
 	id_index *map = malloc(((size_t)n + 1) * sizeof *map);
-	if (!r->self_ns || !r->step_of || !r->outer || !map) {
+	if (!r->self_ns || !r->step_of || !r->slot_of || !r->outer || !map) {
 		free(map);
 		snprintf(err, errlen, "out of memory loading run %lld", (long long)run_id);
 		return -1;
@@ -158,9 +202,11 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 	for (int i = 0; i < n; i++) {
 		const pp_span_row *s = &l->rows[i];
 		r->step_of[i] = -1;
+		r->slot_of[i] = -1;
 		if (s->kind == PP_STEP || s->kind == PP_FIRST_STEP || !diag_span_closed(s))
 			continue;
 		r->step_of[i] = diag_step_containing(r, s->start_ns, s->end_ns);
+		r->slot_of[i] = diag_slot_of(r, s->start_ns);
 	}
 	return 0;
 }
@@ -170,6 +216,7 @@ void diag_run_free(diag_run *r)
 	pp_span_list_free(&r->spans);
 	free(r->self_ns);
 	free(r->step_of);
+	free(r->slot_of);
 	free(r->outer);
 	free(r->steps);
 	memset(r, 0, sizeof *r);
@@ -242,6 +289,21 @@ int diag_counter(const diag_run *r, const char *name, diag_series *out)
 		return -1;
 	}
 	return 0;
+}
+
+int diag_series_index(const diag_series *s, int64_t t_ns)
+{
+	int lo = 0, hi = s->n - 1, best = -1;
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+		if (s->rows[mid].ts_ns <= t_ns) {
+			best = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return best;
 }
 
 double diag_series_at(const diag_series *s, int64_t t_ns, double fallback)

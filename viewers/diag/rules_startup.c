@@ -173,6 +173,12 @@ void rule_initializer_dominates_init(diag_ctx *c)
 	int64_t su = startup_ns(r);
 	if (su <= 0 || vi <= 0)
 		return;
+	/* Initialisation repeated and growing is a different problem, named by
+	 * repeated_phase_grows: the initialiser is not what got slow. */
+	for (int i = 0; i < c->n; i++)
+		if (strcmp(c->f[i].rule, "repeated_phase_grows") == 0 &&
+		    strstr(c->f[i].title, pp_kind_name(PP_VARIABLE_INIT)))
+			return;
 	double share = (double)vi / su;
 	/* "Dominates": at least 30% of start-up and more than creating them. */
 	if (share < 0.3 || vi <= vc || vi < 100000)
@@ -196,6 +202,21 @@ void rule_initializer_dominates_init(diag_ctx *c)
 		const pp_span_row *s = &r->spans.rows[i];
 		if (s->kind != PP_VARIABLE_INIT || !r->outer[i] || !diag_span_closed(s))
 			continue;
+		int dup = -1; /* one entry per name: its slowest phase */
+		for (int k = 0; k < 3 && top[k] && dup < 0; k++)
+			if (strcmp(top[k]->name ? top[k]->name : "", s->name ? s->name : "") == 0)
+				dup = k;
+		if (dup >= 0) {
+			if (diag_span_dur(s) > diag_span_dur(top[dup])) {
+				top[dup] = s;
+				for (int k = dup; k > 0 && diag_span_dur(top[k]) > diag_span_dur(top[k - 1]); k--) {
+					const pp_span_row *x = top[k];
+					top[k] = top[k - 1];
+					top[k - 1] = x;
+				}
+			}
+			continue;
+		}
 		for (int k = 0; k < 3; k++)
 			if (!top[k] || diag_span_dur(s) > diag_span_dur(top[k])) {
 				memmove(top + k + 1, top + k, (size_t)(2 - k) * sizeof *top);
@@ -407,6 +428,10 @@ void rule_library_load_startup(diag_ctx *c)
 /* A kind already explained by a specific finding is not repeated. */
 static int explained(const diag_ctx *c, int kind)
 {
+	for (int i = 0; i < c->n; i++)
+		if (strcmp(c->f[i].rule, "repeated_phase_grows") == 0 &&
+		    strstr(c->f[i].title, pp_kind_name((pp_kind)kind)))
+			return 1;
 	switch (kind) {
 	case PP_GRAPH_BUILD:
 	case PP_SHAPE_INFERENCE:

@@ -216,33 +216,36 @@ void rule_first_step_slow(diag_ctx *c)
 void rule_session_per_iteration(diag_ctx *c)
 {
 	const diag_run *r = c->run;
-	int n_phases = 0, in_steps = 0;
-	int64_t t_in = 0, t_all = 0;
-	diag_kind_time(r, PP_SESSION_CREATE, DIAG_ANYWHERE, &n_phases);
-	t_all = diag_kind_time(r, PP_SESSION_CREATE, DIAG_ANYWHERE, NULL);
-	int steps_with = diag_steps_with(r, PP_SESSION_CREATE, 0, &in_steps, &t_in);
+	int n_phases = 0;
+	int64_t t_all = diag_kind_time(r, PP_SESSION_CREATE, DIAG_ANYWHERE, &n_phases);
 	char ta[32], tm[32];
 	if (r->n_steps > 0) {
-		/* One lazily created session in the first step is normal. */
-		if (steps_with < 3 || steps_with * 2 < r->n_steps)
+		/* Iteration slots (a step and the gap after it) from the second on:
+		 * the first step may create a session lazily. Sessions created
+		 * between steps count: an iteration may be several runs. */
+		int n_loop = 0, closes = 0, in_steps = 0;
+		int64_t t_loop = 0, t_close = 0;
+		int iters = r->n_steps - 1;
+		int slots = diag_slots_with(r, PP_SESSION_CREATE, 1, &n_loop, &t_loop);
+		if (slots < 3 || slots * 10 < iters)
 			return;
-		int64_t step_total = diag_steady_time(r) + (r->steps[0].end_ns - r->steps[0].start_ns);
-		double share = step_total > 0 ? (double)t_in / step_total : 0;
-		int closes = 0;
-		int64_t t_close = 0;
-		diag_steps_with(r, PP_SESSION_CLOSE, 0, &closes, &t_close);
+		diag_steps_with(r, PP_SESSION_CREATE, 1, &in_steps, NULL);
+		diag_slots_with(r, PP_SESSION_CLOSE, 1, &closes, &t_close);
+		int64_t loop_ns = r->steps[r->n_steps - 1].end_ns - r->steps[1].start_ns;
+		double share = loop_ns > 0 ? (double)t_loop / loop_ns : 0;
 		pp_finding *f = diag_emit(
 			c, "session_per_iteration", share >= 0.2 ? DIAG_HIGH : DIAG_MODERATE, share,
 			"Create the session (and the variables) once before the loop and reuse it; run "
 			"the initializer once. A new session on a growing default graph pays for the "
 			"whole graph every time.",
-			"A session is created in %d of %d steps", steps_with, r->n_steps);
-		diag_evidence(f, "%d session_create phases inside steps, %s in total (%s each on "
-				 "average, %.0f%% of step time)",
-			      in_steps, diag_fmt_ns(ta, sizeof ta, (double)t_in),
-			      diag_fmt_ns(tm, sizeof tm, (double)t_in / in_steps), 100 * share);
+			"A new session is created in %d of %d iterations of the step loop", slots, iters);
+		diag_evidence(f, "%d session_create phases after the first step (%d inside steps, %d "
+				 "between them), %s in total (%s each on average, %.0f%% of the loop's "
+				 "time)",
+			      n_loop, in_steps, n_loop - in_steps, diag_fmt_ns(ta, sizeof ta, (double)t_loop),
+			      diag_fmt_ns(tm, sizeof tm, (double)t_loop / n_loop), 100 * share);
 		if (closes)
-			diag_evidence(f, "; %d session_close phases inside steps, %s", closes,
+			diag_evidence(f, "; %d session_close phases, %s", closes,
 				      diag_fmt_ns(ta, sizeof ta, (double)t_close));
 		diag_evidence(f, ".");
 		return;
@@ -358,18 +361,19 @@ void rule_graph_grows(diag_ctx *c)
 	}
 	free(gn.rows);
 
-	/* (c) graph_build phases inside the steady steps */
-	int steady = r->n_steps - 1, nb = 0;
+	/* (c) graph_build phases in the loop: inside or between steps, in
+	 * iteration slots after the first (which may build lazily) */
+	int iters = r->n_steps - 1, nb = 0;
 	int64_t t_build = 0;
-	int with = diag_steps_with(r, PP_GRAPH_BUILD, 1, &nb, &t_build);
-	int64_t steady_ns = diag_steady_time(r);
-	if (steady >= 3 && with >= 3 && 2 * with >= steady) {
+	int with = diag_slots_with(r, PP_GRAPH_BUILD, 1, &nb, &t_build);
+	int64_t loop_ns = r->n_steps > 1 ? r->steps[r->n_steps - 1].end_ns - r->steps[1].start_ns : 0;
+	if (iters >= 3 && with >= 3 && with * 10 >= iters) {
 		char t[32];
 		snprintf(ev[2], sizeof ev[2],
-			 "%d graph_build phases in %d of %d steady steps, %s in total (%.0f%% of step "
-			 "time)",
-			 nb, with, steady, diag_fmt_ns(t, sizeof t, (double)t_build),
-			 steady_ns > 0 ? 100.0 * t_build / steady_ns : 0);
+			 "%d graph_build phases in %d of %d iterations after the first step, %s in "
+			 "total (%.0f%% of the loop's time)",
+			 nb, with, iters, diag_fmt_ns(t, sizeof t, (double)t_build),
+			 loop_ns > 0 ? 100.0 * t_build / loop_ns : 0);
 		signals++;
 	}
 	if (!signals)
@@ -377,10 +381,11 @@ void rule_graph_grows(diag_ctx *c)
 
 	/* What the growth costs inside the loop: building, re-validating and
 	 * recompiling the larger graph. */
-	int64_t cost = diag_kind_time(r, PP_GRAPH_BUILD, DIAG_IN_STEADY, NULL) +
-		       diag_kind_time(r, PP_SHAPE_INFERENCE, DIAG_IN_STEADY, NULL) +
-		       diag_kind_time(r, PP_COMPILE, DIAG_IN_STEADY, NULL);
-	double share = steady_ns > 0 ? (double)cost / steady_ns : 0;
+	int64_t t_shape = 0, t_comp = 0;
+	diag_slots_with(r, PP_SHAPE_INFERENCE, 1, NULL, &t_shape);
+	diag_slots_with(r, PP_COMPILE, 1, NULL, &t_comp);
+	int64_t cost = t_build + t_shape + t_comp;
+	double share = loop_ns > 0 ? (double)cost / loop_ns : 0;
 	int sev = (growth >= 2.0 || share >= 0.2) ? DIAG_HIGH : DIAG_MODERATE;
 	pp_finding *f;
 	if (ev[0][0] || ev[1][0])
@@ -394,99 +399,146 @@ void rule_graph_grows(diag_ctx *c)
 			      "Build the graph once before the loop and only run it inside; finalize "
 			      "the graph so an accidental op creation raises an error "
 			      "(TF1: tf.get_default_graph().finalize()), or use a traced function.",
-			      "The graph is built again inside %d of %d steps", with, steady);
+			      "The graph is built again in %d of %d iterations", with, iters);
 	int first = 1;
 	for (int i = 0; i < 3; i++)
 		if (ev[i][0]) {
 			diag_evidence(f, "%s%s", first ? "" : "; ", ev[i]);
 			first = 0;
 		}
-	diag_evidence(f, ". Graph build, shape inference and compile inside steady steps: %.0f%% "
-			 "of step time.", 100 * share);
+	diag_evidence(f, ". Graph build, shape inference and compile after the first step: %.0f%% "
+			 "of the loop's time.", 100 * share);
 }
 
 /* ---- allocation counts per step ---- */
 
-/* Per-step increments of a cumulative counter over steps [s0, n_steps). */
-static int per_step_delta(const diag_run *r, const diag_series *s, int s0, double *out)
+/* Samples placed on the step loop: a sample's position is the index of the
+ * last step that ended at or before it; several samples at one position
+ * keep the last. Only positions >= from are kept. Returns the count. */
+static int series_positions(const diag_run *r, const diag_series *s, int from, int *pos, double *val)
 {
 	int m = 0;
-	for (int i = s0; i < r->n_steps; i++) {
-		double a = diag_series_at(s, r->steps[i - 1].end_ns, 0);
-		double b = diag_series_at(s, r->steps[i].end_ns, 0);
-		out[m++] = b - a;
+	for (int k = 0; k < s->n; k++) {
+		int lo = 0, hi = r->n_steps - 1, p = -1;
+		while (lo <= hi) {
+			int mid = (lo + hi) / 2;
+			if (r->steps[mid].end_ns <= s->rows[k].ts_ns) {
+				p = mid;
+				lo = mid + 1;
+			} else {
+				hi = mid - 1;
+			}
+		}
+		if (p < from)
+			continue;
+		if (m > 0 && pos[m - 1] == p)
+			m--;
+		pos[m] = p;
+		val[m++] = s->rows[k].value;
 	}
 	return m;
 }
 
-void rule_alloc_count_not_flat(diag_ctx *c)
+/* Per-step rates of a cumulative counter from step s0 on: between two
+ * consecutive sample positions, the increase divided by the steps between
+ * them. Works whether the counter is emitted every step or every k steps.
+ * *steps_pos gets the steps covered by a positive rate, *steps_cov all the
+ * steps covered. */
+static int per_step_rates(const diag_run *r, const diag_series *s, int s0, double *out,
+			  int *steps_pos, int *steps_cov)
+{
+	int *pos = malloc(((size_t)s->n + 1) * sizeof *pos);
+	double *val = malloc(((size_t)s->n + 1) * sizeof *val);
+	int m = 0, covered = 0, positive = 0;
+	if (pos && val) {
+		int np = series_positions(r, s, s0 - 1, pos, val);
+		for (int k = 1; k < np; k++) {
+			int steps = pos[k] - pos[k - 1];
+			double rate = (val[k] - val[k - 1]) / steps;
+			out[m++] = rate;
+			covered += steps;
+			if (rate > 0)
+				positive += steps;
+		}
+	}
+	free(pos);
+	free(val);
+	if (steps_pos)
+		*steps_pos = positive;
+	if (steps_cov)
+		*steps_cov = covered;
+	return m;
+}
+
+/* One allocator's counters: the canonical alloc.* set, or the runtime's
+ * flow.<name>.* set (allocs, regions, bytes_in_use, alloc_ns,
+ * fragmentation). A "malloc" allocator gets every block from the system. */
+typedef struct alloc_names {
+	char label[64];
+	char count[96], sys[96], inuse[96], time[96], frag[96];
+	int all_system;
+} alloc_names;
+
+static void check_allocator(diag_ctx *c, const alloc_names *an)
 {
 	const diag_run *r = c->run;
-	if (r->n_steps < 6)
-		return;
 	/* Steady state starts after the first step and a tenth of warm-up. */
-	int s0 = r->n_steps / 10 > 1 ? r->n_steps / 10 : 1;
-	if (s0 < 2)
-		s0 = 2;
-	int cap = r->n_steps;
-	double *d = malloc((size_t)cap * sizeof *d), *e = malloc((size_t)cap * sizeof *e);
-	if (!d || !e) {
-		free(d);
-		free(e);
-		return;
-	}
+	int s0 = r->n_steps / 10 > 2 ? r->n_steps / 10 : 2;
 	diag_series cnt, sys, inuse, tns, frag;
-	diag_counter(r, "alloc.count", &cnt);
-	diag_counter(r, "alloc.sys_count", &sys);
-	diag_counter(r, "alloc.bytes_in_use", &inuse);
-	diag_counter(r, "alloc.time_ns", &tns);
-	diag_counter(r, "alloc.fragmentation", &frag);
+	diag_counter(r, an->count, &cnt);
+	diag_counter(r, an->all_system ? an->count : an->sys, &sys);
+	diag_counter(r, an->inuse, &inuse);
+	diag_counter(r, an->time, &tns);
+	diag_counter(r, an->frag, &frag);
+	size_t cap = (size_t)r->n_steps + (size_t)cnt.n + (size_t)sys.n + (size_t)inuse.n +
+		     (size_t)tns.n + 1;
+	double *d = malloc(cap * sizeof *d), *e = malloc(cap * sizeof *e);
+	int *ip = malloc(cap * sizeof *ip);
 	char ev[4][300] = {"", "", "", ""};
-	int why = 0;
-	double ratio = 1;
+	int why = 0, m = 0;
+	double ratio = 1, share = 0;
 	char b1[32], b2[32];
-	int m = 0;
+	if (!d || !e || !ip)
+		goto out;
 	if (cnt.n >= 2) {
-		m = per_step_delta(r, &cnt, s0, d);
+		m = per_step_rates(r, &cnt, s0, d, NULL, NULL);
 		trend t;
 		trend_fit(d, m, &t);
 		double med = diag_median(d, m), sig = diag_robust_sigma(d, m);
-		double lo = d[0], hi = d[0];
+		double lo = m ? d[0] : 0, hi = lo;
 		for (int i = 1; i < m; i++) {
 			lo = d[i] < lo ? d[i] : lo;
 			hi = d[i] > hi ? d[i] : hi;
 		}
 		if (trend_grows(&t, GROW_MODERATE)) {
 			snprintf(ev[0], sizeof ev[0],
-				 "allocations per step rise from %.0f to %.0f over %d steady steps "
-				 "(Mann-Kendall p=%.2g)",
-				 t.start, t.end, m, t.mk.p_up);
+				 "allocations per step rise from %.0f to %.0f over the steady steps "
+				 "(Mann-Kendall p=%.2g on %d points)",
+				 t.start, t.end, t.mk.p_up, m);
 			ratio = t.ratio;
 			why++;
-		} else if (med > 0 && sig / med >= 0.25 && hi - lo >= 2) {
+		} else if (m >= 6 && med > 0 && sig / med >= 0.25 && hi - lo >= 2) {
 			snprintf(ev[0], sizeof ev[0],
 				 "allocations per step vary: median %.0f, min %.0f, max %.0f, robust "
-				 "spread %.0f%% over %d steady steps",
+				 "spread %.0f%% (%d points)",
 				 med, lo, hi, 100 * sig / med, m);
 			why++;
 		}
 	}
 	if (sys.n >= 2) {
-		int ms = per_step_delta(r, &sys, s0, e), pos = 0;
-		for (int i = 0; i < ms; i++)
-			pos += e[i] > 0;
-		if (ms > 0 && 2 * pos >= ms) {
+		int pos = 0, cov = 0;
+		int ms = per_step_rates(r, &sys, s0, e, &pos, &cov);
+		if (ms > 0 && cov >= 3 && 2 * pos >= cov) {
 			snprintf(ev[1], sizeof ev[1],
-				 "%d of %d steady steps still take memory from the system (median %.0f "
-				 "system allocations per step)",
-				 pos, ms, diag_median(e, ms));
+				 "%d of %d steady steps still take memory from the system (median %.1f "
+				 "system allocations per step%s)",
+				 pos, cov, diag_median(e, ms),
+				 an->all_system ? ": a malloc allocator takes every block from it" : "");
 			why++;
 		}
 	}
 	if (inuse.n >= 2) {
-		int mi = 0;
-		for (int i = s0; i < r->n_steps; i++)
-			e[mi++] = diag_series_at(&inuse, r->steps[i].end_ns, 0);
+		int mi = series_positions(r, &inuse, s0, ip, e);
 		trend t;
 		trend_fit(e, mi, &t);
 		if (trend_grows(&t, GROW_MODERATE) && t.end - t.start >= 1048576.0) {
@@ -502,18 +554,19 @@ void rule_alloc_count_not_flat(diag_ctx *c)
 	if (!why)
 		goto out;
 	/* Cost: time in the allocator during steady steps, when counted. */
-	double share = 0;
-	int64_t steady_from = 0;
-	for (int i = s0; i < r->n_steps; i++)
-		steady_from += r->steps[i].end_ns - r->steps[i].start_ns;
-	if (tns.n >= 2 && steady_from > 0) {
-		int mt = per_step_delta(r, &tns, s0, e);
-		double tt = 0;
-		for (int i = 0; i < mt; i++)
-			tt += e[i];
-		share = tt / steady_from;
-		snprintf(ev[3], sizeof ev[3], "time in the allocator %.1f%% of steady step time",
-			 100 * share);
+	if (tns.n >= 2) {
+		int cov = 0;
+		int mt = per_step_rates(r, &tns, s0, e, NULL, &cov);
+		double per_step = diag_median(e, mt);
+		double step_med = 0;
+		for (int i = s0; i < r->n_steps; i++)
+			e[i - s0] = (double)(r->steps[i].end_ns - r->steps[i].start_ns);
+		step_med = diag_median(e, r->n_steps - s0);
+		if (mt > 0 && step_med > 0) {
+			share = per_step / step_med;
+			snprintf(ev[3], sizeof ev[3],
+				 "time in the allocator %.1f%% of a median steady step", 100 * share);
+		}
 	}
 	int sev = (ratio >= GROW_HIGH || share >= 0.2) ? DIAG_HIGH : DIAG_MODERATE;
 	pp_finding *f = diag_emit(
@@ -521,7 +574,8 @@ void rule_alloc_count_not_flat(diag_ctx *c)
 		"Reuse memory across steps: use the arena (BFC-style) allocator, keep tensor shapes "
 		"fixed (pad or bucket batch sizes), reserve the arena up front; if bytes in use keep "
 		"growing, something holds tensors across steps.",
-		"Allocations are not flat across steady steps");
+		"Allocations%s%s%s are not flat across steady steps", an->label[0] ? " of '" : "",
+		an->label, an->label[0] ? "'" : "");
 	int first = 1;
 	for (int i = 0; i < 4; i++)
 		if (ev[i][0]) {
@@ -532,7 +586,7 @@ void rule_alloc_count_not_flat(diag_ctx *c)
 		diag_evidence(f, "; median %.0f allocations per steady step", diag_median(d, m));
 	if (frag.n > 0)
 		diag_evidence(f, "; fragmentation %.2f at the last sample", frag.rows[frag.n - 1].value);
-	diag_evidence(f, ".");
+	diag_evidence(f, " (counters %s%s).", an->count, an->all_system ? "" : ", ...");
 out:
 	free(cnt.rows);
 	free(sys.rows);
@@ -541,4 +595,108 @@ out:
 	free(frag.rows);
 	free(d);
 	free(e);
+	free(ip);
+}
+
+void rule_alloc_count_not_flat(diag_ctx *c)
+{
+	const diag_run *r = c->run;
+	if (r->n_steps < 6)
+		return;
+	char **names = pp_store_counter_names(r->st, r->run_id);
+	for (char **p = names; p && *p; p++) {
+		alloc_names an;
+		memset(&an, 0, sizeof an);
+		size_t l = strlen(*p);
+		if (strcmp(*p, "alloc.count") == 0) {
+			snprintf(an.count, sizeof an.count, "alloc.count");
+			snprintf(an.sys, sizeof an.sys, "alloc.sys_count");
+			snprintf(an.inuse, sizeof an.inuse, "alloc.bytes_in_use");
+			snprintf(an.time, sizeof an.time, "alloc.time_ns");
+			snprintf(an.frag, sizeof an.frag, "alloc.fragmentation");
+		} else if (strncmp(*p, "flow.", 5) == 0 && l > 12 && l < 60 &&
+			   strcmp(*p + l - 7, ".allocs") == 0) {
+			int nl = (int)(l - 12);
+			snprintf(an.label, sizeof an.label, "%.*s", nl, *p + 5);
+			snprintf(an.count, sizeof an.count, "%s", *p);
+			snprintf(an.sys, sizeof an.sys, "flow.%s.regions", an.label);
+			snprintf(an.inuse, sizeof an.inuse, "flow.%s.bytes_in_use", an.label);
+			snprintf(an.time, sizeof an.time, "flow.%s.alloc_ns", an.label);
+			snprintf(an.frag, sizeof an.frag, "flow.%s.fragmentation", an.label);
+			an.all_system = strstr(an.label, "malloc") != NULL;
+		} else {
+			continue;
+		}
+		check_allocator(c, &an);
+	}
+	pp_store_free_names(names);
+}
+
+/* ---- a phase that repeats and gets slower each time ---- */
+
+typedef struct tdur {
+	int64_t start;
+	double dur;
+} tdur;
+static int cmp_tdur(const void *a, const void *b)
+{
+	int64_t x = ((const tdur *)a)->start, y = ((const tdur *)b)->start;
+	return (x > y) - (x < y);
+}
+
+/* The repeated-initialisation pattern needs no step loop: each
+ * variable_init (or session_create…) takes longer than the one before.
+ * Only kinds whose repetition means "once per iteration" are tested; a
+ * model build creating hundreds of ops is not an iteration. */
+void rule_repeated_phase_grows(diag_ctx *c)
+{
+	static const int kinds[] = {PP_VARIABLE_INIT, PP_SESSION_CREATE, PP_SESSION_CLOSE,
+				    PP_COMPILE,       PP_WEIGHT_LOAD,    PP_DATA_TRANSFER};
+	const diag_run *r = c->run;
+	tdur *v = malloc(((size_t)r->spans.n + 1) * sizeof *v);
+	double *y = malloc(((size_t)r->spans.n + 1) * sizeof *y);
+	if (!v || !y)
+		goto out;
+	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+		int n = 0;
+		for (int i = 0; i < r->spans.n; i++) {
+			const pp_span_row *s = &r->spans.rows[i];
+			if (s->kind == kinds[k] && r->outer[i] && diag_span_closed(s))
+				v[n++] = (tdur){s->start_ns, (double)diag_span_dur(s)};
+		}
+		if (n < 9)
+			continue;
+		qsort(v, (size_t)n, sizeof *v, cmp_tdur);
+		double sum = 0;
+		for (int i = 1; i < n; i++) {
+			y[i - 1] = v[i].dur; /* the first is warm-up, as for steps */
+			sum += v[i].dur;
+		}
+		trend t;
+		trend_fit(y, n - 1, &t);
+		if (!trend_grows(&t, GROW_MODERATE))
+			continue;
+		double excess = t.ts_slope * (double)(n - 1) * (n - 2) / 2;
+		const char *kn = pp_kind_name((pp_kind)kinds[k]);
+		char a[32], b[32], s[32], tot[32];
+		pp_finding *f = diag_emit(
+			c, "repeated_phase_grows", t.ratio >= GROW_HIGH ? DIAG_HIGH : DIAG_MODERATE,
+			r->total_ns > 0 ? excess / r->total_ns : 0,
+			"Something the phase works on grows with every repetition: typically a default "
+			"graph that gains variables and init ops each time (a new session must "
+			"re-validate all of it). Create variables and the initializer once, reuse one "
+			"session, or reset the graph between repetitions.",
+			"Each %s takes longer than the last: from %s to %s over %d repetitions (x%.1f)",
+			kn, diag_fmt_ns(a, sizeof a, t.start), diag_fmt_ns(b, sizeof b, t.end), n - 1,
+			t.ratio);
+		diag_evidence(f, "%d %s phases in time order (the first left out): Theil-Sen slope %s "
+				 "per repetition, Mann-Kendall tau=%.2f, p=%.2g; least squares t=%.1f, "
+				 "R2=%.2f. %s in total, %s of it from the growth.",
+			      n - 1, kn, diag_fmt_ns(s, sizeof s, t.ts_slope), t.mk.tau, t.mk.p_up, t.ls.t,
+			      t.ls.r2, diag_fmt_ns(tot, sizeof tot, sum),
+			      diag_fmt_ns(a, sizeof a, excess));
+	}
+out:
+	free(v);
+	free(y);
 }
