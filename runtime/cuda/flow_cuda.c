@@ -21,7 +21,7 @@ struct flow_cuda {
 	char name[256];             /* cudaDeviceProp.name is 256 */
 	cudaStream_t stream;
 	cublasHandle_t blas;
-	flow_allocator *bfc;      /* BFC over cudaMalloc regions, or NULL */
+	flow_allocator *bfc;      /* the runtime's BFC over cudaMalloc regions */
 	int started_collector;
 	atomic_uint_fast64_t h2d_bytes, d2h_bytes, h2d_copies, d2h_copies, kernels, gemms;
 	atomic_uint_fast64_t allocs, in_use, peak;
@@ -50,8 +50,7 @@ static const char *cublas_name(cublasStatus_t s)
 
 /* ---- device memory ---- */
 
-#ifdef FLOW_CUDA_REGION_HOOKS
-/* The runtime's BFC obtains its regions here (see docs/requests.md). */
+/* The runtime's BFC obtains its regions here; its metadata stays on the host. */
 static void *region_alloc(void *ctx, size_t bytes)
 {
 	(void)ctx;
@@ -64,7 +63,6 @@ static void region_free(void *ctx, void *base, size_t bytes)
 	(void)ctx, (void)bytes;
 	cudaFree(base);
 }
-#endif
 
 typedef struct dev_block {
 	flow_cuda *g;
@@ -75,10 +73,7 @@ static void dev_release(void *ctx, void *data, size_t nbytes)
 {
 	dev_block *b = ctx;
 	(void)nbytes;
-	if (b->g->bfc)
-		flow_allocator_release(b->g->bfc, data);
-	else
-		cudaFree(data);
+	flow_allocator_release(b->g->bfc, data);
 	atomic_fetch_sub(&b->g->in_use, b->bytes);
 	free(b);
 }
@@ -97,24 +92,13 @@ flow_tensor *flow_cuda_empty(flow_cuda *g, int ndim, const int64_t *dims, flow_s
 	}
 	b->g = g;
 	b->bytes = want;
-	void *p = NULL;
-	if (g->bfc) {
-		p = flow_allocator_alloc(g->bfc, want);
-		if (!p) {
-			free(b);
-			flow_status_set(st, FLOW_RESOURCE_EXHAUSTED,
-					"cuda: device BFC could not allocate %zu bytes", want);
-			return NULL;
-		}
-	} else {
-		cudaError_t e = cudaMalloc(&p, want);
-		if (e != cudaSuccess) {
-			free(b);
-			char what[64];
-			snprintf(what, sizeof what, "cudaMalloc(%zu)", want);
-			cuda_fail(st, what, e);
-			return NULL;
-		}
+	void *p = flow_allocator_alloc(g->bfc, want);
+	if (!p) {
+		free(b);
+		flow_status_set(st, FLOW_RESOURCE_EXHAUSTED,
+				"cuda: device memory exhausted: the BFC could not place %zu bytes (%s)", want,
+				"cudaMalloc of a new region failed");
+		return NULL;
 	}
 	flow_tensor *t = flow_tensor_wrap(FLOW_F32, ndim, dims, p, want, dev_release, b, st);
 	if (!t) {
@@ -176,13 +160,11 @@ flow_cuda *flow_cuda_open(int ordinal, flow_status *st)
 		goto fail;
 	}
 	cublasSetStream(g->blas, g->stream);
-#ifdef FLOW_CUDA_REGION_HOOKS
 	flow_allocator_options ao = {.kind = FLOW_ALLOC_BFC, .name = "cuda_bfc",
 				     .region_alloc = region_alloc, .region_free = region_free};
 	g->bfc = flow_allocator_new(&ao, st);
 	if (!g->bfc)
 		goto fail;
-#endif
 	pp_meta("flow.device", g->name[0] ? g->name : "cuda");
 	return g;
 fail:

@@ -1,7 +1,6 @@
 /*
  * flow_cuda.h — flow's CUDA backend: one device, its memory (the runtime's BFC
- * over cudaMalloc regions when the allocator has region hooks, else one
- * cudaMalloc per tensor), host<->device copies recorded as data_transfer
+ * allocator over cudaMalloc regions), host<->device copies recorded as data_transfer
  * phases, MatMul through cuBLAS, elementwise / reduction / softmax kernels.
  *
  * Built only when nvcc is found (target flow_cuda); the CPU build never links

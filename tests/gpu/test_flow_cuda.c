@@ -238,8 +238,8 @@ static int run_kernels(void)
 		flow_status_free(st);
 		return 77;
 	}
-	printf("device: %s (device memory via %s)\n", flow_cuda_device_name(g),
-	       flow_cuda_uses_bfc(g) ? "the BFC allocator" : "cudaMalloc per tensor");
+	printf("device: %s\n", flow_cuda_device_name(g));
+	CHECK(flow_cuda_uses_bfc(g), "device memory must go through the BFC");
 	for (int ta = 0; ta < 2; ta++)
 		for (int tb = 0; tb < 2; tb++)
 			check_matmul(g, ta, tb);
