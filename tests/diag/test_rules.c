@@ -514,7 +514,7 @@ static void test_op_registration(void **state)
 	trec_span(&T, PP_RUNTIME_INIT, "init", 0, 2 * MS, 0, -1);
 	trec_span(&T, PP_OP_REGISTRATION, "register all", 2 * MS, 32 * MS, 0, -1);
 	trec_span(&T, PP_GRAPH_BUILD, "build", 32 * MS, 40 * MS, 0, -1);
-	trec_counter(&T, "ops.registered", 32 * MS, 1300);
+	trec_counter(&T, "flow.ops_registered", 32 * MS, 1300);
 	int64_t g = trec_graph(&T, "default", 0, 40 * MS, 3);
 	trec_graph_node(&T, g, 0, "x", "Placeholder");
 	trec_graph_node(&T, g, 1, "w", "VariableV2");
@@ -577,6 +577,27 @@ static void test_weight_load_small_reads(void **state)
 	assert_fires("weight_load_small_reads");
 	assert_string_equal(get("weight_load_small_reads")->severity, "high");
 	assert_contains(get("weight_load_small_reads")->evidence, "20000 reads (100% small)");
+
+	/* The runtime's names: weights.reads and weights.bytes per load, no
+	 * small-read count (a mean read under 4 KiB makes them small). */
+	trec_run(&T, "text format", 0);
+	trec_span(&T, PP_WEIGHT_LOAD, "text:a.txt", 0, 30 * MS, 0, -1);
+	trec_counter(&T, "weights.bytes", 30 * MS, 10 * 100000);
+	trec_counter(&T, "weights.reads", 30 * MS, 100000);
+	trec_span(&T, PP_WEIGHT_LOAD, "text:b.txt", 30 * MS, 40 * MS, 0, -1);
+	trec_counter(&T, "weights.bytes", 40 * MS, 10 * 30000);
+	trec_counter(&T, "weights.reads", 40 * MS, 30000);
+	noisy_steps(40 * MS, 10, 1 * MS, 0.02, 0, 1, 33, NULL, NULL);
+	analyze();
+	assert_fires("weight_load_small_reads");
+	assert_contains(get("weight_load_small_reads")->evidence, "130000 reads (100% small)");
+	/* safetensors through mmap: bytes only, no reads counted */
+	trec_run(&T, "safetensors", 0);
+	trec_span(&T, PP_WEIGHT_LOAD, "safetensors:a", 0, 1 * MS, 0, -1);
+	trec_counter(&T, "weights.bytes", 1 * MS, 3e6);
+	noisy_steps(40 * MS, 10, 1 * MS, 0.02, 0, 1, 34, NULL, NULL);
+	analyze();
+	assert_quiet("weight_load_small_reads");
 
 	/* The agent's io rows serve when the loader has no counters. */
 	trec_run(&T, "small reads io", 0);

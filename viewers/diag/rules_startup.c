@@ -149,6 +149,10 @@ void rule_op_registration_startup(diag_ctx *c)
 		      ss);
 	diag_series reg;
 	diag_counter(r, "ops.registered", &reg);
+	if (reg.n == 0) {
+		free(reg.rows);
+		diag_counter(r, "flow.ops_registered", &reg); /* the runtime's name */
+	}
 	if (reg.n > 0)
 		diag_evidence(f, "; %.0f ops registered", reg.rows[reg.n - 1].value);
 	free(reg.rows);
@@ -249,15 +253,31 @@ void rule_weight_load_small_reads(diag_ctx *c)
 		return;
 	/* The loader's own counters first; the agent's io rows otherwise. */
 	double calls = 0, bytes = 0, small = 0;
-	const char *src = "counters weights.read_calls/read_bytes/small_reads";
+	const char *src = "the weight loader's counters";
 	diag_series sc, sb, ss;
 	diag_counter(r, "weights.read_calls", &sc);
+	if (sc.n == 0) {
+		free(sc.rows);
+		diag_counter(r, "weights.reads", &sc); /* the runtime's names */
+	}
 	diag_counter(r, "weights.read_bytes", &sb);
+	if (sb.n == 0) {
+		free(sb.rows);
+		diag_counter(r, "weights.bytes", &sb);
+	}
 	diag_counter(r, "weights.small_reads", &ss);
-	if (sc.n > 0 && ss.n > 0) {
-		calls = sc.rows[sc.n - 1].value;
-		small = ss.rows[ss.n - 1].value;
-		bytes = sb.n > 0 ? sb.rows[sb.n - 1].value : 0;
+	if (sc.n > 0) {
+		/* The loader emits each load's totals once (README), so the run's
+		 * totals are the sums. */
+		for (int i = 0; i < sc.n; i++)
+			calls += sc.rows[i].value;
+		for (int i = 0; i < sb.n; i++)
+			bytes += sb.rows[i].value;
+		for (int i = 0; i < ss.n; i++)
+			small += ss.rows[i].value;
+		/* No small-read count: a mean read under 4 KiB makes them all small. */
+		if (ss.n == 0 && calls > 0 && bytes / calls < 4096)
+			small = calls;
 	} else {
 		int64_t v[3] = {0, 0, 0};
 		pp_store_query(r->st,
