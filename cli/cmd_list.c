@@ -1,0 +1,136 @@
+/* phaseprof list — the built-in scenarios: complaint, variants, and whether
+ * each can run on this machine (and why not). */
+#include "cli.h"
+#include "scenarios.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char cmd_list_summary[] = "the built-in slowdown scenarios and whether they run here";
+
+static void usage(FILE *o)
+{
+	fprintf(o, "usage: phaseprof list [--json]\n\n"
+		   "Lists the built-in scenarios ('phaseprof run <scenario>' runs one): the\n"
+		   "complaint each reproduces, its slow variant and fixes, the diagnostics rule\n"
+		   "expected to name the cause, and whether it can run on this machine.\n");
+}
+
+/* Output backends (as uftrace's dump ops): one call per scenario. */
+struct list_ops {
+	void (*header)(FILE *o);
+	void (*scenario)(FILE *o, const pp_scenario *s, int first, int available, const char *why);
+	void (*footer)(FILE *o);
+};
+
+static void text_header(FILE *o)
+{
+	fprintf(o, "%-14s %-9s %s\n", "scenario", "runs here", "complaint");
+}
+
+static void text_scenario(FILE *o, const pp_scenario *s, int first, int available,
+			  const char *why)
+{
+	(void)first;
+	fprintf(o, "%-14s %-9s %s\n", pp_scenario_name(s), available ? "yes" : "no",
+		pp_scenario_complaint(s));
+	if (!available)
+		fprintf(o, "%-14s %-9s unavailable: %s\n", "", "", why);
+	for (int v = 0; v < pp_scenario_num_variants(s); v++)
+		fprintf(o, "%-14s %-9s   %-5s %-16s %s\n", "", "",
+			pp_scn_variant_kind_name(pp_scenario_variant_kind(s, v)),
+			pp_scenario_variant_name(s, v), pp_scenario_variant_what(s, v));
+	int nr;
+	const char *const *rules = pp_scenario_rules(s, &nr);
+	if (nr > 0)
+		fprintf(o, "%-14s %-9s   expected finding: %s; source: %s\n", "", "", rules[0],
+			pp_scenario_source(s));
+}
+
+static void text_footer(FILE *o)
+{
+	fprintf(o, "\n'phaseprof run <scenario>…' or 'phaseprof run --all' runs them.\n");
+}
+
+static void json_str(FILE *o, const char *s)
+{
+	fputc('"', o);
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(o, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(o, "\\u%04x", c);
+		else
+			fputc(c, o);
+	}
+	fputc('"', o);
+}
+
+static void json_header(FILE *o)
+{
+	fprintf(o, "[");
+}
+
+static void json_scenario(FILE *o, const pp_scenario *s, int first, int available,
+			  const char *why)
+{
+	fprintf(o, "%s\n {\"name\": ", first ? "" : ",");
+	json_str(o, pp_scenario_name(s));
+	fprintf(o, ", \"complaint\": ");
+	json_str(o, pp_scenario_complaint(s));
+	fprintf(o, ", \"source\": ");
+	json_str(o, pp_scenario_source(s));
+	fprintf(o, ", \"available\": %s, \"unavailable_reason\": ", available ? "true" : "false");
+	json_str(o, available ? "" : why);
+	fprintf(o, ", \"variants\": [");
+	for (int v = 0; v < pp_scenario_num_variants(s); v++) {
+		fprintf(o, "%s{\"name\": ", v ? ", " : "");
+		json_str(o, pp_scenario_variant_name(s, v));
+		fprintf(o, ", \"kind\": \"%s\", \"what\": ",
+			pp_scn_variant_kind_name(pp_scenario_variant_kind(s, v)));
+		json_str(o, pp_scenario_variant_what(s, v));
+		fprintf(o, "}");
+	}
+	fprintf(o, "], \"rules\": [");
+	int nr;
+	const char *const *rules = pp_scenario_rules(s, &nr);
+	for (int i = 0; i < nr; i++) {
+		fprintf(o, "%s", i ? ", " : "");
+		json_str(o, rules[i]);
+	}
+	fprintf(o, "]}");
+}
+
+static void json_footer(FILE *o)
+{
+	fprintf(o, "\n]\n");
+}
+
+static const struct list_ops text_ops = {text_header, text_scenario, text_footer};
+static const struct list_ops json_ops = {json_header, json_scenario, json_footer};
+
+int cmd_list(int argc, char **argv)
+{
+	const struct list_ops *ops = &text_ops;
+	for (int i = 1; i < argc; i++) {
+		if (cli_is_help(argv[i])) {
+			usage(stdout);
+			return 0;
+		} else if (strcmp(argv[i], "--json") == 0) {
+			ops = &json_ops;
+		} else {
+			cli_error("list: unknown argument '%s' (valid: --json, --help)", argv[i]);
+			return 2;
+		}
+	}
+	ops->header(stdout);
+	for (int i = 0; i < pp_scenario_count(); i++) {
+		const pp_scenario *s = pp_scenario_at(i);
+		char why[512];
+		int ok = pp_scenario_available(s, why, sizeof why);
+		ops->scenario(stdout, s, i == 0, ok, why);
+	}
+	ops->footer(stdout);
+	return 0;
+}

@@ -1,0 +1,429 @@
+/* scn_analysis.c — parent side: read a variant's run back from the store
+ * (headline figure, steps, counters) and the small statistics the claims
+ * verdicts use. */
+#include "scn_internal.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void scn_series_free(scn_series *s)
+{
+	free(s->v);
+	s->v = NULL;
+	s->n = 0;
+}
+
+int scn_steps(pp_store *st, int64_t run_id, scn_series *out)
+{
+	out->v = NULL;
+	out->n = 0;
+	pp_step_row *rows;
+	int n;
+	if (pp_store_steps(st, run_id, &rows, &n) != 0)
+		return -1;
+	out->v = malloc(((size_t)n + 1) * sizeof *out->v);
+	if (!out->v) {
+		free(rows);
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		out->v[i] = (double)rows[i].dur_ns;
+	out->n = n;
+	free(rows);
+	return 0;
+}
+
+int scn_counter_at_steps(pp_store *st, int64_t run_id, const char *name, scn_series *out)
+{
+	out->v = NULL;
+	out->n = 0;
+	pp_step_row *steps;
+	int ns;
+	if (pp_store_steps(st, run_id, &steps, &ns) != 0)
+		return -1;
+	pp_counter_row *c = NULL;
+	int nc = 0;
+	if (pp_store_counter(st, run_id, name, &c, &nc) != 0) {
+		free(steps);
+		return -1;
+	}
+	out->v = malloc(((size_t)ns + 1) * sizeof *out->v);
+	if (!out->v) {
+		free(steps);
+		free(c);
+		return -1;
+	}
+	int j = 0;
+	for (int i = 0; i < ns; i++) {
+		int64_t end = steps[i].start_ns + steps[i].dur_ns;
+		while (j < nc && c[j].ts_ns <= end)
+			j++;
+		out->v[i] = j > 0 ? c[j - 1].value : NAN;
+	}
+	out->n = ns;
+	free(steps);
+	free(c);
+	return 0;
+}
+
+double scn_counter_last(pp_store *st, int64_t run_id, const char *name, double fallback)
+{
+	pp_counter_row *c = NULL;
+	int n = 0;
+	if (pp_store_counter(st, run_id, name, &c, &n) != 0 || n == 0) {
+		free(c);
+		return fallback;
+	}
+	double v = c[n - 1].value;
+	free(c);
+	return v;
+}
+
+static int text_cb(sqlite3_stmt *row, void *ud)
+{
+	const unsigned char *t = sqlite3_column_text(row, 0);
+	if (t)
+		snprintf(ud, 64, "%s", (const char *)t);
+	return 0;
+}
+
+double scn_meta_num(pp_store *st, int64_t run_id, const char *key, double fallback)
+{
+	/* pp_store_query binds only the run id; the key is quoted by SQLite. */
+	char *sql = sqlite3_mprintf("SELECT value FROM run_meta WHERE run_id = ?1 AND key = %Q "
+				    "ORDER BY rowid DESC LIMIT 1",
+				    key);
+	if (!sql)
+		return fallback;
+	char buf[64] = "";
+	pp_store_query(st, sql, run_id, text_cb, buf);
+	sqlite3_free(sql);
+	if (!buf[0])
+		return fallback;
+	char *end;
+	double v = strtod(buf, &end);
+	return end != buf ? v : fallback;
+}
+
+int64_t scn_kind_total(pp_store *st, int64_t run_id, int kind, int64_t *count)
+{
+	pp_phase_total *t;
+	int n;
+	if (count)
+		*count = 0;
+	if (pp_store_phase_totals(st, run_id, &t, &n) != 0)
+		return 0;
+	int64_t v = 0;
+	for (int i = 0; i < n; i++)
+		if (t[i].kind == kind) {
+			v = t[i].total_ns;
+			if (count)
+				*count = t[i].count;
+		}
+	free(t);
+	return v;
+}
+
+typedef struct span_sum {
+	int64_t total, count;
+} span_sum;
+
+static int span_sum_cb(sqlite3_stmt *row, void *ud)
+{
+	span_sum *s = ud;
+	s->total = sqlite3_column_int64(row, 0);
+	s->count = sqlite3_column_int64(row, 1);
+	return 0;
+}
+
+int64_t scn_span_total(pp_store *st, int64_t run_id, const char *name, int64_t *count)
+{
+	char *sql = sqlite3_mprintf(
+		"SELECT COALESCE(SUM(s.end_ns - s.start_ns), 0), COUNT(*) FROM spans s "
+		"JOIN strings n ON n.id = s.name_id WHERE s.run_id = ?1 AND n.value = %Q "
+		"AND s.end_ns IS NOT NULL",
+		name);
+	span_sum sum = {0, 0};
+	if (sql)
+		pp_store_query(st, sql, run_id, span_sum_cb, &sum);
+	sqlite3_free(sql);
+	if (count)
+		*count = sum.count;
+	return sum.total;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+double scn_median_range(const double *v, int from, int k)
+{
+	if (k <= 0)
+		return NAN;
+	double *c = malloc((size_t)k * sizeof *c);
+	if (!c)
+		return NAN;
+	memcpy(c, v + from, (size_t)k * sizeof *c);
+	qsort(c, (size_t)k, sizeof *c, cmp_double);
+	double m = k % 2 ? c[k / 2] : (c[k / 2 - 1] + c[k / 2]) / 2;
+	free(c);
+	return m;
+}
+
+double scn_median(const double *v, int n)
+{
+	return scn_median_range(v, 0, n);
+}
+
+double scn_correlation(const double *x, const double *y, int n)
+{
+	double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
+	int m = 0;
+	for (int i = 0; i < n; i++) {
+		if (!isfinite(x[i]) || !isfinite(y[i]))
+			continue;
+		sx += x[i];
+		sy += y[i];
+		m++;
+	}
+	if (m < 3)
+		return NAN;
+	double mx = sx / m, my = sy / m;
+	for (int i = 0; i < n; i++) {
+		if (!isfinite(x[i]) || !isfinite(y[i]))
+			continue;
+		sxx += (x[i] - mx) * (x[i] - mx);
+		syy += (y[i] - my) * (y[i] - my);
+		sxy += (x[i] - mx) * (y[i] - my);
+	}
+	if (sxx <= 0 || syy <= 0)
+		return NAN;
+	return sxy / sqrt(sxx * syy);
+}
+
+double scn_explained_growth(const double *x, const double *y, int n)
+{
+	double sx = 0, sy = 0, sxx = 0, sxy = 0;
+	int m = 0;
+	for (int i = 0; i < n; i++) {
+		if (!isfinite(x[i]) || !isfinite(y[i]))
+			continue;
+		sx += x[i];
+		sy += y[i];
+		m++;
+	}
+	if (m < 3)
+		return NAN;
+	double mx = sx / m, my = sy / m;
+	for (int i = 0; i < n; i++) {
+		if (!isfinite(x[i]) || !isfinite(y[i]))
+			continue;
+		sxx += (x[i] - mx) * (x[i] - mx);
+		sxy += (x[i] - mx) * (y[i] - my);
+	}
+	if (sxx <= 0)
+		return 0;
+	double slope = sxy / sxx;
+	int k = n / 10 > 0 ? n / 10 : 1;
+	double x0 = scn_median_range(x, 0, k), x1 = scn_median_range(x, n - k, k);
+	double y0 = scn_median_range(y, 0, k), y1 = scn_median_range(y, n - k, k);
+	if (!(y1 - y0 > 0))
+		return 0;
+	return slope * (x1 - x0) / (y1 - y0);
+}
+
+int scn_claim(pp_scn_claim *out, int i, int max, const char *id, const char *claim, int verdict,
+	      const char *fmt, ...)
+{
+	if (i >= max)
+		return max;
+	pp_scn_claim *c = &out[i];
+	memset(c, 0, sizeof *c);
+	snprintf(c->id, sizeof c->id, "%s", id);
+	snprintf(c->claim, sizeof c->claim, "%s", claim);
+	c->verdict = verdict;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->evidence, sizeof c->evidence, fmt, ap);
+	va_end(ap);
+	return i + 1;
+}
+
+const char *scn_fmt_ns(char *buf, size_t len, double ns)
+{
+	if (!isfinite(ns))
+		snprintf(buf, len, "?");
+	else if (ns >= 1e9)
+		snprintf(buf, len, "%.2f s", ns / 1e9);
+	else if (ns >= 1e6)
+		snprintf(buf, len, "%.2f ms", ns / 1e6);
+	else if (ns >= 1e3)
+		snprintf(buf, len, "%.1f us", ns / 1e3);
+	else
+		snprintf(buf, len, "%.0f ns", ns);
+	return buf;
+}
+
+const char *scn_fmt_bytes(char *buf, size_t len, double b)
+{
+	if (!isfinite(b))
+		snprintf(buf, len, "?");
+	else if (b >= 1024.0 * 1024 * 1024)
+		snprintf(buf, len, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+	else if (b >= 1024.0 * 1024)
+		snprintf(buf, len, "%.1f MiB", b / (1024.0 * 1024));
+	else if (b >= 1024.0)
+		snprintf(buf, len, "%.1f KiB", b / 1024.0);
+	else
+		snprintf(buf, len, "%.0f B", b);
+	return buf;
+}
+
+/* ---- the public parent-side calls ---- */
+
+const char *pp_claim_verdict_name(int v)
+{
+	switch (v) {
+	case PP_CLAIM_SUPPORTED:
+		return "supported";
+	case PP_CLAIM_NOT_SUPPORTED:
+		return "not supported";
+	case PP_CLAIM_PARTLY:
+		return "partly";
+	}
+	return "not measured";
+}
+
+int pp_scenario_measure(pp_store *st, int64_t run_id, pp_scn_measure *out)
+{
+	memset(out, 0, sizeof *out);
+	out->measured_ns = -1;
+	pp_run_info ri;
+	if (pp_store_run(st, run_id, &ri) != 0)
+		return -1;
+	out->total_ns = ri.duration_ns;
+	int64_t cnt = 0;
+	int64_t m = scn_span_total(st, run_id, "measured", &cnt);
+	if (cnt > 0)
+		out->measured_ns = m;
+	scn_series s;
+	if (scn_steps(st, run_id, &s) == 0 && s.n > 0) {
+		out->n_steps = s.n;
+		out->first_step_ns = (int64_t)s.v[0];
+		if (s.n > 1)
+			out->median_step_ns = (int64_t)scn_median_range(s.v, 1, s.n - 1);
+		int k = s.n / 10 > 0 ? s.n / 10 : 1;
+		out->first10_ns = (int64_t)scn_median_range(s.v, 0, k);
+		out->last10_ns = (int64_t)scn_median_range(s.v, s.n - k, k);
+	}
+	scn_series_free(&s);
+	return 0;
+}
+
+static void store_claim(pp_store *st, int64_t run_id, const pp_scn_claim *c)
+{
+	sqlite3 *db = pp_store_db(st);
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(db, "INSERT INTO run_meta(run_id, key, value) VALUES(?1, ?2, ?3)",
+			       -1, &s, NULL) != SQLITE_OK)
+		return;
+	char key[48], val[900];
+	snprintf(key, sizeof key, "claim.%s", c->id);
+	snprintf(val, sizeof val, "%s: %s -- %s", pp_claim_verdict_name(c->verdict), c->claim,
+		 c->evidence);
+	sqlite3_bind_int64(s, 1, run_id);
+	sqlite3_bind_text(s, 2, key, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 3, val, -1, SQLITE_TRANSIENT);
+	sqlite3_step(s); /* a read-only store refuses: the claims are still printed */
+	sqlite3_finalize(s);
+}
+
+int pp_scenario_claims(const pp_scenario *s, pp_store *st, const int64_t *run_ids,
+		       pp_scn_claim *out, int max)
+{
+	if (!s->claims || max <= 0)
+		return 0;
+	int n = s->claims(st, run_ids, out, max);
+	if (n > 0 && run_ids[0] > 0)
+		for (int i = 0; i < n; i++)
+			store_claim(st, run_ids[0], &out[i]);
+	return n;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+int scn_kind_per_step(pp_store *st, int64_t run_id, int kind, scn_series *out)
+{
+	out->v = NULL;
+	out->n = 0;
+	pp_step_row *steps;
+	int ns;
+	if (pp_store_steps(st, run_id, &steps, &ns) != 0)
+		return -1;
+	pp_span_list l;
+	if (pp_store_spans(st, run_id, -1, &l) != 0) {
+		free(steps);
+		return -1;
+	}
+	out->v = calloc((size_t)ns + 1, sizeof *out->v);
+	/* (start, index) of the steps sorted by start, for the containment search */
+	int64_t *starts = malloc(((size_t)ns + 1) * 2 * sizeof *starts);
+	/* ids of the spans of `kind`, to skip those nested in one of the same kind */
+	int64_t *ids = malloc(((size_t)l.n + 1) * sizeof *ids);
+	if (!out->v || !starts || !ids) {
+		free(out->v);
+		out->v = NULL;
+		free(starts);
+		free(ids);
+		free(steps);
+		pp_span_list_free(&l);
+		return -1;
+	}
+	for (int i = 0; i < ns; i++) {
+		starts[2 * i] = steps[i].start_ns;
+		starts[2 * i + 1] = i;
+	}
+	qsort(starts, (size_t)ns, 2 * sizeof *starts, cmp_i64);
+	int nid = 0;
+	for (int i = 0; i < l.n; i++)
+		if (l.rows[i].kind == kind)
+			ids[nid++] = l.rows[i].id;
+	qsort(ids, (size_t)nid, sizeof *ids, cmp_i64);
+	for (int i = 0; i < l.n; i++) {
+		const pp_span_row *r = &l.rows[i];
+		if (r->kind != kind || r->end_ns < 0)
+			continue;
+		if (r->parent_id > 0 && bsearch(&r->parent_id, ids, (size_t)nid, sizeof *ids, cmp_i64))
+			continue;
+		int lo = 0, hi = ns - 1, best = -1;
+		while (lo <= hi) {
+			int mid = (lo + hi) / 2;
+			if (starts[2 * mid] <= r->start_ns) {
+				best = mid;
+				lo = mid + 1;
+			} else {
+				hi = mid - 1;
+			}
+		}
+		if (best < 0)
+			continue;
+		int si = (int)starts[2 * best + 1];
+		if (r->end_ns <= steps[si].start_ns + steps[si].dur_ns)
+			out->v[si] += (double)(r->end_ns - r->start_ns);
+	}
+	out->n = ns;
+	free(starts);
+	free(ids);
+	free(steps);
+	pp_span_list_free(&l);
+	return 0;
+}

@@ -1,0 +1,205 @@
+/*
+ * retracing — "the traced function re-traces" (TensorFlow #34907, #38561:
+ * predict_on_batch with batch sizes 1…299 retraces every call).
+ *
+ * slow:             a traced MLP forward pass called with a new batch size
+ *                   every call: one trace per call, and the frequent-retracing
+ *                   warning (TF's: 5 of the last 5 calls).
+ * relaxed:          the same calls with an input signature whose batch
+ *                   dimension is unknown ([?, 784]): one trace.
+ * reduce-retracing: no signature, reduce_retracing on: the second shape
+ *                   relaxes the batch dimension, two traces in all.
+ */
+#include "scn_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define RT_IN 784
+#define RT_HID 128
+#define RT_OUT 10
+
+#ifdef PP_HAVE_FLOW_TRAIN
+#include "flow_train.h"
+
+typedef struct rt_model {
+	flow_output w1, b1, w2, b2;
+} rt_model;
+
+static int rt_trace(flow_graph *g, const flow_output *in, int n_in, flow_output *out, int n_out,
+		    void *ud, flow_status *st)
+{
+	(void)n_in;
+	(void)n_out;
+	rt_model *m = ud;
+	flow_output h = scn_matmul(g, NULL, in[0], m->w1, st);
+	h = h.op ? scn_binary(g, "BiasAdd", NULL, h, m->b1, st) : h;
+	h = h.op ? flow_simple(g, "Relu", NULL, &h, 1, st) : h;
+	h = h.op ? scn_matmul(g, NULL, h, m->w2, st) : h;
+	out[0] = h.op ? scn_binary(g, "BiasAdd", NULL, h, m->b2, st) : h;
+	return out[0].op ? 0 : -1;
+}
+
+static int rt_calls(const scn_env *e)
+{
+	return scn_pick(e, 120, 60, 8);
+}
+
+/* mode 0: no signature; 1: signature [?, 784]; 2: reduce_retracing */
+static int rt_run(scn_env *e, int mode)
+{
+	flow_status *st = flow_status_new();
+	int rc = 0;
+	flow_graph *g = flow_graph_new();
+	flow_session *s = NULL;
+	flow_function *f = NULL;
+	rt_model m;
+	int64_t d1[2] = {RT_IN, RT_HID}, d2[2] = {RT_HID, RT_OUT}, e1[1] = {RT_HID},
+		e2[1] = {RT_OUT};
+	m.w1 = flow_variable(g, "w1", scn_random_normal(g, "w1/init", 2, d1, 0.05f, 1, st), st);
+	m.b1 = flow_variable(g, "b1", scn_zeros(g, "b1/init", 1, e1, st), st);
+	m.w2 = flow_variable(g, "w2", scn_random_normal(g, "w2/init", 2, d2, 0.05f, 2, st), st);
+	m.b2 = flow_variable(g, "b2", scn_zeros(g, "b2/init", 1, e2, st), st);
+	flow_op *init = flow_status_ok(st) ? flow_global_variables_initializer(g, st) : NULL;
+	flow_session_options so = {.no_step_phase = 1};
+	s = init ? flow_session_new(g, &so, st) : NULL;
+	if (!s || flow_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &init, 1, st) != 0)
+		rc = scn_fail(e, "model: %s", flow_status_message(st));
+	flow_dtype dt = FLOW_F32;
+	int64_t sd[2] = {-1, RT_IN};
+	flow_shape sig = flow_shape_make(2, sd);
+	flow_function_options fo = {.name = "predict", .n_inputs = 1, .n_outputs = 1,
+				    .graph = g, .session = s, .warn_to_stderr = 0};
+	if (mode == 1) {
+		fo.sig_dtypes = &dt;
+		fo.sig_shapes = &sig;
+	}
+	fo.reduce_retracing = mode == 2;
+	if (!rc && !(f = flow_function_new(rt_trace, &m, &fo, st)))
+		rc = scn_fail(e, "traced function: %s", flow_status_message(st));
+	int calls = rt_calls(e);
+	scn_measured_begin();
+	for (int i = 0; !rc && i < calls; i++) {
+		/* a new batch size every call: a permutation of 1..calls (7 is
+		 * coprime to every size used), so sizes differ without trending up
+		 * and the compute per call stays level */
+		int bs = 1 + (i * 7) % calls;
+		int64_t xd[2] = {bs, RT_IN};
+		flow_tensor *x = scn_tensor_uniform(2, xd, (uint64_t)i, st), *y = NULL;
+		pp_step_begin(i);
+		if (!x || flow_function_call(f, &x, &y, st) != 0)
+			rc = scn_fail(e, "call %d (batch %d): %s", i, bs, flow_status_message(st));
+		pp_step_end();
+		flow_tensor_unref(x);
+		flow_tensor_unref(y);
+	}
+	scn_measured_end();
+	if (f) {
+		flow_function_stats fs;
+		flow_function_stats_get(f, &fs);
+		char b[64];
+		snprintf(b, sizeof b, "%d", fs.calls);
+		pp_meta("retracing.calls", b);
+		snprintf(b, sizeof b, "%d", fs.traces);
+		pp_meta("retracing.traces", b);
+		snprintf(b, sizeof b, "%d", fs.warnings);
+		pp_meta("retracing.warnings", b);
+		if (flow_function_last_warning(f)[0])
+			pp_meta("retracing.warning", flow_function_last_warning(f));
+		flow_function_free(f);
+	}
+	if (s) {
+		flow_session_close(s, NULL);
+		flow_session_free(s);
+	}
+	flow_graph_free(g);
+	flow_status_free(st);
+	return rc;
+}
+
+static int rt_slow(scn_env *e) { return rt_run(e, 0); }
+static int rt_relaxed(scn_env *e) { return rt_run(e, 1); }
+static int rt_reduce(scn_env *e) { return rt_run(e, 2); }
+
+#else
+static int rt_missing(scn_env *e)
+{
+	return scn_fail(e, "traced functions need flow_train (runtime/train), not built here");
+}
+#define rt_slow rt_missing
+#define rt_relaxed rt_missing
+#define rt_reduce rt_missing
+#endif
+
+static int meta_text_cb(sqlite3_stmt *row, void *ud)
+{
+	const unsigned char *t = sqlite3_column_text(row, 0);
+	snprintf(ud, 300, "%s", t ? (const char *)t : "");
+	return 0;
+}
+
+static int rt_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int max)
+{
+	int n = 0;
+	char a[32], b[32];
+	if (run[0] > 0) {
+		double calls = scn_meta_num(st, run[0], "retracing.calls", 0);
+		double traces = scn_meta_num(st, run[0], "retracing.traces", 0);
+		double warns = scn_meta_num(st, run[0], "retracing.warnings", 0);
+		int64_t nt = 0;
+		int64_t tt = scn_span_total(st, run[0], "measured", NULL);
+		int64_t tr = scn_kind_total(st, run[0], PP_RETRACE, &nt);
+		char warning[300] = "";
+		pp_store_query(st,
+			       "SELECT value FROM run_meta WHERE run_id = ?1 AND key = "
+			       "'retracing.warning' LIMIT 1",
+			       run[0], meta_text_cb, warning);
+		n = scn_claim(out, n, max, "retrace-per-call",
+			      "a new input shape per call re-traces the function every call",
+			      calls > 0 && traces >= calls ? PP_CLAIM_SUPPORTED
+							   : PP_CLAIM_NOT_SUPPORTED,
+			      "%.0f calls, %.0f traces (%lld retrace phases, %s = %.0f%% of the calls' "
+			      "time), %.0f warnings%s%.160s%s",
+			      calls, traces, (long long)nt, scn_fmt_ns(a, sizeof a, (double)tr),
+			      tt > 0 ? 100.0 * tr / tt : 0, warns, warning[0] ? ": \"" : "", warning,
+			      warning[0] ? "...\"" : "");
+	}
+	if (run[1] > 0) {
+		double traces = scn_meta_num(st, run[1], "retracing.traces", 0);
+		pp_scn_measure m0, m1;
+		int have = run[0] > 0 && pp_scenario_measure(st, run[0], &m0) == 0 &&
+			   pp_scenario_measure(st, run[1], &m1) == 0;
+		n = scn_claim(out, n, max, "relaxed-signature",
+			      "an input signature with an unknown batch dimension traces once",
+			      traces == 1 ? PP_CLAIM_SUPPORTED : PP_CLAIM_NOT_SUPPORTED,
+			      "%.0f trace(s) with signature [?, %d]; calls took %s in all vs %s "
+			      "retracing",
+			      traces, RT_IN,
+			      scn_fmt_ns(a, sizeof a, have ? (double)m1.measured_ns : NAN),
+			      scn_fmt_ns(b, sizeof b, have ? (double)m0.measured_ns : NAN));
+	}
+	return n;
+}
+
+static const scn_variant variants[] = {
+	{"slow", SCN_SLOW, "traced MLP forward (784-128-10) called with a new batch size every call (1..N permuted)",
+	 rt_slow},
+	{"relaxed", SCN_FIX, "same calls, input signature [?, 784] (unknown batch dimension)", rt_relaxed},
+	{"reduce-retracing", SCN_FIX, "same calls, no signature, reduce_retracing on (relaxes after 1 retrace)",
+	 rt_reduce},
+};
+
+static const char *const rules[] = {"repeated_retracing"};
+
+const pp_scenario scn_retracing = {
+	.name = "retracing",
+	.complaint = "a traced function re-traces on every call",
+	.source = "research: TensorFlow #34907, #38561 (tf.function retracing)",
+	.metric = "time of the calls",
+	.variants = variants,
+	.n_variants = SCN_COUNT(variants),
+	.rules = rules,
+	.n_rules = SCN_COUNT(rules),
+	.claims = rt_claims,
+};
