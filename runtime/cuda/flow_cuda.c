@@ -233,34 +233,49 @@ static int check_f32(const flow_tensor *t, const char *what, flow_status *st)
 	return 0;
 }
 
+int flow_cuda_upload_into(flow_cuda *g, flow_tensor *dev, const flow_tensor *host, int wait,
+			  flow_status *st)
+{
+	if (check_f32(host, "upload", st) || check_f32(dev, "upload", st))
+		return -1;
+	if (flow_tensor_nelem(dev) != flow_tensor_nelem(host)) {
+		flow_status_set(st, FLOW_INVALID_ARGUMENT,
+				"cuda: upload: host tensor has %lld elements, device tensor %lld",
+				(long long)flow_tensor_nelem(host), (long long)flow_tensor_nelem(dev));
+		return -1;
+	}
+	PP_PHASE(PP_DATA_TRANSFER, "h2d");
+	uint64_t ext = ppgpu_phase_push("h2d");
+	size_t n = flow_tensor_nbytes(host);
+	cudaError_t e = cudaSuccess;
+	if (n) {
+		e = cudaMemcpyAsync(flow_tensor_data(dev), flow_tensor_cdata(host), n, cudaMemcpyHostToDevice,
+				    g->stream);
+		/* Unless asked not to, the host buffer may be reused right after. */
+		if (e == cudaSuccess && wait)
+			e = cudaStreamSynchronize(g->stream);
+	}
+	if (ext)
+		ppgpu_phase_pop();
+	if (e != cudaSuccess)
+		return cuda_fail(st, "cudaMemcpy host to device", e);
+	atomic_fetch_add(&g->h2d_bytes, n);
+	atomic_fetch_add(&g->h2d_copies, 1);
+	return 0;
+}
+
 flow_tensor *flow_cuda_upload(flow_cuda *g, const flow_tensor *host, flow_status *st)
 {
 	if (check_f32(host, "upload", st))
 		return NULL;
-	PP_PHASE(PP_DATA_TRANSFER, "h2d");
-	uint64_t ext = ppgpu_phase_push("h2d");
 	int64_t dims[FLOW_MAX_DIMS];
 	for (int i = 0; i < flow_tensor_ndim(host); i++)
 		dims[i] = flow_tensor_dim(host, i);
 	flow_tensor *d = flow_cuda_empty(g, flow_tensor_ndim(host), dims, st);
-	size_t n = flow_tensor_nbytes(host);
-	if (d && n) {
-		cudaError_t e = cudaMemcpyAsync(flow_tensor_data(d), flow_tensor_cdata(host), n,
-						cudaMemcpyHostToDevice, g->stream);
-		/* The host buffer may be freed right after: make the copy complete. */
-		if (e == cudaSuccess)
-			e = cudaStreamSynchronize(g->stream);
-		if (e != cudaSuccess) {
-			cuda_fail(st, "cudaMemcpy host to device", e);
-			flow_tensor_unref(d);
-			d = NULL;
-		} else {
-			atomic_fetch_add(&g->h2d_bytes, n);
-			atomic_fetch_add(&g->h2d_copies, 1);
-		}
+	if (d && flow_cuda_upload_into(g, d, host, 1, st) != 0) {
+		flow_tensor_unref(d);
+		d = NULL;
 	}
-	if (ext)
-		ppgpu_phase_pop();
 	return d;
 }
 

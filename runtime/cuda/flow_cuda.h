@@ -44,6 +44,12 @@ void flow_cuda_stats_get(const flow_cuda *g, flow_cuda_stats *out);
 flow_tensor *flow_cuda_empty(flow_cuda *g, int ndim, const int64_t *dims, flow_status *st);
 /* host -> device (data_transfer phase "h2d"). f32 only. */
 flow_tensor *flow_cuda_upload(flow_cuda *g, const flow_tensor *host, flow_status *st);
+/* host -> an existing device tensor of the same element count (data_transfer
+ * phase "h2d"). wait = 0 only enqueues the copy on the device's stream: the
+ * host buffer must stay untouched until flow_cuda_sync (use pinned memory
+ * from flow_cuda_host_pinned so the copy is truly asynchronous). */
+int flow_cuda_upload_into(flow_cuda *g, flow_tensor *dev, const flow_tensor *host, int wait,
+			  flow_status *st);
 /* device -> host into a new host tensor (data_transfer phase "d2h"); waits. */
 flow_tensor *flow_cuda_download(flow_cuda *g, const flow_tensor *dev, flow_status *st);
 /* Host memory that copies can DMA from directly (cudaMallocHost), wrapped as

@@ -252,6 +252,22 @@ static int run_kernels(void)
 		check_unary(g, un[i]);
 	check_sum_softmax(g);
 	check_errors(g);
+	/* an asynchronous copy from pinned memory into an existing device tensor */
+	{
+		flow_status *s3 = flow_status_new();
+		int64_t d[1] = {4096};
+		flow_tensor *pin = flow_cuda_host_pinned(g, 1, d, s3), *dev = flow_cuda_empty(g, 1, d, s3);
+		double want[4096];
+		float *p = flow_tensor_data(pin);
+		for (int i = 0; i < 4096; i++)
+			p[i] = (float)(want[i] = i * 0.5);
+		CHECK(flow_cuda_upload_into(g, dev, pin, 0, s3) == 0, "async upload: %s", flow_status_message(s3));
+		CHECK(flow_cuda_sync(g, s3) == 0, "sync");
+		compare(g, dev, want, 4096, "async upload");
+		flow_tensor_unref(dev);
+		flow_tensor_unref(pin);
+		flow_status_free(s3);
+	}
 	flow_cuda_stats st2;
 	flow_cuda_stats_get(g, &st2);
 	CHECK(st2.h2d_copies > 0 && st2.d2h_copies > 0 && st2.gemms == 4, "stats");
