@@ -1,0 +1,420 @@
+/*
+ * grad_fns.c — gradient functions for the op library's ops and ours, with
+ * TensorFlow's semantics (tensorflow/python/ops/math_grad.py, nn_grad.py,
+ * array_grad.py). Binary elementwise ops broadcast, so each input's gradient
+ * is summed back to that input's shape (_SumToShape).
+ */
+#include "train_internal.h"
+
+#include <string.h>
+
+#define NONE ((flow_output){NULL, 0})
+#define X(i) flow_op_input(op, (i))
+#define Y(i) flow_out(op, (i))
+
+static int ok(flow_status *st, flow_output o)
+{
+	return o.op && flow_status_ok(st);
+}
+
+/* TF's grad functions return 0 for "no gradient" and an error only when the
+ * builder failed; a builder failure leaves st set. */
+static int done(flow_status *st)
+{
+	return flow_status_ok(st) ? 0 : -1;
+}
+
+static const char *div_op(void)
+{
+	return train_op_exists("RealDiv") ? "RealDiv" : "Div";
+}
+
+static flow_output sum_to(flow_graph *g, flow_output v, flow_output like, flow_status *st)
+{
+	if (!v.op)
+		return NONE;
+	/* Same static full shape: nothing was broadcast. */
+	flow_shape a = flow_op_output_shape(v.op, v.index);
+	flow_shape b = flow_op_output_shape(like.op, like.index);
+	if (flow_shape_is_full(&a) && flow_shape_is_full(&b) && a.ndim == b.ndim) {
+		int same = 1;
+		for (int i = 0; i < a.ndim; i++)
+			same &= a.dims[i] == b.dims[i];
+		if (same)
+			return v;
+	}
+	return tb_op2(g, "_SumToShape", v, like, st);
+}
+
+/* ---- linear algebra ---- */
+
+static int g_matmul(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		    flow_status *st)
+{
+	int ta = 0, tb = 0;
+	flow_op_get_attr_bool(op, "transpose_a", &ta);
+	flow_op_get_attr_bool(op, "transpose_b", &tb);
+	flow_output a = X(0), b = X(1), d = dy[0];
+	if (!ta && !tb) {
+		dx[0] = tb_matmul(g, d, b, 0, 1, st);
+		dx[1] = tb_matmul(g, a, d, 1, 0, st);
+	} else if (!ta && tb) {
+		dx[0] = tb_matmul(g, d, b, 0, 0, st);
+		dx[1] = tb_matmul(g, d, a, 1, 0, st);
+	} else if (ta && !tb) {
+		dx[0] = tb_matmul(g, b, d, 0, 1, st);
+		dx[1] = tb_matmul(g, a, d, 0, 0, st);
+	} else {
+		dx[0] = tb_matmul(g, b, d, 1, 1, st);
+		dx[1] = tb_matmul(g, d, a, 1, 1, st);
+	}
+	return done(st);
+}
+
+static int g_bias_add(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		      flow_status *st)
+{
+	dx[0] = dy[0];
+	dx[1] = tb_op2(g, "_SumToShape", dy[0], X(1), st);
+	return done(st);
+}
+
+/* ---- elementwise ---- */
+
+static int g_add(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		 flow_status *st)
+{
+	dx[0] = sum_to(g, dy[0], X(0), st);
+	dx[1] = sum_to(g, dy[0], X(1), st);
+	return done(st);
+}
+
+static int g_sub(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		 flow_status *st)
+{
+	dx[0] = sum_to(g, dy[0], X(0), st);
+	flow_output n = tb_op1(g, "Neg", dy[0], st);
+	if (ok(st, n))
+		dx[1] = sum_to(g, n, X(1), st);
+	return done(st);
+}
+
+static int g_mul(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		 flow_status *st)
+{
+	const char *t = flow_op_type(op);
+	flow_output a = tb_op2(g, t, dy[0], X(1), st);
+	flow_output b = ok(st, a) ? tb_op2(g, t, X(0), dy[0], st) : NONE;
+	if (ok(st, b)) {
+		dx[0] = sum_to(g, a, X(0), st);
+		dx[1] = sum_to(g, b, X(1), st);
+	}
+	return done(st);
+}
+
+/* z = x / y: dx = dy / y, dy_ = -dy * z / y */
+static int g_div(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		 flow_status *st)
+{
+	const char *d = flow_op_type(op);
+	flow_output a = tb_op2(g, d, dy[0], X(1), st);
+	flow_output b = ok(st, a) ? tb_op2(g, "Mul", a, Y(0), st) : NONE;
+	flow_output c = ok(st, b) ? tb_op1(g, "Neg", b, st) : NONE;
+	if (ok(st, c)) {
+		dx[0] = sum_to(g, a, X(0), st);
+		dx[1] = sum_to(g, c, X(1), st);
+	}
+	return done(st);
+}
+
+static int g_neg(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		 flow_status *st)
+{
+	(void)op;
+	dx[0] = tb_op1(g, "Neg", dy[0], st);
+	return done(st);
+}
+
+static int g_identity(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		      flow_status *st)
+{
+	(void)g, (void)op, (void)st;
+	dx[0] = dy[0];
+	return 0;
+}
+
+static int g_relu(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		  flow_status *st)
+{
+	dx[0] = tb_op2(g, "_ReluGrad", dy[0], X(0), st);
+	return done(st);
+}
+
+static int g_sigmoid(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		     flow_status *st)
+{
+	dx[0] = tb_op2(g, "_SigmoidGrad", Y(0), dy[0], st);
+	return done(st);
+}
+
+static int g_tanh(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		  flow_status *st)
+{
+	dx[0] = tb_op2(g, "_TanhGrad", Y(0), dy[0], st);
+	return done(st);
+}
+
+static int g_softmax(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		     flow_status *st)
+{
+	dx[0] = tb_op2(g, "_SoftmaxGrad", Y(0), dy[0], st);
+	return done(st);
+}
+
+static int g_exp(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		 flow_status *st)
+{
+	dx[0] = tb_op2(g, "Mul", dy[0], Y(0), st);
+	return done(st);
+}
+
+static int g_log(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		 flow_status *st)
+{
+	dx[0] = tb_op2(g, div_op(), dy[0], X(0), st);
+	return done(st);
+}
+
+static int g_square(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		    flow_status *st)
+{
+	flow_output two = flow_scalar(g, 2.0f, st);
+	flow_output a = ok(st, two) ? tb_op2(g, "Mul", X(0), two, st) : NONE;
+	if (ok(st, a))
+		dx[0] = tb_op2(g, "Mul", dy[0], a, st);
+	return done(st);
+}
+
+/* y = sqrt(x): dx = dy * 0.5 / y */
+static int g_sqrt(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		  flow_status *st)
+{
+	flow_output h = flow_scalar(g, 0.5f, st);
+	flow_output a = ok(st, h) ? tb_op2(g, "Mul", dy[0], h, st) : NONE;
+	if (ok(st, a))
+		dx[0] = tb_op2(g, div_op(), a, Y(0), st);
+	return done(st);
+}
+
+/* ---- array ---- */
+
+static int g_reshape(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		     flow_status *st)
+{
+	dx[0] = tb_op2(g, "_ReshapeLike", dy[0], X(0), st);
+	return done(st);
+}
+
+/* Axes or a permutation given either as an ints attr or as a Const input. */
+static int ints_of(flow_op *op, const char *const *attrs, int input, int64_t *out, int max)
+{
+	const int64_t *v;
+	int n;
+	for (int i = 0; attrs[i]; i++)
+		if (!flow_op_get_attr_ints(op, attrs[i], &v, &n)) {
+			for (int k = 0; k < n && k < max; k++)
+				out[k] = v[k];
+			return n;
+		}
+	if (input >= 0 && input < flow_op_num_inputs(op)) {
+		flow_op *c = flow_op_input(op, input).op;
+		const flow_tensor *t = flow_op_get_attr_tensor(c, "value");
+		if (!t)
+			return -1;
+		n = (int)flow_tensor_nelem(t);
+		for (int k = 0; k < n && k < max; k++)
+			out[k] = (int64_t)flow_tensor_get(t, k);
+		return n;
+	}
+	return -2;   /* no axes at all: every axis */
+}
+
+static int g_transpose(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		       flow_status *st)
+{
+	static const char *const names[] = {"perm", NULL};
+	int64_t p[FLOW_MAX_DIMS], inv[FLOW_MAX_DIMS];
+	int n = ints_of(op, names, 1, p, FLOW_MAX_DIMS);
+	if (n < 0 || n > FLOW_MAX_DIMS) {
+		flow_status_set(st, FLOW_UNIMPLEMENTED,
+				"gradient of '%s' (Transpose): permutation is not a constant",
+				flow_op_name(op));
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		inv[p[i]] = i;
+	flow_op_desc *d = tb_new(g, "Transpose");
+	flow_op_add_input(d, dy[0]);
+	if (flow_op_num_inputs(op) > 1) {
+		flow_output c = tb_const_i64s(g, inv, n, st);
+		if (!c.op) {
+			flow_op_finish(d, NULL);
+			return -1;
+		}
+		flow_op_add_input(d, c);
+	} else {
+		flow_op_set_attr_ints(d, "perm", inv, n);
+	}
+	dx[0] = flow_out(flow_op_finish(d, st), 0);
+	return done(st);
+}
+
+/* Sum / Mean over axes: broadcast dy back over the reduced axes. */
+static int g_reduce(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		    flow_status *st, int mean)
+{
+	static const char *const names[] = {"axis", "axes", "reduction_indices", "dims", NULL};
+	int64_t ax[FLOW_MAX_DIMS];
+	int n = ints_of(op, names, 1, ax, FLOW_MAX_DIMS);
+	if (n == -1 || n > FLOW_MAX_DIMS) {
+		flow_status_set(st, FLOW_UNIMPLEMENTED,
+				"gradient of '%s' (%s): reduction axes are not a constant",
+				flow_op_name(op), flow_op_type(op));
+		return -1;
+	}
+	flow_op_desc *d = tb_new(g, "_BroadcastLike");
+	flow_op_add_input(d, dy[0]);
+	flow_op_add_input(d, X(0));
+	flow_op_set_attr_ints(d, "axes", ax, n < 0 ? 0 : n);
+	flow_op_set_attr_bool(d, "all", n == -2);
+	flow_op_set_attr_bool(d, "mean", mean);
+	dx[0] = flow_out(flow_op_finish(d, st), 0);
+	return done(st);
+}
+static int g_sum(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		 flow_status *st)
+{
+	return g_reduce(g, op, dy, dx, st, 0);
+}
+static int g_mean(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		  flow_status *st)
+{
+	return g_reduce(g, op, dy, dx, st, 1);
+}
+
+static int g_mean_all(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		      flow_status *st)
+{
+	flow_op_desc *d = tb_new(g, "_FillLike");
+	flow_op_add_input(d, dy[0]);
+	flow_op_add_input(d, X(0));
+	flow_op_set_attr_bool(d, "mean", !strcmp(flow_op_type(op), "_MeanAll"));
+	dx[0] = flow_out(flow_op_finish(d, st), 0);
+	return done(st);
+}
+
+/* ---- nn ---- */
+
+static int g_xent(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		  flow_status *st)
+{
+	if (dy[1].op) {
+		flow_status_set(st, FLOW_UNIMPLEMENTED,
+				"gradient of '%s' (%s): the backprop output is not differentiable "
+				"(second derivative)", flow_op_name(op), flow_op_type(op));
+		return -1;
+	}
+	dx[0] = tb_op2(g, "_ScaleRows", Y(1), dy[0], st);
+	return done(st);   /* labels: no gradient (TF's sparse op has none either) */
+}
+
+static void copy_window_attrs(flow_op_desc *d, flow_op *op, int pool)
+{
+	const int64_t *v;
+	int n;
+	if (!flow_op_get_attr_ints(op, "strides", &v, &n))
+		flow_op_set_attr_ints(d, "strides", v, n);
+	if (pool && !flow_op_get_attr_ints(op, "ksize", &v, &n))
+		flow_op_set_attr_ints(d, "ksize", v, n);
+	const char *p = flow_op_get_attr_string(op, "padding");
+	if (p)
+		flow_op_set_attr_string(d, "padding", p);
+}
+
+static int g_conv2d(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		    flow_status *st)
+{
+	static const char *const types[2] = {"_Conv2DBackpropInput", "_Conv2DBackpropFilter"};
+	for (int k = 0; k < 2; k++) {
+		flow_op_desc *d = tb_new(g, types[k]);
+		flow_op_add_input(d, X(0));
+		flow_op_add_input(d, X(1));
+		flow_op_add_input(d, dy[0]);
+		copy_window_attrs(d, op, 0);
+		dx[k] = flow_out(flow_op_finish(d, st), 0);
+		if (!dx[k].op)
+			return -1;
+	}
+	return 0;
+}
+
+static int g_maxpool(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		     flow_status *st)
+{
+	flow_op_desc *d = tb_new(g, "_MaxPoolGrad");
+	flow_op_add_input(d, X(0));
+	flow_op_add_input(d, dy[0]);
+	copy_window_attrs(d, op, 1);
+	dx[0] = flow_out(flow_op_finish(d, st), 0);
+	return done(st);
+}
+
+static int g_dropout(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		     flow_status *st)
+{
+	dx[0] = tb_op2(g, "Mul", dy[0], Y(1), st);
+	return done(st);
+}
+
+void train_grads_register_builtin(void)
+{
+	static const struct {
+		const char *op;
+		flow_train_grad_fn fn;
+	} t[] = {
+		{"MatMul", g_matmul},
+		{"BiasAdd", g_bias_add},
+		{"Add", g_add},
+		{"AddV2", g_add},
+		{"Sub", g_sub},
+		{"Mul", g_mul},
+		{"Div", g_div},
+		{"RealDiv", g_div},
+		{"Neg", g_neg},
+		{"Identity", g_identity},
+		{"Relu", g_relu},
+		{"Sigmoid", g_sigmoid},
+		{"Tanh", g_tanh},
+		{"Softmax", g_softmax},
+		{"Exp", g_exp},
+		{"Log", g_log},
+		{"Square", g_square},
+		{"Sqrt", g_sqrt},
+		{"Reshape", g_reshape},
+		{"_ReshapeLike", g_reshape},
+		{"_Flatten", g_reshape},
+		{"Flatten", g_reshape},
+		{"Transpose", g_transpose},
+		{"Sum", g_sum},
+		{"Mean", g_mean},
+		{"_SumAll", g_mean_all},
+		{"_MeanAll", g_mean_all},
+		{"SparseSoftmaxCrossEntropyWithLogits", g_xent},
+		{"SoftmaxCrossEntropyWithLogits", g_xent},
+		{"Conv2D", g_conv2d},
+		{"MaxPool", g_maxpool},
+		{"_Dropout", g_dropout},
+	};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+		flow_gradient_register(t[i].op, t[i].fn);
+}
