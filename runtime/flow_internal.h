@@ -141,7 +141,7 @@ const flow_attr_value *flow_attrs_find(const flow_attr_list *l, const char *name
 /* ---- op definitions ---- */
 enum flow_op_flags {
 	FLOW_OP_STATEFUL = 1 << 0,   /* never constant-folded, CSE'd or pruned as a target */
-	FLOW_OP_RANDOM = 1 << 1,     /* implies stateful; gets a per-node state word (flow_ctx_state) */
+	FLOW_OP_RANDOM = 1 << 1,     /* treated as stateful too; gets a per-node state word (flow_ctx_state) */
 	FLOW_OP_COMMUTATIVE = 1 << 2,/* CSE may treat inputs 0 and 1 as unordered */
 	FLOW_OP_NO_KERNEL = 1 << 3,  /* handled by the executor itself (Placeholder…) */
 };

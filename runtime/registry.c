@@ -334,7 +334,7 @@ static int parse_attr(flow_attr_spec *a, const char *text, const char *op, flow_
 				op, text);
 		return -1;
 	}
-	snprintf(a->name, sizeof a->name, "%s", name);
+	memcpy(a->name, name, strlen(name) + 1); /* length checked above */
 	/* split "kind [>= min] [= default]" */
 	char kind[128] = "", dflt[160] = "", minv[40] = "";
 	const char *q = skip_ws(rest);
@@ -460,7 +460,7 @@ static int parse_arg(flow_registered_op *r, flow_arg_spec *a, const char *text, 
 				op, is_input ? "input" : "output", text);
 		return -1;
 	}
-	snprintf(a->name, sizeof a->name, "%s", name);
+	memcpy(a->name, name, strlen(name) + 1); /* length checked above */
 	a->type_attr = a->list_attr = -1;
 	char *t = type;
 	if (!strncmp(t, "Ref(", 4)) {
@@ -598,12 +598,6 @@ static flow_registered_op *build_op(const entry *e, flow_status *st)
 				goto fail;
 			}
 		}
-	if ((d->flags & FLOW_OP_RANDOM) && !(d->flags & FLOW_OP_STATEFUL)) {
-		/* Random implies stateful; a def that says otherwise is a bug worth naming. */
-		flow_status_set(st, FLOW_INVALID_ARGUMENT, "op '%s': FLOW_OP_RANDOM without FLOW_OP_STATEFUL",
-				d->name);
-		goto fail;
-	}
 	return r;
 fail:
 	if (flow_status_ok(st))

@@ -1,0 +1,34 @@
+/* Small helpers shared by the flow-core benchmarks (figures, no asserts). */
+#ifndef BENCH_COMMON_H
+#define BENCH_COMMON_H
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static inline double bench_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int bench_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static inline double bench_median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, bench_cmp);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+#define BENCH_CHECK(st)                                                                    \
+	do {                                                                               \
+		if (!flow_status_ok(st)) {                                                 \
+			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, flow_status_message(st)); \
+			exit(1);                                                           \
+		}                                                                          \
+	} while (0)
+#endif
