@@ -3,7 +3,6 @@
 #include "ppgpu.h"
 #include "phaseprof.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 
 /* pp_row's 'n' takes no argument, so a row whose NULL columns vary cannot
@@ -14,12 +13,19 @@ typedef struct numtxt {
 	char b[24];
 } numtxt;
 
+/* Decimal digits of v >= 0 (snprintf costs ~200 ns a call; this ~10). */
 static const char *num(numtxt *t, int64_t v)
 {
 	if (v < 0)
 		return NULL;
-	snprintf(t->b, sizeof t->b, "%" PRId64, v);
-	return t->b;
+	char *p = t->b + sizeof t->b - 1;
+	*p = 0;
+	uint64_t u = (uint64_t)v;
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	return p;
 }
 
 void ppgpu_row_to_recorder(const ppgpu_row *r, void *ud)

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# GPU benchmarks: bench/gpu/run.sh BUILD_DIR
+set -euo pipefail
+b=${1:?usage: run.sh BUILD_DIR}
+if [ -x "$b/bench/gpu/bench_gpu_decode" ]; then
+	echo "== gpu: CUPTI activity decoding (synthetic CUDA 13.0 records) =="
+	"$b/bench/gpu/bench_gpu_decode" 8
+else
+	echo "== gpu: skipped (built without the CUPTI headers) =="
+fi
+echo "== gpu: this machine =="
+"$b/phaseprof" doctor | head -2
