@@ -1087,7 +1087,57 @@ flow_op *flow_global_variables_initializer(flow_graph *g, flow_status *st)
 	return op;
 }
 
-/* ---- whole-graph validation (TF's ExtendSession path) ---- */
+/* ---- whole-graph validation (TF's ExtendSession path) ----
+ * TF's ExtendSession checks the whole graph for cycles and then rebuilds the
+ * session's execution graph from the full GraphDef (ConvertGraphDefToGraph:
+ * every NodeDef validated against its OpDef, shapes inferred again). We do
+ * the same work per node: attrs against the op's spec, then the shape
+ * function re-run on the producers' shapes, which must agree with the shapes
+ * recorded at build time. */
+static int revalidate_node(flow_op *op, flow_status *st)
+{
+	const flow_registered_op *r = op->reg;
+	for (int k = 0; k < r->n_attrs; k++) {
+		const flow_attr_spec *sp = &r->attrs[k];
+		const flow_attr_value *v = flow_attrs_find(&op->attrs, sp->name);
+		if (!v || v->kind != sp->kind ||
+		    (sp->kind == FLOW_ATTR_TYPE && sp->allowed && !(sp->allowed & (1u << v->u.type))) ||
+		    (sp->has_min && v->u.i < sp->min)) {
+			flow_status_set(st, FLOW_INVALID_ARGUMENT, "graph: node '%s' (%s): attr '%s' is missing or invalid",
+					op->name, r->def->name, sp->name);
+			return -1;
+		}
+	}
+	if (!r->def->shape_fn)
+		return 0;
+	flow_shape in_s[16], out_s[8];
+	flow_dtype in_d[16];
+	const flow_tensor *in_c[16];
+	if (op->n_inputs > 16 || op->n_outputs > 8)
+		return 0; /* wide nodes (lists): checked for attrs only */
+	for (int i = 0; i < op->n_inputs; i++) {
+		flow_op *p = op->inputs[i].op;
+		in_s[i] = p->out_shapes[op->inputs[i].index];
+		in_d[i] = p->out_dtypes[op->inputs[i].index];
+		in_c[i] = !strcmp(p->reg->def->name, "Const") ? flow_op_get_attr_tensor(p, "value") : NULL;
+	}
+	if (flow__infer_shapes(r, op->name, &op->attrs, op->n_inputs, in_s, in_d, in_c, op->n_outputs, out_s, st))
+		return -1;
+	for (int i = 0; i < op->n_outputs; i++) {
+		const flow_shape *a = &out_s[i], *b = &op->out_shapes[i];
+		int same = a->ndim == b->ndim;
+		for (int k = 0; same && k < a->ndim; k++)
+			same = a->dims[k] == b->dims[k];
+		if (!same) {
+			char sa[96], sb[96];
+			flow_status_set(st, FLOW_INTERNAL, "graph: node '%s' output %d: shape %s now infers as %s",
+					op->name, i, flow_shape_str(b, sb, sizeof sb), flow_shape_str(a, sa, sizeof sa));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int flow__graph_validate(flow_graph *g, flow_status *st)
 {
 	int n = g->n_ops;
@@ -1160,6 +1210,9 @@ int flow__graph_validate(flow_graph *g, flow_status *st)
 			}
 		goto done;
 	}
+	for (int i = 0; i < n; i++)
+		if (revalidate_node(g->ops[i], st))
+			goto done;
 	rc = 0;
 	goto done;
 oom:

@@ -681,17 +681,27 @@ static flow_registered_op *register_one(int k, flow_status *st)
 	return r;
 }
 
-/* FULL: every op, then every kernel against its op. */
+/* FULL: every op, then every kernel against its op. On an error nothing of
+ * this pass stays (the registry keeps working in LITE fashion, so one broken
+ * def breaks only its own op) and the error names the library and op. */
 static int register_all(flow_status *st)
 {
 	PP_PHASE(PP_OP_REGISTRATION, "op_registration_full");
 	uint64_t t0 = flow_now_ns();
+	int *had = malloc(sizeof(int) * (size_t)(R.n + 1)); /* kernels before, -1: built here */
+	if (!had) {
+		flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "op registry: out of memory");
+		return -1;
+	}
+	int rc = -1;
+	for (int k = 0; k < R.n; k++)
+		had[k] = R.e[k].reg ? R.e[k].reg->n_kernels : -1;
 	for (int k = 0; k < R.n; k++) {
 		if (R.e[k].reg)
 			continue;
 		flow_registered_op *r = build_op(&R.e[k], st);
 		if (!r)
-			return -1;
+			goto rollback;
 		R.e[k].reg = r;
 		R.ops_registered++;
 	}
@@ -704,7 +714,7 @@ static int register_all(flow_status *st)
 				flow_status_set(st, FLOW_NOT_FOUND,
 						"op library '%s': kernel #%d registered for unknown op '%s'",
 						lib->name, i, kd->op ? kd->op : "(null)");
-				return -1;
+				goto rollback;
 			}
 			flow_registered_op *r = R.e[k].reg;
 			int dup = 0;
@@ -714,13 +724,33 @@ static int register_all(flow_status *st)
 			if (dup)
 				continue;
 			if (check_kernel(r, kd, lib, st) || attach_kernel(r, kd))
-				return -1;
+				goto rollback;
 		}
 	}
 	R.ns += flow_now_ns() - t0;
 	pp_counter("flow.ops_registered", R.ops_registered);
 	pp_counter("flow.kernels_registered", R.kernels_registered);
-	return 0;
+	rc = 0;
+	goto out;
+rollback:
+	for (int k = 0; k < R.n; k++) {
+		flow_registered_op *r = R.e[k].reg;
+		if (!r)
+			continue;
+		if (had[k] < 0) {
+			R.ops_registered--;
+			R.kernels_registered -= r->n_kernels;
+			reg_free(r);
+			R.e[k].reg = NULL;
+		} else {
+			R.kernels_registered -= r->n_kernels - had[k];
+			r->n_kernels = had[k];
+		}
+	}
+	R.mode = FLOW_REGISTER_LITE;
+out:
+	free(had);
+	return rc;
 }
 
 int flow__registry_init(int mode, flow_status *st)
@@ -811,7 +841,7 @@ int flow_registry_add_library(const flow_op_lib *lib, flow_status *st)
 {
 	flow__ensure_init();
 	pthread_mutex_lock(&R.mu);
-	int n_before = R.n;
+	int n_before = R.n, mode = R.mode;
 	int rc = add_lib(lib, st);
 	if (!rc)
 		rc = index_build(st);
@@ -821,6 +851,7 @@ int flow_registry_add_library(const flow_op_lib *lib, flow_status *st)
 		if (flow_status_ok(st))
 			flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "op library '%s': out of memory", lib->name);
 		drop_last_lib(lib, n_before);
+		R.mode = mode; /* the rest of the registry is as complete as before */
 	}
 	free(R.names);
 	R.names = NULL;

@@ -161,14 +161,30 @@ char *flow_shape_str(const flow_shape *s, char *buf, size_t len)
 	return buf;
 }
 
+/* Eight bytes per step (graph hashes cover weight-sized constants), then a
+ * murmur-style finaliser. Deterministic across processes: plan file names
+ * depend on it. */
 uint64_t flow_hash_bytes(const void *p, size_t n, uint64_t seed)
 {
 	const unsigned char *c = p;
-	uint64_t h = seed ? seed : 1469598103934665603ull;
-	for (size_t i = 0; i < n; i++) {
-		h ^= c[i];
-		h *= 1099511628211ull;
+	uint64_t h = (seed ? seed : 0x9E3779B97F4A7C15ull) ^ ((uint64_t)n * 0xff51afd7ed558ccdull);
+	while (n >= 8) {
+		uint64_t w;
+		memcpy(&w, c, 8);
+		h ^= w * 0x87c37b91114253d5ull;
+		h = ((h << 31) | (h >> 33)) * 0x4cf5ad432745937full;
+		c += 8;
+		n -= 8;
 	}
+	uint64_t w = 0;
+	if (n)
+		memcpy(&w, c, n);
+	h ^= w * 0x87c37b91114253d5ull;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
 	return h;
 }
 
