@@ -269,6 +269,7 @@ static void *fill_worker(void *arg)
 
 static void fill_run(fill_job *proto, int nthreads)
 {
+
 	size_t groups = (proto->n + proto->group - 1) / proto->group;
 	int nt = flow_random_threads_for(proto->n, nthreads);
 	if (nt <= 1 || groups < 2) {
@@ -308,7 +309,15 @@ static void job_init(fill_job *j, void *out, size_t n, uint64_t seed, uint64_t s
 	flow_philox_seed(&j->base, seed, seed2);
 }
 
-void flow_random_fill_f32(float *out, size_t n, uint64_t seed, uint64_t seed2,
+
+uint64_t flow_random_blocks(size_t n, int f64, flow_dist dist)
+{
+	size_t group = f64 ? 2 : 4;
+	uint64_t groups = (n + group - 1) / group;
+	return groups * (dist == FLOW_DIST_TRUNC_NORMAL ? FLOW_TRUNC_BLOCKS : 1);
+}
+
+void flow_random_fill_f32_at(float *out, size_t n, uint64_t seed, uint64_t seed2, uint64_t offset,
 			  flow_dist dist, float a, float b, int nthreads)
 {
 	fill_job j;
@@ -321,10 +330,11 @@ void flow_random_fill_f32(float *out, size_t n, uint64_t seed, uint64_t seed2,
 	j.b = b;
 	if (dist == FLOW_DIST_TRUNC_NORMAL)
 		j.stride = FLOW_TRUNC_BLOCKS;
+	flow_philox_skip(&j.base, offset);
 	fill_run(&j, nthreads);
 }
 
-void flow_random_fill_f64(double *out, size_t n, uint64_t seed, uint64_t seed2,
+void flow_random_fill_f64_at(double *out, size_t n, uint64_t seed, uint64_t seed2, uint64_t offset,
 			  flow_dist dist, double a, double b, int nthreads)
 {
 	fill_job j;
@@ -337,10 +347,11 @@ void flow_random_fill_f64(double *out, size_t n, uint64_t seed, uint64_t seed2,
 	j.b = b;
 	if (dist == FLOW_DIST_TRUNC_NORMAL)
 		j.stride = FLOW_TRUNC_BLOCKS;
+	flow_philox_skip(&j.base, offset);
 	fill_run(&j, nthreads);
 }
 
-void flow_random_fill_i32(int32_t *out, size_t n, uint64_t seed, uint64_t seed2,
+void flow_random_fill_i32_at(int32_t *out, size_t n, uint64_t seed, uint64_t seed2, uint64_t offset,
 			  int32_t lo, int32_t hi, int nthreads)
 {
 	fill_job j;
@@ -350,10 +361,11 @@ void flow_random_fill_i32(int32_t *out, size_t n, uint64_t seed, uint64_t seed2,
 	j.group = 4;
 	j.ilo = lo;
 	j.irange = hi > lo ? (uint64_t)((int64_t)hi - lo) : 1;
+	flow_philox_skip(&j.base, offset);
 	fill_run(&j, nthreads);
 }
 
-void flow_random_fill_i64(int64_t *out, size_t n, uint64_t seed, uint64_t seed2,
+void flow_random_fill_i64_at(int64_t *out, size_t n, uint64_t seed, uint64_t seed2, uint64_t offset,
 			  int64_t lo, int64_t hi, int nthreads)
 {
 	fill_job j;
@@ -363,6 +375,7 @@ void flow_random_fill_i64(int64_t *out, size_t n, uint64_t seed, uint64_t seed2,
 	j.group = 2;
 	j.ilo = lo;
 	j.irange = hi > lo ? (uint64_t)hi - (uint64_t)lo : 1;
+	flow_philox_skip(&j.base, offset);
 	fill_run(&j, nthreads);
 }
 
@@ -383,4 +396,29 @@ void flow_random_resolve_seeds(int64_t seed, int64_t seed2, uint64_t *s1, uint64
 	}
 	*s1 = (uint64_t)seed;
 	*s2 = (uint64_t)seed2;
+}
+
+
+void flow_random_fill_f32(float *out, size_t n, uint64_t seed, uint64_t seed2, flow_dist dist,
+			  float a, float b, int nthreads)
+{
+	flow_random_fill_f32_at(out, n, seed, seed2, 0, dist, a, b, nthreads);
+}
+
+void flow_random_fill_f64(double *out, size_t n, uint64_t seed, uint64_t seed2, flow_dist dist,
+			  double a, double b, int nthreads)
+{
+	flow_random_fill_f64_at(out, n, seed, seed2, 0, dist, a, b, nthreads);
+}
+
+void flow_random_fill_i32(int32_t *out, size_t n, uint64_t seed, uint64_t seed2, int32_t lo,
+			  int32_t hi, int nthreads)
+{
+	flow_random_fill_i32_at(out, n, seed, seed2, 0, lo, hi, nthreads);
+}
+
+void flow_random_fill_i64(int64_t *out, size_t n, uint64_t seed, uint64_t seed2, int64_t lo,
+			  int64_t hi, int nthreads)
+{
+	flow_random_fill_i64_at(out, n, seed, seed2, 0, lo, hi, nthreads);
 }

@@ -67,6 +67,18 @@ void flow_random_fill_i32(int32_t *out, size_t n, uint64_t seed, uint64_t seed2,
 void flow_random_fill_i64(int64_t *out, size_t n, uint64_t seed, uint64_t seed2,
 			  int64_t lo, int64_t hi, int nthreads);
 
+/* The same fills starting `offset` counter blocks into the stream, and the
+ * number of blocks a fill of n elements consumes (to advance an offset). */
+void flow_random_fill_f32_at(float *out, size_t n, uint64_t seed, uint64_t seed2, uint64_t offset,
+			     flow_dist dist, float a, float b, int nthreads);
+void flow_random_fill_f64_at(double *out, size_t n, uint64_t seed, uint64_t seed2, uint64_t offset,
+			     flow_dist dist, double a, double b, int nthreads);
+void flow_random_fill_i32_at(int32_t *out, size_t n, uint64_t seed, uint64_t seed2, uint64_t offset,
+			     int32_t lo, int32_t hi, int nthreads);
+void flow_random_fill_i64_at(int64_t *out, size_t n, uint64_t seed, uint64_t seed2, uint64_t offset,
+			     int64_t lo, int64_t hi, int nthreads);
+uint64_t flow_random_blocks(size_t n, int f64, flow_dist dist);
+
 /* Threads a fill uses for n elements (for tests and the op kernels). */
 int flow_random_threads_for(size_t n, int nthreads);
 
