@@ -28,6 +28,7 @@ typedef struct diag_run {
 
 	pp_span_list spans;       /* closed spans only are used (end_ns >= 0) */
 	int64_t *self_ns;         /* per span: duration minus its children's */
+	int *parent;              /* per span: index of its parent, -1 */
 	int *step_of;             /* per span: index into steps containing it, -1 */
 	int *slot_of;             /* per span: iteration slot (see diag_slot_of), -1 */
 	unsigned char *outer;     /* per span: no ancestor of the same kind */
@@ -80,6 +81,8 @@ int diag_step_containing(const diag_run *r, int64_t start_ns, int64_t end_ns);
  * steady steps (not the first), 2 outside every step, 3 inside the first. */
 enum { DIAG_ANYWHERE = 0, DIAG_IN_STEADY = 1, DIAG_OUTSIDE_STEPS = 2, DIAG_IN_FIRST = 3 };
 int64_t diag_kind_time(const diag_run *r, int kind, int where, int *count);
+/* True if span i has an ancestor of kind (bounded walk). */
+int diag_has_ancestor(const diag_run *r, int i, int kind);
 /* Iteration slot of a time: the index of the last step starting at or
  * before t, so slot i is step i plus the gap after it. -1 before the first
  * step or after the last one ends: outside the loop. */
@@ -87,6 +90,9 @@ int diag_slot_of(const diag_run *r, int64_t t_ns);
 /* Number of slots >= from holding an outermost span of kind; *n_spans and
  * *t_ns (may be NULL) get the spans' count and total time. */
 int diag_slots_with(const diag_run *r, int kind, int from, int *n_spans, int64_t *t_ns);
+/* Same, leaving out spans with an ancestor of kind `not_under` (-1: none). */
+int diag_slots_with_ex(const diag_run *r, int kind, int not_under, int from, int *n_spans,
+		       int64_t *t_ns);
 /* Number of steps with index >= from containing an outermost span of kind;
  * *n_spans and *t_ns (may be NULL) get the spans' count and total time. */
 int diag_steps_with(const diag_run *r, int kind, int from, int *n_spans, int64_t *t_ns);

@@ -112,7 +112,19 @@ int diag_slot_of(const diag_run *r, int64_t t_ns)
 	return best;
 }
 
-int diag_slots_with(const diag_run *r, int kind, int from, int *n_spans, int64_t *t_ns)
+int diag_has_ancestor(const diag_run *r, int i, int kind)
+{
+	int p = r->parent[i];
+	for (int hops = 0; p >= 0 && hops < 512; hops++) {
+		if (r->spans.rows[p].kind == kind)
+			return 1;
+		p = r->parent[p];
+	}
+	return 0;
+}
+
+int diag_slots_with_ex(const diag_run *r, int kind, int not_under, int from, int *n_spans,
+		       int64_t *t_ns)
 {
 	unsigned char *seen = calloc((size_t)r->n_steps + 1, 1);
 	int with = 0, ns = 0;
@@ -121,6 +133,8 @@ int diag_slots_with(const diag_run *r, int kind, int from, int *n_spans, int64_t
 		const pp_span_row *s = &r->spans.rows[i];
 		int sl = r->slot_of[i];
 		if (s->kind != kind || !r->outer[i] || sl < from || sl < 0)
+			continue;
+		if (not_under >= 0 && diag_has_ancestor(r, i, not_under))
 			continue;
 		ns++;
 		t += diag_span_dur(s);
@@ -135,6 +149,11 @@ int diag_slots_with(const diag_run *r, int kind, int from, int *n_spans, int64_t
 	if (t_ns)
 		*t_ns = t;
 	return with;
+}
+
+int diag_slots_with(const diag_run *r, int kind, int from, int *n_spans, int64_t *t_ns)
+{
+	return diag_slots_with_ex(r, kind, -1, from, n_spans, t_ns);
 }
 
 int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t errlen)
@@ -156,9 +175,10 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 	r->self_ns = calloc((size_t)n + 1, sizeof *r->self_ns);
 	r->step_of = calloc((size_t)n + 1, sizeof *r->step_of);
 	r->slot_of = calloc((size_t)n + 1, sizeof *r->slot_of);
+	r->parent = calloc((size_t)n + 1, sizeof *r->parent);
 	r->outer = calloc((size_t)n + 1, 1);
 	id_index *map = malloc(((size_t)n + 1) * sizeof *map);
-	if (!r->self_ns || !r->step_of || !r->slot_of || !r->outer || !map) {
+	if (!r->self_ns || !r->step_of || !r->slot_of || !r->parent || !r->outer || !map) {
 		free(map);
 		snprintf(err, errlen, "out of memory loading run %lld", (long long)run_id);
 		return -1;
@@ -174,6 +194,7 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 	for (int i = 0; i < n; i++) {
 		const pp_span_row *s = &l->rows[i];
 		int p = s->parent_id > 0 ? find_idx(map, n, s->parent_id) : -1;
+		r->parent[i] = p;
 		if (p >= 0 && diag_span_closed(s))
 			r->self_ns[p] -= diag_span_dur(s);
 		/* Outermost of its kind: no ancestor of the same kind. The walk is
@@ -217,6 +238,7 @@ void diag_run_free(diag_run *r)
 	free(r->self_ns);
 	free(r->step_of);
 	free(r->slot_of);
+	free(r->parent);
 	free(r->outer);
 	free(r->steps);
 	memset(r, 0, sizeof *r);

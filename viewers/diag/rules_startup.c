@@ -17,6 +17,14 @@ static int64_t startup_ns(const diag_run *r)
 	return r->startup_end_ns > 0 ? r->startup_end_ns : r->total_ns;
 }
 
+/* Start-up rules also need the cost to matter to the whole run (the TF
+ * profiler's 5%): 300 us of registration in a 1 ms start-up of a program
+ * that then runs for seconds is nobody's problem. */
+static int matters(const diag_run *r, int64_t t)
+{
+	return r->total_ns <= 0 || (double)t / r->total_ns >= SHARE_MODERATE;
+}
+
 /* Time of the outermost spans of kind that end inside start-up. */
 static int64_t startup_kind_time(const diag_run *r, int kind, int *count)
 {
@@ -136,7 +144,7 @@ void rule_op_registration_startup(diag_ctx *c)
 	if (su <= 0 || t <= 0)
 		return;
 	double share = (double)t / su;
-	if (share < SHARE_HIGH)
+	if (share < SHARE_HIGH || !matters(r, t))
 		return;
 	char ts[32], ss[32];
 	pp_finding *f = diag_emit(
@@ -185,7 +193,7 @@ void rule_initializer_dominates_init(diag_ctx *c)
 			return;
 	double share = (double)vi / su;
 	/* "Dominates": at least 30% of start-up and more than creating them. */
-	if (share < 0.3 || vi <= vc || vi < 100000)
+	if (share < 0.3 || vi <= vc || vi < 100000 || !matters(r, vi))
 		return;
 	char a[32], b[32], d[32], e[32];
 	pp_finding *f = diag_emit(
@@ -294,7 +302,7 @@ void rule_weight_load_small_reads(diag_ctx *c)
 	if (scope < w)
 		scope = r->total_ns;
 	double share = scope > 0 ? (double)w / scope : 0;
-	if (calls < 100 || small < 0.5 * calls || share < SHARE_MODERATE)
+	if (calls < 100 || small < 0.5 * calls || share < SHARE_MODERATE || !matters(r, w))
 		return;
 	char a[32], b[32];
 	pp_finding *f = diag_emit(
@@ -408,7 +416,7 @@ void rule_library_load_startup(diag_ctx *c)
 	int64_t t = n ? union_len(iv, n, su) : 0;
 	free(iv);
 	double share = su > 0 ? (double)t / su : 0;
-	if (share < SHARE_HIGH || t < 1000000) {
+	if (share < SHARE_HIGH || t < 1000000 || !matters(r, t)) {
 		free(l.v);
 		return;
 	}

@@ -25,7 +25,14 @@ typedef struct trend {
 	diag_mk mk;
 	diag_linreg ls;
 	double ts_slope, start, end, ratio;
+	double noise;             /* robust sigma of the residuals around the fit */
+	double snr;               /* (end - start) / noise */
 } trend;
+
+/* The fitted change must stand out of the noise around the line: a busy
+ * machine shifts step times up and down for a while, which a rank test
+ * alone can read as a trend. */
+#define GROW_MIN_SNR 2.0
 
 static void trend_fit(const double *y, int n, trend *t)
 {
@@ -50,6 +57,10 @@ static void trend_fit(const double *y, int n, trend *t)
 			t->start = diag_median(y, k);
 		}
 		t->ratio = t->start > 0 ? t->end / t->start : (t->end > 0 ? INFINITY : 1);
+		for (int i = 0; i < n; i++)
+			x[i] = y[i] - (icpt + t->ts_slope * i);
+		t->noise = diag_robust_sigma(x, n);
+		t->snr = t->noise > 0 ? (t->end - t->start) / t->noise : INFINITY;
 		t->ok = 1;
 	}
 	free(x);
@@ -57,7 +68,8 @@ static void trend_fit(const double *y, int n, trend *t)
 
 static int trend_grows(const trend *t, double min_ratio)
 {
-	return t->ok && t->mk.p_up < GROW_P && t->ts_slope > 0 && t->ratio >= min_ratio;
+	return t->ok && t->mk.p_up < GROW_P && t->ts_slope > 0 && t->ratio >= min_ratio &&
+	       t->snr >= GROW_MIN_SNR;
 }
 
 void rule_iteration_time_grows(diag_ctx *c)
@@ -97,10 +109,11 @@ void rule_iteration_time_grows(diag_ctx *c)
 		      "%d steady steps (the first step excluded). Theil-Sen fit: %s at the first "
 		      "steady step, %s at the last (x%.2f), slope %s/iteration. Mann-Kendall: "
 		      "tau=%.2f, z=%.1f, p=%.2g (increasing). Least squares: slope %s/iteration, "
-		      "t=%.1f, p=%.2g, R2=%.2f. Median of the first %d steps %s, of the last %d %s. "
-		      "Extra time from the growth: %.0f%% of the step time.",
+		      "t=%.1f, p=%.2g, R2=%.2f. Growth %.1fx the noise around the fit. Median of the first "
+		      "%d steps %s, of the last %d %s. Extra time from the growth: %.0f%% of the step "
+		      "time.",
 		      n, a, b, t.ratio, s, t.mk.tau, t.mk.z, t.mk.p_up,
-		      diag_fmt_ns(ls, sizeof ls, t.ls.slope), t.ls.t, t.ls.p_two_sided, t.ls.r2, k,
+		      diag_fmt_ns(ls, sizeof ls, t.ls.slope), t.ls.t, t.ls.p_two_sided, t.ls.r2, t.snr, k,
 		      diag_fmt_ns(m1, sizeof m1, first_med), k, diag_fmt_ns(m2, sizeof m2, last_med),
 		      sum > 0 ? 100.0 * excess / sum : 0);
 	free(y);
@@ -159,6 +172,12 @@ void rule_first_step_slow(diag_ctx *c)
 		if (r->step_of[i] != 0)
 			continue;
 		int k = r->spans.rows[i].kind;
+		/* A free-form span (a compile pass, say) counts for the phase
+		 * around it. */
+		for (int p = r->parent[i], hops = 0; k == PP_SPAN && p >= 0 && hops < 512;
+		     p = r->parent[p], hops++)
+			if (r->step_of[p] == 0 && r->spans.rows[p].kind != PP_SPAN)
+				k = r->spans.rows[p].kind;
 		if (k < 0 || k >= PP_KIND_COUNT)
 			continue;
 		by_kind[k] += r->self_ns[i];
@@ -365,7 +384,8 @@ void rule_graph_grows(diag_ctx *c)
 	 * iteration slots after the first (which may build lazily) */
 	int iters = r->n_steps - 1, nb = 0;
 	int64_t t_build = 0;
-	int with = diag_slots_with(r, PP_GRAPH_BUILD, 1, &nb, &t_build);
+	/* ops built while tracing a function go to the function's graph */
+	int with = diag_slots_with_ex(r, PP_GRAPH_BUILD, PP_RETRACE, 1, &nb, &t_build);
 	int64_t loop_ns = r->n_steps > 1 ? r->steps[r->n_steps - 1].end_ns - r->steps[1].start_ns : 0;
 	if (iters >= 3 && with >= 3 && with * 10 >= iters) {
 		char t[32];
