@@ -839,11 +839,6 @@ out:
 	return rc;
 }
 
-static void no_release(void *ctx, void *data, size_t n)
-{
-	(void)ctx, (void)data, (void)n;
-}
-
 int flow_model_load_weights(flow_model *m, const char *path, flow_status *st)
 {
 	if (!m->built) {
@@ -915,10 +910,10 @@ int flow_model_load_weights(flow_model *m, const char *path, flow_status *st)
 		}
 		int ok = 1;
 		for (int i = 0; i < m->n_params && ok; i++) {
-			/* Zero copy out of the mapping; the Assign copies into the variable. */
-			vals[i] = flow_tensor_wrap(FLOW_F32, found[i]->rank, found[i]->shape,
-						   (void *)found[i]->data, found[i]->nbytes, no_release,
-						   NULL, st);
+			/* One copy out of the mapping: Assign keeps the tensor it is given,
+			 * and the mapping goes away when the file is closed below. */
+			vals[i] = flow_tensor_from_data(FLOW_F32, found[i]->rank, found[i]->shape,
+							found[i]->data, st);
 			ok = vals[i] != NULL;
 		}
 		if (ok)
