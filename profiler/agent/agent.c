@@ -41,6 +41,13 @@ static ppa_tstats *slab;
 static _Atomic uint32_t slab_used;
 static _Atomic int slab_state; /* 0 none, 1 being mapped, 2 ready */
 
+void *ppa_map(size_t n)
+{
+	long r = syscall(SYS_mmap, 0L, n, (long)(PROT_READ | PROT_WRITE),
+			 (long)(MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE), -1L, 0L);
+	return r == -1 ? NULL : (void *)r;
+}
+
 uint32_t ppa_gettid(void) { return (uint32_t)syscall(SYS_gettid); }
 
 ppa_tstats *ppa_tstats_slow(void)
@@ -49,9 +56,7 @@ ppa_tstats *ppa_tstats_slow(void)
 	if (st != 2) {
 		int zero = 0;
 		if (atomic_compare_exchange_strong(&slab_state, &zero, 1)) {
-			void *p = mmap(NULL, sizeof(ppa_tstats) * PPA_MAX_TSTATS, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-			slab = p == MAP_FAILED ? NULL : p;
+			slab = ppa_map(sizeof(ppa_tstats) * PPA_MAX_TSTATS);
 			atomic_store(&slab_state, 2);
 		} else {
 			while (atomic_load(&slab_state) != 2)
@@ -272,8 +277,6 @@ void ppa_exit_status(int code, int sig)
 	exit_signal = sig;
 }
 
-static char cmdline_label[256];
-
 void ppa_open_recorder(void)
 {
 	int g = ppa_guard;
@@ -281,7 +284,6 @@ void ppa_open_recorder(void)
 	pp_options o;
 	memset(&o, 0, sizeof o);
 	o.fork_policy = ppa_cfg.follow_fork ? PP_FORK_FOLLOW : PP_FORK_DISABLE;
-	o.label = cmdline_label[0] ? cmdline_label : NULL;
 	if (pp_open(&o) == 0) {
 		ppa_run_start = ppa_mono() - pp_now();
 		ppa_pid = getpid();
@@ -311,7 +313,8 @@ void ppa_open_recorder(void)
 
 void ppa_close_recorder(const char *why)
 {
-	if (!atomic_exchange(&ppa_recording, 0))
+	static _Atomic int closing;
+	if (!atomic_load(&ppa_recording) || atomic_exchange(&closing, 1))
 		return;
 	int g = ppa_guard;
 	ppa_guard = 1;
@@ -333,15 +336,42 @@ void ppa_close_recorder(const char *why)
 		snprintf(v, sizeof v, "%d", exit_signal);
 		pp_meta("agent.exit_signal", v);
 	}
+	atomic_store(&ppa_recording, 0);
 	pp_close();
+	atomic_store(&closing, 0);
 	ppa_guard = g;
 }
 
-/* ---- exit and crash ---- */
-static void on_exit_cb(int status, void *arg)
+/* Fork child (following): the recorder has opened the child's spool in its
+ * own atfork handler; restart what did not survive the fork. */
+void ppa_after_fork_child(void)
 {
-	(void)arg;
-	ppa_exit_status(status & 0xff, 0);
+	stats_running = 0;
+	pthread_mutex_init(&stats_lock, NULL);
+	pthread_cond_init(&stats_cond, NULL);
+	peak_in_use = 0;
+	if (!pp_is_open()) {
+		atomic_store(&ppa_recording, 0);
+		return;
+	}
+	ppa_run_start = ppa_mono() - pp_now();
+	pp_meta("agent", "libphaseprof-agent");
+	pp_meta("agent.mode", ppa_cfg.detailed ? "detailed" : "default");
+	pp_meta("agent.forked", "1");
+	stats_start();
+}
+
+/* ---- exit and crash ----
+ * The final rows are written from our destructor: exit() runs _dl_fini
+ * before handlers registered during start-up (our constructor runs before
+ * __libc_start_main registers _dl_fini), and _dl_fini runs our destructors
+ * before the recorder's own atexit close (registered for this DSO, run by
+ * __cxa_finalize after them). Libraries finalised before us (the program's
+ * and most of its dependencies) are still counted. */
+__attribute__((destructor)) static void ppa_fini(void)
+{
+	if (ppa_is_audit_copy || getpid() != ppa_pid)
+		return;
 	ppa_close_recorder("exit");
 }
 
@@ -455,7 +485,7 @@ __attribute__((constructor)) static void ppa_init(void)
 		char v[64];
 		snprintf(v, sizeof v, "%lld", (long long)ppa_rel(t_ctor));
 		pp_meta("agent.ctor_ns", v);
-		on_exit(on_exit_cb, NULL); /* after pp_open: runs before the recorder's own atexit close */
+		ppa_proc_after_open();
 	}
 	install_fatal_handlers();
 }

@@ -9,6 +9,7 @@
 #ifndef PPA_INTERNAL_H
 #define PPA_INTERNAL_H
 
+#include <dlfcn.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,7 +17,9 @@
 #include <time.h>
 
 #define PPA_API __attribute__((visibility("default")))
-#define PPA_TLS __attribute__((tls_model("initial-exec")))
+/* TLS descriptors (-mtls-dialect=gnu2): near initial-exec speed, but the
+ * module does not demand static TLS, which the LD_AUDIT copy cannot get */
+#define PPA_TLS
 #define PPA_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PPA_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -55,6 +58,20 @@ static inline uint64_t ppa_mono(void)
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
+
+static inline void *ppa_next(void **slot, const char *name)
+{
+	void *p = __atomic_load_n(slot, __ATOMIC_RELAXED);
+	if (PPA_UNLIKELY(!p)) {
+		p = dlsym(RTLD_NEXT, name);
+		__atomic_store_n(slot, p, __ATOMIC_RELAXED);
+	}
+	return p;
+}
+
+/* Anonymous memory for the agent's tables, straight from the kernel: the
+ * agent's own mmap symbol is a hook. NULL on failure. */
+void *ppa_map(size_t n);
 
 /* Settings from PHASEPROF_* (copied at start-up: the program may rewrite
  * its environment, exec must still carry them). */
@@ -118,5 +135,7 @@ void ppa_sampler_after_fork(void);
 
 /* agent_proc.c */
 void ppa_proc_init(void);
+void ppa_proc_after_open(void);   /* registers the atfork handlers (after the recorder's) */
+void ppa_after_fork_child(void);  /* agent.c */
 
 #endif

@@ -63,8 +63,7 @@ static int (*r_fclose)(FILE *);
 static void *(*r_mmap)(void *, size_t, int, int, int, off_t);
 static int (*r_munmap)(void *, size_t);
 
-#define REAL(f)                                                                \
-	(PPA_LIKELY(r_##f != NULL) ? r_##f : (r_##f = dlsym(RTLD_NEXT, #f)))
+#define REAL(f) ((__typeof__(r_##f))ppa_next((void **)&r_##f, #f))
 
 static fdent *fd_slot(int fd)
 {
@@ -73,9 +72,7 @@ static fdent *fd_slot(int fd)
 	if (PPA_UNLIKELY(atomic_load_explicit(&fds_state, memory_order_acquire) != 2)) {
 		int zero = 0;
 		if (atomic_compare_exchange_strong(&fds_state, &zero, 1)) {
-			void *p = REAL(mmap)(NULL, sizeof(fdent) * MAX_FDS, PROT_READ | PROT_WRITE,
-					     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-			fds = p == MAP_FAILED ? NULL : p;
+			fds = ppa_map(sizeof(fdent) * MAX_FDS);
 			atomic_store_explicit(&fds_state, 2, memory_order_release);
 		} else {
 			while (atomic_load_explicit(&fds_state, memory_order_acquire) != 2)

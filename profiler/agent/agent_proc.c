@@ -163,7 +163,7 @@ static int (*r_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(vo
 static int (*r_pthread_setname_np)(pthread_t, const char *);
 static int (*r_prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
 
-#define REAL(f) (PPA_LIKELY(r_##f != NULL) ? r_##f : (r_##f = dlsym(RTLD_NEXT, #f)))
+#define REAL(f) ((__typeof__(r_##f))ppa_next((void **)&r_##f, #f))
 
 PPA_API int execve(const char *path, char *const argv[], char *const envp[])
 {
@@ -262,6 +262,18 @@ PPA_API int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_ac
 {
 	WITH_FIXED_ENV(envp, env);
 	return REAL(posix_spawnp)(pid, file, fa, attr, argv, env);
+}
+
+static void (*r_exit)(int);
+
+/* The status of an explicit exit() (a return from main reaches exit inside
+ * libc, past this hook: `record` has that status from waitpid). */
+PPA_API void exit(int status)
+{
+	if (owns_recorder())
+		ppa_exit_status(status & 0xff, 0);
+	REAL(exit)(status);
+	__builtin_unreachable();
 }
 
 /* _exit skips atexit: flush here. */
@@ -366,6 +378,7 @@ static void atfork_child(void)
 		following = 0;
 		return;
 	}
+	ppa_after_fork_child();
 }
 
 static void atfork_parent(void) {}
@@ -380,7 +393,6 @@ void ppa_proc_init(void)
 /* Registered after pp_open so our child handler runs after the recorder's
  * (child handlers run in registration order): the recorder has its new
  * spool by the time we restart our threads. */
-void ppa_proc_after_open(void);
 void ppa_proc_after_open(void)
 {
 	static int done;
