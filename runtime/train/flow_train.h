@@ -216,6 +216,7 @@ typedef struct flow_model_options {
 	flow_allocator *allocator;  /* session allocator; NULL default */
 	int op_timing;              /* passed to the session (-1 default) */
 	const char *plan_cache_dir; /* passed to the session */
+	int init_threads;           /* initialiser fill threads; 0 = all cores, 1 = serial */
 } flow_model_options;
 flow_model *flow_model_sequential(const flow_model_options *opts);
 void flow_model_free(flow_model *m);
@@ -251,6 +252,9 @@ int flow_model_train_step(flow_model *m, flow_tensor *x, flow_tensor *y, double 
 int flow_model_evaluate(flow_model *m, flow_tensor *x, flow_tensor *y, int batch_size,
 			double *loss, double *accuracy, flow_status *st);
 flow_tensor *flow_model_predict(flow_model *m, flow_tensor *x, flow_status *st);
+/* *.safetensors: safetensors (mmap'd on load); any other name: the naive
+ * text format (for the model-init scenario's slow variant). Loading checks
+ * every tensor's name, dtype and shape before assigning any. */
 int flow_model_save_weights(flow_model *m, const char *path, flow_status *st);
 int flow_model_load_weights(flow_model *m, const char *path, flow_status *st);
 int flow_model_num_params(const flow_model *m);

@@ -234,6 +234,7 @@ static flow_output make_var(flow_model *m, const char *name, const char *init, i
 	flow_op_set_attr_shape(d, "shape", &s);
 	flow_op_set_attr_string(d, "kind", init);
 	flow_op_set_attr_int(d, "seed", (int64_t)seed);
+	flow_op_set_attr_int(d, "threads", m->o.init_threads);
 	flow_op *iop = flow_op_finish(d, st);
 	if (!iop)
 		return (flow_output){NULL, 0};
@@ -826,7 +827,10 @@ int flow_model_save_weights(flow_model *m, const char *path, flow_status *st)
 	}
 	const char *meta[2] = {"format", "flow_model"};
 	char err[TRAIN_ERRLEN];
-	if (flow_safetensors_write(path, ws, m->n_params, meta, 1, err, sizeof err)) {
+	size_t pl = strlen(path);
+	int st_fmt = pl >= 12 && !strcmp(path + pl - 12, ".safetensors");
+	if (st_fmt ? flow_safetensors_write(path, ws, m->n_params, meta, 1, err, sizeof err)
+		   : flow_text_weights_write(path, ws, m->n_params, err, sizeof err)) {
 		flow_status_set(st, FLOW_INVALID_ARGUMENT, "save_weights: %s", err);
 		goto out;
 	}
@@ -846,7 +850,7 @@ int flow_model_load_weights(flow_model *m, const char *path, flow_status *st)
 		return -1;
 	}
 	char err[TRAIN_ERRLEN];
-	flow_weights *w = flow_weights_open(path, FLOW_WF_SAFETENSORS, err, sizeof err);
+	flow_weights *w = flow_weights_open_any(path, err, sizeof err);
 	if (!w) {
 		flow_status_set(st, FLOW_DATA_LOSS, "load_weights: %s", err);
 		return -1;

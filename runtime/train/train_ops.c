@@ -489,6 +489,7 @@ static void k_initializer(flow_kernel_ctx *k)
 	flow_init_spec sp = flow_init_default((flow_init_kind)ki,
 					     (uint64_t)flow_ctx_attr_int(k, "seed", 0));
 	sp.value = flow_ctx_attr_float(k, "value", 0.0);
+	sp.nthreads = (int)flow_ctx_attr_int(k, "threads", 0);
 	char err[TRAIN_ERRLEN];
 	if (flow_init_fill_f32(&sp, a->u.shape.dims, a->u.shape.ndim, FLOW_F32P(y), err, sizeof err))
 		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "%s", err);
@@ -1022,7 +1023,8 @@ static const flow_op_def all_ops[] = {
 	{.name = "_Zeros", .inputs = "", .outputs = "y: T", .attrs = "T: type; shape: shape",
 	 .shape_fn = shape_zeros, .doc = "zeros of a static shape (slot initial values)"},
 	{.name = "_Initializer", .inputs = "", .outputs = "y: T",
-	 .attrs = F32 "; shape: shape; kind: string; seed: int = 0; value: float = 0",
+	 .attrs = F32 "; shape: shape; kind: string; seed: int = 0; value: float = 0; "
+		  "threads: int = 0",
 	 .shape_fn = shape_zeros, .flags = FLOW_OP_STATEFUL,
 	 .doc = "Keras initialiser (glorot_uniform, he_normal, orthogonal, ...)"},
 	{.name = "_OnesLike", .inputs = "x: T", .outputs = "y: T", .attrs = F32,

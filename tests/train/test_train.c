@@ -387,6 +387,19 @@ static void test_save_load(void **state)
 	flow_tensor *pb2 = NN(flow_model_predict(b, x, S));
 	for (int64_t i = 0; i < flow_tensor_nelem(pa); i++)
 		assert_float_equal(flow_tensor_get(pb2, i), flow_tensor_get(pb, i), 0);
+	/* The naive text format round-trips too (the model-init scenario's slow path). */
+	char tpath[] = "/tmp/flow_train_wXXXXXX.txt";
+	fd = mkstemps(tpath, 4);
+	close(fd);
+	OK(flow_model_save_weights(a, tpath, S));
+	flow_model *d2 = mlp(99, 32, 0, FLOW_OPT_ADAM);
+	OK(flow_model_load_weights(d2, tpath, S));
+	flow_tensor *pd = NN(flow_model_predict(d2, x, S));
+	for (int64_t i = 0; i < flow_tensor_nelem(pa); i++)
+		assert_float_equal(flow_tensor_get(pd, i), flow_tensor_get(pa, i), 1e-5);
+	flow_tensor_unref(pd);
+	flow_model_free(d2);
+	unlink(tpath);
 	flow_tensor_unref(pa), flow_tensor_unref(pb), flow_tensor_unref(pb0), flow_tensor_unref(pb2);
 	flow_model_free(a), flow_model_free(b), flow_model_free(c);
 	flow_tensor_unref(x), flow_tensor_unref(y);

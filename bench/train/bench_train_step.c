@@ -1,0 +1,181 @@
+/*
+ * Training step time for an MLP 784 -> 1024 (relu) -> 10, batch 128, Adam,
+ * sparse softmax cross-entropy: graph mode (flow_model_fit, one session
+ * plan) and eager mode (per-op dispatch with a gradient tape). Prints the
+ * first step and the median of the later steps. Figures only, no asserts.
+ *
+ * usage: bench_train_step [steps=50]
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "flow_train.h"
+
+#define B 128
+#define IN 784
+#define HID 1024
+#define OUT 10
+
+static flow_status *S;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "bench_train_step: %s: %s\n", what, flow_status_message(S));
+	exit(1);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median_ms(uint64_t *t, int n)
+{
+	qsort(t, (size_t)n, sizeof *t, cmp_u64);
+	return n ? t[n / 2] / 1e6 : 0;
+}
+
+static void data(int n, flow_tensor **x, flow_tensor **y)
+{
+	int64_t xd[2] = {n, IN}, yd[1] = {n};
+	*x = flow_tensor_new(FLOW_F32, 2, xd, S);
+	*y = flow_tensor_new(FLOW_I32, 1, yd, S);
+	uint64_t r = 12345;
+	for (int i = 0; i < n; i++) {
+		int c = i % OUT;
+		((int32_t *)flow_tensor_data(*y))[i] = c;
+		for (int j = 0; j < IN; j++) {
+			r = r * 6364136223846793005ull + 1442695040888963407ull;
+			float u = (float)(r >> 40) / (float)(1 << 24);
+			((float *)flow_tensor_data(*x))[i * IN + j] = u - 0.5f + (j % OUT == c ? 1.0f : 0.0f);
+		}
+	}
+}
+
+static void bench_graph(int steps, flow_tensor *x, flow_tensor *y)
+{
+	flow_model_options mo = {.seed = 1, .op_timing = 0};
+	flow_model *m = flow_model_sequential(&mo);
+	if (flow_model_add(m, flow_layer_dense(HID, FLOW_ACT_RELU, NULL, NULL), S) ||
+	    flow_model_add(m, flow_layer_dense(OUT, FLOW_ACT_NONE, NULL, NULL), S))
+		die("model");
+	int64_t in = IN;
+	flow_shape is = flow_shape_make(1, &in);
+	uint64_t t0 = now_ns();
+	if (flow_model_build(m, FLOW_F32, &is, S))
+		die("build");
+	uint64_t t1 = now_ns();
+	flow_optimizer_options oo = flow_optimizer_defaults(FLOW_OPT_ADAM);
+	if (flow_model_compile(m, "sparse_categorical_crossentropy", &oo, S))
+		die("compile");
+	flow_fit_result r;
+	if (flow_model_fit(m, x, y, B, steps, &r, S))
+		die("fit");
+	printf("flow graph : build+init %7.2f ms | first step %7.2f ms | median step %6.2f ms "
+	       "(%d steps) | loss %.3f -> %.3f\n",
+	       (t1 - t0) / 1e6, r.first_step_ns / 1e6, r.median_step_ns / 1e6, r.steps,
+	       r.first_loss, r.last_loss);
+	flow_model_free(m);
+}
+
+static void bench_eager(int steps, flow_tensor *x, flow_tensor *y)
+{
+	/* Same initial weights as a graph model with the same seed. */
+	flow_model_options mo = {.seed = 1, .op_timing = 0};
+	flow_model *m = flow_model_sequential(&mo);
+	if (flow_model_add(m, flow_layer_dense(HID, FLOW_ACT_RELU, NULL, NULL), S) ||
+	    flow_model_add(m, flow_layer_dense(OUT, FLOW_ACT_NONE, NULL, NULL), S))
+		die("model");
+	int64_t in = IN;
+	flow_shape is = flow_shape_make(1, &in);
+	if (flow_model_build(m, FLOW_F32, &is, S))
+		die("build");
+	flow_tensor *w[4];
+	for (int i = 0; i < 4; i++) {
+		flow_tensor *v = flow_model_param_value(m, i, S);
+		w[i] = flow_tensor_copy(v, S);
+		flow_tensor_unref(v);
+	}
+	flow_model_free(m);
+	flow_optimizer *opt = flow_optimizer_new(NULL, S);
+	flow_tape *tp = flow_tape_new();
+	uint64_t *t = calloc((size_t)steps, sizeof *t);
+	int64_t n = flow_tensor_dim(x, 0);
+	double l0 = 0, l1 = 0;
+	for (int s = 0; s < steps; s++) {
+		int64_t off = (s * B) % n;
+		int64_t xd[2] = {B, IN}, yd[1] = {B};
+		flow_tensor *bx = flow_tensor_wrap(FLOW_F32, 2, xd,
+						   (float *)flow_tensor_data(x) + off * IN,
+						   B * IN * sizeof(float), NULL, NULL, S);
+		flow_tensor *by = flow_tensor_wrap(FLOW_I32, 1, yd, (int32_t *)flow_tensor_data(y) + off,
+						   B * sizeof(int32_t), NULL, NULL, S);
+		uint64_t t0 = now_ns();
+		for (int i = 0; i < 4; i++)
+			flow_tape_watch(tp, w[i]);
+		flow_tape_begin(tp);
+		flow_tensor *h = flow_eager_matmul(bx, w[0], 0, 0, S);
+		flow_tensor *hb = h ? flow_eager_binary("BiasAdd", h, w[1], S) : NULL;
+		flow_tensor *hr = hb ? flow_eager_unary("Relu", hb, S) : NULL;
+		flow_tensor *lg = hr ? flow_eager_matmul(hr, w[2], 0, 0, S) : NULL;
+		flow_tensor *lb = lg ? flow_eager_binary("BiasAdd", lg, w[3], S) : NULL;
+		flow_tensor *loss = lb ? flow_eager_sparse_xent_mean(lb, by, S) : NULL;
+		flow_tape_end(tp);
+		if (!loss)
+			die("eager forward");
+		flow_tensor *gr[4];
+		if (flow_tape_gradient(tp, loss, w, 4, gr, S) ||
+		    flow_optimizer_apply_eager(opt, w, gr, 4, S))
+			die("eager backward");
+		t[s] = now_ns() - t0;
+		if (!s)
+			l0 = flow_tensor_get(loss, 0);
+		l1 = flow_tensor_get(loss, 0);
+		for (int i = 0; i < 4; i++)
+			flow_tensor_unref(gr[i]);
+		flow_tensor *tmp[] = {bx, by, h, hb, hr, lg, lb, loss};
+		for (size_t i = 0; i < sizeof tmp / sizeof tmp[0]; i++)
+			flow_tensor_unref(tmp[i]);
+	}
+	uint64_t first = t[0];
+	printf("flow eager : %27s first step %7.2f ms | median step %6.2f ms (%d steps) | "
+	       "loss %.3f -> %.3f\n",
+	       "", first / 1e6, median_ms(t + 1, steps - 1), steps, l0, l1);
+	free(t);
+	flow_tape_free(tp);
+	flow_optimizer_free(opt);
+	for (int i = 0; i < 4; i++)
+		flow_tensor_unref(w[i]);
+}
+
+int main(int argc, char **argv)
+{
+	int steps = argc > 1 ? atoi(argv[1]) : 50;
+	if (steps < 2)
+		steps = 2;
+	S = flow_status_new();
+	flow_init_options io = {0};
+	if (flow_init(&io, S) || flow_train_init(S))
+		die("init");
+	printf("MLP 784-1024-10, batch %d, Adam, sparse softmax cross-entropy; flow threads %d\n", B,
+	       flow_threadpool_size(flow_default_pool()));
+	flow_tensor *x, *y;
+	data(B * 8, &x, &y);
+	bench_graph(steps, x, y);
+	bench_eager(steps, x, y);
+	flow_tensor_unref(x);
+	flow_tensor_unref(y);
+	flow_status_free(S);
+	return 0;
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Training step: flow (graph and eager) and, when Debian's python3-torch is
+# installed, PyTorch's CPU step on this machine — with Debian's default BLAS
+# (netlib reference) and with OpenBLAS (libopenblas0-pthread via
+# LD_LIBRARY_PATH), over torch threads x OpenBLAS threads. Figures only.
+# usage: bench/train/run.sh BUILD_DIR [STEPS]
+set -eu
+b=${1:-build}
+steps=${2:-50}
+here=$(cd "$(dirname "$0")" && pwd)
+ncpu=$(nproc)
+bin=$b/bench/train/bench_train_step
+[ -x "$bin" ] || bin=$(find "$b" -name bench_train_step -type f -perm -u+x | head -1)
+echo "== flow (FLOW_THREADS=$ncpu)"
+FLOW_THREADS=$ncpu "$bin" "$steps"
+if [ "${ncpu}" -gt 1 ]; then
+  echo "== flow (FLOW_THREADS=1)"
+  FLOW_THREADS=1 "$bin" "$steps"
+fi
+py=/usr/bin/python3
+if ! "$py" -c "import torch" 2>/dev/null; then
+  echo "== PyTorch: not installed (apt-get install python3-torch) — skipped"
+  exit 0
+fi
+ob=/usr/lib/x86_64-linux-gnu/openblas-pthread
+nb=/usr/lib/x86_64-linux-gnu/blas
+# Which libblas.so.3 the alternatives system picks (torch links libblas.so.3).
+echo "== libblas.so.3 -> $(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || echo '?')"
+echo "== PyTorch (Debian python3-torch), same model, batch and optimiser"
+threads="1"
+[ "$ncpu" -gt 1 ] && threads="1 $ncpu"
+for tt in $threads; do
+  [ -e "$nb/libblas.so.3" ] &&
+    LD_LIBRARY_PATH=$nb "$py" "$here/torch_step.py" "$steps" "$tt" "netlib-blas t=$tt"
+  for ot in $threads; do
+    [ -e "$ob/libblas.so.3" ] &&
+      LD_LIBRARY_PATH=$ob OPENBLAS_NUM_THREADS=$ot "$py" "$here/torch_step.py" "$steps" "$tt" "openblas t=$tt ob=$ot"
+  done
+done
