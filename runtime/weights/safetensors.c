@@ -565,7 +565,8 @@ flow_weights *flow_safetensors_parse(const void *buf, size_t len, const char *la
 	}
 	/* The buffer is covered exactly: sorted by offset, each starts where
 	 * the previous ended, the last ends at the end of the file. */
-	qsort(ents, n_ents, sizeof *ents, cmp_entry);
+	if (n_ents)
+		qsort(ents, n_ents, sizeof *ents, cmp_entry);
 	uint64_t at = 0;
 	for (size_t i = 0; i < n_ents; i++) {
 		const char *name = w->t[ents[i].idx].name;
