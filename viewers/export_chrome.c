@@ -191,7 +191,7 @@ static int chrome_run(pp_view_ctx *c, const pp_run_info *run)
 	/* Flow arrows: launch (CUDA API call) → kernel/copy with the same
 	 * correlation id; "f" binds to the enclosing slice ("bp":"e"). */
 	if (n_ln) {
-		qsort(ln, (size_t)n_ln, sizeof *ln, cmp_launch);
+		pp_sort(ln, (size_t)n_ln, sizeof *ln, cmp_launch);
 		for (int t = 0; t < m.n_tracks; t++) {
 			const pp_track *tr = &m.tracks[t];
 			if (!tr->gpu)

@@ -99,7 +99,7 @@ static int cmp_node(const void *a, const void *b)
 static stack_node *find_node(stack_load *l, int64_t id)
 {
 	stack_node key = {.id = id};
-	return bsearch(&key, l->v, (size_t)l->n, sizeof *l->v, cmp_node);
+	return pp_bsearch(&key, l->v, (size_t)l->n, sizeof *l->v, cmp_node);
 }
 
 static int count_row(sqlite3_stmt *row, void *ud)
@@ -122,7 +122,7 @@ static int load_stacks(pp_store *st, int64_t run_id, stack_load *l)
 		" WHERE s.run_id = ?1", run_id, stack_row, l);
 	if (rc != 0 || l->failed)
 		return -1;
-	qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_node);
+	pp_sort(l->v, (size_t)l->n, sizeof *l->v, cmp_node);
 	/* counts in a second pass: a correlated subquery would scan samples
 	 * once per stack node when samples has no index */
 	return pp_store_query(st, "SELECT stack, COUNT(*) FROM samples WHERE run_id = ?1 GROUP BY stack",

@@ -215,6 +215,40 @@ static int group_by(gload *g, int by_scope, group **out)
 	return n;
 }
 
+/* One Graphviz context for the process. Graphviz 2.43 keeps a font cache in
+ * a static dictionary that outlives gvFreeContext; a second context then
+ * reads freed font names (heap-use-after-free under ASan). The viewers are
+ * single-threaded, so one shared context is enough.
+ *
+ * With PP_GV_BUILTIN_PLUGINS only the dot layout and the core renderers
+ * (svg, dot) are loaded, linked in as builtins: no pango/cairo/fontconfig,
+ * so no font scan on the first layout, text widths from Graphviz's own
+ * Helvetica metrics (the same on every machine), and none of fontconfig's
+ * process-lifetime caches. */
+#ifdef PP_GV_BUILTIN_PLUGINS
+#include <gvplugin.h>
+extern gvplugin_library_t gvplugin_dot_layout_LTX_library;
+extern gvplugin_library_t gvplugin_core_LTX_library;
+static const lt_symlist_t pp_gv_builtins[] = {
+	{"gvplugin_dot_layout_LTX_library", &gvplugin_dot_layout_LTX_library},
+	{"gvplugin_core_LTX_library", &gvplugin_core_LTX_library},
+	{0, 0},
+};
+#endif
+
+static GVC_t *shared_gvc(void)
+{
+	static GVC_t *gvc;
+	if (!gvc) {
+#ifdef PP_GV_BUILTIN_PLUGINS
+		gvc = gvContextPlugins(pp_gv_builtins, 0);
+#else
+		gvc = gvContext();
+#endif
+	}
+	return gvc;
+}
+
 typedef struct gedge_agg { int src, dst, count; } gedge_agg;
 
 static int cmp_gedge(const void *a, const void *b)
@@ -299,7 +333,7 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 			pp_store_query(st, "SELECT name_id, SUM(end_ns - start_ns) FROM ops WHERE run_id = ?1"
 				       " AND end_ns IS NOT NULL GROUP BY name_id", meta.run_id, optime_row, &ot);
 		}
-		qsort(ot.v, (size_t)ot.n, sizeof *ot.v, cmp_optime);
+		pp_sort(ot.v, (size_t)ot.n, sizeof *ot.v, cmp_optime);
 		/* one node name may have run under several op types: sum them */
 		int k = 0;
 		for (int i = 0; i < ot.n; i++) {
@@ -313,7 +347,7 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 			if (g.n[i].cost > 0)
 				continue;
 			optime key = {g.n[i].name_id, 0};
-			optime *f = bsearch(&key, ot.v, (size_t)ot.n, sizeof *ot.v, cmp_optime);
+			optime *f = pp_bsearch(&key, ot.v, (size_t)ot.n, sizeof *ot.v, cmp_optime);
 			if (f)
 				g.n[i].cost = f->ns;
 		}
@@ -393,7 +427,7 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 			continue;   /* inside a group */
 		ea[ne++] = (gedge_agg){s, d, 1};
 	}
-	qsort(ea, (size_t)ne, sizeof *ea, cmp_gedge);
+	pp_sort(ea, (size_t)ne, sizeof *ea, cmp_gedge);
 	int nu = 0;
 	for (int i = 0; i < ne; i++) {
 		if (nu && ea[nu - 1].src == ea[i].src && ea[nu - 1].dst == ea[i].dst)
@@ -402,7 +436,7 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 			ea[nu++] = ea[i];
 	}
 	if (want_svg && nu > MAX_DRAWN_EDGES) {
-		qsort(ea, (size_t)nu, sizeof *ea, cmp_gedge_count);
+		pp_sort(ea, (size_t)nu, sizeof *ea, cmp_gedge_count);
 		size_t l = strlen(info->note);
 		snprintf(info->note + l, sizeof info->note - l, "%s%d of %d edges drawn (the heaviest)",
 			 l ? "; " : "", MAX_DRAWN_EDGES, nu);
@@ -418,7 +452,7 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 			max_cost = c;
 	}
 
-	GVC_t *gvc = gvContext();
+	GVC_t *gvc = shared_gvc();
 	Agraph_t *ag = agopen("phaseprof", Agdirected, NULL);
 	agattr(ag, AGRAPH, "rankdir", "TB");
 	agattr(ag, AGRAPH, "nodesep", "0.25");
@@ -440,7 +474,6 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 	Agnode_t **an = calloc((size_t)(n_groups ? n_groups : 1), sizeof *an);
 	if (!an) {
 		agclose(ag);
-		gvFreeContext(gvc);
 		goto oom;
 	}
 	if (n_groups == 0) {
@@ -511,7 +544,6 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 	}
 	free(an);
 	agclose(ag);
-	gvFreeContext(gvc);
 	goto done;
 oom:
 	snprintf(err, errlen, "graph %lld: out of memory", (long long)graph_id);

@@ -272,8 +272,8 @@ int pp_model_load(pp_store *st, const pp_run_info *run, pp_model *m, char *err, 
 			   " WHERE g.run_id = ?1", run->id, gpu_row, &c) != 0 || c.failed)
 		goto qfail;
 
-	qsort(c.cpu.v, (size_t)c.cpu.n, sizeof *c.cpu.v, cmp_raw);
-	qsort(c.gpu.v, (size_t)c.gpu.n, sizeof *c.gpu.v, cmp_raw);
+	pp_sort(c.cpu.v, (size_t)c.cpu.n, sizeof *c.cpu.v, cmp_raw);
+	pp_sort(c.gpu.v, (size_t)c.gpu.n, sizeof *c.gpu.v, cmp_raw);
 	int64_t dropped = 0;
 	/* Threads in order of first activity (the main thread first). */
 	int n_groups = 0;
@@ -291,7 +291,7 @@ int pp_model_load(pp_store *st, const pp_run_info *run, pp_model *m, char *err, 
 		groups[n_groups++] = (grp){i, j, c.cpu.v[i].it.start};
 		i = j;
 	}
-	qsort(groups, (size_t)n_groups, sizeof *groups, cmp_grp);
+	pp_sort(groups, (size_t)n_groups, sizeof *groups, cmp_grp);
 	for (int g = 0; g < n_groups; g++) {
 		int64_t i = groups[g].i, j = groups[g].j;
 		char tname[96];

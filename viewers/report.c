@@ -169,7 +169,7 @@ static void load_findings(pp_view_ctx *c, html_state *s)
 	}
 #endif
 	if (s->n_findings > 1)
-		qsort(s->findings, (size_t)s->n_findings, sizeof *s->findings, cmp_finding);
+		pp_sort(s->findings, (size_t)s->n_findings, sizeof *s->findings, cmp_finding);
 }
 
 static const pp_run_info *run_by_id(pp_view_ctx *c, int64_t id)
@@ -490,7 +490,7 @@ static int waterfall_rows(const pp_model *m, int phases_only, wf_row **out)
 			v[n++] = (wf_row){it->kind, it->name, it->start, it->end, dur, dur, 1};
 		}
 	}
-	qsort(v, (size_t)n, sizeof *v, cmp_wf_start);
+	pp_sort(v, (size_t)n, sizeof *v, cmp_wf_start);
 	int k = 0;
 	for (int i = 0; i < n; i++) {
 		/* steps merge whatever their names; other phases by kind+name */
@@ -560,13 +560,13 @@ static void section_waterfall(pp_view_ctx *c, const pp_run_info *run, const pp_m
 	int64_t other_total = 0;
 	if (n > maxrows) {
 		/* keep the costliest rows, still shown in time order */
-		qsort(rows, (size_t)n, sizeof *rows, cmp_wf_total);
+		pp_sort(rows, (size_t)n, sizeof *rows, cmp_wf_total);
 		for (int i = maxrows - 1; i < n; i++) {
 			other += rows[i].count;
 			other_total += rows[i].total;
 		}
 		n = maxrows - 1;
-		qsort(rows, (size_t)n, sizeof *rows, cmp_wf_start);
+		pp_sort(rows, (size_t)n, sizeof *rows, cmp_wf_start);
 	}
 	int h = 26 + 22 * (n + (other ? 1 : 0)) + 6;
 	pp_out_printf(o, "<div class=\"chart\"><svg class=\"waterfall\" viewBox=\"0 0 1000 %d\">", h);
@@ -867,7 +867,7 @@ static void section_timeline(pp_view_ctx *c, const pp_run_info *run, const pp_mo
 				for (int i = 0; i < m->tracks[t].n; i++)
 					durs[k++] = m->tracks[t].items[i].end - m->tracks[t].items[i].start;
 			/* partial selection would do; a full sort of 10^6 int64 is ~60 ms */
-			qsort(durs, (size_t)k, sizeof *durs, cmp_i64d);
+			pp_sort(durs, (size_t)k, sizeof *durs, cmp_i64d);
 			thr = durs[budget - 1] + 1;
 			free(durs);
 		}
@@ -951,7 +951,7 @@ static void section_timeline(pp_view_ctx *c, const pp_run_info *run, const pp_mo
 			}
 		free(pend);
 		free(has);
-		qsort(ents, (size_t)ne, sizeof *ents, cmp_tl);
+		pp_sort(ents, (size_t)ne, sizeof *ents, cmp_tl);
 		if (t)
 			pp_out_putc(o, ',');
 		P("{\"n\":");
@@ -1060,7 +1060,9 @@ static void series_chart(pp_out *o, const char *title, const pp_counter_row *r, 
 	if (hi <= lo)
 		hi = lo + 1;
 	const double X0 = 62, W = 420, Y0 = 26, H = 110;
-	int64_t span = t_end > r[n - 1].ts_ns ? t_end : r[n - 1].ts_ns;
+	/* x spans the series itself (counters often cover only the steps) */
+	(void)t_end;
+	int64_t t0 = r[0].ts_ns, span = r[n - 1].ts_ns - t0;
 	if (span <= 0)
 		span = 1;
 	P("<div class=\"chart\"><svg class=\"counter\" viewBox=\"0 0 500 160\">");
@@ -1084,7 +1086,7 @@ static void series_chart(pp_out *o, const char *title, const pp_counter_row *r, 
 	double px_prev = -1, ylo = 0, yhi = 0, ylast = 0;
 	int open = 0;
 	for (int i = 0; i < n; i++) {
-		double x = X0 + W * (double)r[i].ts_ns / (double)span;
+		double x = X0 + W * (double)(r[i].ts_ns - t0) / (double)span;
 		double y = Y0 + H - H * (r[i].value - lo) / (hi - lo);
 		if (i == 0) {
 			pp_out_printf(o, "M%.1f %.1f", x, y);
@@ -1109,8 +1111,10 @@ static void series_chart(pp_out *o, const char *title, const pp_counter_row *r, 
 	if (open)
 		pp_out_printf(o, "V%.1fV%.1fV%.1f", ylo, yhi, ylast);
 	pp_out_printf(o, "H%.1f\"/>", X0 + W);
-	P("<text x=\"62\" y=\"152\" font-size=\"9\" fill=\"#5f6b7d\">0</text><text x=\"482\" y=\"152\" font-size=\"9\" fill=\"#5f6b7d\" text-anchor=\"end\">");
-	pdur(o, span);
+	P("<text x=\"62\" y=\"152\" font-size=\"9\" fill=\"#5f6b7d\">");
+	pdur(o, t0);
+	pp_out_printf(o, " · %d samples</text><text x=\"482\" y=\"152\" font-size=\"9\" fill=\"#5f6b7d\" text-anchor=\"end\">", n);
+	pdur(o, r[n - 1].ts_ns);
 	P("</text></svg></div>\n");
 }
 

@@ -1,6 +1,9 @@
 /* stats.c — `phaseprof stats`: aligned terminal tables that fit the width
  * (80 columns by default), or one JSON document for scripts. */
 #include "view_int.h"
+#ifdef PP_VIEWERS_HAVE_DIAG
+#include "diagnostics.h"
+#endif
 
 #include <stdlib.h>
 #include <string.h>
@@ -252,10 +255,26 @@ static int stats_json(pp_store *st, const pp_run_info *runs, int n, FILE *fp)
 		json_graphs jg = {o, 0};
 		pp_store_query(st, "SELECT id, version, n_nodes, n_edges FROM graphs WHERE run_id = ?1 ORDER BY version, id",
 			       r->id, json_graph_row, &jg);
-		pp_out_puts(o, "],\"findings\":[");
 		pp_finding *f = NULL;
 		int nf = 0;
 		pp_store_findings(st, r->id, &f, &nf);
+		const char *src = "stored";
+#ifdef PP_VIEWERS_HAVE_DIAG
+		if (nf == 0) {
+			pp_diag_result dr;
+			memset(&dr, 0, sizeof dr);
+			free(f);
+			f = NULL;
+			if (pp_diag_analyze(st, r->id, &dr) == 0) {
+				f = dr.findings;
+				nf = dr.n;
+				dr.findings = NULL;
+				src = "computed";
+			}
+			pp_diag_result_free(&dr);
+		}
+#endif
+		pp_out_printf(o, "],\"findings_source\":\"%s\",\"findings\":[", src);
 		for (int k = 0; k < nf; k++) {
 			pp_out_printf(o, "%s{", k ? "," : "");
 			jkey_str(o, "rule", f[k].rule, 0);
@@ -407,8 +426,25 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 		pp_finding *f = NULL;
 		int nf = 0;
 		pp_store_findings(st, r->id, &f, &nf);
+		const char *how = "";
+#ifdef PP_VIEWERS_HAVE_DIAG
+		if (nf == 0) {
+			/* not diagnosed yet: run the rules now, without writing */
+			pp_diag_result dr;
+			memset(&dr, 0, sizeof dr);
+			free(f);
+			f = NULL;
+			if (pp_diag_analyze(st, r->id, &dr) == 0) {
+				f = dr.findings;
+				nf = dr.n;
+				dr.findings = NULL;
+				how = " (computed now, not stored)";
+			}
+			pp_diag_result_free(&dr);
+		}
+#endif
 		if (nf) {
-			fprintf(fp, "\n  findings:\n");
+			fprintf(fp, "\n  findings%s:\n", how);
 			for (int k = 0; k < nf; k++) {
 				char head[320];
 				snprintf(head, sizeof head, "[%s] %s", f[k].severity, f[k].title);

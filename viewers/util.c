@@ -161,7 +161,7 @@ int pp_query_ops(pp_store *st, int64_t run_id, int limit, pp_op_stat **out, int 
 	for (int64_t i = 0; i < sc.n; i++)
 		if (sc.v[i].step >= 0)
 			steps[ns++] = sc.v[i].step;
-	qsort(steps, (size_t)ns, sizeof *steps, cmp_i64);
+	pp_sort(steps, (size_t)ns, sizeof *steps, cmp_i64);
 	int64_t s0 = ns ? steps[0] : -1, distinct_later = 0;
 	for (int64_t i = 0; i < ns; i++)
 		if (steps[i] > s0 && (i == 0 || steps[i] != steps[i - 1]))
@@ -228,7 +228,7 @@ int pp_query_ops(pp_store *st, int64_t run_id, int limit, pp_op_stat **out, int 
 		memcpy(agg[k].name, &keys[k][0], sizeof(int64_t));
 		memcpy(agg[k].type, &keys[k][1], sizeof(int64_t));
 	}
-	qsort(agg, (size_t)nagg, sizeof *agg, cmp_op_total);
+	pp_sort(agg, (size_t)nagg, sizeof *agg, cmp_op_total);
 	if (limit > 0 && nagg > limit)
 		nagg = limit;
 	for (int k = 0; k < nagg; k++) {
@@ -240,7 +240,7 @@ int pp_query_ops(pp_store *st, int64_t run_id, int limit, pp_op_stat **out, int 
 		pp_store_query(st, "SELECT value FROM strings WHERE id = ?1", nid, name_row, agg[k].name);
 		char t[128] = "";
 		pp_store_query(st, "SELECT value FROM strings WHERE id = ?1", tid, name_row, t);
-		snprintf(agg[k].type, sizeof agg[k].type, "%s", t);
+		snprintf(agg[k].type, sizeof agg[k].type, "%.63s", t);
 	}
 	*out = agg;
 	*n = nagg;
@@ -300,7 +300,7 @@ int64_t pp_median_i64(const int64_t *v, int n)
 	if (!c)
 		return -1;
 	memcpy(c, v, (size_t)n * sizeof *c);
-	qsort(c, (size_t)n, sizeof *c, cmp_i64);
+	pp_sort(c, (size_t)n, sizeof *c, cmp_i64);
 	int64_t m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
 	free(c);
 	return m;

@@ -4,6 +4,7 @@
 #define PP_VIEW_INT_H
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include "phaseprof.h"
 #include "viewers.h"
 
@@ -19,6 +20,19 @@ struct pp_view_ctx {
 	void *priv;               /* backend state */
 	int run_index;            /* index of the run being written */
 };
+
+/* qsort/bsearch that accept an empty (NULL) array: passing NULL to the libc
+ * ones is undefined even with n == 0 (UBSan says so). */
+static inline void pp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+static inline void *pp_bsearch(const void *key, const void *base, size_t n, size_t size,
+			       int (*cmp)(const void *, const void *))
+{
+	return n ? bsearch(key, base, n, size, cmp) : NULL;
+}
 
 /* Writes a one-line message into the context's error buffer; returns -1. */
 int pp_view_fail(pp_view_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
