@@ -33,8 +33,8 @@ test: deps-test
 # libFuzzer over the weight-file readers, briefly (seconds per target).
 FUZZ_SECONDS ?= 15
 test-fuzz:
-	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DPP_FUZZ=ON >/dev/null
-	cmake --build build-fuzz -j$(JOBS) --target fuzz_targets
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DPP_FUZZ=ON >/dev/null
+	cmake --build build-fuzz -j$(JOBS) --target fuzz_safetensors fuzz_npy
 	bash tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 test-plain:
