@@ -389,16 +389,21 @@ typedef struct sm_job {
 			if (x[i] > mx)                                                     \
 				mx = x[i];                                                 \
 		double s = 0;                                                              \
-		for (int64_t i = 0; i < n; i++)                                            \
-			s += EXP(x[i] - mx);                                               \
 		if (lg) {                                                                  \
+			for (int64_t i = 0; i < n; i++)                                    \
+				s += EXP(x[i] - mx);                                       \
 			T ls = (T)LOG(s);                                                  \
 			for (int64_t i = 0; i < n; i++)                                    \
 				y[i] = x[i] - mx - ls;                                     \
-		} else {                                                                   \
+		} else { /* one exp per element: y holds exp, then scaled */       \
+			for (int64_t i = 0; i < n; i++) {                                  \
+				T e = EXP(x[i] - mx);                                      \
+				y[i] = e;                                                  \
+				s += e;                                                    \
+			}                                                                  \
 			T inv = (T)(1.0 / s);                                              \
 			for (int64_t i = 0; i < n; i++)                                    \
-				y[i] = EXP(x[i] - mx) * inv;                               \
+				y[i] *= inv;                                               \
 		}                                                                          \
 	}
 SM_ROW(float, expf, log)
