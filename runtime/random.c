@@ -422,3 +422,43 @@ void flow_random_fill_i64(int64_t *out, size_t n, uint64_t seed, uint64_t seed2,
 {
 	flow_random_fill_i64_at(out, n, seed, seed2, 0, lo, hi, nthreads);
 }
+
+size_t flow_random_groups(size_t n, int f64)
+{
+	size_t g = f64 ? 2 : 4;
+	return (n + g - 1) / g;
+}
+
+void flow_random_fill_part_f32(float *out, size_t n, uint64_t seed, uint64_t seed2, uint64_t offset,
+			       flow_dist dist, float a, float b, size_t g0, size_t g1)
+{
+	fill_job j;
+	job_init(&j, out, n, seed, seed2, FK_F32);
+	j.group = 4;
+	j.dist = dist;
+	j.a = a;
+	j.b = b;
+	if (dist == FLOW_DIST_TRUNC_NORMAL)
+		j.stride = FLOW_TRUNC_BLOCKS;
+	flow_philox_skip(&j.base, offset);
+	j.g0 = g0;
+	j.g1 = g1;
+	fill_range(&j);
+}
+
+void flow_random_fill_part_f64(double *out, size_t n, uint64_t seed, uint64_t seed2, uint64_t offset,
+			       flow_dist dist, double a, double b, size_t g0, size_t g1)
+{
+	fill_job j;
+	job_init(&j, out, n, seed, seed2, FK_F64);
+	j.group = 2;
+	j.dist = dist;
+	j.a = a;
+	j.b = b;
+	if (dist == FLOW_DIST_TRUNC_NORMAL)
+		j.stride = FLOW_TRUNC_BLOCKS;
+	flow_philox_skip(&j.base, offset);
+	j.g0 = g0;
+	j.g1 = g1;
+	fill_range(&j);
+}

@@ -79,6 +79,15 @@ void flow_random_fill_i64_at(int64_t *out, size_t n, uint64_t seed, uint64_t see
 			     int64_t lo, int64_t hi, int nthreads);
 uint64_t flow_random_blocks(size_t n, int f64, flow_dist dist);
 
+/* For callers with their own thread pool (the random op kernels): fill only
+ * element groups [g0, g1) of the layout of an n-element fill; any split of
+ * [0, flow_random_groups(n)) gives the same tensor. */
+size_t flow_random_groups(size_t n, int f64);
+void flow_random_fill_part_f32(float *out, size_t n, uint64_t seed, uint64_t seed2, uint64_t offset,
+			       flow_dist dist, float a, float b, size_t g0, size_t g1);
+void flow_random_fill_part_f64(double *out, size_t n, uint64_t seed, uint64_t seed2, uint64_t offset,
+			       flow_dist dist, double a, double b, size_t g0, size_t g1);
+
 /* Threads a fill uses for n elements (for tests and the op kernels). */
 int flow_random_threads_for(size_t n, int nthreads);
 

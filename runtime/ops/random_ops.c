@@ -63,6 +63,24 @@ static int pool_threads(flow_kernel_ctx *k)
 	return p ? flow_threadpool_size(p) : 1;
 }
 
+typedef struct rf_job {
+	void *out;
+	size_t n;
+	uint64_t s1, s2, off;
+	flow_dist dist;
+	int f64;
+} rf_job;
+
+/* Group ranges on the intra-op pool: same numbers however it splits. */
+static void rf_range(void *ud, int64_t g0, int64_t g1)
+{
+	rf_job *j = ud;
+	if (j->f64)
+		flow_random_fill_part_f64(j->out, j->n, j->s1, j->s2, j->off, j->dist, 0, 1, (size_t)g0, (size_t)g1);
+	else
+		flow_random_fill_part_f32(j->out, j->n, j->s1, j->s2, j->off, j->dist, 0, 1, (size_t)g0, (size_t)g1);
+}
+
 static void random_float(flow_kernel_ctx *k, flow_dist dist)
 {
 	flow_tensor *y = random_output(k);
@@ -70,13 +88,11 @@ static void random_float(flow_kernel_ctx *k, flow_dist dist)
 		return;
 	uint64_t s1, s2, *off;
 	seeds(k, &s1, &s2, &off);
-	uint64_t o = off ? *off : 0;
 	int f64 = y->dtype == FLOW_F64;
-	float a = 0.0f, b = 1.0f; /* [0,1) or mean 0, stddev 1 */
-	if (f64)
-		flow_random_fill_f64_at(FLOW_F64P(y), (size_t)y->nelem, s1, s2, o, dist, a, b, pool_threads(k));
-	else
-		flow_random_fill_f32_at(FLOW_F32P(y), (size_t)y->nelem, s1, s2, o, dist, a, b, pool_threads(k));
+	/* [0,1) for uniform, mean 0 / stddev 1 for the normals */
+	rf_job j = {flow_tensor_ptr(y), (size_t)y->nelem, s1, s2, off ? *off : 0, dist, f64};
+	size_t groups = flow_random_groups((size_t)y->nelem, f64);
+	ops_parallel(k, (int64_t)groups, dist == FLOW_DIST_UNIFORM ? 4096 : 1024, rf_range, &j);
 	if (off)
 		*off += flow_random_blocks((size_t)y->nelem, f64, dist);
 }

@@ -169,6 +169,33 @@ static void test_distributions(void **state)
 	free(d);
 }
 
+static void test_partial_fills(void **state)
+{
+	(void)state;
+	/* any split of the group range reproduces the whole fill */
+	size_t n = 10007;
+	float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+	double *c = malloc(n * sizeof *c), *d = malloc(n * sizeof *d);
+	assert_non_null(a); assert_non_null(b); assert_non_null(c); assert_non_null(d);
+	for (int dist = 0; dist < 3; dist++) {
+		flow_random_fill_f32_at(a, n, 4, 5, 77, dist, 0, 1, 1);
+		flow_random_fill_f64_at(c, n, 4, 5, 77, dist, 0, 1, 1);
+		size_t g = flow_random_groups(n, 0), gd = flow_random_groups(n, 1);
+		size_t cuts[] = {0, 1, 17, g / 3, g - 1, g};
+		for (int i = 0; i + 1 < 6; i++)
+			flow_random_fill_part_f32(b, n, 4, 5, 77, dist, 0, 1, cuts[i], cuts[i + 1]);
+		assert_memory_equal(a, b, n * sizeof *a);
+		flow_random_fill_part_f64(d, n, 4, 5, 77, dist, 0, 1, 0, gd / 2);
+		flow_random_fill_part_f64(d, n, 4, 5, 77, dist, 0, 1, gd / 2, gd);
+		assert_memory_equal(c, d, n * sizeof *c);
+	}
+	/* the offset continues the stream: blocks(n) later = the tail of a 2n fill */
+	flow_random_fill_f32(a, 2 * 1000, 4, 5, FLOW_DIST_NORMAL, 0, 1, 1);
+	flow_random_fill_f32_at(b, 1000, 4, 5, flow_random_blocks(1000, 0, FLOW_DIST_NORMAL), FLOW_DIST_NORMAL, 0, 1, 1);
+	assert_memory_equal(a + 1000, b, 1000 * sizeof *a);
+	free(a); free(b); free(c); free(d);
+}
+
 static void test_resolve_seeds(void **state)
 {
 	(void)state;
@@ -189,6 +216,7 @@ int main(void)
 		cmocka_unit_test(test_fill_matches_stream),
 		cmocka_unit_test(test_thread_count_independent),
 		cmocka_unit_test(test_distributions),
+		cmocka_unit_test(test_partial_fills),
 		cmocka_unit_test(test_resolve_seeds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
