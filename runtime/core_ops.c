@@ -133,11 +133,16 @@ static void k_assign(flow_kernel_ctx *k)
 			      flow_shape_str(&sa, a, sizeof a), flow_shape_str(&sb, b, sizeof b));
 		return;
 	}
-	/* The variable takes a reference to the value: no copy. Values are
-	 * immutable once produced; in-place updates go through
-	 * flow_ctx_var_mutable, which copies when the value is shared. */
-	flow_ctx_var_set(k, 0, v);
-	flow_ctx_set_output(k, 0, v);
+	/* As TF's Assign: forward the value's buffer when nobody else can see it
+	 * (produced by this step, dead after this node, sole owner, from our
+	 * allocator); otherwise copy, so the variable never aliases a caller's
+	 * feed, a Const's value or external (mmap'd) memory. */
+	flow_tensor *nv = flow_ctx_output_inplace(k, 0, 1, v->ndim, v->dims);
+	if (!nv)
+		return;
+	if (nv->buf != v->buf && v->nelem)
+		memcpy(flow_tensor_ptr(nv), flow_tensor_cdata(v), flow_tensor_nbytes(v));
+	flow_ctx_var_set(k, 0, nv);
 }
 
 typedef struct upd {

@@ -188,6 +188,21 @@ static void test_variables_per_session(void **state)
 	flow_tensor_unref(a);
 	flow_tensor_unref(b);
 	flow_tensor_unref(snap);
+	/* Assign from a feed copies: the variable never aliases the caller's
+	 * tensor (which may be external memory the caller frees). */
+	flow_shape ps = flow_shape_make(2, (int64_t[]){2, 2});
+	flow_output ph = flow_placeholder(g, "ph", FLOW_F32, &ps, st);
+	flow_output as = flow_assign(g, "as", v, ph, st);
+	OK();
+	float ext[4] = {7, 7, 7, 7};
+	flow_tensor *fv = flow_tensor_wrap(FLOW_F32, 2, ps.dims, ext, sizeof ext, NULL, NULL, st);
+	assert_int_equal(flow_session_run(s1, &ph, &fv, 1, NULL, NULL, 0, &as.op, 1, st), 0);
+	flow_tensor_unref(fv);
+	ext[0] = -1;
+	a = flow_session_variable_value(s1, v.op, st);
+	assert_true(flow_tensor_get(a, 0) == 7.0);
+	assert_ptr_not_equal(flow_tensor_data(a), ext);
+	flow_tensor_unref(a);
 	flow_session_free(s1);
 	flow_session_free(s2);
 	flow_graph_free(g);
