@@ -259,18 +259,30 @@ void ppa_libs_drain(int final)
 		uint64_t end = b->kind == B_STARTUP ? preinit : atomic_load(&b->t_end);
 		if (!end && !final)
 			break; /* its batch is still relocating / running constructors */
-		const char *via = l->self ? "preload"
-				  : b->kind == B_STARTUP ? (i == 0 ? "exec" : "startup")
-				  : l->depth == 0 ? "dlopen" : "dependency";
-		if (l->lmid != LM_ID_BASE && b->kind == B_RUNTIME && l->depth == 0)
-			via = "dlmopen";
-		int64_t open_ns = ppa_rel(b->t_add), mapped_ns = ppa_rel(l->t_open);
-		if (end)
-			pp_row("libraries", "siiiiinnit", S->strings + l->name_off, (int64_t)l->base,
-			       l->size, open_ns, mapped_ns, ppa_rel(end), (int64_t)l->depth, via);
-		else
-			pp_row("libraries", "siiiinnnit", S->strings + l->name_off, (int64_t)l->base,
-			       l->size, open_ns, mapped_ns, (int64_t)l->depth, via);
+		/* Rows that head a batch (the exec'd program, a dlopen'd object)
+		 * carry the batch: open → mapped (search + mmap of the whole
+		 * tree) → end (relocation + constructors). Dependencies carry
+		 * only their own mapping, so sums over depth <= 1 count each
+		 * batch once. */
+		int head = l->depth == 0;
+		int64_t depth = head ? (b->kind == B_STARTUP ? 0 : 1) : 2;
+		const char *via = head ? (b->kind == B_STARTUP ? "exec" : l->lmid != LM_ID_BASE ? "dlmopen" : "dlopen")
+			     : l->self ? "preload"
+			     : b->kind == B_STARTUP ? "startup" : "dependency";
+		uint64_t prev = (i > 0 && S->libs[i - 1].batch == l->batch) ? S->libs[i - 1].t_open : b->t_add;
+		const char *path = S->strings + l->name_off;
+		if (head) {
+			uint64_t mapped = b->t_consistent ? b->t_consistent : l->t_open;
+			if (end)
+				pp_row("libraries", "siiiiinnit", path, (int64_t)l->base, l->size, ppa_rel(b->t_add),
+				       ppa_rel(mapped), ppa_rel(end), depth, via);
+			else
+				pp_row("libraries", "siiiinnnit", path, (int64_t)l->base, l->size, ppa_rel(b->t_add),
+				       ppa_rel(mapped), depth, via);
+		} else {
+			pp_row("libraries", "siiiiinnit", path, (int64_t)l->base, l->size, ppa_rel(prev),
+			       ppa_rel(l->t_open), ppa_rel(l->t_open), depth, via);
+		}
 	}
 	emitted = i;
 }
