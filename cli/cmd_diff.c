@@ -18,9 +18,10 @@ static void usage(FILE *out)
 		"\n"
 		"Compares run A (baseline) with run B: run total, median steady step (the first\n"
 		"step is left out), and the total time of every phase kind. A row is flagged\n"
-		"when its change exceeds the noise seen between repeated steps: 3x the steps'\n"
-		"robust spread (1.4826 x MAD / median), at least 5%%, and at least 0.1%% of the\n"
-		"run (10 us minimum). Without --runs, each database's last run is used.\n"
+		"when its change exceeds the noise seen between repeated steps: 3x the robust\n"
+		"spread of step-to-step differences (1.4826 x MAD / sqrt 2, relative to the\n"
+		"median step), at least 5%%, and at least 0.1%% of the run (10 us minimum).\n"
+		"Without --runs, each database's last run is used.\n"
 		"\n"
 		"  --runs RA RB   run ids (RA in A.db, RB in B.db, or both in RUN.db)\n"
 		"  --json         one JSON object on stdout\n");
@@ -72,8 +73,8 @@ static void text_begin(FILE *out, const pp_diff *d, const struct diff_src *a, co
 	run_line(out, "A", &d->a, a, d->n_steps_a);
 	run_line(out, "B", &d->b, b, d->n_steps_b);
 	if (d->noise_from_steps)
-		fprintf(out, "noise: steps vary by %.1f%% (1.4826 x MAD / median); a change counts "
-			     "beyond max(3 x noise, 5%%)\n\n",
+		fprintf(out, "noise: steps vary by %.1f%% from one to the next (robust); a change "
+			     "counts beyond max(3 x noise, 5%%)\n\n",
 			100 * d->noise_rel);
 	else
 		fprintf(out, "noise: no repeated steps to measure it; a change counts beyond %.0f%%\n\n",

@@ -85,6 +85,27 @@ static void test_noisy_steps_hide_small_change(void **state)
 	pp_diff_free(&d);
 }
 
+static void test_noise_ignores_trend(void **state)
+{
+	(void)state;
+	/* B's steps grow 1 -> 3 ms with 2% noise: the spread of its step times
+	 * is large, but the noise between consecutive steps is still ~2%. */
+	int64_t a = fixture_run(&T, "flat", 100, 1 * MS, 0.02, 10 * MS, 20 * MS, 70);
+	trec_run(&T, "growing", 0);
+	uint64_t seed = 71;
+	int64_t now = 0;
+	for (int i = 0; i < 100; i++) {
+		int64_t d = (int64_t)(MS * (1 + 2.0 * i / 99) * (1 + 0.02 * trand_normal(&seed)));
+		trec_span(&T, PP_STEP, "step", now, now + d, 0, i);
+		now += d;
+	}
+	pp_diff d;
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, T.run, &d), 0);
+	assert_true(d.noise_rel < 0.05);
+	assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_REGRESSION);
+	pp_diff_free(&d);
+}
+
 static void test_no_steps(void **state)
 {
 	(void)state;
@@ -143,6 +164,7 @@ int main(void)
 		cmocka_unit_test(test_regression_and_improvement),
 		cmocka_unit_test(test_noise_only),
 		cmocka_unit_test(test_noisy_steps_hide_small_change),
+		cmocka_unit_test(test_noise_ignores_trend),
 		cmocka_unit_test(test_no_steps),
 		cmocka_unit_test(test_two_databases_and_errors),
 	};

@@ -85,7 +85,8 @@ typedef struct pp_diff {
 	pp_diff_row *rows;        /* malloc'd */
 	int n;
 	int n_steps_a, n_steps_b;
-	double noise_rel;         /* relative step noise used (1.4826·MAD/median) */
+	double noise_rel;         /* relative step noise: 1.4826·MAD of step-to-step
+				     differences / sqrt(2) / median, larger of the runs */
 	int noise_from_steps;     /* 0: no steps, a default floor was used */
 	int regressions, improvements;
 	char error[256];

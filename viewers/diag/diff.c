@@ -19,7 +19,7 @@ typedef struct run_side {
 	int n_totals;
 	double *steady;           /* steady step durations (the first step dropped) */
 	int n_steady, n_steps;
-	double median, sigma;     /* of the steady steps */
+	double median, sigma;     /* of the steady steps (sigma from successive differences) */
 } run_side;
 
 static void side_free(run_side *s)
@@ -59,7 +59,18 @@ static int side_load(pp_store *st, int64_t run, pp_run_info *info, run_side *s, 
 		for (int i = 1; i < n; i++)
 			s->steady[s->n_steady++] = (double)steps[i].dur_ns;
 		s->median = diag_median(s->steady, s->n_steady);
-		s->sigma = diag_robust_sigma(s->steady, s->n_steady);
+		/* Noise between repeated steps: the robust spread of step-to-step
+		 * differences / sqrt(2). A slow drift or a growing run barely moves
+		 * it, so a regression does not hide behind its own trend. */
+		if (s->n_steady >= 3) {
+			double *d = malloc((size_t)(s->n_steady - 1) * sizeof *d);
+			if (d) {
+				for (int i = 1; i < s->n_steady; i++)
+					d[i - 1] = s->steady[i] - s->steady[i - 1];
+				s->sigma = diag_robust_sigma(d, s->n_steady - 1) / sqrt(2.0);
+				free(d);
+			}
+		}
 	}
 	free(steps);
 	return 0;
