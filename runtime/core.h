@@ -107,7 +107,8 @@ struct flow_graph {
 	uint64_t name_seq;
 	uint64_t hash;               /* graph hash for plan files, valid at hash_version */
 	uint64_t hash_version;
-	int sessions;                /* open sessions (freeing the graph under them is a bug) */
+	int sessions;                /* open sessions */
+	int free_pending;            /* flow_graph_free while sessions were open (TF_DeleteGraph) */
 };
 
 struct flow_op_desc {

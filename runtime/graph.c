@@ -44,6 +44,11 @@ void flow_graph_free(flow_graph *g)
 {
 	if (!g)
 		return;
+	/* Like TF_DeleteGraph: the graph goes when its last session closes. */
+	if (g->sessions > 0) {
+		g->free_pending = 1;
+		return;
+	}
 	for (int i = 0; i < g->n_ops; i++)
 		op_free(g->ops[i]);
 	free(g->ops);

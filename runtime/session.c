@@ -175,6 +175,7 @@ flow_session *flow_session_new(flow_graph *g, const flow_session_options *opts, 
 	s->buckets = calloc((size_t)s->n_buckets, sizeof *s->buckets);
 	if (!s->buckets || ensure_ids(s)) {
 		flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "session: out of memory");
+		s->closed = 1; /* never counted on the graph */
 		flow_session_free(s);
 		return NULL;
 	}
@@ -198,9 +199,12 @@ int flow_session_close(flow_session *s, flow_status *st)
 		s->vars[i] = NULL;
 	}
 	s->closed = 1;
-	s->g->sessions--;
+	flow_graph *g = s->g;
+	s->g = NULL;
 	pthread_mutex_unlock(&s->mu);
 	flow_allocator_record(s->alloc);
+	if (--g->sessions == 0 && g->free_pending)
+		flow_graph_free(g);
 	return 0;
 }
 
@@ -208,7 +212,7 @@ void flow_session_free(flow_session *s)
 {
 	if (!s)
 		return;
-	if (!s->closed && s->buckets && s->g->sessions > 0)
+	if (!s->closed && s->buckets)
 		flow_session_close(s, NULL);
 	drop_plans(s);
 	free(s->buckets);

@@ -105,8 +105,15 @@ static void test_basic_run(void **state)
 	flow_tensor_unref(x3);
 	flow_tensor_unref(xv);
 	flow_tensor_unref(wt);
-	flow_session_free(s);
+	/* Freeing the graph under an open session defers (TF_DeleteGraph): the
+	 * session keeps working and the graph goes with its last session. */
 	flow_graph_free(g);
+	xv = tf32(2, d, (float[]){0, 1, 1, 0});
+	out = run1(s, x, xv, y);
+	assert_true(flow_tensor_get(out, 0) == 3 && flow_tensor_get(out, 3) == 2);
+	flow_tensor_unref(out);
+	flow_tensor_unref(xv);
+	flow_session_free(s);
 }
 
 static void test_bad_runs(void **state)
