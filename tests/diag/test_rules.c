@@ -849,11 +849,23 @@ static void test_gpu_sync_copies(void **state)
 	assert_fires("gpu_sync_copies");
 	assert_contains(get("gpu_sync_copies")->evidence, "20 copies (0 host-to-device, 20 device-to-host)");
 
+	/* the collector's own marking: memcpy records named "sync" */
+	trec_run(&T, "sync by name", 0);
+	t = 0;
+	for (int i = 0; i < 20; i++) {
+		trec_gpu(&T, "memcpy", t, t + 2 * MS, 0, 0, "sync", 4 << 20, "DtoH", "device", "pinned");
+		trec_gpu(&T, "kernel", t + 2 * MS, t + 5 * MS, 0, 0, "conv", 0, NULL, NULL, NULL);
+		t += 5 * MS;
+	}
+	analyze();
+	assert_fires("gpu_sync_copies");
+	assert_contains(get("gpu_sync_copies")->evidence, "20 issued by synchronous calls");
+
 	trec_run(&T, "pinned async", 0);
 	t = 0;
 	for (int i = 0; i < 20; i++) {
 		trec_gpu(&T, "runtime", t, t + 10 * US, 0, 600 + i, "cudaMemcpyAsync", 0, NULL, NULL, NULL);
-		trec_gpu(&T, "memcpy", t + 100 * US, t + 2900 * US, 0, 600 + i, NULL, 8 << 20, "HtoD", "PINNED", "DEVICE");
+		trec_gpu(&T, "memcpy", t + 100 * US, t + 2900 * US, 0, 600 + i, "async", 8 << 20, "HtoD", "PINNED", "DEVICE");
 		trec_gpu(&T, "kernel", t + 3 * MS, t + 5 * MS, 0, 700 + i, "conv", 0, NULL, NULL, NULL);
 		t += 5 * MS;
 	}

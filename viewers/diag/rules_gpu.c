@@ -236,12 +236,14 @@ void rule_gpu_sync_copies(diag_ctx *c)
 		if (x->kind != ACT_MEMCPY || (!is_h2d(x) && !is_d2h(x)))
 			continue;
 		int pageable = is_pageable(x->src_kind) || is_pageable(x->dst_kind);
-		/* Synchronous: the API call that issued it has no "Async" in its
-		 * name (cudaMemcpy, cuMemcpyHtoD_v2), found by correlation id. */
-		int sync = 0;
+		/* Synchronous: marked so by the collector, or the API call that
+		 * issued it (found by correlation id) has no "Async" in its name
+		 * (cudaMemcpy, cuMemcpyHtoD_v2). */
+		/* profiler/gpu names each copy "sync" or "async" (CUPTI's flag). */
+		int sync = strcmp(x->name, "sync") == 0;
 		corr_idx key = {x->corr, 0};
 		const corr_idx *h = x->corr ? bsearch(&key, api, (size_t)napi, sizeof *api, cmp_corr) : NULL;
-		if (h) {
+		if (h && !sync) {
 			const char *nm = a.v[h->idx].name;
 			sync = strstr(nm, "emcpy") && !strstr(nm, "Async");
 		}
