@@ -1734,6 +1734,184 @@ static void k_InvertPermutation(flow_kernel_ctx *k)
 	}
 }
 
+/* ---- BroadcastGradientArgs: which axes each side's gradient sums over ---- */
+static void k_BroadcastGradientArgs(flow_kernel_ctx *k)
+{
+	int64_t a[MAXD], b[MAXD];
+	int na = ops_read_ints(k, flow_ctx_input(k, 0), a, MAXD, "s0");
+	int nb = na < 0 ? -1 : ops_read_ints(k, flow_ctx_input(k, 1), b, MAXD, "s1");
+	if (nb < 0)
+		return;
+	int nd = na > nb ? na : nb;
+	int64_t ra[MAXD], rb[MAXD];
+	int64_t nra = 0, nrb = 0;
+	for (int d = 0; d < nd; d++) {
+		int ia = d - (nd - na), ib = d - (nd - nb);
+		int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
+		if (da != db && da != 1 && db != 1) {
+			flow_ctx_fail(k, FLOW_INVALID_ARGUMENT,
+				      "incompatible shapes for broadcasting: dimension %d is %lld vs %lld", d,
+				      (long long)da, (long long)db);
+			return;
+		}
+		/* a side of size 1 (or missing) was broadcast: its gradient sums
+		 * there (a size-1 output dim sums one element: harmless) */
+		if (da == 1)
+			ra[nra++] = d;
+		if (db == 1)
+			rb[nrb++] = d;
+	}
+	flow_tensor *o0 = flow_ctx_output(k, 0, 1, &nra), *o1 = o0 ? flow_ctx_output(k, 1, 1, &nrb) : NULL;
+	if (!o1)
+		return;
+	for (int64_t i = 0; i < nra; i++) {
+		if (o0->dtype == FLOW_I64) FLOW_I64P(o0)[i] = ra[i];
+		else FLOW_I32P(o0)[i] = (int32_t)ra[i];
+	}
+	for (int64_t i = 0; i < nrb; i++) {
+		if (o1->dtype == FLOW_I64) FLOW_I64P(o1)[i] = rb[i];
+		else FLOW_I32P(o1)[i] = (int32_t)rb[i];
+	}
+}
+
+static int shape_bga(flow_shape_ctx *c)
+{
+	flow_shape s = ops_shape_unknown_rank(1);
+	flow_shape_set_output(c, 0, &s);
+	flow_shape_set_output(c, 1, &s);
+	return 0;
+}
+
+/* ---- UnsortedSegmentSum (the gradient of Gather) ---- */
+static void k_UnsortedSegmentSum(flow_kernel_ctx *k)
+{
+	flow_tensor *x = flow_ctx_input(k, 0), *ids = flow_ctx_input(k, 1);
+	int64_t ns[1];
+	if (ops_read_ints(k, flow_ctx_input(k, 2), ns, 1, "num_segments") != 1 || ns[0] < 0) {
+		if (flow_ctx_ok(k))
+			flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "num_segments must be a non-negative scalar");
+		return;
+	}
+	if (ids->ndim > x->ndim || memcmp(ids->dims, x->dims, sizeof(int64_t) * (size_t)ids->ndim)) {
+		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "segment_ids' shape must be a prefix of data's shape");
+		return;
+	}
+	int64_t od[MAXD], inner = 1;
+	int nd = 1 + x->ndim - ids->ndim;
+	od[0] = ns[0];
+	for (int d = ids->ndim; d < x->ndim; d++) {
+		od[1 + d - ids->ndim] = x->dims[d];
+		inner *= x->dims[d];
+	}
+	for (int64_t i = 0; i < ids->nelem; i++) {
+		int64_t v = (int64_t)flow_tensor_get(ids, i);
+		if (v >= ns[0]) {
+			flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "segment_ids[%lld] = %lld is not below num_segments %lld",
+				      (long long)i, (long long)v, (long long)ns[0]);
+			return;
+		}
+	}
+	flow_tensor *y = flow_ctx_output_zeros(k, 0, nd, od);
+	if (!y)
+		return;
+	for (int64_t i = 0; i < ids->nelem; i++) {
+		int64_t v = (int64_t)flow_tensor_get(ids, i);
+		if (v < 0) /* TF drops negative ids */
+			continue;
+		for (int64_t c = 0; c < inner; c++) {
+			int64_t si = i * inner + c, di = v * inner + c;
+			switch (x->dtype) {
+			case FLOW_F32: FLOW_F32P(y)[di] += FLOW_F32P(x)[si]; break;
+			case FLOW_F64: FLOW_F64P(y)[di] += FLOW_F64P(x)[si]; break;
+			case FLOW_I32: FLOW_I32P(y)[di] = (int32_t)((uint32_t)FLOW_I32P(y)[di] + (uint32_t)FLOW_I32P(x)[si]); break;
+			default: FLOW_I64P(y)[di] = (int64_t)((uint64_t)FLOW_I64P(y)[di] + (uint64_t)FLOW_I64P(x)[si]); break;
+			}
+		}
+	}
+}
+
+static int shape_segment_sum(flow_shape_ctx *c)
+{
+	const flow_shape *x = flow_shape_input(c, 0), *ids = flow_shape_input(c, 1);
+	int64_t ns[1];
+	flow_shape s = flow_shape_unknown();
+	if (x->ndim >= 0 && ids->ndim >= 0) {
+		if (ids->ndim > x->ndim)
+			return flow_shape_error(c, "segment_ids has rank %d above data's %d", ids->ndim, x->ndim);
+		s.ndim = 1 + x->ndim - ids->ndim;
+		s.dims[0] = ops_const_ints(flow_shape_input_const(c, 2), ns, 1) == 1 ? ns[0] : -1;
+		for (int d = ids->ndim; d < x->ndim; d++)
+			s.dims[1 + d - ids->ndim] = x->dims[d];
+	}
+	flow_shape_set_output(c, 0, &s);
+	return 0;
+}
+
+/* ---- TopKV2: k largest along the last axis, ties to the lower index ---- */
+typedef struct topk_item { double v; int64_t i; } topk_item;
+
+static int topk_cmp(const void *a, const void *b)
+{
+	const topk_item *x = a, *y = b;
+	if (x->v != y->v)
+		return x->v > y->v ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static void k_TopKV2(flow_kernel_ctx *k)
+{
+	flow_tensor *x = flow_ctx_input(k, 0);
+	int64_t kk[1];
+	if (ops_read_ints(k, flow_ctx_input(k, 1), kk, 1, "k") != 1) {
+		if (flow_ctx_ok(k))
+			flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "k must be a scalar");
+		return;
+	}
+	if (x->ndim < 1 || kk[0] < 0 || kk[0] > x->dims[x->ndim - 1]) {
+		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "k = %lld must be in [0, %lld] (last dimension)", (long long)kk[0],
+			      x->ndim ? (long long)x->dims[x->ndim - 1] : 0LL);
+		return;
+	}
+	int64_t od[MAXD], n = x->dims[x->ndim - 1], rows = n ? x->nelem / n : 0;
+	memcpy(od, x->dims, sizeof(int64_t) * (size_t)x->ndim);
+	od[x->ndim - 1] = kk[0];
+	flow_tensor *v = flow_ctx_output(k, 0, x->ndim, od), *ix = v ? flow_ctx_output(k, 1, x->ndim, od) : NULL;
+	if (!ix || !n)
+		return;
+	topk_item *it = malloc((size_t)n * sizeof *it);
+	if (!it) {
+		flow_ctx_fail(k, FLOW_RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	size_t esz = esize(x);
+	for (int64_t r = 0; r < rows; r++) {
+		for (int64_t i = 0; i < n; i++) {
+			it[i].v = flow_tensor_get(x, r * n + i);
+			it[i].i = i;
+		}
+		qsort(it, (size_t)n, sizeof *it, topk_cmp);
+		for (int64_t j = 0; j < kk[0]; j++) {
+			memcpy(wbytes(v) + (size_t)(r * kk[0] + j) * esz, cbytes(x) + (size_t)(r * n + it[j].i) * esz, esz);
+			FLOW_I32P(ix)[r * kk[0] + j] = (int32_t)it[j].i;
+		}
+	}
+	free(it);
+}
+
+static int shape_topk(flow_shape_ctx *c)
+{
+	const flow_shape *x = flow_shape_input(c, 0);
+	int64_t kk[1];
+	flow_shape s = *x;
+	if (x->ndim == 0)
+		return flow_shape_error(c, "input must have rank >= 1");
+	if (x->ndim > 0)
+		s.dims[x->ndim - 1] = ops_const_ints(flow_shape_input_const(c, 1), kk, 1) == 1 ? kk[0] : -1;
+	flow_shape_set_output(c, 0, &s);
+	flow_shape_set_output(c, 1, &s);
+	return 0;
+}
+
 #define TALL "T: {f32,f64,i32,i64,bool}"
 #define TNUM "T: {f32,f64,i32,i64}"
 
@@ -1815,6 +1993,13 @@ static const flow_op_def array_ops[] = {
 	 .shape_fn = flow_shape_fn_unchanged},
 	{.name = "InvertPermutation", .inputs = "x: T", .outputs = "y: T", .attrs = "T: {i32,i64} = i32",
 	 .shape_fn = flow_shape_fn_unchanged},
+	{.name = "BroadcastGradientArgs", .inputs = "s0: T, s1: T", .outputs = "r0: T, r1: T",
+	 .attrs = "T: {i32,i64} = i32", .shape_fn = shape_bga},
+	{.name = "UnsortedSegmentSum", .inputs = "data: T, segment_ids: Tindices, num_segments: Tnumsegments",
+	 .outputs = "output: T", .attrs = TNUM "; Tindices: {i32,i64} = i32; Tnumsegments: {i32,i64} = i32",
+	 .shape_fn = shape_segment_sum},
+	{.name = "TopKV2", .inputs = "input: T, k: i32", .outputs = "values: T, indices: i32",
+	 .attrs = TNUM "; sorted: bool = true", .shape_fn = shape_topk},
 };
 
 static const flow_kernel_def array_kernels[] = {
@@ -1830,6 +2015,9 @@ static const flow_kernel_def array_kernels[] = {
 	KANY("OneHot", k_OneHot), KANYNUM("ClipByValue", k_ClipByValue), KANY("StopGradient", k_forward),
 	KANY("PreventGradient", k_forward), KANY("Snapshot", k_Snapshot),
 	K1("InvertPermutation", FLOW_I32, k_InvertPermutation), K1("InvertPermutation", FLOW_I64, k_InvertPermutation),
+	K1("BroadcastGradientArgs", FLOW_I32, k_BroadcastGradientArgs),
+	K1("BroadcastGradientArgs", FLOW_I64, k_BroadcastGradientArgs),
+	KANYNUM("UnsortedSegmentSum", k_UnsortedSegmentSum), KANYNUM("TopKV2", k_TopKV2),
 };
 
 FLOW_OP_LIBRARY(array, array_ops, array_kernels)

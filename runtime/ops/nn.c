@@ -844,6 +844,243 @@ static void pool_common(flow_kernel_ctx *k, int avg)
 static void k_MaxPool(flow_kernel_ctx *k) { pool_common(k, 0); }
 static void k_AvgPool(flow_kernel_ctx *k) { pool_common(k, 1); }
 
+
+/* ---- gradients of Conv2D and pooling (for flow_gradients) ---- */
+static int sizes4(flow_kernel_ctx *k, const flow_tensor *t, int64_t *out, const char *what)
+{
+	int n = ops_read_ints(k, t, out, 4, what);
+	if (n < 0)
+		return -1;
+	if (n != 4 || out[0] < 0 || out[1] < 0 || out[2] < 0 || out[3] < 0) {
+		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "%s must be 4 non-negative sizes", what);
+		return -1;
+	}
+	return 0;
+}
+
+/* col2im: adds each column row back onto the pixels its window covers. */
+static void col2im_add(const win2d *w, const float *col, float *dx)
+{
+	int64_t rowlen = w->kh * w->kw * w->c;
+	for (int64_t p = 0; p < w->oh * w->ow; p++) {
+		int64_t oy = p / w->ow, ox = p % w->ow;
+		const float *src = col + p * rowlen;
+		for (int64_t ky = 0; ky < w->kh; ky++) {
+			int64_t iy = oy * w->sh - w->pt + ky * w->dh;
+			for (int64_t kx = 0; kx < w->kw; kx++, src += w->c) {
+				int64_t ix = ox * w->sw - w->pl + kx * w->dw;
+				if (iy < 0 || iy >= w->h || ix < 0 || ix >= w->w)
+					continue;
+				float *d = dx + (iy * w->w + ix) * w->c;
+				for (int64_t c = 0; c < w->c; c++)
+					d[c] += src[c];
+			}
+		}
+	}
+}
+
+static int conv_grad_setup(flow_kernel_ctx *k, const int64_t *in_sz, const int64_t *f_sz, const flow_tensor *dy,
+			   win2d *w)
+{
+	int ns, nd;
+	const int64_t *st = flow_ctx_attr_ints(k, "strides", &ns), *dl = flow_ctx_attr_ints(k, "dilations", &nd);
+	char msg[160];
+	if (strcmp(flow_ctx_attr_string(k, "data_format", "NHWC"), "NHWC") != 0) {
+		flow_ctx_fail(k, FLOW_UNIMPLEMENTED, "only NHWC is supported on CPU");
+		return -1;
+	}
+	if (in_sz[3] != f_sz[2]) {
+		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "input has %lld channels but the filter expects %lld",
+			      (long long)in_sz[3], (long long)f_sz[2]);
+		return -1;
+	}
+	if (win_attrs(st, ns, dl, nd, flow_ctx_attr_string(k, "padding", NULL), f_sz[0], f_sz[1], in_sz, w, msg,
+		      sizeof msg)) {
+		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "%s", msg);
+		return -1;
+	}
+	if (dy->ndim != 4 || dy->dims[0] != w->n || dy->dims[1] != w->oh || dy->dims[2] != w->ow ||
+	    dy->dims[3] != f_sz[3]) {
+		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "out_backprop must have shape [%lld, %lld, %lld, %lld]",
+			      (long long)w->n, (long long)w->oh, (long long)w->ow, (long long)f_sz[3]);
+		return -1;
+	}
+	return 0;
+}
+
+static void k_Conv2DBackpropInput(flow_kernel_ctx *k)
+{
+	flow_tensor *f = flow_ctx_input(k, 1), *dy = flow_ctx_input(k, 2);
+	int64_t in_sz[4];
+	win2d w;
+	if (sizes4(k, flow_ctx_input(k, 0), in_sz, "input_sizes"))
+		return;
+	if (f->ndim != 4 || conv_grad_setup(k, in_sz, f->dims, dy, &w))
+		return;
+	flow_tensor *dx = flow_ctx_output_zeros(k, 0, 4, in_sz);
+	if (!dx || dx->nelem == 0 || dy->nelem == 0)
+		return;
+	int64_t npix = w.oh * w.ow, rowlen = w.kh * w.kw * w.c, oc = f->dims[3];
+	float *col = malloc((size_t)(npix * rowlen) * sizeof *col);
+	if (!col) {
+		flow_ctx_fail(k, FLOW_RESOURCE_EXHAUSTED, "out of memory for the column buffer");
+		return;
+	}
+	for (int64_t n = 0; n < w.n; n++) {
+		/* dcol = dy_n (npix x oc) * filter^T (oc x rowlen) */
+		gemm(FLOW_F32, 0, 1, npix, rowlen, oc, FLOW_F32P(dy) + n * npix * oc, FLOW_F32P(f), col, k);
+		col2im_add(&w, col, FLOW_F32P(dx) + n * w.h * w.w * w.c);
+	}
+	free(col);
+}
+
+static void k_Conv2DBackpropFilter(flow_kernel_ctx *k)
+{
+	flow_tensor *x = flow_ctx_input(k, 0), *dy = flow_ctx_input(k, 2);
+	int64_t f_sz[4];
+	win2d w;
+	if (sizes4(k, flow_ctx_input(k, 1), f_sz, "filter_sizes"))
+		return;
+	if (x->ndim != 4) {
+		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "input must be rank 4, got %d", x->ndim);
+		return;
+	}
+	if (conv_grad_setup(k, x->dims, f_sz, dy, &w))
+		return;
+	flow_tensor *df = flow_ctx_output_zeros(k, 0, 4, f_sz);
+	if (!df || df->nelem == 0 || dy->nelem == 0)
+		return;
+	int64_t npix = w.oh * w.ow, rowlen = w.kh * w.kw * w.c, oc = f_sz[3];
+	float *col = malloc((size_t)(npix * rowlen) * sizeof *col), *part = malloc((size_t)(rowlen * oc) * sizeof *part);
+	if (!col || !part) {
+		free(col);
+		free(part);
+		flow_ctx_fail(k, FLOW_RESOURCE_EXHAUSTED, "out of memory for the column buffer");
+		return;
+	}
+	for (int64_t n = 0; n < w.n; n++) {
+		im2col_job j = {&w, FLOW_F32P(x) + n * w.h * w.w * w.c, col, sizeof(float)};
+		ops_parallel(k, npix, ops_grain_for(rowlen), im2col_range, &j);
+		/* dW += col^T (rowlen x npix) * dy_n (npix x oc) */
+		gemm(FLOW_F32, 1, 0, rowlen, oc, npix, col, FLOW_F32P(dy) + n * npix * oc, part, k);
+		for (int64_t i = 0; i < rowlen * oc; i++)
+			FLOW_F32P(df)[i] += part[i];
+	}
+	free(col);
+	free(part);
+}
+
+static int shape_from_sizes(flow_shape_ctx *c, int in)
+{
+	int64_t d[4];
+	flow_shape s = ops_shape_unknown_rank(4);
+	if (ops_const_ints(flow_shape_input_const(c, in), d, 4) == 4)
+		s = flow_shape_make(4, d);
+	flow_shape_set_output(c, 0, &s);
+	return 0;
+}
+static int shape_conv_bp_input(flow_shape_ctx *c) { return shape_from_sizes(c, 0); }
+static int shape_conv_bp_filter(flow_shape_ctx *c) { return shape_from_sizes(c, 1); }
+
+static int pool_grad_setup(flow_kernel_ctx *k, const int64_t *in, win2d *w)
+{
+	int nk, ns;
+	const int64_t *ks = flow_ctx_attr_ints(k, "ksize", &nk), *st = flow_ctx_attr_ints(k, "strides", &ns);
+	char msg[160];
+	if (nk != 4 || ks[0] != 1 || ks[3] != 1) {
+		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "ksize must be [1, h, w, 1]");
+		return -1;
+	}
+	if (win_attrs(st, ns, NULL, 0, flow_ctx_attr_string(k, "padding", NULL), ks[1], ks[2], in, w, msg, sizeof msg)) {
+		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "%s", msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* The gradient goes to the first maximum of each window (TF's choice). */
+static void k_MaxPoolGrad(flow_kernel_ctx *k)
+{
+	flow_tensor *x = flow_ctx_input(k, 0), *g = flow_ctx_input(k, 2);
+	win2d w;
+	if (x->ndim != 4) {
+		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "orig_input must be rank 4");
+		return;
+	}
+	if (pool_grad_setup(k, x->dims, &w))
+		return;
+	if (g->ndim != 4 || g->dims[0] != w.n || g->dims[1] != w.oh || g->dims[2] != w.ow || g->dims[3] != w.c) {
+		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "grad must have the pooled shape [%lld, %lld, %lld, %lld]",
+			      (long long)w.n, (long long)w.oh, (long long)w.ow, (long long)w.c);
+		return;
+	}
+	flow_tensor *dx = flow_ctx_output_zeros(k, 0, 4, x->dims);
+	if (!dx)
+		return;
+	const float *xv = FLOW_F32P(x), *gv = FLOW_F32P(g);
+	float *d = FLOW_F32P(dx);
+	for (int64_t n = 0; n < w.n; n++)
+		for (int64_t oy = 0; oy < w.oh; oy++)
+			for (int64_t ox = 0; ox < w.ow; ox++) {
+				int64_t y0 = oy * w.sh - w.pt, x0 = ox * w.sw - w.pl;
+				for (int64_t c = 0; c < w.c; c++) {
+					int64_t best = -1;
+					float bv = -INFINITY;
+					for (int64_t iy = y0 < 0 ? 0 : y0; iy < y0 + w.kh && iy < w.h; iy++)
+						for (int64_t ix = x0 < 0 ? 0 : x0; ix < x0 + w.kw && ix < w.w; ix++) {
+							int64_t idx = ((n * w.h + iy) * w.w + ix) * w.c + c;
+							if (best < 0 || xv[idx] > bv) {
+								bv = xv[idx];
+								best = idx;
+							}
+						}
+					if (best >= 0)
+						d[best] += gv[((n * w.oh + oy) * w.ow + ox) * w.c + c];
+				}
+			}
+}
+
+static void k_AvgPoolGrad(flow_kernel_ctx *k)
+{
+	flow_tensor *g = flow_ctx_input(k, 1);
+	int64_t in[4];
+	win2d w;
+	if (sizes4(k, flow_ctx_input(k, 0), in, "orig_input_shape") || pool_grad_setup(k, in, &w))
+		return;
+	if (g->ndim != 4 || g->dims[0] != w.n || g->dims[1] != w.oh || g->dims[2] != w.ow || g->dims[3] != w.c) {
+		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "grad must have the pooled shape");
+		return;
+	}
+	flow_tensor *dx = flow_ctx_output_zeros(k, 0, 4, in);
+	if (!dx)
+		return;
+	const float *gv = FLOW_F32P(g);
+	float *d = FLOW_F32P(dx);
+	for (int64_t n = 0; n < w.n; n++)
+		for (int64_t oy = 0; oy < w.oh; oy++)
+			for (int64_t ox = 0; ox < w.ow; ox++) {
+				int64_t y0 = oy * w.sh - w.pt, x0 = ox * w.sw - w.pl;
+				int64_t ya = y0 < 0 ? 0 : y0, yb = y0 + w.kh < w.h ? y0 + w.kh : w.h;
+				int64_t xa = x0 < 0 ? 0 : x0, xb = x0 + w.kw < w.w ? x0 + w.kw : w.w;
+				int64_t cnt = (yb - ya) * (xb - xa);
+				if (cnt <= 0)
+					continue;
+				for (int64_t c = 0; c < w.c; c++) {
+					float v = gv[((n * w.oh + oy) * w.ow + ox) * w.c + c] / (float)cnt;
+					for (int64_t iy = ya; iy < yb; iy++)
+						for (int64_t ix = xa; ix < xb; ix++)
+							d[((n * w.h + iy) * w.w + ix) * w.c + c] += v;
+				}
+			}
+}
+
+static int shape_max_pool_grad(flow_shape_ctx *c)
+{
+	flow_shape_set_output(c, 0, flow_shape_input(c, 0));
+	return 0;
+}
+static int shape_avg_pool_grad(flow_shape_ctx *c) { return shape_from_sizes(c, 0); }
+
 static const flow_op_def nn_ops[] = {
 	{.name = "MatMul", .inputs = "a: T, b: T", .outputs = "product: T",
 	 .attrs = "T: {f32,f64,i32,i64}; transpose_a: bool = false; transpose_b: bool = false",
@@ -877,6 +1114,18 @@ static const flow_op_def nn_ops[] = {
 	{.name = "AvgPool", .inputs = "value: T", .outputs = "output: T",
 	 .attrs = "T: {f32,f64}; ksize: ints; strides: ints; padding: string; data_format: string = \"NHWC\"",
 	 .shape_fn = shape_pool},
+	{.name = "Conv2DBackpropInput", .inputs = "input_sizes: i32, filter: T, out_backprop: T", .outputs = "output: T",
+	 .attrs = "T: {f32}; strides: ints; padding: string; data_format: string = \"NHWC\"; dilations: ints = [1,1,1,1]",
+	 .shape_fn = shape_conv_bp_input},
+	{.name = "Conv2DBackpropFilter", .inputs = "input: T, filter_sizes: i32, out_backprop: T", .outputs = "output: T",
+	 .attrs = "T: {f32}; strides: ints; padding: string; data_format: string = \"NHWC\"; dilations: ints = [1,1,1,1]",
+	 .shape_fn = shape_conv_bp_filter},
+	{.name = "MaxPoolGrad", .inputs = "orig_input: T, orig_output: T, grad: T", .outputs = "output: T",
+	 .attrs = "T: {f32}; ksize: ints; strides: ints; padding: string; data_format: string = \"NHWC\"",
+	 .shape_fn = shape_max_pool_grad},
+	{.name = "AvgPoolGrad", .inputs = "orig_input_shape: i32, grad: T", .outputs = "output: T",
+	 .attrs = "T: {f32}; ksize: ints; strides: ints; padding: string; data_format: string = \"NHWC\"",
+	 .shape_fn = shape_avg_pool_grad},
 };
 
 static const flow_kernel_def nn_kernels[] = {
@@ -892,6 +1141,9 @@ static const flow_kernel_def nn_kernels[] = {
 	K1("Conv2D", FLOW_F32, k_Conv2D), K1("Conv2D", FLOW_F64, k_Conv2D),
 	K1("MaxPool", FLOW_F32, k_MaxPool), K1("MaxPool", FLOW_F64, k_MaxPool),
 	K1("AvgPool", FLOW_F32, k_AvgPool), K1("AvgPool", FLOW_F64, k_AvgPool),
+	K1("Conv2DBackpropInput", FLOW_F32, k_Conv2DBackpropInput),
+	K1("Conv2DBackpropFilter", FLOW_F32, k_Conv2DBackpropFilter),
+	K1("MaxPoolGrad", FLOW_F32, k_MaxPoolGrad), K1("AvgPoolGrad", FLOW_F32, k_AvgPoolGrad),
 };
 
 FLOW_OP_LIBRARY(nn, nn_ops, nn_kernels)

@@ -1093,6 +1093,248 @@ static void test_load_weight(void **state)
 	rmdir(dir);
 }
 
+/* ---- gradient kernels: numeric checks ---- */
+static void conv_attrs_set(flow_op_desc *d, int sh, int sw, const char *pad)
+{
+	int64_t strides[4] = {1, sh, sw, 1};
+	flow_op_set_attr_ints(d, "strides", strides, 4);
+	flow_op_set_attr_string(d, "padding", pad);
+}
+
+/* L = sum(conv(x, f) * g) */
+static double conv_loss(const float *x, const int64_t *dx, const float *f, const int64_t *df, const float *g,
+			int sh, int sw, const char *pad)
+{
+	flow_op_desc *d = flow_eager_new("Conv2D");
+	conv_attrs_set(d, sh, sw, pad);
+	flow_tensor *in[2] = {tf32(4, dx, x), tf32(4, df, f)}, *y = NULL;
+	assert_int_equal(run(d, in, 2, &y, 1), 0);
+	double l = 0;
+	for (int64_t i = 0; i < flow_tensor_nelem(y); i++)
+		l += (double)FLOW_F32P(y)[i] * g[i];
+	flow_tensor_unref(y);
+	return l;
+}
+
+static void test_conv_pool_gradients(void **state)
+{
+	(void)state;
+	enum { NB = 2, H = 6, W = 5, C = 2, KH = 3, KW = 3, OC = 3 };
+	float x[NB * H * W * C], f[KH * KW * C * OC], g[NB * 3 * 3 * OC];
+	for (int i = 0; i < NB * H * W * C; i++)
+		x[i] = (float)((i * 37) % 23) / 8 - 1.4f;
+	for (int i = 0; i < KH * KW * C * OC; i++)
+		f[i] = (float)((i * 11) % 13) / 6 - 1;
+	for (int i = 0; i < NB * 3 * 3 * OC; i++)
+		g[i] = (float)((i * 5) % 7) / 3 - 1;
+	int64_t dx[4] = {NB, H, W, C}, df[4] = {KH, KW, C, OC}, dg[4] = {NB, 3, 3, OC};
+	int32_t xs[4] = {NB, H, W, C}, fs[4] = {KH, KW, C, OC};
+	/* SAME with stride 2: 6x5 -> 3x3 */
+	flow_op_desc *d = flow_eager_new("Conv2DBackpropInput");
+	conv_attrs_set(d, 2, 2, "SAME");
+	flow_tensor *in[3] = {ti32v(4, xs), tf32(4, df, f), tf32(4, dg, g)}, *gx = NULL, *gf = NULL;
+	assert_int_equal(run(d, in, 3, &gx, 1), 0);
+	d = flow_eager_new("Conv2DBackpropFilter");
+	conv_attrs_set(d, 2, 2, "SAME");
+	in[0] = tf32(4, dx, x);
+	in[1] = ti32v(4, fs);
+	in[2] = tf32(4, dg, g);
+	assert_int_equal(run(d, in, 3, &gf, 1), 0);
+	/* the loss is linear in x and in f: central differences with step 1 are exact */
+	for (int i = 0; i < NB * H * W * C; i += 7) {
+		float xp[NB * H * W * C], xm[NB * H * W * C];
+		memcpy(xp, x, sizeof x);
+		memcpy(xm, x, sizeof x);
+		xp[i] += 1;
+		xm[i] -= 1;
+		double num = (conv_loss(xp, dx, f, df, g, 2, 2, "SAME") - conv_loss(xm, dx, f, df, g, 2, 2, "SAME")) / 2;
+		assert_true(fabs(num - FLOW_F32P(gx)[i]) < 1e-3);
+	}
+	for (int i = 0; i < KH * KW * C * OC; i += 5) {
+		float fp[KH * KW * C * OC], fm[KH * KW * C * OC];
+		memcpy(fp, f, sizeof f);
+		memcpy(fm, f, sizeof f);
+		fp[i] += 1;
+		fm[i] -= 1;
+		double num = (conv_loss(x, dx, fp, df, g, 2, 2, "SAME") - conv_loss(x, dx, fm, df, g, 2, 2, "SAME")) / 2;
+		assert_true(fabs(num - FLOW_F32P(gf)[i]) < 1e-3);
+	}
+	flow_tensor_unref(gx);
+	flow_tensor_unref(gf);
+	/* MaxPoolGrad: gradient lands on each window's maximum (finite differences) */
+	int64_t ks[4] = {1, 2, 2, 1}, s2[4] = {1, 2, 2, 1};
+	d = flow_eager_new("MaxPool");
+	flow_op_set_attr_ints(d, "ksize", ks, 4);
+	flow_op_set_attr_ints(d, "strides", s2, 4);
+	flow_op_set_attr_string(d, "padding", "VALID");
+	flow_tensor *pin[1] = {tf32(4, dx, x)}, *py = NULL;
+	assert_int_equal(run(d, pin, 1, &py, 1), 0);
+	int64_t pn = flow_tensor_nelem(py);
+	float *pg = malloc((size_t)pn * sizeof *pg);
+	for (int64_t i = 0; i < pn; i++)
+		pg[i] = (float)(i % 5) - 2;
+	flow_shape ps = flow_tensor_shape(py);
+	d = flow_eager_new("MaxPoolGrad");
+	flow_op_set_attr_ints(d, "ksize", ks, 4);
+	flow_op_set_attr_ints(d, "strides", s2, 4);
+	flow_op_set_attr_string(d, "padding", "VALID");
+	flow_tensor *gin[3] = {tf32(4, dx, x), py, tf32(4, ps.dims, pg)}, *pgx = NULL;
+	assert_int_equal(run(d, gin, 3, &pgx, 1), 0);
+	double total = 0, want = 0;
+	for (int64_t i = 0; i < flow_tensor_nelem(pgx); i++)
+		total += FLOW_F32P(pgx)[i];
+	for (int64_t i = 0; i < pn; i++)
+		want += pg[i];
+	assert_true(fabs(total - want) < 1e-4); /* every window routes all of its gradient */
+	/* each non-zero lands on a window maximum */
+	for (int n = 0; n < NB; n++)
+		for (int oy = 0; oy < 3; oy++)
+			for (int ox = 0; ox < 2; ox++)
+				for (int c = 0; c < C; c++) {
+					float mx = -1e30f;
+					for (int ky = 0; ky < 2; ky++)
+						for (int kx = 0; kx < 2; kx++)
+							mx = fmaxf(mx, x[((n * H + oy * 2 + ky) * W + ox * 2 + kx) * C + c]);
+					for (int ky = 0; ky < 2; ky++)
+						for (int kx = 0; kx < 2; kx++) {
+							int idx = ((n * H + oy * 2 + ky) * W + ox * 2 + kx) * C + c;
+							if (FLOW_F32P(pgx)[idx] != 0)
+								assert_true(x[idx] == mx);
+						}
+				}
+	flow_tensor_unref(pgx);
+	/* AvgPoolGrad spreads grad / window size */
+	d = flow_eager_new("AvgPoolGrad");
+	flow_op_set_attr_ints(d, "ksize", ks, 4);
+	flow_op_set_attr_ints(d, "strides", s2, 4);
+	flow_op_set_attr_string(d, "padding", "VALID");
+	flow_tensor *ain[2] = {ti32v(4, xs), tf32(4, ps.dims, pg)};
+	assert_int_equal(run(d, ain, 2, &pgx, 1), 0);
+	assert_true(fabsf(FLOW_F32P(pgx)[0] - pg[0] / 4) < 1e-6f);
+	assert_true(fabsf(FLOW_F32P(pgx)[C] - pg[0] / 4) < 1e-6f);
+	flow_tensor_unref(pgx);
+	free(pg);
+}
+
+static void test_grad_helpers(void **state)
+{
+	(void)state;
+	int32_t a[3] = {2, 3, 4}, b[2] = {3, 1};
+	flow_op_desc *d = flow_eager_new("BroadcastGradientArgs");
+	flow_tensor *in[3] = {ti32v(3, a), ti32v(2, b)}, *out[2];
+	assert_int_equal(run(d, in, 2, out, 2), 0);
+	assert_int_equal(flow_tensor_nelem(out[0]), 0);
+	assert_int_equal(flow_tensor_nelem(out[1]), 2);
+	assert_true(FLOW_I32P(out[1])[0] == 0 && FLOW_I32P(out[1])[1] == 2);
+	flow_tensor_unref(out[0]);
+	flow_tensor_unref(out[1]);
+	int32_t bad[1] = {5};
+	d = flow_eager_new("BroadcastGradientArgs");
+	in[0] = ti32v(3, a);
+	in[1] = ti32v(1, bad);
+	expect_fail(d, in, 2, 2, "incompatible shapes");
+	/* UnsortedSegmentSum of rows */
+	float x[6] = {1, 2, 3, 4, 5, 6};
+	int64_t d32[2] = {3, 2};
+	int32_t ids[3] = {1, -1, 1};
+	d = flow_eager_new("UnsortedSegmentSum");
+	in[0] = tf32(2, d32, x);
+	in[1] = ti32v(3, ids);
+	in[2] = scal_i32(2);
+	flow_tensor *y = NULL;
+	assert_int_equal(run(d, in, 3, &y, 1), 0);
+	float ws[4] = {0, 0, 6, 8};
+	assert_memory_equal(FLOW_F32P(y), ws, sizeof ws);
+	flow_tensor_unref(y);
+	/* TopKV2 with a tie: lower index first */
+	float t[5] = {3, 9, 1, 9, 4};
+	int64_t d5 = 5;
+	d = flow_eager_new("TopKV2");
+	in[0] = tf32(1, &d5, t);
+	in[1] = scal_i32(3);
+	assert_int_equal(run(d, in, 2, out, 2), 0);
+	assert_true(FLOW_F32P(out[0])[0] == 9 && FLOW_F32P(out[0])[1] == 9 && FLOW_F32P(out[0])[2] == 4);
+	assert_true(FLOW_I32P(out[1])[0] == 1 && FLOW_I32P(out[1])[1] == 3 && FLOW_I32P(out[1])[2] == 4);
+	flow_tensor_unref(out[0]);
+	flow_tensor_unref(out[1]);
+}
+
+/* Elementwise gradient helpers against central differences of their ops. */
+static flow_tensor *f64v(int n, const double *v)
+{
+	int64_t d = n;
+	return tdt(FLOW_F64, 1, &d, v);
+}
+
+static void test_elementwise_grads(void **state)
+{
+	(void)state;
+	/* fwd op, grad op, grad's second input: 0 = x (features), 1 = y (outputs);
+	 * order 0 = (g, z), 1 = (y, dy) */
+	struct { const char *fwd, *grad; int uses_y, yfirst; double lo, hi; } c[] = {
+		{"Relu", "ReluGrad", 0, 0, -2, 2}, {"Relu6", "Relu6Grad", 0, 0, -2, 8},
+		{"Softplus", "SoftplusGrad", 0, 0, -4, 4}, {"Softsign", "SoftsignGrad", 0, 0, -4, 4},
+		{"LeakyRelu", "LeakyReluGrad", 0, 0, -3, 3}, {"Elu", "EluGrad", 1, 0, -3, 3},
+		{"Selu", "SeluGrad", 1, 0, -3, 3}, {"Sigmoid", "SigmoidGrad", 1, 1, -5, 5},
+		{"Tanh", "TanhGrad", 1, 1, -3, 3}, {"Rsqrt", "RsqrtGrad", 1, 1, 0.2, 5},
+		{"Sqrt", "SqrtGrad", 1, 1, 0.2, 5}, {"Reciprocal", "ReciprocalGrad", 1, 1, 0.3, 5},
+	};
+	enum { N = 16 };
+	for (size_t k = 0; k < sizeof c / sizeof *c; k++) {
+		double x[N], g[N], xp[N], xm[N];
+		for (int i = 0; i < N; i++) {
+			x[i] = c[k].lo + (c[k].hi - c[k].lo) * (i + 0.37) / N; /* avoid kinks at 0 and 6 */
+			g[i] = 1 + 0.1 * i;
+			xp[i] = x[i] + 1e-6;
+			xm[i] = x[i] - 1e-6;
+		}
+		flow_tensor *y = op1(c[k].fwd, f64v(N, x), NULL), *yp = op1(c[k].fwd, f64v(N, xp), NULL),
+			    *ym = op1(c[k].fwd, f64v(N, xm), NULL);
+		assert_non_null(y);
+		flow_tensor *z = c[k].uses_y ? flow_tensor_ref(y) : f64v(N, x);
+		flow_tensor *gr = c[k].yfirst ? op1(c[k].grad, z, f64v(N, g)) : op1(c[k].grad, f64v(N, g), z);
+		if (!gr) {
+			print_error("%s: %s\n", c[k].grad, flow_status_message(st));
+			fail();
+		}
+		for (int i = 0; i < N; i++) {
+			double num = g[i] * (FLOW_F64P(yp)[i] - FLOW_F64P(ym)[i]) / 2e-6;
+			if (fabs(num - FLOW_F64P(gr)[i]) > 1e-5 * (1 + fabs(num))) {
+				print_error("%s at x=%g: analytic %g numeric %g\n", c[k].grad, x[i], FLOW_F64P(gr)[i], num);
+				fail();
+			}
+		}
+		flow_tensor_unref(y);
+		flow_tensor_unref(yp);
+		flow_tensor_unref(ym);
+		flow_tensor_unref(gr);
+	}
+	/* softmax cross-entropy backprop = d loss / d logits */
+	double l[6] = {0.5, -1, 2, 0.1, 0.2, 0.3}, lab[6] = {0.2, 0.3, 0.5, 1, 0, 0};
+	int64_t d23[2] = {2, 3};
+	flow_op_desc *xd = flow_eager_new("SoftmaxCrossEntropyWithLogits");
+	flow_tensor *in[2] = {tdt(FLOW_F64, 2, d23, l), tdt(FLOW_F64, 2, d23, lab)}, *out[2];
+	assert_int_equal(run(xd, in, 2, out, 2), 0);
+	for (int i = 0; i < 6; i++) {
+		double lp[6], lm[6], fp[2], fm[2];
+		memcpy(lp, l, sizeof l);
+		memcpy(lm, l, sizeof l);
+		lp[i] += 1e-6;
+		lm[i] -= 1e-6;
+		for (int s2 = 0; s2 < 2; s2++) {
+			flow_op_desc *e = flow_eager_new("SoftmaxCrossEntropyWithLogits");
+			flow_tensor *ein[2] = {tdt(FLOW_F64, 2, d23, s2 ? lm : lp), tdt(FLOW_F64, 2, d23, lab)}, *eo[2];
+			assert_int_equal(run(e, ein, 2, eo, 2), 0);
+			(s2 ? fm : fp)[0] = FLOW_F64P(eo[0])[i / 3];
+			flow_tensor_unref(eo[0]);
+			flow_tensor_unref(eo[1]);
+		}
+		assert_true(fabs((fp[0] - fm[0]) / 2e-6 - FLOW_F64P(out[1])[i]) < 1e-6);
+	}
+	flow_tensor_unref(out[0]);
+	flow_tensor_unref(out[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1110,6 +1352,9 @@ int main(void)
 		cmocka_unit_test(test_misc_array),
 		cmocka_unit_test(test_random_ops),
 		cmocka_unit_test(test_load_weight),
+		cmocka_unit_test(test_conv_pool_gradients),
+		cmocka_unit_test(test_grad_helpers),
+		cmocka_unit_test(test_elementwise_grads),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
