@@ -246,6 +246,10 @@ int flow_model_fit(flow_model *m, flow_tensor *x, flow_tensor *y, int batch_size
 /* Builds the training graph now (loss, gradient_build, optimiser apply and
  * slots) instead of inside the first step — the "warm-up" fix. */
 int flow_model_prepare_train(flow_model *m, flow_status *st);
+/* One full training step (training graph, slots, compile, arena growth;
+ * variables updated) recorded as a "warmup" span instead of a step, and not
+ * counted in flow_model_steps — the first-step scenario's warm-up fix. */
+int flow_model_warmup(flow_model *m, flow_tensor *x, flow_tensor *y, flow_status *st);
 /* One step on a batch; *loss receives the batch loss. */
 int flow_model_train_step(flow_model *m, flow_tensor *x, flow_tensor *y, double *loss,
 			  flow_status *st);

@@ -586,13 +586,17 @@ static int check_xy(flow_model *m, flow_tensor *x, flow_tensor *y, flow_status *
 	return 0;
 }
 
-static int train_run(flow_model *m, flow_tensor *x, flow_tensor *y, double *loss,
-		     flow_status *st)
+/* warmup: a full step recorded as a "warmup" span, not as a step. */
+static int train_run_as(flow_model *m, flow_tensor *x, flow_tensor *y, double *loss, int warmup,
+			flow_status *st)
 {
-	int first = m->steps == 0;
+	int first = m->steps == 0 && !warmup;
+	if (warmup)
+		pp_phase_begin(PP_SPAN, "warmup");
 	if (first)
 		pp_phase_begin(PP_FIRST_STEP, "first_step");
-	pp_step_begin(m->steps);
+	if (!warmup)
+		pp_step_begin(m->steps);
 	int rc = 0;
 	if (!m->train_built)
 		rc = build_train(m, st);
@@ -603,23 +607,46 @@ static int train_run(flow_model *m, flow_tensor *x, flow_tensor *y, double *loss
 		rc = flow_session_run(m->s, feeds, vals, 2, &m->train_loss, &lv, 1, &m->train_op, 1,
 				      st);
 	}
-	pp_step_end();
-	if (first)
+	if (!warmup)
+		pp_step_end();
+	if (first || warmup)
 		pp_phase_end();
 	if (rc)
 		return -1;
 	double l = flow_tensor_get(lv, 0);
 	flow_tensor_unref(lv);
-	m->steps++;
+	if (!warmup)
+		m->steps++;
 	if (loss)
 		*loss = l;
 	if (!isfinite(l)) {
 		pp_mark("loss_nan");
-		flow_status_set(st, FLOW_INVALID_ARGUMENT, "model: loss is %s at step %lld",
-				isnan(l) ? "NaN" : "Inf", (long long)(m->steps - 1));
+		if (warmup)
+			flow_status_set(st, FLOW_INVALID_ARGUMENT, "model: loss is %s in the warm-up step",
+					isnan(l) ? "NaN" : "Inf");
+		else
+			flow_status_set(st, FLOW_INVALID_ARGUMENT, "model: loss is %s at step %lld",
+					isnan(l) ? "NaN" : "Inf", (long long)(m->steps - 1));
 		return -1;
 	}
 	return 0;
+}
+
+static int train_run(flow_model *m, flow_tensor *x, flow_tensor *y, double *loss,
+		     flow_status *st)
+{
+	return train_run_as(m, x, y, loss, 0, st);
+}
+
+int flow_model_warmup(flow_model *m, flow_tensor *x, flow_tensor *y, flow_status *st)
+{
+	if (!m->compiled) {
+		flow_status_set(st, FLOW_FAILED_PRECONDITION, "model: warmup before compile");
+		return -1;
+	}
+	if (check_xy(m, x, y, st))
+		return -1;
+	return train_run_as(m, x, y, NULL, 1, st);
 }
 
 int flow_model_train_step(flow_model *m, flow_tensor *x, flow_tensor *y, double *loss,

@@ -12,10 +12,12 @@
 #include "train_internal.h"
 #include "random.h"
 #include "init.h"
+#include "phaseprof.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -490,8 +492,18 @@ static void k_initializer(flow_kernel_ctx *k)
 					     (uint64_t)flow_ctx_attr_int(k, "seed", 0));
 	sp.value = flow_ctx_attr_float(k, "value", 0.0);
 	sp.nthreads = (int)flow_ctx_attr_int(k, "threads", 0);
-	char err[TRAIN_ERRLEN];
-	if (flow_init_fill_f32(&sp, a->u.shape.dims, a->u.shape.ndim, FLOW_F32P(y), err, sizeof err))
+	char err[TRAIN_ERRLEN], name[256];
+	/* "<initializer>:<variable>", the name the diagnostics group by. */
+	const char *node = flow_ctx_node_name(k);
+	size_t nl = strlen(node);
+	if (nl > 12 && !strcmp(node + nl - 12, "/initializer"))
+		nl -= 12;
+	snprintf(name, sizeof name, "%s:%.*s", kind, (int)nl, node);
+	pp_phase_begin(PP_VARIABLE_INIT, name);
+	int rc = flow_init_fill_f32(&sp, a->u.shape.dims, a->u.shape.ndim, FLOW_F32P(y), err,
+				    sizeof err);
+	pp_phase_end();
+	if (rc)
 		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "%s", err);
 }
 

@@ -538,6 +538,68 @@ static void test_phases_recorded(void **state)
 	flow_tensor_unref(x), flow_tensor_unref(y);
 }
 
+static int has_span(pp_span_list *l, int kind, const char *name)
+{
+	for (int i = 0; i < l->n; i++)
+		if (l->rows[i].kind == kind && !strcmp(l->rows[i].name, name))
+			return 1;
+	return 0;
+}
+
+/* flow_model_warmup: the training graph, slots and compile land in a
+ * "warmup" span, the loop's steps start at 0 after it; each variable's
+ * initialiser is a variable_init phase "<initializer>:<variable>". */
+static void test_warmup_recorded(void **state)
+{
+	(void)state;
+	char spool[] = "/tmp/flow_train_warmupXXXXXX", db[64];
+	int fd = mkstemp(spool);
+	close(fd);
+	snprintf(db, sizeof db, "%s.db", spool);
+	pp_options po = {.spool_path = spool, .label = "train-warmup"};
+	assert_int_equal(pp_open(&po), 0);
+	flow_tensor *x, *y;
+	clusters(96, 784, 10, 6, &x, &y);
+	flow_model *m = mlp(2, 32, 1, FLOW_OPT_ADAM);
+	assert_int_equal(flow_optimizer_num_slots(flow_model_optimizer(m)), 8);   /* up front */
+	OK(flow_model_warmup(m, x, y, S));
+	assert_int_equal(flow_model_steps(m), 0);
+	OK(flow_model_fit(m, x, y, 32, 3, NULL, S));
+	assert_int_equal(flow_model_steps(m), 3);
+	flow_model_free(m);
+	assert_int_equal(pp_close(), 0);
+	char err[256];
+	pp_store *st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
+	if (!st)
+		fail_msg("store: %s", err);
+	pp_ingest_result res;
+	assert_int_equal(pp_store_ingest(st, spool, NULL, &res, err, sizeof err), 0);
+	pp_span_list l;
+	assert_int_equal(pp_store_spans(st, res.run_id, -1, &l), 0);
+	assert_true(has_span(&l, PP_SPAN, "warmup"));
+	assert_true(has_span(&l, PP_VARIABLE_INIT, "glorot_uniform:dense_1/kernel"));
+	assert_true(has_span(&l, PP_VARIABLE_INIT, "zeros:dense_1/bias"));
+	assert_int_equal(count_kind(&l, PP_STEP), 3);
+	int64_t w0 = 0, w1 = 0;
+	for (int i = 0; i < l.n; i++)
+		if (l.rows[i].kind == PP_SPAN && !strcmp(l.rows[i].name, "warmup"))
+			w0 = l.rows[i].start_ns, w1 = l.rows[i].end_ns;
+	for (int i = 0; i < l.n; i++) {
+		if (l.rows[i].kind == PP_GRADIENT_BUILD)
+			assert_true(l.rows[i].start_ns >= w0 && l.rows[i].end_ns <= w1);
+		if (l.rows[i].kind == PP_STEP)
+			assert_true(l.rows[i].start_ns >= w1);
+		/* slots up front: optimizer_setup happens before the warm-up */
+		if (l.rows[i].kind == PP_OPTIMIZER_SETUP)
+			assert_true(l.rows[i].end_ns <= w0);
+	}
+	pp_span_list_free(&l);
+	pp_store_close(st, err, sizeof err);
+	unlink(spool);
+	unlink(db);
+	flow_tensor_unref(x), flow_tensor_unref(y);
+}
+
 int main(void)
 {
 	S = flow_status_new();
@@ -555,6 +617,7 @@ int main(void)
 		cmocka_unit_test_setup(test_save_load, clear_status),
 		cmocka_unit_test_setup(test_eager_matches_graph, clear_status),
 		cmocka_unit_test_setup(test_phases_recorded, clear_status),
+		cmocka_unit_test_setup(test_warmup_recorded, clear_status),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	flow_status_free(S);
