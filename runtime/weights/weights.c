@@ -270,9 +270,16 @@ flow_weights *flow_weights_open(const char *path, flow_weights_format fmt, char 
 	else
 		w = open_mapped(path, fmt, err, errlen);
 	if (w) {
+		/* Once per load, that load's totals (the diagnostics sum them):
+		 * the text reader makes one small read per line; a mapped file
+		 * is one large read of the whole file. */
+		uint64_t calls = fmt == FLOW_WF_TEXT ? reads : 1;
+		uint64_t small = fmt == FLOW_WF_TEXT ? reads : (w->file_bytes < 4096);
+		pp_counter("weights.read_calls", (double)calls);
+		pp_counter("weights.read_bytes", (double)w->file_bytes);
+		pp_counter("weights.small_reads", (double)small);
+		pp_counter("weights.reads", (double)calls);
 		pp_counter("weights.bytes", (double)w->file_bytes);
-		if (fmt == FLOW_WF_TEXT)
-			pp_counter("weights.reads", (double)reads);
 	}
 	pp_phase_end();
 	return w;

@@ -1,5 +1,6 @@
-/* Each weight-file read is a weight_load phase in the recording, with the
- * bytes (and, for the naive text reader, the number of reads) as counters. */
+/* Each weight-file read is a weight_load phase in the recording, with that
+ * load's read calls, bytes and small reads as counters (the names the
+ * weight_load_small_reads rule reads). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,10 +24,10 @@ static void test_weight_load_phases(void **state)
 	snprintf(db, sizeof db, "%s/run.db", dir);
 	snprintf(st_path, sizeof st_path, "%s/m.safetensors", dir);
 	snprintf(txt, sizeof txt, "%s/m.txt", dir);
-	float v[1000];
-	for (int i = 0; i < 1000; i++)
+	float v[2000];
+	for (int i = 0; i < 2000; i++)
 		v[i] = (float)i / 7;
-	flow_weight t = {.name = "w", .dtype = FLOW_WD_F32, .rank = 2, .shape = {10, 100}, .data = v, .nbytes = sizeof v};
+	flow_weight t = {.name = "w", .dtype = FLOW_WD_F32, .rank = 2, .shape = {20, 100}, .data = v, .nbytes = sizeof v};
 	assert_int_equal(flow_safetensors_write(st_path, &t, 1, NULL, 0, err, sizeof err), 0);
 	assert_int_equal(flow_text_weights_write(txt, &t, 1, err, sizeof err), 0);
 
@@ -58,11 +59,21 @@ static void test_weight_load_phases(void **state)
 	pp_span_list_free(&l);
 	pp_counter_row *rows;
 	int n;
-	assert_int_equal(pp_store_counter(s, r.run_id, "weights.reads", &rows, &n), 0);
-	assert_int_equal(n, 1);
-	assert_true(rows[0].value >= 1001); /* one small read per value, at least */
+	/* one value per load: safetensors (mmap: 1 large read), text (a small read per line) */
+	assert_int_equal(pp_store_counter(s, r.run_id, "weights.read_calls", &rows, &n), 0);
+	assert_int_equal(n, 2);
+	assert_true(rows[0].value == 1);
+	assert_true(rows[1].value >= 2001);
 	free(rows);
-	assert_int_equal(pp_store_counter(s, r.run_id, "weights.bytes", &rows, &n), 0);
+	assert_int_equal(pp_store_counter(s, r.run_id, "weights.small_reads", &rows, &n), 0);
+	assert_int_equal(n, 2);
+	assert_true(rows[0].value == 0 && rows[1].value >= 2001);
+	free(rows);
+	assert_int_equal(pp_store_counter(s, r.run_id, "weights.read_bytes", &rows, &n), 0);
+	assert_int_equal(n, 2);
+	assert_true(rows[0].value > 4000 && rows[1].value > rows[0].value);
+	free(rows);
+	assert_int_equal(pp_store_counter(s, r.run_id, "weights.reads", &rows, &n), 0);
 	assert_int_equal(n, 2);
 	free(rows);
 	assert_int_equal(pp_store_close(s, err, sizeof err), 0);
