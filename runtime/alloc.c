@@ -373,6 +373,7 @@ void *flow_allocator_alloc(flow_allocator *a, size_t bytes)
 	if (p) {
 		a->st.num_allocs++;
 		a->st.live_allocs++;
+		a->st.bytes_allocated += bytes;
 	}
 	a->st.alloc_ns += flow_now_ns() - t0;
 	pthread_mutex_unlock(&a->mu);
@@ -437,9 +438,9 @@ void flow_allocator_record(flow_allocator *a)
 	snprintf(n, sizeof n, "flow.%s.alloc_ns", a->name);
 	pp_counter(n, (double)s.alloc_ns);
 	/* allocations: tid, ts_ns, source, kind, count, bytes, time_ns, in_use, peak, size_class */
-	pp_row("allocations", "iisiiiiiii", (int64_t)flow_tid(), (int64_t)pp_now(), a->name,
-	       (int64_t)0, (int64_t)s.num_allocs, (int64_t)s.bytes_reserved, (int64_t)s.alloc_ns,
-	       (int64_t)s.bytes_in_use, (int64_t)s.peak_bytes_in_use, (int64_t)-1);
+	pp_row("allocations", "iistiiiiin", (int64_t)flow_tid(), (int64_t)pp_now(), a->name, "summary",
+	       (int64_t)s.num_allocs, (int64_t)s.bytes_allocated, (int64_t)s.alloc_ns,
+	       (int64_t)s.bytes_in_use, (int64_t)s.peak_bytes_in_use);
 }
 
 /* Internal invariant check for tests: chunks tile each region exactly,

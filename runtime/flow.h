@@ -141,6 +141,7 @@ typedef struct flow_allocator_stats {
 	uint64_t peak_bytes_in_use;
 	uint64_t bytes_reserved;/* BFC: total region bytes obtained from the system */
 	uint64_t num_allocs;    /* allocations ever made */
+	uint64_t bytes_allocated; /* sum of the sizes of all allocations ever made */
 	uint64_t num_frees;
 	uint64_t live_allocs;
 	uint64_t num_regions;   /* BFC: system allocations (region growth events) */

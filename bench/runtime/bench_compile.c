@@ -88,6 +88,44 @@ static void run_series(const char *label, const char *plan_dir, int steps)
 	flow_status_free(st);
 }
 
+/* A graph that grows between runs (an op added per iteration, the
+ * growing-graph complaint): each run re-validates the whole graph and
+ * compiles the new signature, so the cost per iteration rises with size. */
+static void growing(int iters)
+{
+	flow_status *st = flow_status_new();
+	flow_graph *g = flow_graph_new();
+	flow_tensor *t = flow_tensor_new(FLOW_F32, 2, (int64_t[]){10, 10}, st);
+	flow_output c = flow_const(g, "c", t, st);
+	flow_session *s = flow_session_new(g, NULL, st);
+	double first = 0, last = 0;
+	int win = iters / 10;
+	for (int i = 0; i < iters; i++) {
+		double t0 = bench_now();
+		flow_output in[2] = {c, c};
+		flow_output m = flow_simple(g, "Mul", NULL, in, 2, st);
+		flow_tensor *o = NULL;
+		flow_session_run(s, NULL, NULL, 0, &m, &o, 1, NULL, 0, st);
+		flow_tensor_unref(o);
+		double dt = bench_now() - t0;
+		if (i < win)
+			first += dt;
+		if (i >= iters - win)
+			last += dt;
+	}
+	BENCH_CHECK(st);
+	flow_session_stats ss;
+	flow_session_stats_get(s, &ss);
+	printf("growing graph, %d iterations: first %d %.1f us/iter, last %d %.1f us/iter (x%.1f); "
+	       "last whole-graph validation %.1f us over %d nodes\n",
+	       iters, win, first / win * 1e6, win, last / win * 1e6, last / first,
+	       (double)ss.last_validate_ns / 1e3, flow_graph_num_ops(g));
+	flow_tensor_unref(t);
+	flow_session_free(s);
+	flow_graph_free(g);
+	flow_status_free(st);
+}
+
 int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 30;
@@ -102,6 +140,7 @@ int main(int argc, char **argv)
 	run_series("compile (no cache)", NULL, steps);
 	run_series("compile + save plan", dir, steps);
 	run_series("plan loaded from disk", dir, steps);
+	growing(1000);
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	if (system(cmd))
