@@ -171,14 +171,16 @@ typedef struct group {
 } group;
 
 /* Assigns n->group by key; returns the number of groups or -1. */
-static int group_by(gload *g, int by_scope, group **out)
+static int group_by(gload *g, int by_scope, int keep_first, group **out)
 {
 	pp_strtab keys = {0};
 	group *gr = NULL;
 	int cap = 0;
 	for (int i = 0; i < g->nn; i++) {
 		char key[128];
-		if (by_scope) {
+		if (i < keep_first) {
+			snprintf(key, sizeof key, "\x01%d", i);   /* a node of its own */
+		} else if (by_scope) {
 			const char *slash = strrchr(g->n[i].name, '/');
 			if (slash)
 				snprintf(key, sizeof key, "%.*s/", (int)(slash - g->n[i].name), g->n[i].name);
@@ -356,13 +358,22 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 		cap = want_svg ? PP_GRAPH_DEFAULT_CAP : INT32_MAX;
 	int n_groups = g.nn;
 	if (g.nn > cap) {
-		n_groups = group_by(&g, 1, &groups);
-		const char *how = "name scope";
+		char how[96] = "name scope";
+		n_groups = group_by(&g, 1, 0, &groups);
+		if (n_groups > cap) {
+			/* Keep the first nodes (for a graph that grew: the original
+			 * model) and group what came after by op type. */
+			int keep = cap / 2 < 40 ? cap / 2 : 40;
+			free(groups);
+			groups = NULL;
+			n_groups = group_by(&g, 0, keep, &groups);
+			snprintf(how, sizeof how, "op type after the first %d nodes", keep);
+		}
 		if (n_groups > cap) {
 			free(groups);
 			groups = NULL;
-			n_groups = group_by(&g, 0, &groups);
-			how = "op type";
+			n_groups = group_by(&g, 0, 0, &groups);
+			snprintf(how, sizeof how, "op type");
 		}
 		if (n_groups < 0)
 			goto oom;
@@ -410,7 +421,7 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 			free(groups);
 			groups = ng;
 			n_groups = cap;
-			how = "op type (rarest folded into one node)";
+			snprintf(how, sizeof how, "op type (the cheapest folded into one node)");
 		}
 		info->clustered = 1;
 		snprintf(info->note, sizeof info->note,
@@ -488,13 +499,13 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 		an[i] = agnode(ag, id, 1);
 		double cost = groups ? groups[i].cost : g.n[i].cost;
 		pp_fmt_dur((int64_t)cost, dur, sizeof dur);
-		if (groups) {
+		if (groups && groups[i].count > 1) {
 			snprintf(label, sizeof label, "%s\\n%d nodes%s%s", groups[i].key, groups[i].count,
 				 cost > 0 ? " · " : "", cost > 0 ? dur : "");
 			snprintf(tip, sizeof tip, "%s: %d nodes, %s", groups[i].key, groups[i].count,
 				 cost > 0 ? dur : "no time recorded");
 		} else {
-			const gnode *n = &g.n[i];
+			const gnode *n = groups ? groups[i].first : &g.n[i];
 			snprintf(label, sizeof label, "%.120s\\n%.60s%s%s", n->name, n->op, cost > 0 ? " · " : "",
 				 cost > 0 ? dur : "");
 			snprintf(tip, sizeof tip, "%.200s (%.60s)%s%.60s%s%.60s: %s", n->name, n->op,
@@ -517,7 +528,18 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 	if (want_svg) {
 		char *data = NULL;
 		unsigned int len = 0;
-		if (gvLayout(gvc, ag, "dot") != 0 || gvRenderData(gvc, ag, "svg", &data, &len) != 0) {
+		int laid = gvLayout(gvc, ag, "dot") == 0;
+		if (laid && n_groups > 12) {
+			/* Many nodes on few ranks (a fan-out) make a strip too wide to
+			 * read once scaled to the page: lay it out left to right. */
+			double w = GD_bb(ag).UR.x - GD_bb(ag).LL.x, h = GD_bb(ag).UR.y - GD_bb(ag).LL.y;
+			if (w > 3 * h) {
+				gvFreeLayout(gvc, ag);
+				agsafeset(ag, "rankdir", "LR", "TB");
+				laid = gvLayout(gvc, ag, "dot") == 0;
+			}
+		}
+		if (!laid || gvRenderData(gvc, ag, "svg", &data, &len) != 0) {
 			snprintf(err, errlen, "graph %lld: Graphviz layout/render failed", (long long)graph_id);
 		} else {
 			pp_out_write(out, data, len);

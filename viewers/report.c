@@ -359,14 +359,32 @@ static void overview(pp_view_ctx *c, html_state *s)
 	P("<h2>What is slow</h2>\n");
 	if (s->computed)
 		P("<p class=\"muted\">No stored findings: these come from running the diagnostic rules while writing this report.</p>\n");
-	int shown = 0;
-	for (int i = 0; i < s->n_findings && shown < 25; i++) {
-		if (!strcmp(s->findings[i].severity, "info") && shown >= 8)
-			continue;
-		finding_block(o, &s->findings[i], run_by_id(c, s->findings[i].run_id));
-		shown++;
+	/* The most important finding of each run first (findings are ranked);
+	 * the rest stay one click away so the page opens on the causes. */
+	int shown = 0, rest = 0;
+	char *top = calloc((size_t)(s->n_findings ? s->n_findings : 1), 1);
+	for (int i = 0; top && i < s->n_findings; i++) {
+		int seen = 0;
+		for (int k = 0; k < i; k++)
+			if (top[k] && s->findings[k].run_id == s->findings[i].run_id)
+				seen = 1;
+		if (!seen && strcmp(s->findings[i].severity, "info") != 0) {
+			top[i] = 1;
+			finding_block(o, &s->findings[i], run_by_id(c, s->findings[i].run_id));
+			shown++;
+		} else {
+			rest++;
+		}
 	}
-	if (!shown)
+	if (rest && top) {
+		pp_out_printf(o, "<details><summary>%d more finding%s (all runs)</summary>\n", rest, rest == 1 ? "" : "s");
+		for (int i = 0; i < s->n_findings; i++)
+			if (!top[i])
+				finding_block(o, &s->findings[i], run_by_id(c, s->findings[i].run_id));
+		P("</details>\n");
+	}
+	free(top);
+	if (!shown && !rest)
 		P("<p class=\"quiet\">No findings: the diagnostic rules found nothing slow in these runs.</p>\n");
 
 	char groups[64][64];

@@ -13,4 +13,4 @@ mkdir -p "$art"
 rm -f "$art/run.db"
 "$fixture" "$art/run.db" --steps 60 --ops 8
 "$pp" report "$art/run.db" -o "$art/report.html"
-NODE_PATH="$here/node_modules" node "$here/check_report.js" "$art/report.html" "$art"
+NODE_PATH="$here/node_modules" node "$here/check_report.js" "$art/report.html" "$art" --full
