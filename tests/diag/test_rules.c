@@ -555,6 +555,18 @@ static void test_op_registration(void **state)
 	assert_contains(f->evidence, "3 distinct op types");
 	assert_quiet("phase_share.op_registration");
 
+	/* No step loop: start-up ends with the last set-up phase, not with the
+	 * run (which goes on with the program's own work). */
+	trec_run(&T, "no steps", 8300 * US);
+	trec_span(&T, PP_PROCESS_START, "to main", 0, 200 * US, 0, -1);
+	int64_t ri = trec_span(&T, PP_RUNTIME_INIT, "init", 200 * US, 1400 * US, 0, -1);
+	trec_span(&T, PP_OP_REGISTRATION, "register all", 250 * US, 1380 * US, ri, -1);
+	trec_span(&T, PP_VARIABLE_INIT, "init", 1400 * US, 1600 * US, 0, -1);
+	trec_span(&T, PP_SPAN, "the program's work", 1600 * US, 8000 * US, 0, -1);
+	analyze();
+	assert_fires("op_registration_startup");
+	assert_contains(get("op_registration_startup")->title, "71% of start-up (1.13 ms of 1.60 ms)");
+
 	/* 44% of a 0.75 ms start-up in a 100 ms run: not worth a finding */
 	trec_run(&T, "tiny start-up", 0);
 	trec_span(&T, PP_RUNTIME_INIT, "init", 0, 420 * US, 0, -1);
@@ -1025,6 +1037,20 @@ static void test_errors_and_damage(void **state)
 	assert_int_equal(pp_diag_analyze(T.st, T.run, &r), 0);
 	pp_diag_result_free(&r);
 
+	/* A cut, lossy run says so, as info (ranked below everything else). */
+	trec_run(&T, "cut", 0);
+	trec_exec(&T, "UPDATE runs SET status = 'truncated', events = 1000, events_lost = 12, "
+		      "note = 'tail cut at offset 4096' WHERE id = (SELECT MAX(id) FROM runs)");
+	noisy_steps(0, 10, MS, 0, 0, 10, 36, NULL, NULL);
+	assert_int_equal(pp_diag_analyze(T.st, T.run, &r), 0);
+	int k = pp_diag_find(r.findings, r.n, "recording_incomplete");
+	assert_true(k >= 0);
+	assert_int_equal(k, r.n - 1);
+	assert_string_equal(r.findings[k].severity, "info");
+	assert_non_null(strstr(r.findings[k].title, "truncated, 12 events"));
+	assert_non_null(strstr(r.findings[k].evidence, "tail cut at offset 4096"));
+	pp_diag_result_free(&r);
+
 	/* An empty run: no findings, no error. */
 	trec_run(&T, "empty", 0);
 	assert_int_equal(pp_diag_analyze(T.st, T.run, &r), 0);
@@ -1047,6 +1073,11 @@ static void test_read_only_store(void **state)
 	assert_int_equal(pp_diag_analyze(ro, run, &r), 0);
 	assert_int_equal(pp_diag_find(r.findings, r.n, "first_step_slow") >= 0, 1);
 	pp_diag_result_free(&r);
+	/* storing needs a writable store: a clear error, nothing half-written */
+	assert_int_equal(pp_diag_run(ro, run, &r), -1);
+	assert_contains(r.error, "cannot replace its findings");
+	assert_contains(r.error, "rules.db");
+	assert_null(r.findings);
 	pp_store_close(ro, err, sizeof err);
 	T.st = pp_store_open(path, PP_STORE_WRITE, err, sizeof err);
 	assert_non_null(T.st);

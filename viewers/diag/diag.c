@@ -40,6 +40,8 @@ static const struct rule {
 	 "host<->device transfers inside every step"},
 	{"gpu_short_kernels", rule_gpu_short_kernels,
 	 "kernels shorter than their launch overhead"},
+	{"recording_incomplete", rule_recording_incomplete,
+	 "the run was cut short or lost events/rows, so findings may be incomplete (info)"},
 	/* Last: it skips kinds a specific rule already explained. */
 	{"phase_share", rule_phase_share,
 	 "a phase takes N% of the run or of step time (5% moderate, 20% high, as the TensorFlow profiler)"},

@@ -132,5 +132,6 @@ void rule_gpu_step_transfers(diag_ctx *c);
 void rule_gpu_short_kernels(diag_ctx *c);
 void rule_repeated_phase_grows(diag_ctx *c);
 void rule_phase_share(diag_ctx *c);
+void rule_recording_incomplete(diag_ctx *c);
 
 #endif

@@ -74,6 +74,20 @@ static int build_steps(diag_run *r)
 		qsort(r->steps, (size_t)r->n_steps, sizeof *r->steps, cmp_step);
 	}
 	r->startup_end_ns = r->n_steps ? r->steps[0].start_ns : r->total_ns;
+	if (!r->n_steps) {
+		/* No step loop: start-up lasts until the last set-up phase ends
+		 * (what follows is the program's own work, or nothing). */
+		int64_t end = 0;
+		for (int i = 0; i < l->n; i++) {
+			const pp_span_row *s = &l->rows[i];
+			int setup = (s->kind > PP_SPAN && s->kind < PP_FIRST_STEP) ||
+				    s->kind == PP_DEVICE_INIT;
+			if (diag_span_closed(s) && setup && s->end_ns > end)
+				end = s->end_ns;
+		}
+		if (end > 0)
+			r->startup_end_ns = end;
+	}
 	return 0;
 }
 

@@ -412,7 +412,9 @@ void rule_library_load_startup(diag_ctx *c)
 		if (s->kind == PP_LIBRARY_LOAD && r->outer[i] && diag_span_closed(s))
 			iv[n++] = (ival){s->start_ns, s->end_ns};
 	}
-	int64_t su = startup_ns(r);
+	/* A wrapped program loads libraries long after its own set-up phases
+	 * (an import): without a step loop the whole run is start-up here. */
+	int64_t su = r->n_steps ? startup_ns(r) : r->total_ns;
 	int64_t t = n ? union_len(iv, n, su) : 0;
 	free(iv);
 	double share = su > 0 ? (double)t / su : 0;
@@ -559,4 +561,32 @@ void rule_phase_share(diag_ctx *c)
 				      100 * s_in);
 		diag_evidence(f, ". Thresholds as the TensorFlow profiler: 5%% moderate, 20%% high.");
 	}
+}
+
+/* ---- the recording itself ---- */
+
+/* Findings from a damaged or lossy recording can miss things: say so. */
+void rule_recording_incomplete(diag_ctx *c)
+{
+	const pp_run_info *in = &c->run->info;
+	int damaged = in->status[0] && strcmp(in->status, "complete") != 0 &&
+		      strcmp(in->status, "running") != 0;
+	if (!damaged && in->events_lost <= 0 && in->rows_lost <= 0)
+		return;
+	pp_finding *f = diag_emit(
+		c, "recording_incomplete", DIAG_INFO, 0,
+		"Findings may miss what was not recorded. For lost events, raise "
+		"pp_options.buffer_events / max_buffers; for a cut run, let the program exit "
+		"normally or record a shorter stretch.",
+		"The recording is incomplete (%s%s%lld events and %lld rows lost)",
+		damaged ? in->status : "", damaged ? ", " : "", (long long)in->events_lost,
+		(long long)in->rows_lost);
+	diag_evidence(f, "run status %s", in->status[0] ? in->status : "unknown");
+	if (in->term_signal)
+		diag_evidence(f, ", ended by signal %d", in->term_signal);
+	diag_evidence(f, "; %lld events recorded, %lld lost, %lld rows lost", (long long)in->events,
+		      (long long)in->events_lost, (long long)in->rows_lost);
+	if (in->note[0])
+		diag_evidence(f, "; ingest: %s", in->note);
+	diag_evidence(f, ".");
 }
