@@ -100,14 +100,22 @@
         out.push('<line x1="' + x + '" x2="' + x + '" y1="' + (AXIS - 4) + '" y2="' + height + '" stroke="#eceff4"/>' +
           '<text x="' + (x + 3) + '" y="13" font-size="10" fill="#5f6b7d">' + fmt(tt) + '</text>');
       }
+      /* Level of detail: items narrower than minPx pixels merge into blocks.
+       * The denser the window, the wider minPx, so shapes stay ~bounded by
+       * the pixel width times the rows whatever the zoom. */
+      var inWin = 0;
+      for (var q = 0; q < tracks.length; q++) {
+        var tq = tracks[q], a = lowerBound(tq.st, t0 - tq.maxd), z = lowerBound(tq.st, t1 + 1);
+        tq.lo = a; inWin += z - a;
+      }
+      var minPx = Math.min(6, Math.max(1.5, inWin / pw / 3));
       var drawn = 0;
       for (var t = 0; t < tracks.length; t++) {
         var tr = tracks[t], n = tr.st.length;
         out.push('<rect x="0" y="' + (tr.y - 2) + '" width="' + w + '" height="' + (tr.rows * ROW + 4) + '" fill="' + (t % 2 ? '#fafbfc' : '#ffffff') + '"/>');
         out.push('<text x="6" y="' + (tr.y + 10) + '" font-size="11" fill="' + (tr.g ? '#3d7a1f' : '#1d2330') + '">' + esc(tr.n) + '</text>');
         /* first item that can overlap the window: starts ≥ t0 - longest item */
-        var lo = 0, hi = n, from = t0 - tr.maxd;
-        while (lo < hi) { var mid = (lo + hi) >> 1; if (tr.st[mid] < from) lo = mid + 1; else hi = mid; }
+        var lo = tr.lo;
         var pend = [];   /* per row: sub-pixel items merged into one block */
         for (var i = lo; i < n; i++) {
           var s = tr.st[i];
@@ -115,7 +123,7 @@
           var e = s + tr.du[i];
           if (e < t0) continue;
           var x0 = LABEL + Math.max(s - t0, 0) * k, x1 = LABEL + Math.min(e - t0, span) * k, row = tr.dp[i];
-          if (x1 - x0 < 1.5 || tr.nm[i] < 0) {
+          if (x1 - x0 < minPx || tr.nm[i] < 0) {
             var p = pend[row];
             if (p && x0 <= p.x1 + 1) { if (x1 > p.x1) p.x1 = x1; p.n += tr.nm[i] < 0 ? -tr.nm[i] : 1; p.ns += tr.du[i]; continue; }
             if (p) { out.push(block(tr, row, p)); drawn++; }
@@ -154,10 +162,14 @@
       if (tl.t1 > data.t_end) { tl.t1 = data.t_end; tl.t0 = Math.max(0, tl.t1 - ns); }
       render();
     }
+    var pendingZoom = null;
     svg.addEventListener('wheel', function (e) {
       e.preventDefault();
-      var r = svg.getBoundingClientRect();
-      zoom(e.deltaY > 0 ? 1.25 : 0.8, e.clientX - r.left);
+      var r = svg.getBoundingClientRect(), f = e.deltaY > 0 ? 1.25 : 0.8;
+      /* coalesce a burst of wheel events into one render per frame */
+      if (pendingZoom) { pendingZoom.f *= f; return; }
+      pendingZoom = { f: f, x: e.clientX - r.left };
+      requestAnimationFrame(function () { var z = pendingZoom; pendingZoom = null; zoom(z.f, z.x); });
     }, { passive: false });
     var drag = null;
     svg.addEventListener('mousedown', function (e) { drag = { x: e.clientX, t0: tl.t0, t1: tl.t1 }; svg.classList.add('drag'); });
@@ -192,6 +204,11 @@
       });
     window.addEventListener('resize', function () { if (el.offsetParent) render(); });
     render();
+  }
+  function lowerBound(a, v) {
+    var lo = 0, hi = a.length;
+    while (lo < hi) { var mid = (lo + hi) >> 1; if (a[mid] < v) lo = mid + 1; else hi = mid; }
+    return lo;
   }
   function esc(s) { return String(s).replace(/[&<>"]/g, function (c) { return { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]; }); }
   function clip(s, n) { n = Math.floor(n); return s.length <= n ? s : (n > 1 ? s.slice(0, n - 1) + '…' : ''); }
