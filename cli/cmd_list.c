@@ -37,14 +37,15 @@ static void text_scenario(FILE *o, const pp_scenario *s, int first, int availabl
 	if (!available)
 		fprintf(o, "%-14s %-9s unavailable: %s\n", "", "", why);
 	for (int v = 0; v < pp_scenario_num_variants(s); v++)
-		fprintf(o, "%-14s %-9s   %-5s %-16s %s\n", "", "",
+		fprintf(o, "%-14s %-9s   %-5s %-18s %s\n", "", "",
 			pp_scn_variant_kind_name(pp_scenario_variant_kind(s, v)),
 			pp_scenario_variant_name(s, v), pp_scenario_variant_what(s, v));
 	int nr;
 	const char *const *rules = pp_scenario_rules(s, &nr);
-	if (nr > 0)
-		fprintf(o, "%-14s %-9s   expected finding: %s; source: %s\n", "", "", rules[0],
-			pp_scenario_source(s));
+	fprintf(o, "%-14s %-9s   findings: ", "", "");
+	for (int i = 0; i < nr; i++)
+		fprintf(o, "%s%s", i ? ", " : "", rules[i]);
+	fprintf(o, "%s; source: %s\n", nr ? "" : "none", pp_scenario_source(s));
 }
 
 static void text_footer(FILE *o)
@@ -90,6 +91,11 @@ static void json_scenario(FILE *o, const pp_scenario *s, int first, int availabl
 		fprintf(o, ", \"kind\": \"%s\", \"what\": ",
 			pp_scn_variant_kind_name(pp_scenario_variant_kind(s, v)));
 		json_str(o, pp_scenario_variant_what(s, v));
+		fprintf(o, ", \"expect\": ");
+		if (pp_scenario_variant_expect(s, v))
+			json_str(o, pp_scenario_variant_expect(s, v));
+		else
+			fprintf(o, "null");
 		fprintf(o, "}");
 	}
 	fprintf(o, "], \"rules\": [");

@@ -11,7 +11,7 @@
 /* Order of `phaseprof list` and `run --all`: start-up first, then the loop
  * problems, as a user meets them. */
 static const pp_scenario *const table[] = {
-	&scn_repeated_init, &scn_growing_graph,
+	&scn_startup, &scn_model_init, &scn_repeated_init, &scn_growing_graph,
 	&scn_retracing,  &scn_alloc_churn,   &scn_transfer,
 };
 
@@ -73,6 +73,15 @@ int pp_scenario_variant_kind(const pp_scenario *s, int v)
 const char *pp_scn_variant_kind_name(int kind)
 {
 	return kind == SCN_SLOW ? "slow" : kind == SCN_FIX ? "fix" : kind == SCN_PROBE ? "probe" : "?";
+}
+
+const char *pp_scenario_variant_expect(const pp_scenario *s, int v)
+{
+	if (v < 0 || v >= s->n_variants || s->variants[v].kind != SCN_SLOW)
+		return NULL;
+	if (s->variants[v].expect)
+		return s->variants[v].expect;
+	return s->n_rules > 0 ? s->rules[0] : NULL;
 }
 
 const char *pp_scenario_variant_what(const pp_scenario *s, int v)

@@ -48,12 +48,16 @@ int pp_scenario_num_variants(const pp_scenario *s);
 enum pp_scn_variant_kind { PP_SCN_VARIANT_SLOW = 0, PP_SCN_VARIANT_FIX, PP_SCN_VARIANT_PROBE };
 int pp_scenario_variant_kind(const pp_scenario *s, int v);
 const char *pp_scn_variant_kind_name(int kind);   /* "slow" | "fix" | "probe" */
+/* The diagnostics rule expected as the top finding of a SLOW variant (a
+ * scenario may have several slow variants with different causes); NULL for
+ * FIX and PROBE variants. */
+const char *pp_scenario_variant_expect(const pp_scenario *s, int v);
 const char *pp_scenario_variant_name(const pp_scenario *s, int v);  /* variant 0 is the slow one */
 const char *pp_scenario_variant_what(const pp_scenario *s, int v);  /* one line */
 int pp_scenario_variant_find(const pp_scenario *s, const char *name); /* -1 if unknown */
-/* Diagnostics rule ids that name this scenario's cause. rules[0] is the
- * finding expected on top for every SLOW variant; no FIX variant may show
- * any of them. */
+/* Diagnostics rule ids that name this scenario's causes; no FIX variant may
+ * show any of them (rules[0] is the default expected top finding of a SLOW
+ * variant, see pp_scenario_variant_expect). */
 const char *const *pp_scenario_rules(const pp_scenario *s, int *n);
 /* 1 if the scenario can run on this machine; else 0 and the reason (e.g. no
  * GPU, from the driver probe) in why. */

@@ -9,6 +9,45 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int cmp_step_start(const void *a, const void *b)
+{
+	const pp_step_row *x = a, *y = b;
+	return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
+}
+
+/* The outermost step phases of a run by start time: a traced function or a
+ * session may record steps of its own inside the loop's steps. */
+static int outer_steps(pp_store *st, int64_t run_id, pp_step_row **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	pp_span_list l;
+	if (pp_store_spans(st, run_id, PP_STEP, &l) != 0)
+		return -1;
+	pp_step_row *r = malloc(((size_t)l.n + 1) * sizeof *r);
+	if (!r) {
+		pp_span_list_free(&l);
+		return -1;
+	}
+	int k = 0;
+	int64_t tid = -1, end = -1;
+	for (int i = 0; i < l.n; i++) { /* ordered by (tid, start) */
+		const pp_span_row *s = &l.rows[i];
+		if (s->end_ns < 0)
+			continue;
+		if (s->tid == tid && s->end_ns <= end)
+			continue; /* inside the current outer step */
+		tid = s->tid;
+		end = s->end_ns;
+		r[k++] = (pp_step_row){s->step, s->start_ns, s->end_ns - s->start_ns};
+	}
+	pp_span_list_free(&l);
+	qsort(r, (size_t)k, sizeof *r, cmp_step_start);
+	*out = r;
+	*n = k;
+	return 0;
+}
+
 void scn_series_free(scn_series *s)
 {
 	free(s->v);
@@ -22,7 +61,7 @@ int scn_steps(pp_store *st, int64_t run_id, scn_series *out)
 	out->n = 0;
 	pp_step_row *rows;
 	int n;
-	if (pp_store_steps(st, run_id, &rows, &n) != 0)
+	if (outer_steps(st, run_id, &rows, &n) != 0)
 		return -1;
 	out->v = malloc(((size_t)n + 1) * sizeof *out->v);
 	if (!out->v) {
@@ -42,7 +81,7 @@ int scn_counter_at_steps(pp_store *st, int64_t run_id, const char *name, scn_ser
 	out->n = 0;
 	pp_step_row *steps;
 	int ns;
-	if (pp_store_steps(st, run_id, &steps, &ns) != 0)
+	if (outer_steps(st, run_id, &steps, &ns) != 0)
 		return -1;
 	pp_counter_row *c = NULL;
 	int nc = 0;
@@ -180,7 +219,57 @@ double scn_median(const double *v, int n)
 	return scn_median_range(v, 0, n);
 }
 
+static double pearson(const double *x, const double *y, int n);
+
+/* Ranks (1-based, ties averaged) of the finite values of v; NAN elsewhere. */
+static double *ranks(const double *v, int n)
+{
+	double *r = malloc(((size_t)n + 1) * sizeof *r);
+	int *idx = malloc(((size_t)n + 1) * sizeof *idx);
+	if (!r || !idx) {
+		free(r);
+		free(idx);
+		return NULL;
+	}
+	int m = 0;
+	for (int i = 0; i < n; i++) {
+		r[i] = NAN;
+		if (isfinite(v[i]))
+			idx[m++] = i;
+	}
+	/* insertion sort by value: n is at most a few thousand steps */
+	for (int i = 1; i < m; i++) {
+		int t = idx[i], j = i;
+		while (j > 0 && v[idx[j - 1]] > v[t]) {
+			idx[j] = idx[j - 1];
+			j--;
+		}
+		idx[j] = t;
+	}
+	for (int i = 0; i < m;) {
+		int j = i;
+		while (j + 1 < m && v[idx[j + 1]] == v[idx[i]])
+			j++;
+		for (int k = i; k <= j; k++)
+			r[idx[k]] = (i + j) / 2.0 + 1;
+		i = j + 1;
+	}
+	free(idx);
+	return r;
+}
+
 double scn_correlation(const double *x, const double *y, int n)
+{
+	/* Spearman: step times carry spikes (preemption) that would dominate
+	 * a Pearson coefficient. */
+	double *rx = ranks(x, n), *ry = ranks(y, n);
+	double r = rx && ry ? pearson(rx, ry, n) : NAN;
+	free(rx);
+	free(ry);
+	return r;
+}
+
+static double pearson(const double *x, const double *y, int n)
 {
 	double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
 	int m = 0;
@@ -256,6 +345,11 @@ int scn_claim(pp_scn_claim *out, int i, int max, const char *id, const char *cla
 
 const char *scn_fmt_ns(char *buf, size_t len, double ns)
 {
+	if (ns < 0 && len > 1) {
+		buf[0] = '-';
+		scn_fmt_ns(buf + 1, len - 1, -ns);
+		return buf;
+	}
 	if (!isfinite(ns))
 		snprintf(buf, len, "?");
 	else if (ns >= 1e9)
@@ -367,7 +461,7 @@ int scn_kind_per_step(pp_store *st, int64_t run_id, int kind, scn_series *out)
 	out->n = 0;
 	pp_step_row *steps;
 	int ns;
-	if (pp_store_steps(st, run_id, &steps, &ns) != 0)
+	if (outer_steps(st, run_id, &steps, &ns) != 0)
 		return -1;
 	pp_span_list l;
 	if (pp_store_spans(st, run_id, -1, &l) != 0) {

@@ -1,8 +1,20 @@
 /* scn_flow.c — small flow helpers the scenario workloads share. */
 #include "scn_internal.h"
 
+#include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int scn_flow_init(scn_env *e, flow_status *st)
+{
+	flow_init_options o = {0};
+	o.registration = FLOW_REGISTER_LITE;
+	if (flow_init(&o, st) != 0)
+		return scn_fail(e, "flow_init: %s", flow_status_message(st));
+	return 0;
+}
 
 void scn_sample_graph(const flow_graph *g)
 {
@@ -114,4 +126,132 @@ flow_output scn_zeros(flow_graph *g, const char *name, int ndim, const int64_t *
 	flow_output o = flow_const(g, name, z, st);
 	flow_tensor_unref(z);
 	return o;
+}
+
+/* ---- weight files the variants load (written once by a scenario's
+ * prepare step, outside every measured process) ---- */
+
+int scn_write_safetensors(const char *path, const scn_wtensor *t, int n, char *err, size_t errlen)
+{
+	/* header: {"name":{"dtype":"F32","shape":[..],"data_offsets":[b,e]},...}
+	 * space-padded so the data starts 8-byte aligned, as the spec's writer */
+	size_t cap = 256 + (size_t)n * 256, len = 0;
+	char *h = malloc(cap);
+	if (!h) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -1;
+	}
+	uint64_t off = 0;
+	len += (size_t)snprintf(h + len, cap - len, "{");
+	for (int i = 0; i < n; i++) {
+		uint64_t bytes = 4;
+		for (int d = 0; d < t[i].rank; d++)
+			bytes *= (uint64_t)t[i].shape[d];
+		len += (size_t)snprintf(h + len, cap - len, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[",
+					i ? "," : "", t[i].name);
+		for (int d = 0; d < t[i].rank; d++)
+			len += (size_t)snprintf(h + len, cap - len, "%s%lld", d ? "," : "",
+						(long long)t[i].shape[d]);
+		len += (size_t)snprintf(h + len, cap - len, "],\"data_offsets\":[%llu,%llu]}",
+					(unsigned long long)off, (unsigned long long)(off + bytes));
+		off += bytes;
+	}
+	len += (size_t)snprintf(h + len, cap - len, "}");
+	while ((8 + len) % 8)
+		h[len++] = ' ';
+	FILE *f = fopen(path, "wb");
+	if (!f) {
+		free(h);
+		snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+		return -1;
+	}
+	uint8_t n8[8];
+	for (int i = 0; i < 8; i++)
+		n8[i] = (uint8_t)((uint64_t)len >> (8 * i));
+	int ok = fwrite(n8, 1, 8, f) == 8 && fwrite(h, 1, len, f) == len;
+	for (int i = 0; ok && i < n; i++) {
+		size_t cnt = 1;
+		for (int d = 0; d < t[i].rank; d++)
+			cnt *= (size_t)t[i].shape[d];
+		ok = fwrite(t[i].data, sizeof(float), cnt, f) == cnt;
+	}
+	ok = fclose(f) == 0 && ok;
+	free(h);
+	if (!ok) {
+		snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int scn_write_text(const char *path, const scn_wtensor *t, int n, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+		return -1;
+	}
+	int ok = fprintf(f, "flowtxt 1\n") > 0;
+	for (int i = 0; ok && i < n; i++) {
+		size_t cnt = 1;
+		fprintf(f, "tensor %s F32 %d", t[i].name, t[i].rank);
+		for (int d = 0; d < t[i].rank; d++) {
+			fprintf(f, " %lld", (long long)t[i].shape[d]);
+			cnt *= (size_t)t[i].shape[d];
+		}
+		fputc('\n', f);
+		for (size_t k = 0; ok && k < cnt; k++)
+			ok = fprintf(f, "%.9g\n", (double)t[i].data[k]) > 0;
+	}
+	ok = fclose(f) == 0 && ok;
+	if (!ok) {
+		snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+float *scn_weights_data(int rank, const int64_t *shape, uint64_t seed)
+{
+	size_t cnt = 1;
+	for (int d = 0; d < rank; d++)
+		cnt *= (size_t)shape[d];
+	float *p = malloc((cnt ? cnt : 1) * sizeof *p);
+	if (!p)
+		return NULL;
+	uint64_t x = seed * 0x9E3779B97F4A7C15ull + 12345;
+	for (size_t i = 0; i < cnt; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		p[i] = (float)(((double)(x >> 11) / 9007199254740992.0 * 2.0 - 1.0) * 0.05);
+	}
+	return p;
+}
+
+flow_output scn_load_weight(flow_graph *g, const char *name, const char *path, const char *tensor,
+			    int rank, const int64_t *shape, flow_status *st)
+{
+	flow_op_desc *d = flow_op_new(g, "LoadWeight", name);
+	flow_shape sh = flow_shape_make(rank, shape);
+	flow_op_set_attr_type(d, "dtype", FLOW_F32);
+	flow_op_set_attr_string(d, "path", path);
+	flow_op_set_attr_string(d, "tensor_name", tensor);
+	flow_op_set_attr_shape(d, "shape", &sh);
+	flow_op *op = flow_op_finish(d, st);
+	return op ? flow_out(op, 0) : (flow_output){NULL, 0};
+}
+
+flow_output scn_initializer(flow_graph *g, const char *name, const char *kind, int rank,
+			    const int64_t *shape, int64_t seed, flow_status *st)
+{
+	flow_op_desc *d = flow_op_new(g, "Initializer", name);
+	flow_shape sh = flow_shape_make(rank, shape);
+	flow_op_set_attr_type(d, "dtype", FLOW_F32);
+	flow_op_set_attr_shape(d, "shape", &sh);
+	flow_op_set_attr_string(d, "kind", kind);
+	flow_op_set_attr_int(d, "seed", seed);
+	flow_op_set_attr_int(d, "seed2", seed + 7);
+	flow_op *op = flow_op_finish(d, st);
+	return op ? flow_out(op, 0) : (flow_output){NULL, 0};
 }

@@ -46,6 +46,7 @@ typedef struct scn_variant {
 	int kind;                 /* enum pp_scn_variant_kind */
 	const char *what;
 	scn_run_fn run;
+	const char *expect;       /* SLOW: the finding expected on top; NULL = rules[0] */
 } scn_variant;
 
 struct pp_scenario {
@@ -91,7 +92,7 @@ typedef struct scn_series {
 	double *v;
 	int n;
 } scn_series;
-/* Step durations (ns) of a run, by iteration. */
+/* Durations (ns) of the outermost steps of a run, in time order. */
 int scn_steps(pp_store *st, int64_t run_id, scn_series *out);
 /* A counter's value at the end of each step (last sample at or before it);
  * NAN where no sample precedes the step end. */
@@ -112,8 +113,8 @@ void scn_series_free(scn_series *s);
 double scn_median(const double *v, int n);
 /* Median of v[from, from+k). */
 double scn_median_range(const double *v, int from, int k);
-/* Pearson correlation of x and y over pairs where both are finite; NAN if
- * fewer than 3 such pairs or no variance. */
+/* Spearman rank correlation of x and y over pairs where both are finite;
+ * NAN if fewer than 3 such pairs or no variance. */
 double scn_correlation(const double *x, const double *y, int n);
 /* Share of the growth of y (last tenth minus first tenth) that a least
  * squares fit on x explains: slope(y~x) * (x_last - x_first) / (y_last - y_first). */
@@ -128,6 +129,11 @@ const char *scn_fmt_bytes(char *buf, size_t len, double bytes);
 
 
 /* ---- flow helpers (scn_flow.c) ---- */
+/* flow_init for the scenarios whose subject is not start-up: lite op
+ * registration, so the full registry (the startup scenario's subject, a
+ * real cost in every process) does not dominate the short start-up of a
+ * loop scenario and hide the finding the scenario is about. */
+int scn_flow_init(scn_env *e, flow_status *st);
 /* Counters the diagnostics read, sampled at the end of a step:
  * graph.nodes, and alloc.count / alloc.sys_count (allocations that went to
  * the system: BFC region growth, every allocation in malloc mode) /
@@ -147,5 +153,25 @@ flow_output scn_random_normal(flow_graph *g, const char *name, int ndim, const i
 /* Zeros of a shape (a Const). */
 flow_output scn_zeros(flow_graph *g, const char *name, int ndim, const int64_t *dims,
 		      flow_status *st);
+
+/* Weight files (prepare steps): f32 tensors in safetensors or flow's naive
+ * text format. */
+typedef struct scn_wtensor {
+	const char *name;
+	int rank;
+	int64_t shape[2];
+	const float *data;
+} scn_wtensor;
+int scn_write_safetensors(const char *path, const scn_wtensor *t, int n, char *err, size_t errlen);
+int scn_write_text(const char *path, const scn_wtensor *t, int n, char *err, size_t errlen);
+/* Deterministic weights, uniform in [-0.05, 0.05) (malloc'd). */
+float *scn_weights_data(int rank, const int64_t *shape, uint64_t seed);
+/* A LoadWeight node: tensor `tensor` of the file at path, of a known shape. */
+flow_output scn_load_weight(flow_graph *g, const char *name, const char *path, const char *tensor,
+			    int rank, const int64_t *shape, flow_status *st);
+/* An Initializer node (Keras initialiser `kind`: "glorot_uniform",
+ * "orthogonal", "zeros", …) of a known shape. */
+flow_output scn_initializer(flow_graph *g, const char *name, const char *kind, int rank,
+			    const int64_t *shape, int64_t seed, flow_status *st);
 
 #endif /* PP_SCN_INTERNAL_H */

@@ -35,8 +35,8 @@ typedef struct ri_ctx {
 static int ri_setup(scn_env *e, ri_ctx *c)
 {
 	c->st = flow_status_new();
-	if (flow_init(NULL, c->st) != 0)
-		return scn_fail(e, "flow_init: %s", flow_status_message(c->st));
+	if (scn_flow_init(e, c->st) != 0)
+		return -1;
 	c->g = flow_default_graph();
 	int64_t dims[2] = {RI_BATCH, RI_UNITS};
 	flow_shape sh = flow_shape_make(2, dims);
@@ -139,8 +139,8 @@ static int ri_slow(scn_env *e)
 			flow_session_close(s, NULL);
 			flow_session_free(s);
 		}
-		pp_step_end();
 		ri_sample(&c);
+		pp_step_end();
 	}
 	scn_measured_end();
 	ri_free(&c);
@@ -167,8 +167,8 @@ static int ri_one_session(scn_env *e)
 	for (int i = 0; !rc && i < ri_iters(e); i++) {
 		pp_step_begin(i);
 		rc = ri_run_y(e, &c, s, y);
-		pp_step_end();
 		ri_sample(&c);
+		pp_step_end();
 	}
 	scn_measured_end();
 	if (s) {
@@ -224,8 +224,8 @@ static int ri_traced(scn_env *e)
 		if (flow_function_call(fn, &c.xv, &out, c.st) != 0)
 			rc = scn_fail(e, "call: %s", flow_status_message(c.st));
 		flow_tensor_unref(out);
-		pp_step_end();
 		ri_sample(&c);
+		pp_step_end();
 	}
 	scn_measured_end();
 	flow_function_free(fn);
@@ -269,7 +269,7 @@ static int ri_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 	scn_kind_per_step(st, run[0], PP_COMPILE, &comp);
 	scn_kind_per_step(st, run[0], PP_SESSION_CREATE, &sess);
 	int m = t.n;
-	char a[32], b[32], d[32];
+	char a[32], b[32], d[32], e1[32], e2[32], e3[32];
 	if (m < 4 || nodes.n != m) {
 		n = scn_claim(out, n, max, "graph-growth", c_graph, PP_CLAIM_NOT_MEASURED,
 			      "too few iterations recorded (%d)", m);
@@ -285,6 +285,8 @@ static int ri_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 	double gs = scn_median_range(sess.v, m - k, k) - scn_median_range(sess.v, 0, k);
 	double r_nodes = scn_correlation(nodes.v, t.v, m);
 	double n0 = nodes.v[0], n1 = nodes.v[m - 1];
+	for (int i = 0; i < m && !isfinite(n0); i++)
+		n0 = nodes.v[i];
 	{
 		int grows = n1 >= 2 * n0 && r_nodes >= 0.8 && t1 >= 1.5 * t0;
 		n = scn_claim(out, n, max, "graph-growth", c_graph,
@@ -295,8 +297,8 @@ static int ri_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 			      "compile %s, session creation %s",
 			      n0, n1, scn_fmt_ns(a, sizeof a, t0), scn_fmt_ns(b, sizeof b, t1),
 			      t0 > 0 ? t1 / t0 : 0, r_nodes, scn_fmt_ns(d, sizeof d, growth),
-			      scn_fmt_ns(a, sizeof a, gi), scn_fmt_ns(b, sizeof b, gc),
-			      scn_fmt_ns(d, sizeof d, gs));
+			      scn_fmt_ns(e1, sizeof e1, gi), scn_fmt_ns(e2, sizeof e2, gc),
+			      scn_fmt_ns(e3, sizeof e3, gs));
 	}
 	{
 		double f0 = scn_median_range(frag.v, 0, k), f1 = scn_median_range(frag.v, m - k, k);
@@ -383,11 +385,11 @@ static const scn_variant variants[] = {
 	{"slow", SCN_SLOW,
 	 "per iteration: new session on the default graph, new W[100x100] and b[100], global "
 	 "initialiser, y = xW + b",
-	 ri_slow},
+	 ri_slow, NULL},
 	{"one-session", SCN_FIX, "variables created once, one session, initialiser once; loop runs y",
-	 ri_one_session},
+	 ri_one_session, NULL},
 	{"traced", SCN_FIX, "variables created once; y = xW + b as a traced function called per iteration",
-	 ri_traced},
+	 ri_traced, NULL},
 };
 
 static const char *const rules[] = {"graph_grows", "session_per_iteration", "iteration_time_grows"};

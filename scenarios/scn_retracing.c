@@ -19,12 +19,14 @@
 #define RT_IN 784
 #define RT_HID 128
 #define RT_OUT 10
+#define RT_DEPTH 4 /* hidden 128x128 layers: a realistic trace, not a toy */
 
 #ifdef PP_HAVE_FLOW_TRAIN
 #include "flow_train.h"
 
 typedef struct rt_model {
 	flow_output w1, b1, w2, b2;
+	flow_output wh[RT_DEPTH], bh[RT_DEPTH];
 } rt_model;
 
 static int rt_trace(flow_graph *g, const flow_output *in, int n_in, flow_output *out, int n_out,
@@ -36,6 +38,11 @@ static int rt_trace(flow_graph *g, const flow_output *in, int n_in, flow_output 
 	flow_output h = scn_matmul(g, NULL, in[0], m->w1, st);
 	h = h.op ? scn_binary(g, "BiasAdd", NULL, h, m->b1, st) : h;
 	h = h.op ? flow_simple(g, "Relu", NULL, &h, 1, st) : h;
+	for (int l = 0; l < RT_DEPTH && h.op; l++) {
+		h = scn_matmul(g, NULL, h, m->wh[l], st);
+		h = h.op ? scn_binary(g, "BiasAdd", NULL, h, m->bh[l], st) : h;
+		h = h.op ? flow_simple(g, "Relu", NULL, &h, 1, st) : h;
+	}
 	h = h.op ? scn_matmul(g, NULL, h, m->w2, st) : h;
 	out[0] = h.op ? scn_binary(g, "BiasAdd", NULL, h, m->b2, st) : h;
 	return out[0].op ? 0 : -1;
@@ -50,7 +57,7 @@ static int rt_calls(const scn_env *e)
 static int rt_run(scn_env *e, int mode)
 {
 	flow_status *st = flow_status_new();
-	int rc = 0;
+	int rc = scn_flow_init(e, st);
 	flow_graph *g = flow_graph_new();
 	flow_session *s = NULL;
 	flow_function *f = NULL;
@@ -60,6 +67,16 @@ static int rt_run(scn_env *e, int mode)
 	m.w1 = flow_variable(g, "w1", scn_random_normal(g, "w1/init", 2, d1, 0.05f, 1, st), st);
 	m.b1 = flow_variable(g, "b1", scn_zeros(g, "b1/init", 1, e1, st), st);
 	m.w2 = flow_variable(g, "w2", scn_random_normal(g, "w2/init", 2, d2, 0.05f, 2, st), st);
+	for (int l = 0; l < RT_DEPTH; l++) {
+		int64_t dh[2] = {RT_HID, RT_HID};
+		char n[32], ni[40];
+		snprintf(n, sizeof n, "wh%d", l);
+		snprintf(ni, sizeof ni, "wh%d/init", l);
+		m.wh[l] = flow_variable(g, n, scn_random_normal(g, ni, 2, dh, 0.05f, 10 + l, st), st);
+		snprintf(n, sizeof n, "bh%d", l);
+		snprintf(ni, sizeof ni, "bh%d/init", l);
+		m.bh[l] = flow_variable(g, n, scn_zeros(g, ni, 1, e1, st), st);
+	}
 	m.b2 = flow_variable(g, "b2", scn_zeros(g, "b2/init", 1, e2, st), st);
 	flow_op *init = flow_status_ok(st) ? flow_global_variables_initializer(g, st) : NULL;
 	flow_session_options so = {.no_step_phase = 1};
@@ -183,11 +200,11 @@ static int rt_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 }
 
 static const scn_variant variants[] = {
-	{"slow", SCN_SLOW, "traced MLP forward (784-128-10) called with a new batch size every call (1..N permuted)",
-	 rt_slow},
-	{"relaxed", SCN_FIX, "same calls, input signature [?, 784] (unknown batch dimension)", rt_relaxed},
+	{"slow", SCN_SLOW, "traced MLP forward (784-128x5-10) called with a new batch size every call (1..N permuted)",
+	 rt_slow, NULL},
+	{"relaxed", SCN_FIX, "same calls, input signature [?, 784] (unknown batch dimension)", rt_relaxed, NULL},
 	{"reduce-retracing", SCN_FIX, "same calls, no signature, reduce_retracing on (relaxes after 1 retrace)",
-	 rt_reduce},
+	 rt_reduce, NULL},
 };
 
 static const char *const rules[] = {"repeated_retracing"};

@@ -46,11 +46,11 @@ static int transfer_unavailable(scn_env *e)
 static const scn_variant variants[] = {
 	{"per-step-copy", SCN_SLOW,
 	 "inputs copied host->device from pageable memory inside every step, then synchronised",
-	 transfer_unavailable},
+	 transfer_unavailable, NULL},
 	{"pinned-async", SCN_FIX, "pinned host buffers, asynchronous copies overlapped with compute",
-	 transfer_unavailable},
+	 transfer_unavailable, NULL},
 	{"resident", SCN_FIX, "the data set kept on the device; no copies inside the loop",
-	 transfer_unavailable},
+	 transfer_unavailable, NULL},
 };
 
 static const char *const rules[] = {"gpu_step_transfers", "gpu_sync_copies", "gpu_idle_gaps"};
