@@ -422,6 +422,28 @@ static void test_graph_grows_snapshots(void **state)
 	assert_contains(get("graph_grows")->evidence, "graph 'default': 10 snapshots, 20 -> 65 nodes");
 	assert_string_equal(get("graph_grows")->severity, "high"); /* 3.25x */
 
+	/* a model built in stages before the loop (forward, gradients,
+	 * optimizer), then a loop that leaves the graph alone */
+	trec_run(&T, "staged build", 0);
+	trec_graph(&T, "default", 0, 1 * MS, 20);
+	trec_graph(&T, "default", 1, 2 * MS, 45);
+	trec_graph(&T, "default", 2, 3 * MS, 70);
+	int64_t ids[20], starts[20];
+	noisy_steps(4 * MS, 20, MS, 0.02, 0, 1, 37, ids, starts);
+	trec_graph(&T, "default", 2, starts[10], 70);
+	analyze();
+	assert_quiet("graph_grows");
+	/* the same graph growing inside the loop */
+	trec_run(&T, "staged then growing", 0);
+	trec_graph(&T, "default", 0, 1 * MS, 20);
+	trec_graph(&T, "default", 1, 2 * MS, 70);
+	noisy_steps(4 * MS, 20, MS, 0.02, 0, 1, 38, ids, starts);
+	for (int i = 1; i < 20; i++)
+		trec_graph(&T, "default", 1 + i, starts[i] + 100 * US, 70 + i);
+	analyze();
+	assert_fires("graph_grows");
+	assert_contains(get("graph_grows")->evidence, "20 snapshots, 70 -> 89 nodes");
+
 	trec_run(&T, "same graph", 0);
 	for (int v = 0; v < 10; v++)
 		trec_graph(&T, "default", v, v * MS, 40);

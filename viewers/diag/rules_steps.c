@@ -286,7 +286,7 @@ void rule_session_per_iteration(diag_ctx *c)
 
 typedef struct snap {
 	char label[64];
-	int64_t version, n_nodes;
+	int64_t version, n_nodes, ts;
 } snap;
 typedef struct snaps {
 	snap *v;
@@ -309,6 +309,7 @@ static int snap_row(sqlite3_stmt *row, void *ud)
 	snprintf(p->label, sizeof p->label, "%s", l ? (const char *)l : "");
 	p->version = sqlite3_column_int64(row, 1);
 	p->n_nodes = sqlite3_column_int64(row, 2);
+	p->ts = sqlite3_column_int64(row, 3);
 	return 0;
 }
 
@@ -319,12 +320,26 @@ void rule_graph_grows(diag_ctx *c)
 	double growth = 1; /* last/first node count, the largest seen */
 	char ev[3][320] = {"", "", ""};
 
-	/* (a) snapshots of one graph label with rising node counts */
+	/* (a) snapshots of one graph label with rising node counts. With a step
+	 * loop only the loop counts (after the first step), plus the last
+	 * snapshot before it as the baseline: building a model in stages
+	 * before the loop is not growth. */
 	snaps s = {0};
 	pp_store_query(r->st,
-		       "SELECT COALESCE(label,''), version, n_nodes FROM graphs WHERE run_id = ?1 "
-		       "ORDER BY label, version, ts_ns",
+		       "SELECT COALESCE(label,''), version, n_nodes, ts_ns FROM graphs "
+		       "WHERE run_id = ?1 ORDER BY label, ts_ns, version",
 		       r->run_id, snap_row, &s);
+	if (r->n_steps >= 2) {
+		int64_t loop = r->steps[1].start_ns;
+		int k = 0;
+		for (int i = 0; i < s.n; i++) {
+			int next_same = i + 1 < s.n && strcmp(s.v[i + 1].label, s.v[i].label) == 0;
+			/* keep in-loop ones, and the last pre-loop one of its label */
+			if (s.v[i].ts >= loop || !next_same || s.v[i + 1].ts >= loop)
+				s.v[k++] = s.v[i];
+		}
+		s.n = k;
+	}
 	for (int i = 0; i < s.n;) {
 		int j = i;
 		while (j < s.n && strcmp(s.v[j].label, s.v[i].label) == 0)
