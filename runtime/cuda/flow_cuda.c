@@ -120,6 +120,10 @@ flow_cuda *flow_cuda_open(int ordinal, flow_status *st)
 	PP_PHASE(PP_DEVICE_INIT, "cuda_device_init");
 	ppgpu_probe_result pr;
 	if (ppgpu_probe_driver(NULL, &pr) != PPGPU_OK) {
+		/* the run's gpu_status row says why the GPU timeline is empty (once) */
+		static atomic_int status_written;
+		if (pp_is_open() && !atomic_exchange(&status_written, 1))
+			ppgpu_record_status(&pr, 0, 0);
 		pp_meta("flow.device", "cpu");
 		pp_mark("gpu_unavailable_cpu_fallback");
 		flow_status_set(st, FLOW_UNIMPLEMENTED, "GPU unavailable, running on the CPU: %s", pr.reason);

@@ -11,6 +11,10 @@
 
 #include "flow.h"
 #include "flow_cuda.h"
+#include "phaseprof.h"
+#include "store.h"
+
+#include <unistd.h>
 
 static int failures;
 #define CHECK(cond, ...)                                                       \
@@ -294,10 +298,49 @@ static void expect_fallback(const char *needle)
 	flow_status_free(st);
 }
 
+/* With a recorder open, the fallback leaves its reason in the run. */
+static void recorded_fallback(void)
+{
+	char spool[256], db[256], err[256];
+	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	snprintf(spool, sizeof spool, "%s/flowcuda-%d.spool", dir, (int)getpid());
+	snprintf(db, sizeof db, "%s/flowcuda-%d.db", dir, (int)getpid());
+	pp_options o = {.spool_path = spool};
+	CHECK(pp_open(&o) == 0, "pp_open: %s", pp_last_error());
+	expect_fallback("no NVIDIA driver");
+	expect_fallback("no NVIDIA driver"); /* a second try adds no second status row */
+	pp_close();
+	unlink(db);
+	pp_store *st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
+	pp_ingest_result res;
+	CHECK(st && pp_store_ingest(st, spool, NULL, &res, err, sizeof err) == 0, "ingest: %s", err);
+	if (st) {
+		sqlite3_stmt *q;
+		sqlite3_prepare_v2(pp_store_db(st),
+				   "SELECT count(*), max(available), max(reason), "
+				   "(SELECT value FROM run_meta WHERE key='flow.device'), "
+				   "(SELECT count(*) FROM spans_v WHERE kind_name='device_init') FROM gpu_status",
+				   -1, &q, NULL);
+		CHECK(sqlite3_step(q) == SQLITE_ROW, "query");
+		CHECK(sqlite3_column_int(q, 0) == 1, "%d status rows", sqlite3_column_int(q, 0));
+		CHECK(sqlite3_column_int(q, 1) == 0, "available");
+		const char *why = (const char *)sqlite3_column_text(q, 2);
+		CHECK(why && strstr(why, "no NVIDIA driver"), "reason '%s'", why ? why : "");
+		const char *dev = (const char *)sqlite3_column_text(q, 3);
+		CHECK(dev && !strcmp(dev, "cpu"), "flow.device '%s'", dev ? dev : "");
+		CHECK(sqlite3_column_int(q, 4) == 2, "device_init phases: %d", sqlite3_column_int(q, 4));
+		sqlite3_finalize(q);
+		pp_store_close(st, err, sizeof err);
+	}
+	unlink(spool);
+	unlink(db);
+}
+
 static int run_fallback(const char *fake)
 {
 	setenv("PHASEPROF_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
 	expect_fallback("no NVIDIA driver");
+	recorded_fallback();
 	setenv("PHASEPROF_LIBCUDA", fake, 1);
 	setenv("FAKE_CUINIT", "100", 1);
 	expect_fallback("no GPU is visible");
