@@ -286,7 +286,8 @@ const char *flow_ctx_node_name(flow_kernel_ctx *k);
  * Philox counter offset so successive runs draw new numbers. */
 uint64_t *flow_ctx_state(flow_kernel_ctx *k);
 /* Ref inputs ("Ref(T)"): the variable's value slot in this session. *slot is
- * NULL while uninitialised. Replace it with flow_ctx_var_set; update in place
+ * NULL while uninitialised; flow_ctx_input(k, i) of a Ref input is the
+ * current value, borrowed (may be NULL; stale once the slot is replaced). Replace it with flow_ctx_var_set; update in place
  * only through flow_ctx_var_mutable (copy-on-write when readers share it). */
 flow_tensor **flow_ctx_var(flow_kernel_ctx *k, int input);
 void flow_ctx_var_set(flow_kernel_ctx *k, int input, flow_tensor *value); /* takes a ref */

@@ -836,8 +836,12 @@ static plan *pass_memory_plan(cctx *c, int memory_plan)
 			last[pl->nodes[i].out_base + o] = i;
 	for (int i = 0; i < pl->n; i++) {
 		pnode *p = &pl->nodes[i];
+		/* A Ref input reads the variable's slot, not the value: it does not
+		 * keep the Variable's output alive, so an update after the last
+		 * plain reader finds the value unshared and works in place. */
 		for (int k = 0; k < p->n_in; k++)
-			last[pl->nodes[p->in_node[k]].out_base + p->in_idx[k]] = i;
+			if (!p->in_ref[k])
+				last[pl->nodes[p->in_node[k]].out_base + p->in_idx[k]] = i;
 	}
 	for (int i = 0; i < c->nx; i++)
 		last[pl->fetch_slot[i]] = pl->n;
@@ -1341,7 +1345,7 @@ static int execute(flow_session *s, plan *pl, flow_tensor *const *feed_vals, flo
 			flow_tensor **in = pl->ins;
 			for (int k = 0; k < p->n_in; k++) {
 				pnode *src = &pl->nodes[p->in_node[k]];
-				in[k] = v[src->out_base + p->in_idx[k]];
+				in[k] = p->in_ref[k] ? s->vars[p->in_var[k]] : v[src->out_base + p->in_idx[k]];
 				pl->vslots[k] = p->in_ref[k] ? &s->vars[p->in_var[k]] : NULL;
 				if (!in[k] && !p->in_ref[k]) {
 					if (src->kind == PN_VARIABLE)

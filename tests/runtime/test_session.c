@@ -195,6 +195,16 @@ static void test_variables_per_session(void **state)
 	flow_tensor_unref(a);
 	flow_tensor_unref(b);
 	flow_tensor_unref(snap);
+	/* With no reader holding the value, AssignAdd updates in place (the
+	 * Ref input does not keep the Variable's output alive). */
+	a = flow_session_variable_value(s1, v.op, st);
+	void *before = flow_tensor_data(a);
+	flow_tensor_unref(a);
+	assert_int_equal(flow_session_run(s1, NULL, NULL, 0, NULL, NULL, 0, &upd.op, 1, st), 0);
+	a = flow_session_variable_value(s1, v.op, st);
+	assert_ptr_equal(flow_tensor_data(a), before);
+	assert_true(flow_tensor_get(a, 0) == 5.0);
+	flow_tensor_unref(a);
 	/* Assign from a feed copies: the variable never aliases the caller's
 	 * tensor (which may be external memory the caller frees). */
 	flow_shape ps = flow_shape_make(2, (int64_t[]){2, 2});
