@@ -4,7 +4,7 @@
  * plan) and eager mode (per-op dispatch with a gradient tape). Prints the
  * first step and the median of the later steps. Figures only, no asserts.
  *
- * usage: bench_train_step [steps=50]
+ * usage: bench_train_step [steps=50] [graph|eager|both] [plan]
  */
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +20,7 @@
 #define OUT 10
 
 static flow_status *S;
+static int dump_plan;
 
 static void die(const char *what)
 {
@@ -82,6 +83,20 @@ static void bench_graph(int steps, flow_tensor *x, flow_tensor *y)
 	flow_fit_result r;
 	if (flow_model_fit(m, x, y, B, steps, &r, S))
 		die("fit");
+	if (dump_plan) {
+		flow_graph *g = flow_model_graph(m);
+		flow_output feeds[2] = {flow_out(flow_graph_op_by_name(g, "input"), 0),
+					flow_out(flow_graph_op_by_name(g, "labels"), 0)};
+		flow_op *train = NULL;
+		for (int i = flow_graph_num_ops(g) - 1; i >= 0 && !train; i--)
+			for (int c = 0; c < flow_op_num_control_inputs(flow_graph_op_at(g, i)); c++)
+				if (!strcmp(flow_op_type(flow_op_control_input(flow_graph_op_at(g, i), c)),
+					    "_Increment"))
+					train = flow_graph_op_at(g, i);
+		char *d = flow_session_plan_dump(flow_model_session(m), feeds, 2, NULL, 0, &train, 1, S);
+		printf("%s\n", d ? d : flow_status_message(S));
+		free(d);
+	}
 	printf("flow graph : build+init %7.2f ms | first step %7.2f ms | median step %6.2f ms "
 	       "(%d steps) | loss %.3f -> %.3f\n",
 	       (t1 - t0) / 1e6, r.first_step_ns / 1e6, r.median_step_ns / 1e6, r.steps,
@@ -172,8 +187,12 @@ int main(int argc, char **argv)
 	       flow_threadpool_size(flow_default_pool()));
 	flow_tensor *x, *y;
 	data(B * 8, &x, &y);
-	bench_graph(steps, x, y);
-	bench_eager(steps, x, y);
+	const char *mode = argc > 2 ? argv[2] : "both";
+	dump_plan = argc > 3 && !strcmp(argv[3], "plan");
+	if (strcmp(mode, "eager"))
+		bench_graph(steps, x, y);
+	if (strcmp(mode, "graph"))
+		bench_eager(steps, x, y);
 	flow_tensor_unref(x);
 	flow_tensor_unref(y);
 	flow_status_free(S);

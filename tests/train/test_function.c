@@ -228,6 +228,20 @@ static void test_shared_graph(void **state)
 	flow_graph_free(g);
 }
 
+/* After flow_shutdown the runtime forgets run-time libraries; the training
+ * ops come back on the next flow_train_init. */
+static void test_after_shutdown(void **state)
+{
+	(void)state;
+	flow_tape_cache_clear();
+	flow_shutdown();
+	assert_int_equal(flow_train_init(S), 0);
+	assert_true(flow_gradient_known("MatMul"));
+	flow_function *f = make(0, NULL);
+	assert_int_equal(call(f, 3, FLOW_F32), 0);
+	flow_function_free(f);
+}
+
 static int clear_status(void **state)
 {
 	(void)state;
@@ -245,6 +259,7 @@ int main(void)
 		cmocka_unit_test_setup(test_signature, clear_status),
 		cmocka_unit_test_setup(test_incompatible_dtype_without_signature, clear_status),
 		cmocka_unit_test_setup(test_shared_graph, clear_status),
+		cmocka_unit_test_setup(test_after_shutdown, clear_status),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	flow_status_free(S);
