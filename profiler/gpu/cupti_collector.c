@@ -361,6 +361,16 @@ void ppgpu_stop(void)
 		snprintf(status.reason + len, sizeof status.reason - len,
 			 "; the final CUPTI flush did not finish within %u ms", flush_timeout_ms);
 	}
+	if (was_active || own_clock) {
+		char pair[96];
+		if (own_clock)
+			snprintf(pair, sizeof pair, "recorder clock (timestamp callback)");
+		else
+			snprintf(pair, sizeof pair, "gpu=%llu cpu=%llu bracket=%llu",
+				 (unsigned long long)clock_pair.gpu_ns, (unsigned long long)clock_pair.cpu_ns,
+				 (unsigned long long)clock_pair.bracket_ns);
+		pp_meta("gpu.clock", pair);
+	}
 	ppgpu_record_status(&status, st.dropped, own_clock ? 0 : clock_pair.offset_ns);
 	if (!flush_hung) {
 		pthread_mutex_lock(&decode_lock);

@@ -190,6 +190,8 @@ static int scenario_trace(int own_clock)
 		CHECK(q1(st, "SELECT clock_offset_ns FROM gpu_status") > 1000000000, "realtime offset expected");
 	CHECK(strcmp(q1s(st, "SELECT value FROM run_meta WHERE key='gpu.state'", s, sizeof s), "ok") == 0,
 	      "meta gpu.state '%s'", s);
+	q1s(st, "SELECT value FROM run_meta WHERE key='gpu.clock'", s, sizeof s);
+	CHECK(strstr(s, own_clock ? "timestamp callback" : "bracket=") != NULL, "gpu.clock '%s'", s);
 	cleanup(st);
 	return 0;
 }
