@@ -311,15 +311,18 @@ static void module_load(module *mo)
 	}
 	const Elf64_Shdr *sh = (const void *)(mo->m.p + e->e_shoff);
 	/* .symtab when not stripped, else .dynsym */
-	for (int want = SHT_SYMTAB; want >= SHT_DYNSYM - 0 && !mo->nsyms; want = want == SHT_SYMTAB ? SHT_DYNSYM : -1) {
+	static const Elf64_Word kinds[2] = {SHT_SYMTAB, SHT_DYNSYM};
+	for (int w = 0; w < 2 && !mo->nsyms; w++) {
 		for (int i = 0; i < e->e_shnum; i++) {
-			if (sh[i].sh_type != (Elf64_Word)want || sh[i].sh_link >= e->e_shnum)
+			if (sh[i].sh_type != kinds[w] || sh[i].sh_link >= e->e_shnum)
 				continue;
 			const Elf64_Shdr *strs = &sh[sh[i].sh_link];
 			if (sh[i].sh_offset + sh[i].sh_size > mo->m.n || strs->sh_offset + strs->sh_size > mo->m.n)
 				continue;
 			const Elf64_Sym *s = (const void *)(mo->m.p + sh[i].sh_offset);
 			size_t n = sh[i].sh_size / sizeof *s;
+			free(mo->syms);
+			mo->nsyms = 0;
 			mo->syms = malloc((n ? n : 1) * sizeof *mo->syms);
 			if (!mo->syms)
 				return;
@@ -334,8 +337,6 @@ static void module_load(module *mo)
 			}
 			break;
 		}
-		if (want == SHT_DYNSYM)
-			break;
 	}
 	qsort(mo->syms, mo->nsyms, sizeof *mo->syms, cmp_sym);
 }
@@ -603,7 +604,10 @@ static void human_bytes(int64_t b, char *out, size_t len)
 static void summarise_run(pp_store *st, int64_t run, int64_t wall_ns)
 {
 	int64_t loader = meta_i64(st, run, "agent.loader_start_ns", INT64_MIN);
-	int64_t preinit = meta_i64(st, run, "agent.preinit_ns", INT64_MIN);
+	/* main's first instruction when the agent saw it, else la_preinit */
+	int64_t preinit = meta_i64(st, run, "agent.main_ns", INT64_MIN);
+	if (preinit == INT64_MIN)
+		preinit = meta_i64(st, run, "agent.preinit_ns", INT64_MIN);
 	int64_t end = meta_i64(st, run, "agent.end_ns", INT64_MIN);
 	int64_t t0 = loader != INT64_MIN ? loader : 0;
 	if (wall_ns <= 0 && end != INT64_MIN)

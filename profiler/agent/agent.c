@@ -319,6 +319,7 @@ void ppa_close_recorder(const char *why)
 	int g = ppa_guard;
 	ppa_guard = 1;
 	stats_end();
+	stats_tick(); /* final values, also for runs shorter than one period */
 	ppa_sampler_stop();
 	ppa_sampler_drain();
 	ppa_libs_drain(1);

@@ -73,13 +73,19 @@ static void path_list(char *out, size_t outlen, const char *name, const char *va
 	}
 }
 
+/* The audit copy needs static TLS beyond glibc's default surplus (see
+ * cmd_record.c); the tunable must reach every image. */
+#define TLS_TUNABLE "glibc.rtld.optional_static_tls=65536"
+
 /* Fills out[] (cap entries) with envp plus our settings; returns out. */
 static char **fix_env(char *const envp[], char **out, size_t cap, char *pre, char *aud,
 		      size_t buflen)
 {
 	size_t k = 0;
 	const char *preload = NULL, *audit = NULL;
-	for (size_t i = 0; envp && envp[i] && k + N_CARRY + 3 < cap; i++) {
+	static char tun_default[] = "GLIBC_TUNABLES=" TLS_TUNABLE;
+	int have_tun = 0;
+	for (size_t i = 0; envp && envp[i] && k + N_CARRY + 4 < cap; i++) {
 		const char *e = envp[i];
 		if (name_is(e, "LD_PRELOAD")) {
 			preload = e + 11;
@@ -91,6 +97,16 @@ static char **fix_env(char *const envp[], char **out, size_t cap, char *pre, cha
 		}
 		if (name_is(e, "PHASEPROF_OUT"))
 			continue; /* would win over the spool directory */
+		if (name_is(e, "GLIBC_TUNABLES") && following && !strstr(e, "optional_static_tls")) {
+			/* the program's own tunables, plus ours */
+			char *t = pre + buflen / 2;
+			snprintf(t, buflen / 2, "%s:%s", e, TLS_TUNABLE);
+			out[k++] = t;
+			have_tun = 1;
+			continue;
+		}
+		if (name_is(e, "GLIBC_TUNABLES"))
+			have_tun = 1;
 		int ours = 0;
 		for (int c = 0; c < N_CARRY; c++)
 			if (name_is(e, carry_names[c]))
@@ -98,12 +114,14 @@ static char **fix_env(char *const envp[], char **out, size_t cap, char *pre, cha
 		if (!ours)
 			out[k++] = (char *)e;
 	}
-	path_list(pre, buflen, "LD_PRELOAD", preload, following);
+	path_list(pre, buflen / 2, "LD_PRELOAD", preload, following);
 	path_list(aud, buflen, "LD_AUDIT", audit, following);
 	if (strcmp(pre, "LD_PRELOAD=") != 0)
 		out[k++] = pre;
 	if (strcmp(aud, "LD_AUDIT=") != 0)
 		out[k++] = aud;
+	if (following && !have_tun)
+		out[k++] = tun_default;
 	if (following)
 		for (int c = 0; c < N_CARRY; c++)
 			if (carry[c][0])
@@ -121,7 +139,7 @@ static size_t env_count(char *const envp[])
 }
 
 #define WITH_FIXED_ENV(envp, var)                                              \
-	size_t var##_cap = env_count(envp) + N_CARRY + 4;                      \
+	size_t var##_cap = env_count(envp) + N_CARRY + 5;                      \
 	char *var##_arr[var##_cap];                                            \
 	char var##_pre[8192], var##_aud[8192];                                 \
 	char **var = fix_env(envp, var##_arr, var##_cap, var##_pre, var##_aud, sizeof var##_pre)
@@ -400,4 +418,36 @@ void ppa_proc_after_open(void)
 		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 		done = 1;
 	}
+}
+
+/* ---- main ----
+ * Wrapping __libc_start_main gives the moment main starts (the end of
+ * start-up as the program sees it) and main's return value, which exit()
+ * receives inside libc where no hook sees it. */
+typedef int (*main_fn)(int, char **, char **);
+static main_fn real_main;
+
+static int main_wrapper(int argc, char **argv, char **envp)
+{
+	if (atomic_load(&ppa_recording)) {
+		char v[64];
+		snprintf(v, sizeof v, "%lld", (long long)pp_now());
+		int g = ppa_guard;
+		ppa_guard = 1;
+		pp_meta("agent.main_ns", v);
+		ppa_guard = g;
+	}
+	int r = real_main(argc, argv, envp);
+	if (owns_recorder())
+		ppa_exit_status(r & 0xff, 0);
+	return r;
+}
+
+PPA_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
+			      void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
+{
+	int (*real)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void), void *) =
+		dlsym(RTLD_NEXT, "__libc_start_main");
+	real_main = main;
+	return real(main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
 }

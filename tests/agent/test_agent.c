@@ -1,0 +1,480 @@
+/*
+ * test_agent.c — `phaseprof record` end to end: our own tiny targets (churn,
+ * fork+exec, crash, signals, _exit, own SIGPROF timer, RUNPATH plugin,
+ * self-annotation) and real programs (python3, numpy, sqlite3, dot, sh).
+ * Each group is one ctest case: `test_agent <group>`.
+ *
+ * Checks are on behaviour: output and exit status unchanged, runs linked
+ * and marked as the processes ended, rows present and plausible. No timing.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dir[256];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof dir, "/tmp/pp-agent-test-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return strdup("");
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *s = malloc((size_t)n + 1);
+	size_t r = fread(s, 1, (size_t)n, f);
+	s[r] = 0;
+	fclose(f);
+	return s;
+}
+
+/* Runs a shell command line with stdout/stderr to files; returns the exit
+ * status the shell saw (128+signal for a killed command). */
+static int sh(const char *fmt, ...)
+{
+	char line[4096], cmd[5200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof cmd, "cd '%s' && { %s ; } >'%s/out' 2>'%s/err' </dev/null", dir, line, dir, dir);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *out_text(void) { char p[300]; snprintf(p, sizeof p, "%s/out", dir); return slurp(p); }
+static char *err_text(void) { char p[300]; snprintf(p, sizeof p, "%s/err", dir); return slurp(p); }
+
+/* record ARGS into dir/run.db; returns the status */
+#define RECORD(...) sh(PP_BIN " record -o run.db " __VA_ARGS__)
+
+static sqlite3 *db_open(void)
+{
+	char p[300];
+	snprintf(p, sizeof p, "%s/run.db", dir);
+	sqlite3 *db = NULL;
+	assert_int_equal(sqlite3_open_v2(p, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	return db;
+}
+
+/* First column of the first row (-1 if none or NULL). */
+static int64_t q_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) {
+		fail_msg("bad SQL %s: %s", sql, sqlite3_errmsg(db));
+	}
+	int64_t v = -1;
+	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+/* All rows of a query as "a b c|a b c|…" (NULL as -). */
+static char *q_rows(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
+		fail_msg("bad SQL %s: %s", sql, sqlite3_errmsg(db));
+	size_t cap = 4096, n = 0;
+	char *buf = calloc(1, cap);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		for (int c = 0; c < sqlite3_column_count(s); c++) {
+			const char *t = (const char *)sqlite3_column_text(s, c);
+			size_t need = n + (t ? strlen(t) : 1) + 4;
+			if (need > cap) {
+				cap = need * 2;
+				buf = realloc(buf, cap);
+			}
+			n += (size_t)sprintf(buf + n, "%s%s", c ? " " : (n ? "|" : ""), t ? t : "-");
+		}
+	}
+	sqlite3_finalize(s);
+	return buf;
+}
+
+/* ---------------------------------------------------------------- refusals */
+
+static void test_refuse(void **state)
+{
+	(void)state;
+	assert_int_equal(RECORD("-- phaseprof-no-such-command-xyz"), 127);
+	char *e = err_text();
+	assert_non_null(strstr(e, "command not found"));
+	free(e);
+
+	assert_int_equal(sh("printf '#!/bin/sh\\necho hi\\n' > noexec.sh && chmod 644 noexec.sh"), 0);
+	assert_int_equal(RECORD("-- ./noexec.sh"), 127);
+	e = err_text();
+	assert_non_null(strstr(e, "not executable"));
+	free(e);
+
+	assert_int_equal(sh("cp /bin/true suid-true && chmod 4755 suid-true"), 0);
+	assert_int_equal(RECORD("-- ./suid-true"), 127);
+	e = err_text();
+	assert_non_null(strstr(e, "set-user/group-ID"));
+	free(e);
+
+	/* Debian's ldconfig is static-pie */
+	assert_int_equal(RECORD("-- /sbin/ldconfig -p"), 127);
+	e = err_text();
+	assert_non_null(strstr(e, "statically linked"));
+	free(e);
+	if (!PP_SANITIZED) {
+		assert_int_equal(RECORD("-- " PP_TARGETS "/t_static"), 127);
+		e = err_text();
+		assert_non_null(strstr(e, "statically linked"));
+		free(e);
+	}
+
+	assert_int_equal(RECORD("--sample 0 -- /bin/true"), 2);
+	assert_int_equal(RECORD("--mode fast -- /bin/true"), 2);
+	assert_int_equal(RECORD(""), 2);
+}
+
+/* ---------------------------------------------------------------- own targets */
+
+static void test_churn(void **state)
+{
+	(void)state;
+	assert_int_equal(RECORD("-- " PP_TARGETS "/t_churn"), 0);
+	char *o = out_text();
+	assert_string_equal(o, "churn done\n");
+	free(o);
+	sqlite3 *db = db_open();
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM runs"), 1);
+	/* 4 threads x (20000 + 2000) pairs, plus the program's own few */
+	int64_t allocs = q_int(db, "SELECT count FROM allocations a JOIN strings s ON s.id = a.source_id"
+				   " WHERE kind = 'total' AND s.value = 'malloc'");
+	assert_true(allocs >= 88000 && allocs < 100000);
+	int64_t frees = q_int(db, "SELECT SUM(count) FROM allocations WHERE kind = 'free'"
+				  " AND source_id = (SELECT id FROM strings WHERE value = 'malloc')");
+	assert_true(frees >= 88000);
+	/* size classes: 48 B lands in [32, 64), 100000 B in [65536, 131072) */
+	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'histogram' AND size_class = 32") >= 80000);
+	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'histogram' AND size_class = 65536") >= 8000);
+	/* per-thread rows: the four workers each made >= 22000 allocations */
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM allocations WHERE kind = 'summary' AND count >= 22000"
+				   " AND source_id = (SELECT id FROM strings WHERE value = 'malloc')"), 4);
+	assert_int_equal(q_int(db, "SELECT value FROM run_meta WHERE key = 'agent.threads_created'"), 4);
+	char *names = q_rows(db, "SELECT name FROM threads WHERE name LIKE 'churn-%' ORDER BY name");
+	assert_string_equal(names, "churn-0|churn-1|churn-2|churn-3");
+	free(names);
+	/* bytes in use over time: a counter series */
+	assert_true(q_int(db, "SELECT COUNT(*) FROM counters c JOIN strings s ON s.id = c.name_id"
+			      " WHERE s.value = 'malloc.in_use_bytes'") >= 1);
+	sqlite3_close(db);
+}
+
+static void test_forkexec(void **state)
+{
+	(void)state;
+	assert_int_equal(RECORD("-- " PP_TARGETS "/t_forkexec"), 0);
+	char *o = out_text();
+	assert_string_equal(o, "stage2 spawned true: 0\nchild exited 7\n");
+	free(o);
+	sqlite3 *db = db_open();
+	/* normalised: run, parent run, program (basename), status, exit code */
+	char *rows = q_rows(db,
+		"SELECT r.id, COALESCE(r.parent_run, '-'),"
+		" replace(r.command, '" PP_TARGETS "/', ''),"
+		" r.status, COALESCE(r.exit_code, '-') FROM runs r ORDER BY r.id");
+	/* parent; its fork before exec; the exec'd stage2 (environment was
+	 * cleared, settings carried anyway); the posix_spawn'ed true */
+	assert_string_equal(rows, "1 - t_forkexec complete 0|2 1 t_forkexec complete -|"
+				  "3 2 t_forkexec stage2 complete 7|4 3 true complete 0");
+	free(rows);
+	/* pid links: run 2 and 3 are the same process, run 4 its child */
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM runs a, runs b WHERE a.id = 2 AND b.id = 3 AND a.pid = b.pid"), 1);
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM runs a, runs b WHERE a.id = 3 AND b.id = 4 AND b.ppid = a.pid"), 1);
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM runs a, runs b WHERE a.id = 1 AND b.id = 2 AND b.ppid = a.pid"), 1);
+	sqlite3_close(db);
+}
+
+static void check_crashed(int sig, const char *arg)
+{
+	int rc = RECORD("-- " PP_TARGETS "/t_crash %s", arg);
+	assert_int_equal(rc, 128 + sig);
+	char *o = out_text();
+	assert_string_equal(o, "about to crash\n");
+	free(o);
+	sqlite3 *db = db_open();
+	char *rows = q_rows(db, "SELECT status, term_signal FROM runs");
+	char want[64];
+	snprintf(want, sizeof want, "crashed %d", sig);
+	assert_string_equal(rows, want);
+	free(rows);
+	/* what was recorded before the crash survived */
+	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'total'") >= 1000);
+	assert_int_equal(q_int(db, "SELECT calls FROM io i JOIN strings p ON p.id = i.path_id"
+				   " WHERE p.value = '/proc/self/status' AND op = 'open'"), 1);
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM run_meta WHERE key = 'agent.end' AND value = 'crashed'"), 1);
+	sqlite3_close(db);
+	char p[300];
+	snprintf(p, sizeof p, "%s/run.db", dir);
+	unlink(p);
+}
+
+static void test_crash(void **state)
+{
+	(void)state;
+	check_crashed(11, "segv");
+	check_crashed(6, "abort");
+}
+
+static void test_killed(void **state)
+{
+	(void)state;
+	assert_int_equal(RECORD("-- " PP_TARGETS "/t_killed TERM"), 128 + 15);
+	sqlite3 *db = db_open();
+	char *rows = q_rows(db, "SELECT status, term_signal FROM runs");
+	assert_string_equal(rows, "killed 15");
+	free(rows);
+	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'total'") >= 500);
+	sqlite3_close(db);
+
+	/* SIGKILL: nothing runs in the process; the spool up to the last
+	 * writer flush is kept and the run is still marked */
+	assert_int_equal(RECORD("-- " PP_TARGETS "/t_killed KILL"), 128 + 9);
+	db = db_open();
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM runs WHERE status = 'killed' AND term_signal = 9"), 1);
+	sqlite3_close(db);
+}
+
+static void test_exit(void **state)
+{
+	(void)state;
+	assert_int_equal(RECORD("-- " PP_TARGETS "/t_exit"), 3);
+	char *o = out_text();
+	assert_string_equal(o, "leaving via _exit\n");
+	free(o);
+	sqlite3 *db = db_open();
+	char *rows = q_rows(db, "SELECT status, exit_code FROM runs");
+	assert_string_equal(rows, "complete 3");
+	free(rows);
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM run_meta WHERE key = 'agent.end' AND value = '_exit'"), 1);
+	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'total'") >= 300);
+	sqlite3_close(db);
+}
+
+static void test_sigprof(void **state)
+{
+	(void)state;
+	assert_int_equal(RECORD("--sample 500 -- " PP_TARGETS "/t_sigprof"), 0);
+	char *o = out_text();
+	assert_string_equal(o, "own SIGPROF ticks: yes\n");
+	free(o);
+	sqlite3 *db = db_open();
+	int64_t n = q_int(db, "SELECT COUNT(*) FROM samples");
+	assert_true(n >= 5);
+	/* all symbolised: every sample points at a stack node */
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM samples WHERE typeof(stack) <> 'integer'"), 0);
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM samples s LEFT JOIN stacks k ON k.run_id = s.run_id AND k.id = s.stack"
+				   " WHERE k.id IS NULL"), 0);
+	/* most samples have busy_loop on their stack */
+	int64_t busy = q_int(db,
+		"WITH RECURSIVE up(sample, node) AS (SELECT s.rowid, s.stack FROM samples s"
+		"  UNION ALL SELECT up.sample, k.parent FROM up JOIN stacks k ON k.id = up.node WHERE k.parent IS NOT NULL)"
+		" SELECT COUNT(DISTINCT up.sample) FROM up JOIN stacks k ON k.id = up.node JOIN frames f ON f.id = k.frame"
+		" JOIN strings y ON y.id = f.symbol_id WHERE y.value = 'busy_loop'");
+	assert_true(busy * 2 >= n);
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM frames f JOIN strings m ON m.id = f.module_id WHERE m.value LIKE '%t_sigprof'") > 0, 1);
+	sqlite3_close(db);
+}
+
+static void test_dlhost(void **state)
+{
+	(void)state;
+	assert_int_equal(sh(PP_TARGETS "/t_dlhost"), 0);
+	char *plain = out_text();
+	assert_string_equal(plain, "plugins loaded: 2 of 2\n");
+	assert_int_equal(RECORD("-- " PP_TARGETS "/t_dlhost"), 0);
+	char *o = out_text();
+	assert_string_equal(o, plain);
+	free(o);
+	free(plain);
+	sqlite3 *db = db_open();
+	char *rows = q_rows(db, "SELECT l.via, l.depth, l.end_ns IS NOT NULL FROM libraries l JOIN strings p ON p.id = l.path_id"
+				" WHERE p.value LIKE '%/plug/plugins/libplugin.so'");
+	assert_string_equal(rows, "dlopen 1 1");
+	free(rows);
+	/* the host library came with the program (DT_NEEDED) */
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM libraries l JOIN strings p ON p.id = l.path_id"
+				   " WHERE p.value LIKE '%/plug/libhost.so' AND via = 'startup'"), 1);
+	sqlite3_close(db);
+}
+
+static void test_annotate(void **state)
+{
+	(void)state;
+	assert_int_equal(sh(PP_TARGETS "/t_annotate"), 0); /* no agent: the weak calls do nothing */
+	char *o = out_text();
+	assert_string_equal(o, "annotated\n");
+	free(o);
+	assert_int_equal(RECORD("-- " PP_TARGETS "/t_annotate"), 0);
+	sqlite3 *db = db_open();
+	char *rows = q_rows(db, "SELECT kind_name, name, COALESCE(step, '-') FROM spans_v ORDER BY start_ns");
+	assert_string_equal(rows, "weight_load load weights -|step step 0|step step 1|step step 2");
+	free(rows);
+	sqlite3_close(db);
+}
+
+/* ---------------------------------------------------------------- real programs */
+
+/* Runs CMD plainly and recorded; output and status must match. */
+static void same_as_plain(const char *cmd, int want_status)
+{
+	assert_int_equal(sh("%s", cmd), want_status);
+	char *plain = out_text();
+	assert_int_equal(sh(PP_BIN " record -o run.db -- %s", cmd), want_status);
+	char *rec = out_text();
+	assert_string_equal(rec, plain);
+	free(plain);
+	free(rec);
+}
+
+static void test_python(void **state)
+{
+	(void)state;
+	same_as_plain("/usr/bin/python3 -c 'import json; print(json.dumps([1, 2]))'", 0);
+	sqlite3 *db = db_open();
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM libraries l JOIN strings p ON p.id = l.path_id"
+				   " WHERE p.value LIKE '%/_json.cpython-%.so' AND via = 'dlopen'"), 1);
+	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'total'") > 1000);
+	assert_true(q_int(db, "SELECT COUNT(*) FROM io i JOIN strings p ON p.id = i.path_id"
+			      " WHERE p.value LIKE '%json/__pycache__/%.pyc' AND op = 'read'") >= 3);
+	/* start-up: the loader's start precedes the agent, main follows it */
+	assert_true(q_int(db, "SELECT CAST(value AS INTEGER) FROM run_meta WHERE key = 'agent.loader_start_ns'") < 0);
+	assert_true(q_int(db, "SELECT CAST(value AS INTEGER) FROM run_meta WHERE key = 'agent.main_ns'") >= 0);
+	sqlite3_close(db);
+}
+
+static void test_numpy(void **state)
+{
+	(void)state;
+	same_as_plain("/usr/bin/python3 -c 'import numpy; print(numpy.arange(4).sum())'", 0);
+	sqlite3 *db = db_open();
+	/* numpy's extension modules arrive through dlopen, with their own dependencies */
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM libraries l JOIN strings p ON p.id = l.path_id"
+				   " WHERE p.value LIKE '%numpy/core/_multiarray_umath.cpython-%.so' AND via = 'dlopen'"), 1);
+	assert_true(q_int(db, "SELECT COUNT(*) FROM libraries l JOIN strings p ON p.id = l.path_id"
+			      " WHERE p.value LIKE '%numpy/%.so' AND via = 'dlopen'") >= 5);
+	assert_true(q_int(db, "SELECT COUNT(*) FROM libraries WHERE via = 'dependency'") >= 1);
+	/* every dlopen batch: open <= mapped <= end */
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM libraries WHERE depth = 1 AND NOT (open_ns <= mapped_ns AND mapped_ns <= end_ns)"), 0);
+	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'total'") > 10000);
+	sqlite3_close(db);
+}
+
+static void test_sqlite(void **state)
+{
+	(void)state;
+	same_as_plain("sqlite3 :memory: 'CREATE TABLE t(x); INSERT INTO t VALUES (1),(2),(3); SELECT SUM(x) FROM t;'", 0);
+	char *o = out_text();
+	assert_string_equal(o, "6\n");
+	free(o);
+	sqlite3 *db = db_open();
+	assert_true(q_int(db, "SELECT COUNT(*) FROM libraries l JOIN strings p ON p.id = l.path_id"
+			      " WHERE p.value LIKE '%libsqlite3.so%'") == 1);
+	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'total'") > 50);
+	sqlite3_close(db);
+}
+
+static void test_dot(void **state)
+{
+	(void)state;
+	assert_int_equal(sh("printf 'digraph g { a -> b; b -> c; a -> c; }\\n' > g.dot"), 0);
+	same_as_plain("dot -Tsvg g.dot", 0);
+	char *o = out_text();
+	assert_non_null(strstr(o, "<svg"));
+	free(o);
+	sqlite3 *db = db_open();
+	/* graphviz loads its plugins with dlopen */
+	assert_true(q_int(db, "SELECT COUNT(*) FROM libraries l JOIN strings p ON p.id = l.path_id"
+			      " WHERE p.value LIKE '%libgvplugin_%' AND via = 'dlopen'") >= 1);
+	assert_true(q_int(db, "SELECT COUNT(*) FROM io i JOIN strings p ON p.id = i.path_id WHERE p.value LIKE '%g.dot'") >= 1);
+	sqlite3_close(db);
+}
+
+static void test_shell(void **state)
+{
+	(void)state;
+	same_as_plain("sh -c 'printf \"b\\na\\nc\\n\" | sort | head -n 2; exit 5'", 5);
+	char *o = out_text();
+	assert_string_equal(o, "a\nb\n");
+	free(o);
+	sqlite3 *db = db_open();
+	/* sh, its forks, and the exec'd sort and head, each a run; every run
+	 * but the first has a parent */
+	assert_true(q_int(db, "SELECT COUNT(*) FROM runs") >= 3);
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM runs WHERE id > 1 AND parent_run IS NULL"), 0);
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM runs WHERE command LIKE 'sort%'"), 1);
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM runs WHERE command LIKE 'head%'"), 1);
+	assert_int_equal(q_int(db, "SELECT exit_code FROM runs WHERE id = 1"), 5);
+	sqlite3_close(db);
+}
+
+static void test_detailed(void **state)
+{
+	(void)state;
+	assert_int_equal(sh("PHASEPROF_ALLOC_SAMPLE=100 " PP_BIN " record -o run.db --mode detailed --no-follow-fork -- "
+			    PP_TARGETS "/t_forkexec"), 0);
+	sqlite3 *db = db_open();
+	/* --no-follow-fork: only the first process */
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM runs"), 1);
+	assert_true(q_int(db, "SELECT COUNT(*) FROM allocations WHERE kind = 'alloc'") >= 1);
+	sqlite3_close(db);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_refuse, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_churn, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forkexec, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_crash, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_killed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sigprof, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dlhost, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_annotate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_python, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_numpy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sqlite, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dot, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shell, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_detailed, setup, teardown),
+	};
+	if (argc > 1) {
+		char filter[64];
+		snprintf(filter, sizeof filter, "test_%s", argv[1]);
+		cmocka_set_test_filter(filter);
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
