@@ -80,13 +80,15 @@
     svg.setAttribute('height', height);
     tl.svg = svg;
     tl.range = el.querySelector('.range');
+    var opCol = {};
     function colour(c, name) {
       var cat = c >> 5, kind = c & 31;
       if (c === 255) return '#aab3c2';
       if (cat === 0) return PHASE[kind % PHASE.length];
       if (cat === 3) return GPU[kind % 3];
       if (cat === 2) return '#5d6d7e';
-      return hashColour(names[name] || '');
+      var k = 'c' + name;   /* op colours hash the name: cache them */
+      return opCol[k] || (opCol[k] = hashColour(names[name] || ''));
     }
     function render() {
       var w = svg.clientWidth || el.clientWidth || 1000;
