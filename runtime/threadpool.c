@@ -124,6 +124,8 @@ void flow_parallel_for(flow_threadpool *p, int64_t n, int64_t grain,
 	j.ud = ud;
 	j.n = n;
 	j.chunk = (n + chunks - 1) / chunks;
+	if (j.chunk < grain)
+		j.chunk = grain; /* the promise: no chunk under the grain but the last */
 	atomic_init(&j.next, 0);
 	atomic_init(&j.pending, p->n - 1);
 	pthread_mutex_lock(&p->wmu);
