@@ -206,6 +206,113 @@ static int g_sqrt(flow_graph *g, flow_op *op, const flow_output *dy, flow_output
 	return done(st);
 }
 
+static void copy_window_attrs(flow_op_desc *d, flow_op *op, int pool);
+
+/* Ops whose TF gradient op takes (dy, input) or (dy, output) / (output, dy). */
+static int g_via(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		 flow_status *st, const char *gop, int use_out, int dy_first)
+{
+	flow_output v = use_out ? Y(0) : X(0);
+	flow_op_desc *d = tb_new(g, gop);
+	flow_op_add_input(d, dy_first ? dy[0] : v);
+	flow_op_add_input(d, dy_first ? v : dy[0]);
+	double alpha;
+	if (!flow_op_get_attr_float(op, "alpha", &alpha))
+		flow_op_set_attr_float(d, "alpha", alpha);
+	dx[0] = flow_out(flow_op_finish(d, st), 0);
+	return done(st);
+}
+#define VIA(name, gop, use_out, dy_first)                                                   \
+	static int name(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,  \
+			flow_status *st)                                                     \
+	{                                                                                    \
+		return g_via(g, op, dy, dx, st, gop, use_out, dy_first);                     \
+	}
+VIA(g_relu6, "Relu6Grad", 0, 1)
+VIA(g_leaky_relu, "LeakyReluGrad", 0, 1)
+VIA(g_elu, "EluGrad", 1, 1)
+VIA(g_selu, "SeluGrad", 1, 1)
+VIA(g_softplus, "SoftplusGrad", 0, 1)
+VIA(g_softsign, "SoftsignGrad", 0, 1)
+VIA(g_rsqrt, "RsqrtGrad", 1, 0)
+VIA(g_reciprocal, "ReciprocalGrad", 1, 0)
+
+/* z = (x - y)^2: dx = 2 (x - y) dy, dy_ = -dx */
+static int g_squared_difference(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+				flow_status *st)
+{
+	flow_output d = tb_op2(g, "Sub", X(0), X(1), st);
+	flow_output two = ok(st, d) ? flow_scalar(g, 2.0f, st) : NONE;
+	flow_output t = ok(st, two) ? tb_op2(g, "Mul", d, two, st) : NONE;
+	flow_output a = ok(st, t) ? tb_op2(g, "Mul", t, dy[0], st) : NONE;
+	flow_output n = ok(st, a) ? tb_op1(g, "Neg", a, st) : NONE;
+	if (ok(st, n)) {
+		dx[0] = sum_to(g, a, X(0), st);
+		dx[1] = sum_to(g, n, X(1), st);
+	}
+	return done(st);
+}
+
+/* y = log_softmax(x): dx = dy - exp(y) * sum(dy, last axis) */
+static int g_log_softmax(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+			 flow_status *st)
+{
+	int64_t ax = -1;
+	flow_output axis = tb_const_i64s(g, &ax, 1, st);
+	flow_op_desc *d = axis.op ? tb_new(g, "Sum") : NULL;
+	flow_output s = NONE;
+	if (d) {
+		flow_op_add_input(d, dy[0]);
+		flow_op_add_input(d, axis);
+		flow_op_set_attr_bool(d, "keep_dims", 1);
+		s = flow_out(flow_op_finish(d, st), 0);
+	}
+	flow_output p = ok(st, s) ? tb_op1(g, "Exp", Y(0), st) : NONE;
+	flow_output ps = ok(st, p) ? tb_op2(g, "Mul", p, s, st) : NONE;
+	if (ok(st, ps))
+		dx[0] = tb_op2(g, "Sub", dy[0], ps, st);
+	return done(st);
+}
+
+static int g_abs(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		 flow_status *st)
+{
+	flow_output s = tb_op1(g, "Sign", X(0), st);
+	if (ok(st, s))
+		dx[0] = tb_op2(g, "Mul", dy[0], s, st);
+	return done(st);
+}
+
+/* AvgPool: TF's AvgPoolGrad(orig_input_shape, grad) with the static shape. */
+static int g_avgpool(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		     flow_status *st)
+{
+	flow_shape s = flow_op_output_shape(X(0).op, X(0).index);
+	if (!flow_shape_is_full(&s)) {
+		flow_status_set(st, FLOW_UNIMPLEMENTED,
+				"gradient of '%s' (AvgPool): input shape must be known", flow_op_name(op));
+		return -1;
+	}
+	int32_t v[FLOW_MAX_DIMS];
+	for (int i = 0; i < s.ndim; i++)
+		v[i] = (int32_t)s.dims[i];
+	int64_t n = s.ndim;
+	flow_tensor *t = flow_tensor_from_data(FLOW_I32, 1, &n, v, st);
+	if (!t)
+		return -1;
+	char nb[200];
+	flow_output shp = flow_const(g, tb_name("Const", nb, sizeof nb), t, st);
+	flow_tensor_unref(t);
+	if (!shp.op)
+		return -1;
+	flow_op_desc *d = tb_new(g, "AvgPoolGrad");
+	flow_op_add_input(d, shp);
+	flow_op_add_input(d, dy[0]);
+	copy_window_attrs(d, op, 1);
+	dx[0] = flow_out(flow_op_finish(d, st), 0);
+	return done(st);
+}
+
 /* ---- array ---- */
 
 static int g_reshape(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
@@ -403,7 +510,20 @@ void train_grads_register_builtin(void)
 		{"Reshape", g_reshape},
 		{"_ReshapeLike", g_reshape},
 		{"_Flatten", g_reshape},
-		{"Flatten", g_reshape},
+		{"ExpandDims", g_reshape},
+		{"Squeeze", g_reshape},
+		{"Relu6", g_relu6},
+		{"LeakyRelu", g_leaky_relu},
+		{"Elu", g_elu},
+		{"Selu", g_selu},
+		{"Softplus", g_softplus},
+		{"Softsign", g_softsign},
+		{"Rsqrt", g_rsqrt},
+		{"Reciprocal", g_reciprocal},
+		{"SquaredDifference", g_squared_difference},
+		{"LogSoftmax", g_log_softmax},
+		{"Abs", g_abs},
+		{"AvgPool", g_avgpool},
 		{"Transpose", g_transpose},
 		{"Sum", g_sum},
 		{"Mean", g_mean},

@@ -223,7 +223,10 @@ static void test_unary(void **state)
 		 {"Softmax", -2, 2, 0},   {"Exp", -1, 1, 0},     {"Log", 0.5f, 2, 0},
 		 {"Square", -2, 2, 0},    {"Sqrt", 0.5f, 2, 0},  {"Neg", -1, 1, 0},
 		 {"Identity", -1, 1, 0},  {"_Flatten", -1, 1, 0}, {"_MeanAll", -1, 1, 0},
-		 {"_SumAll", -1, 1, 0}};
+		 {"_SumAll", -1, 1, 0},   {"Relu6", -1, 5.5f, 0.05f}, {"LeakyRelu", -2, 2, 0.05f},
+		 {"Elu", -2, 2, 0.05f},   {"Selu", -2, 2, 0.05f},  {"Softplus", -2, 2, 0},
+		 {"Softsign", -2, 2, 0},  {"Rsqrt", 0.5f, 2, 0},   {"Reciprocal", 0.5f, 2, 0},
+		 {"LogSoftmax", -2, 2, 0}, {"Abs", -2, 2, 0.05f}};
 	int diff[1] = {1};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
 		cur_op = t[i].op;
@@ -235,7 +238,8 @@ static void test_unary(void **state)
 static void test_binary_broadcast(void **state)
 {
 	(void)state;
-	static const char *const ops[] = {"Add", "AddV2", "Sub", "Mul", "RealDiv", "Div"};
+	static const char *const ops[] = {"Add", "AddV2", "Sub", "Mul", "RealDiv", "Div",
+					  "SquaredDifference"};
 	/* same shapes, row vector, column vector, scalar: the reduce-to-shape paths */
 	flow_shape b_shapes[4] = {sh(2, 3, 4), sh(1, 4), sh(2, 3, 1), sh(0)};
 	int diff[2] = {1, 1};
@@ -304,6 +308,13 @@ static flow_output b_transpose(flow_graph *g, const flow_output *in, flow_status
 	return op2(g, "Transpose", in[0], const_i32(g, perm, 3, st), st);
 }
 
+static flow_output b_expand_squeeze(flow_graph *g, const flow_output *in, flow_status *st)
+{
+	int32_t ax = 1;
+	flow_output e = op2(g, "ExpandDims", in[0], const_i32(g, &ax, 1, st), st);
+	return op1(g, "Squeeze", e, st);
+}
+
 static void test_array(void **state)
 {
 	(void)state;
@@ -311,6 +322,7 @@ static void test_array(void **state)
 	flow_shape s[1] = {sh(3, 2, 3, 4)};
 	gradcheck("Reshape", 1, s, diff, b_reshape, -1, 1, 0);
 	gradcheck("Transpose", 1, s, diff, b_transpose, -1, 1, 0);
+	gradcheck("ExpandDims+Squeeze", 1, s, diff, b_expand_squeeze, -1, 1, 0);
 }
 
 static flow_output b_sparse_xent(flow_graph *g, const flow_output *in, flow_status *st)
@@ -360,6 +372,17 @@ static flow_output b_pool(flow_graph *g, const flow_output *in, flow_status *st)
 	return flow_out(flow_op_finish(d, st), 0);
 }
 
+static flow_output b_avgpool(flow_graph *g, const flow_output *in, flow_status *st)
+{
+	flow_op_desc *d = flow_op_new(g, "AvgPool", NULL);
+	flow_op_add_input(d, in[0]);
+	int64_t s[4] = {1, cur_stride, cur_stride, 1}, k[4] = {1, 2, 2, 1};
+	flow_op_set_attr_ints(d, "strides", s, 4);
+	flow_op_set_attr_ints(d, "ksize", k, 4);
+	flow_op_set_attr_string(d, "padding", cur_pad);
+	return flow_out(flow_op_finish(d, st), 0);
+}
+
 static void test_conv_pool(void **state)
 {
 	(void)state;
@@ -377,6 +400,8 @@ static void test_conv_pool(void **state)
 			spaced = 1;
 			gradcheck(w, 1, sp, diff, b_pool, -1, 1, 0);
 			spaced = 0;
+			snprintf(w, sizeof w, "AvgPool %s stride %d", cur_pad, cur_stride);
+			gradcheck(w, 1, sp, diff, b_avgpool, -1, 1, 0);
 		}
 }
 
