@@ -29,6 +29,8 @@ typedef struct diag_run {
 	pp_span_list spans;       /* closed spans only are used (end_ns >= 0) */
 	int64_t *self_ns;         /* per span: duration minus its children's */
 	int *parent;              /* per span: index of its parent, -1 */
+	int *attr_kind;           /* per span: its kind; for a free-form span the kind
+				     of the nearest enclosing phase (else PP_SPAN) */
 	int *step_of;             /* per span: index into steps containing it, -1 */
 	int *slot_of;             /* per span: iteration slot (see diag_slot_of), -1 */
 	unsigned char *outer;     /* per span: no ancestor of the same kind */
@@ -96,6 +98,10 @@ int diag_slots_with_ex(const diag_run *r, int kind, int not_under, int from, int
 /* Number of steps with index >= from containing an outermost span of kind;
  * *n_spans and *t_ns (may be NULL) get the spans' count and total time. */
 int diag_steps_with(const diag_run *r, int kind, int from, int *n_spans, int64_t *t_ns);
+/* Exclusive time of a kind: self time of its spans plus that of free-form
+ * spans nested in it, so nested phases of other kinds are not counted
+ * twice. where as for diag_kind_time. */
+int64_t diag_kind_self_time(const diag_run *r, int kind, int where);
 /* Time the step series spends in steady steps (all but the first). */
 int64_t diag_steady_time(const diag_run *r);
 

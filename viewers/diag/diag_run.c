@@ -190,9 +190,10 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 	r->step_of = calloc((size_t)n + 1, sizeof *r->step_of);
 	r->slot_of = calloc((size_t)n + 1, sizeof *r->slot_of);
 	r->parent = calloc((size_t)n + 1, sizeof *r->parent);
+	r->attr_kind = calloc((size_t)n + 1, sizeof *r->attr_kind);
 	r->outer = calloc((size_t)n + 1, 1);
 	id_index *map = malloc(((size_t)n + 1) * sizeof *map);
-	if (!r->self_ns || !r->step_of || !r->slot_of || !r->parent || !r->outer || !map) {
+	if (!r->self_ns || !r->step_of || !r->slot_of || !r->parent || !r->attr_kind || !r->outer || !map) {
 		free(map);
 		snprintf(err, errlen, "out of memory loading run %lld", (long long)run_id);
 		return -1;
@@ -224,9 +225,16 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 		}
 	}
 	free(map);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		if (r->self_ns[i] < 0)
 			r->self_ns[i] = 0; /* children on other threads may overlap */
+		int k = l->rows[i].kind;
+		for (int p = r->parent[i], hops = 0; k == PP_SPAN && p >= 0 && hops < 512;
+		     p = r->parent[p], hops++)
+			if (l->rows[p].kind != PP_SPAN)
+				k = l->rows[p].kind;
+		r->attr_kind[i] = k;
+	}
 	r->total_ns = r->info.duration_ns > 0 ? r->info.duration_ns : last_end;
 	if (last_end > r->total_ns)
 		r->total_ns = last_end;
@@ -253,6 +261,7 @@ void diag_run_free(diag_run *r)
 	free(r->step_of);
 	free(r->slot_of);
 	free(r->parent);
+	free(r->attr_kind);
 	free(r->outer);
 	free(r->steps);
 	memset(r, 0, sizeof *r);
@@ -304,6 +313,24 @@ int diag_steps_with(const diag_run *r, int kind, int from, int *n_spans, int64_t
 	if (t_ns)
 		*t_ns = t;
 	return with;
+}
+
+int64_t diag_kind_self_time(const diag_run *r, int kind, int where)
+{
+	int64_t t = 0;
+	for (int i = 0; i < r->spans.n; i++) {
+		if (r->attr_kind[i] != kind || !diag_span_closed(&r->spans.rows[i]))
+			continue;
+		int st = r->step_of[i];
+		if (where == DIAG_IN_STEADY && st <= 0)
+			continue;
+		if (where == DIAG_OUTSIDE_STEPS && st >= 0)
+			continue;
+		if (where == DIAG_IN_FIRST && st != 0)
+			continue;
+		t += r->self_ns[i];
+	}
+	return t;
 }
 
 int64_t diag_steady_time(const diag_run *r)

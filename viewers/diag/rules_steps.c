@@ -171,13 +171,11 @@ void rule_first_step_slow(diag_ctx *c)
 	for (int i = 0; i < r->spans.n; i++) {
 		if (r->step_of[i] != 0)
 			continue;
-		int k = r->spans.rows[i].kind;
 		/* A free-form span (a compile pass, say) counts for the phase
 		 * around it. */
-		for (int p = r->parent[i], hops = 0; k == PP_SPAN && p >= 0 && hops < 512;
-		     p = r->parent[p], hops++)
-			if (r->step_of[p] == 0 && r->spans.rows[p].kind != PP_SPAN)
-				k = r->spans.rows[p].kind;
+		int k = r->attr_kind[i];
+		if (k == PP_STEP || k == PP_FIRST_STEP)
+			k = PP_SPAN;
 		if (k < 0 || k >= PP_KIND_COUNT)
 			continue;
 		by_kind[k] += r->self_ns[i];
