@@ -1044,7 +1044,7 @@ static void plan_save(flow_session *s, const plan *pl, const char *key)
 	free(b.p);
 }
 
-static plan *plan_load(flow_session *s, const char *key)
+static plan *plan_load(flow_session *s, const char *key, int nf)
 {
 	char *path = plan_path(s, key);
 	if (!path)
@@ -1125,7 +1125,7 @@ static plan *plan_load(flow_session *s, const char *key)
 			p->reg = flow_registry_lookup(type, NULL);
 			if (*vname) {
 				flow_op *v = flow_graph_op_by_name(s->g, vname);
-				p->var_id = v ? v->id : -2;
+				p->var_id = v && v->var_index >= 0 ? v->id : -2;
 			}
 			ok = p->reg && (!*opname || p->op) && p->var_id != -2;
 		}
@@ -1152,7 +1152,7 @@ static plan *plan_load(flow_session *s, const char *key)
 			p->in_var[k] = -1;
 			if (vn && *vn) {
 				flow_op *v = flow_graph_op_by_name(s->g, vn);
-				p->in_var[k] = v ? v->id : -2;
+				p->in_var[k] = v && v->var_index >= 0 ? v->id : -2;
 			}
 			free(vn);
 			p->in_dead[k] = (unsigned char)flow__rd_u32(&r);
@@ -1202,7 +1202,7 @@ static plan *plan_load(flow_session *s, const char *key)
 			if (!p->kernel)
 				goto bad;
 		}
-		if (p->kind == PN_VARIABLE && p->var_id < 0)
+		if ((p->kind == PN_VARIABLE && p->var_id < 0) || (p->kind == PN_PLACEHOLDER && (p->feed < 0 || p->feed >= nf)))
 			goto bad;
 		if (p->n_in > pl->max_in)
 			pl->max_in = p->n_in;
@@ -1435,7 +1435,7 @@ static plan *get_plan(flow_session *s, const flow_output *feeds, int nf, const f
 		return pl;
 	}
 	if (s->plan_dir) {
-		pl = plan_load(s, key);
+		pl = plan_load(s, key, nf);
 		if (pl) {
 			/* The feed order of this call must match the file's. */
 			s->st.plan_disk_hits++;
