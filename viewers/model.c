@@ -259,6 +259,8 @@ int pp_model_load(pp_store *st, const pp_run_info *run, pp_model *m, char *err, 
 			it.end = t_end > it.start ? t_end : it.start;
 			m->open_spans++;
 		}
+		if (it.end < it.start)   /* a corrupt row: draw it as an instant */
+			it.end = it.start;
 		it.arg = s->step;
 		if (raw_push(&c.cpu, s->tid, &it) != 0)
 			goto oom;

@@ -234,12 +234,28 @@ void pp_out_html(pp_out *o, const char *s)
 	pp_out_write(o, run, (size_t)(s - run));
 }
 
+/* Length of a valid UTF-8 sequence at s (1..4), or 0 if the bytes there are
+ * not valid UTF-8 (JSON parsers reject those: names come from other
+ * programs and may be anything). */
+static int utf8_len(const unsigned char *s)
+{
+	if (s[0] < 0x80)
+		return 1;
+	int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+	if (n == 4 && s[0] > 0xf4)
+		return 0;
+	for (int i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
 void pp_out_json_str(pp_out *o, const char *s)
 {
 	pp_out_putc(o, '"');
 	if (s) {
 		const char *run = s;
-		for (; *s; s++) {
+		while (*s) {
 			unsigned char ch = (unsigned char)*s;
 			/* '<' escaped too, so "</script>" can never close an inline script. */
 			if (ch < 0x20 || ch == '"' || ch == '\\' || ch == '<') {
@@ -252,8 +268,21 @@ void pp_out_json_str(pp_out *o, const char *s)
 				else
 					snprintf(esc, sizeof esc, "\\u%04x", ch);
 				pp_out_puts(o, esc);
-				run = s + 1;
+				run = ++s;
+				continue;
 			}
+			if (ch < 0x80) {
+				s++;
+				continue;
+			}
+			int n = utf8_len((const unsigned char *)s);
+			if (n) {
+				s += n;
+				continue;
+			}
+			pp_out_write(o, run, (size_t)(s - run));
+			pp_out_puts(o, "\\ufffd");   /* invalid byte: replacement character */
+			run = ++s;
 		}
 		pp_out_write(o, run, (size_t)(s - run));
 	}

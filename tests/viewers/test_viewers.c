@@ -568,8 +568,11 @@ static void test_out_formatting(void **state)
 	pp_out_json_str(o, "a\"b\\c\n</script>");
 	pp_out_putc(o, ' ');
 	pp_out_html(o, "<a & 'b'>");
+	pp_out_putc(o, ' ');
+	pp_out_json_str(o, "ok \xc3\xa9 bad \xff\xc3 end");   /* é is kept, stray bytes replaced */
 	assert_string_equal(pp_out_data(o, NULL),
-			    "1234.567 5 0.007 -42 \"a\\\"b\\\\c\\n\\u003c/script>\" &lt;a &amp; &#39;b&#39;&gt;");
+			    "1234.567 5 0.007 -42 \"a\\\"b\\\\c\\n\\u003c/script>\" &lt;a &amp; &#39;b&#39;&gt; "
+			    "\"ok \xc3\xa9 bad \\ufffd\\ufffd end\"");
 	pp_out_close(o, NULL, 0);
 	char b[32];
 	assert_string_equal(pp_fmt_dur(1500, b, sizeof b), "1.5 us");
