@@ -1157,6 +1157,7 @@ static plan *plan_load(flow_session *s, const char *key, int nf)
 			free(vn);
 			p->in_dead[k] = (unsigned char)flow__rd_u32(&r);
 			if (r.bad || p->in_node[k] < 0 || p->in_node[k] >= i || p->in_var[k] == -2 ||
+			    (p->in_ref[k] && p->in_var[k] < 0) ||
 			    p->in_idx[k] < 0 || p->in_idx[k] >= pl->nodes[p->in_node[k]].n_out)
 				goto bad;
 		}
