@@ -316,7 +316,17 @@ typedef struct flow_session flow_session;
 typedef struct flow_session_options {
 	flow_allocator *allocator;  /* NULL: the default allocator */
 	int op_timing;              /* 0: flow_init default; 1: pp_op() per op execution; -1: off */
-	const char *plan_cache_dir; /* NULL: flow_init default; "" off */
+	const char *plan_cache_dir; /* NULL: flow_init default; "" off. Compiled plans are
+	                               saved as <dir>/<graph hash>-<signature hash>.fplan
+	                               (written atomically) and a later session/process on an
+	                               identical graph loads them instead of compiling. Reused:
+	                               the pruned, folded (with the constants' data), CSE'd and
+	                               fused node list, each node's kernel choice (op, dtype;
+	                               re-resolved to a function by lookup), the value-slot
+	                               layout and the release/in-place schedule. Still done:
+	                               hashing the graph, whole-graph validation, registry
+	                               lookups of the plan's ops (LITE registers them), binding
+	                               variables. A stale or damaged file is a cache miss. */
 	int no_step_phase;          /* 1: runs are not recorded as `step` (the caller records
 	                               its own steps, e.g. a training loop) */
 	int disable_passes;         /* bit mask of FLOW_PASS_* to skip (tests, benchmarks) */
