@@ -1335,6 +1335,96 @@ static void test_elementwise_grads(void **state)
 	flow_tensor_unref(out[1]);
 }
 
+/* The same kernels inside a session: compile passes (folding, CSE, fusion,
+ * in-place reuse of dying inputs) must not change results. */
+static flow_output node(flow_graph *g, const char *type, flow_output a, flow_output b, int n)
+{
+	flow_output in[2] = {a, b};
+	flow_output o = flow_simple(g, type, NULL, in, n, st);
+	if (!o.op) {
+		print_error("%s: %s\n", type, flow_status_message(st));
+		fail();
+	}
+	return o;
+}
+
+static void test_session_chain(void **state)
+{
+	(void)state;
+	enum { B = 8, I = 16, O = 12 };
+	float w[I * O], b[O], x[B * I], c2[O];
+	for (int i = 0; i < I * O; i++)
+		w[i] = (float)((i * 13) % 17) / 10 - 0.8f;
+	for (int i = 0; i < O; i++) {
+		b[i] = (float)i / 10 - 0.5f;
+		c2[i] = 0.25f * (float)(i % 3);
+	}
+	for (int i = 0; i < B * I; i++)
+		x[i] = (float)((i * 7) % 11) / 5 - 1;
+	int64_t dw[2] = {I, O}, db = O, dx[2] = {B, I};
+	float results[2][B * O];
+	for (int variant = 0; variant < 2; variant++) {
+		flow_graph *g = flow_graph_new();
+		int64_t pd[2] = {-1, I};
+		flow_shape ps = flow_shape_make(2, pd);
+		flow_output xin = flow_placeholder(g, "x", FLOW_F32, &ps, st);
+		flow_tensor *tw = tf32(2, dw, w), *tb = tf32(1, &db, b), *tc = tf32(1, &db, c2);
+		flow_output W = flow_const(g, "w", tw, st), Bv = flow_const(g, "b", tb, st), C = flow_const(g, "c", tc, st);
+		flow_tensor_unref(tw);
+		flow_tensor_unref(tb);
+		flow_tensor_unref(tc);
+		flow_output mm = node(g, "MatMul", xin, W, 2);
+		flow_output ba = node(g, "BiasAdd", mm, Bv, 2);
+		flow_output r = node(g, "Relu", ba, ba, 1);
+		flow_output cc = node(g, "Mul", C, C, 2);           /* constant-foldable */
+		flow_output ad = node(g, "Add", r, cc, 2);          /* broadcast, dying input 0 */
+		flow_output t1 = node(g, "Tanh", ad, ad, 1);
+		flow_output t2 = node(g, "Tanh", ad, ad, 1);        /* CSE twin */
+		flow_output sq = node(g, "SquaredDifference", t1, t2, 2);
+		flow_output s2 = node(g, "Add", sq, t1, 2);
+		flow_output sm = node(g, "Softmax", s2, s2, 1);
+		flow_session_options so = {0};
+		so.op_timing = -1;
+		so.disable_passes = variant ? (FLOW_PASS_CONSTANT_FOLDING | FLOW_PASS_CSE | FLOW_PASS_FUSION |
+					       FLOW_PASS_MEMORY_PLAN) : 0;
+		flow_session *sess = flow_session_new(g, &so, st);
+		assert_non_null(sess);
+		flow_tensor *feed = tf32(2, dx, x), *out = NULL;
+		for (int rep = 0; rep < 2; rep++) {
+			if (flow_session_run(sess, &xin, &feed, 1, &sm, &out, 1, NULL, 0, st)) {
+				print_error("run: %s\n", flow_status_message(st));
+				fail();
+			}
+			memcpy(results[variant], FLOW_F32P(out), sizeof results[variant]);
+			flow_tensor_unref(out);
+		}
+		flow_session_stats ss;
+		flow_session_stats_get(sess, &ss);
+		if (variant == 0)
+			assert_true(ss.last_folded + ss.last_cse_removed + ss.last_fused + ss.last_inplace > 0);
+		flow_tensor_unref(feed);
+		flow_session_free(sess);
+		flow_graph_free(g);
+	}
+	close_f(results[0], results[1], B * O, 1e-5f);
+	/* and the reference, computed here */
+	for (int i = 0; i < B; i++) {
+		double row[O], mx = -1e30, sum = 0;
+		for (int j = 0; j < O; j++) {
+			double acc = b[j];
+			for (int k = 0; k < I; k++)
+				acc += (double)x[i * I + k] * w[k * O + j];
+			double t = tanh((acc > 0 ? acc : 0) + c2[j] * c2[j]);
+			row[j] = t;
+			mx = fmax(mx, t);
+		}
+		for (int j = 0; j < O; j++)
+			sum += exp(row[j] - mx);
+		for (int j = 0; j < O; j++)
+			assert_true(fabs(results[0][i * O + j] - exp(row[j] - mx) / sum) < 1e-5);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1355,6 +1445,7 @@ int main(void)
 		cmocka_unit_test(test_conv_pool_gradients),
 		cmocka_unit_test(test_grad_helpers),
 		cmocka_unit_test(test_elementwise_grads),
+		cmocka_unit_test(test_session_chain),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
