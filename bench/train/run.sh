@@ -7,19 +7,30 @@
 set -eu
 b=${1:-build}
 steps=${2:-50}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
 here=$(cd "$(dirname "$0")" && pwd)
 ncpu=$(nproc)
 bin=$b/bench/train/bench_train_step
 [ -x "$bin" ] || bin=$(find "$b" -name bench_train_step -type f -perm -u+x | head -1)
 echo "== flow (FLOW_THREADS=$ncpu)"
-FLOW_THREADS=$ncpu "$bin" "$steps"
+FLOW_THREADS=$ncpu "$bin" "$steps" | sed "s/^flow \(graph\|eager\)/& t=$ncpu/" | tee -a "$out"
 if [ "${ncpu}" -gt 1 ]; then
-  echo "== flow (FLOW_THREADS=1)"
-  FLOW_THREADS=1 "$bin" "$steps"
+  echo "== flow (FLOW_THREADS=1, OPENBLAS_NUM_THREADS=1)"
+  FLOW_THREADS=1 OPENBLAS_NUM_THREADS=1 "$bin" "$steps" | sed "s/^flow \(graph\|eager\)/& t=1/" | tee -a "$out"
 fi
+summary() {
+  echo "== best median step (lower is better; machine load: $(cut -d' ' -f1-3 /proc/loadavg))"
+  for who in "flow graph" "flow eager" "torch"; do
+    grep "^$who" "$out" | sed 's/ *:.*median step *\([0-9.]*\) ms.*/ \1/' |
+      awk -v w="$who" '{ if (best == "" || $NF < best) { best = $NF; $NF = ""; cfg = $0 } }
+        END { if (best != "") printf "  %-12s %8.2f ms  (%s)\n", w, best, cfg }'
+  done
+}
 py=/usr/bin/python3
 if ! "$py" -c "import torch" 2>/dev/null; then
   echo "== PyTorch: not installed (apt-get install python3-torch) — skipped"
+  summary
   exit 0
 fi
 ob=/usr/lib/x86_64-linux-gnu/openblas-pthread
@@ -31,9 +42,10 @@ threads="1"
 [ "$ncpu" -gt 1 ] && threads="1 $ncpu"
 for tt in $threads; do
   [ -e "$nb/libblas.so.3" ] &&
-    LD_LIBRARY_PATH=$nb "$py" "$here/torch_step.py" "$steps" "$tt" "netlib-blas t=$tt"
+    LD_LIBRARY_PATH=$nb "$py" "$here/torch_step.py" "$steps" "$tt" "netlib-blas t=$tt" | tee -a "$out"
   for ot in $threads; do
     [ -e "$ob/libblas.so.3" ] &&
-      LD_LIBRARY_PATH=$ob OPENBLAS_NUM_THREADS=$ot "$py" "$here/torch_step.py" "$steps" "$tt" "openblas t=$tt ob=$ot"
+      LD_LIBRARY_PATH=$ob OPENBLAS_NUM_THREADS=$ot "$py" "$here/torch_step.py" "$steps" "$tt" "openblas t=$tt ob=$ot" | tee -a "$out"
   done
 done
+summary
