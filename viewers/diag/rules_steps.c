@@ -27,6 +27,8 @@ typedef struct trend {
 	double ts_slope, start, end, ratio;
 	double noise;             /* robust sigma of the residuals around the fit */
 	double snr;               /* (end - start) / noise */
+	double half_slope[2];     /* Theil-Sen slopes of the first and second half */
+	int sustained;            /* both halves rise (or too short to tell) */
 } trend;
 
 /* The fitted change must stand out of the noise around the line: a busy
@@ -61,6 +63,21 @@ static void trend_fit(const double *y, int n, trend *t)
 			x[i] = y[i] - (icpt + t->ts_slope * i);
 		t->noise = diag_robust_sigma(x, n);
 		t->snr = t->noise > 0 ? (t->end - t->start) / t->noise : INFINITY;
+		/* Growth that goes on through the run rises in both halves; a hump
+		 * (a busy spell on the machine, then back down) does not. */
+		t->sustained = 1;
+		if (n >= 12) {
+			int h = n / 2;
+			for (int i = 0; i < n; i++)
+				x[i] = i;
+			double ic;
+			for (int k = 0; k < 2; k++) {
+				int lo = k ? h : 0, m = k ? n - h : h;
+				if (diag_theil_sen(x + lo, y + lo, m, THEIL_SEN_CAP, &t->half_slope[k], &ic) == 0 &&
+				    t->half_slope[k] <= 0.1 * t->ts_slope)
+					t->sustained = 0;
+			}
+		}
 		t->ok = 1;
 	}
 	free(x);
@@ -69,7 +86,7 @@ static void trend_fit(const double *y, int n, trend *t)
 static int trend_grows(const trend *t, double min_ratio)
 {
 	return t->ok && t->mk.p_up < GROW_P && t->ts_slope > 0 && t->ratio >= min_ratio &&
-	       t->snr >= GROW_MIN_SNR;
+	       t->snr >= GROW_MIN_SNR && t->sustained;
 }
 
 void rule_iteration_time_grows(diag_ctx *c)
