@@ -795,11 +795,11 @@ flow_op *flow_op_finish(flow_op_desc *d, flow_status *st)
 				d->name);
 		goto out;
 	}
-	const flow_registered_op *r = flow_registry_lookup(d->type, st);
+	flow_status lst = {0};
+	const flow_registered_op *r = flow_registry_lookup(d->type, &lst);
 	if (!r) {
-		flow_status_clear(st);
-		flow_status_set(st, FLOW_NOT_FOUND, "node '%s': unknown op '%s' (not in any linked op library)",
-				label, d->type);
+		/* Not found, or (LITE) its definition failed to register. */
+		flow_status_set(st, lst.code, "node '%s': %s", label, lst.msg);
 		goto out;
 	}
 	for (int i = 0; i < d->n_in; i++) {
