@@ -106,7 +106,9 @@ typedef struct flow_init_options {
  * e.g. a FULL after LITE completes the registry). Every other entry point
  * calls flow_init(NULL) implicitly. Recorded as runtime_init (+ op_registration). */
 int flow_init(const flow_init_options *opts, flow_status *st);
-/* Frees the registry, pool and default allocator/graph; flow_init may follow. */
+/* Frees the registry, pool and default graph, and the default allocator
+ * unless tensors from it are still alive (it is then left to them); sessions
+ * and graphs must be freed first. flow_init may follow. */
 void flow_shutdown(void);
 
 typedef struct flow_registry_stats {

@@ -82,7 +82,12 @@ void flow_shutdown(void)
 	flow__registry_free();
 	flow__pool_free(default_pool);
 	default_pool = NULL;
-	flow_allocator_free(default_alloc);
+	/* Tensors still alive point into the default allocator: keep it (a
+	 * deliberate leak) so their later unref stays valid. */
+	flow_allocator_stats as;
+	flow_allocator_stats_get(default_alloc, &as);
+	if (as.live_allocs == 0)
+		flow_allocator_free(default_alloc);
 	default_alloc = NULL;
 	free(plan_dir_copy);
 	plan_dir_copy = NULL;

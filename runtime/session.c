@@ -457,9 +457,8 @@ static const flow_tensor *const_value(const pnode *p)
 /* Turns node p into Const(value). */
 static int make_const(pnode *p, flow_tensor *value)
 {
-	static const flow_registered_op *creg;
-	if (!creg)
-		creg = flow_registry_lookup("Const", NULL);
+	/* Looked up each time: the registry is rebuilt by flow_shutdown/init. */
+	const flow_registered_op *creg = flow_registry_lookup("Const", NULL);
 	if (!creg)
 		return -1;
 	flow__attrs_free(&p->attrs);
