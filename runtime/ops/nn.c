@@ -358,19 +358,30 @@ static void k_BiasAddGrad(flow_kernel_ctx *k)
 	flow_tensor *o = flow_ctx_output(k, 0, 1, &ch);
 	if (!o)
 		return;
-	for (int64_t c = 0; c < ch; c++) {
-		double s = 0;
-		for (int64_t a = 0; a < outer; a++)
-			for (int64_t i = 0; i < inner; i++) {
-				int64_t idx = (a * ch + c) * inner + i;
-				s += g->dtype == FLOW_F32 ? (double)((const float *)flow_tensor_cdata(g))[idx]
-							  : ((const double *)flow_tensor_cdata(g))[idx];
-			}
-		if (g->dtype == FLOW_F32)
-			FLOW_F32P(o)[c] = (float)s;
-		else
-			FLOW_F64P(o)[c] = s;
+	/* one pass in memory order, double accumulators per channel */
+	double *acc = calloc((size_t)(ch ? ch : 1), sizeof *acc);
+	if (!acc) {
+		flow_ctx_fail(k, FLOW_RESOURCE_EXHAUSTED, "out of memory");
+		return;
 	}
+	const float *gf = flow_tensor_cdata(g);
+	const double *gd = flow_tensor_cdata(g);
+	int f32 = g->dtype == FLOW_F32;
+	for (int64_t a = 0; a < outer; a++)
+		for (int64_t c = 0; c < ch; c++) {
+			int64_t base = (a * ch + c) * inner;
+			double s = 0;
+			for (int64_t i = 0; i < inner; i++)
+				s += f32 ? (double)gf[base + i] : gd[base + i];
+			acc[c] += s;
+		}
+	for (int64_t c = 0; c < ch; c++) {
+		if (f32)
+			FLOW_F32P(o)[c] = (float)acc[c];
+		else
+			FLOW_F64P(o)[c] = acc[c];
+	}
+	free(acc);
 }
 
 /* ---- Softmax / LogSoftmax over the last axis ---- */
