@@ -165,7 +165,8 @@ typedef struct flow_function_options {
 	                               reduce_retracing / experimental_relax_shapes) */
 	flow_graph *graph;          /* trace into this graph (shares its variables); NULL: own */
 	flow_session *session;      /* run in this session (needs graph); NULL: own */
-	int warn_to_stderr;         /* print TF's warning text to stderr (default on: -1/1) */
+	int warn_to_stderr;         /* 0 (default) or 1: print the warning to stderr as TF
+	                               logs it; -1: only keep it (flow_function_last_warning) */
 } flow_function_options;
 flow_function *flow_function_new(flow_trace_fn fn, void *ud, const flow_function_options *opts,
 				 flow_status *st);

@@ -73,7 +73,7 @@ flow_function *flow_function_new(flow_trace_fn fn, void *ud, const flow_function
 	f->n_in = o->n_inputs;
 	f->n_out = o->n_outputs;
 	f->reduce_retracing = o->reduce_retracing;
-	f->warn_stderr = o->warn_to_stderr != 0;
+	f->warn_stderr = o->warn_to_stderr >= 0;
 	if (!f->name)
 		goto oom;
 	if (o->sig_dtypes || o->sig_shapes) {

@@ -361,7 +361,7 @@ static int forward(flow_model *m, int training, int create, flow_output *logits,
 		if (last && l->act == FLOW_ACT_SOFTMAX && l->kind != L_POOL && l->kind != L_FLATTEN &&
 		    l->kind != L_DROPOUT) {
 			m->final_softmax = 1;
-			*logits = l->kind == L_ACT ? pre : pre;
+			*logits = pre;
 		} else if (last) {
 			*logits = h;
 		}

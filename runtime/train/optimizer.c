@@ -199,6 +199,7 @@ void flow_optimizer_free(flow_optimizer *o)
 	if (!o)
 		return;
 	for (int i = 0; i < o->ne; i++) {
+		flow_tensor_unref(o->eager[i].var);
 		flow_tensor_unref(o->eager[i].slot[0]);
 		flow_tensor_unref(o->eager[i].slot[1]);
 	}
@@ -460,7 +461,7 @@ int flow_optimizer_apply_eager(flow_optimizer *o, flow_tensor *const *vars,
 		}
 		opt_eager *e = &o->eager[o->ne];
 		memset(e, 0, sizeof *e);
-		e->var = vars[i];
+		e->var = flow_tensor_ref(vars[i]);   /* pinned: slots are keyed by identity */
 		flow_shape s = flow_tensor_shape(vars[i]);
 		for (int k = 0; k < ns; k++) {
 			e->slot[k] = flow_tensor_new(FLOW_F32, s.ndim, s.dims, st);

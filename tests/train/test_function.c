@@ -68,7 +68,7 @@ static void check_result(flow_tensor *x, flow_tensor *y)
 static flow_function *make(int relax, const flow_shape *sig)
 {
 	flow_function_options o = {.name = "dense_fn", .n_inputs = 1, .n_outputs = 1,
-				   .reduce_retracing = relax, .warn_to_stderr = 0};
+				   .reduce_retracing = relax, .warn_to_stderr = -1};
 	flow_dtype dt = FLOW_F32;
 	if (sig) {
 		o.sig_dtypes = &dt;
