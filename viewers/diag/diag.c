@@ -116,6 +116,11 @@ void diag_evidence(pp_finding *f, const char *fmt, ...)
 	va_end(ap);
 }
 
+double diag_run_share(const diag_run *r, double t_ns)
+{
+	return r->total_ns > 0 ? t_ns / (double)r->total_ns : 0;
+}
+
 int diag_has(const diag_ctx *c, const char *rule)
 {
 	return pp_diag_find(c->f, c->n, rule) >= 0;

@@ -55,8 +55,9 @@ typedef struct diag_ctx {
 } diag_ctx;
 
 /* Emits one finding and returns it (NULL when out of memory). share is the
- * fraction of the relevant time the problem costs (0..1); the ranking score
- * is severity + share. The title is a printf format; fix is plain text;
+ * fraction of the run's time the problem costs (0..1), so findings of one
+ * severity rank by what they cost the user; the ranking score is
+ * severity + share. The title is a printf format; fix is plain text;
  * the evidence is appended with diag_evidence. */
 pp_finding *diag_emit(diag_ctx *c, const char *rule, int sev, double share,
 		      const char *fix, const char *title_fmt, ...)
@@ -64,6 +65,8 @@ pp_finding *diag_emit(diag_ctx *c, const char *rule, int sev, double share,
 /* Appends to a finding's evidence (silently truncated at the field size). */
 void diag_evidence(pp_finding *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int diag_has(const diag_ctx *c, const char *rule);
+/* t / the run's total time, 0 when unknown. */
+double diag_run_share(const diag_run *r, double t_ns);
 
 /* ---- run loading and helpers (diag_run.c) ---- */
 int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t errlen);

@@ -148,7 +148,8 @@ void rule_op_registration_startup(diag_ctx *c)
 		return;
 	char ts[32], ss[32];
 	pp_finding *f = diag_emit(
-		c, "op_registration_startup", share >= 0.4 ? DIAG_HIGH : DIAG_MODERATE, share,
+		c, "op_registration_startup", share >= 0.4 ? DIAG_HIGH : DIAG_MODERATE,
+		diag_run_share(r, (double)t),
 		"Register only the ops the program uses (selective / lite registration), or register "
 		"lazily on first lookup; a cached compiled plan lets later processes skip it.",
 		"Op registration takes %.0f%% of start-up (%s of %s)", 100 * share,
@@ -197,7 +198,8 @@ void rule_initializer_dominates_init(diag_ctx *c)
 		return;
 	char a[32], b[32], d[32], e[32];
 	pp_finding *f = diag_emit(
-		c, "initializer_dominates_init", share >= 0.5 ? DIAG_HIGH : DIAG_MODERATE, share,
+		c, "initializer_dominates_init", share >= 0.5 ? DIAG_HIGH : DIAG_MODERATE,
+		diag_run_share(r, (double)vi),
 		"Use a cheaper initialiser where accuracy allows (zeros or constants for biases, "
 		"uniform rather than orthogonal), fill in parallel with a counter-based RNG (Philox "
 		"slices per thread), or load saved weights instead of initialising and then "
@@ -306,7 +308,8 @@ void rule_weight_load_small_reads(diag_ctx *c)
 		return;
 	char a[32], b[32];
 	pp_finding *f = diag_emit(
-		c, "weight_load_small_reads", share >= SHARE_HIGH ? DIAG_HIGH : DIAG_MODERATE, share,
+		c, "weight_load_small_reads", share >= SHARE_HIGH ? DIAG_HIGH : DIAG_MODERATE,
+		diag_run_share(r, (double)w),
 		"Read tensors in large blocks or mmap the file (safetensors and .npy are laid out for "
 		"it); avoid per-value reads and unbuffered I/O.",
 		"Weight loading is made of small reads: %.0f of %.0f reads are small", small, calls);
@@ -424,7 +427,8 @@ void rule_library_load_startup(diag_ctx *c)
 	}
 	char a[32], b[32], d[32];
 	pp_finding *f = diag_emit(
-		c, "library_load_startup", share >= 0.4 ? DIAG_HIGH : DIAG_MODERATE, share,
+		c, "library_load_startup", share >= 0.4 ? DIAG_HIGH : DIAG_MODERATE,
+		diag_run_share(r, (double)t),
 		"Load optional libraries lazily, on first use (TensorFlow cut its import time by "
 		"24% that way, PR #47833); drop unneeded dependencies and heavy static constructors.",
 		"Loading shared libraries takes %.0f%% of start-up (%s of %s)", 100 * share,
@@ -549,14 +553,18 @@ void rule_phase_share(diag_ctx *c)
 		const char *kn = pp_kind_name((pp_kind)k);
 		snprintf(rule, sizeof rule, "phase_share.%s", kn);
 		int sev = s >= SHARE_HIGH ? DIAG_HIGH : DIAG_MODERATE;
-		/* Half weight: specific rules explain more and rank first. */
 		pp_finding *f;
 		if (s_in >= s_out)
-			f = diag_emit(c, rule, sev, s * 0.5, share_fix(k),
+			f = diag_emit(c, rule, sev, 0, share_fix(k),
 				      "%s takes %.0f%% of step time", kn, 100 * s_in);
 		else
-			f = diag_emit(c, rule, sev, s * 0.5, share_fix(k),
+			f = diag_emit(c, rule, sev, 0, share_fix(k),
 				      "%s takes %.0f%% of the run", kn, 100 * s_out);
+		/* A generic share ranks below every specific finding of its
+		 * severity and above those of the severity below: score in
+		 * [sev - 0.5, sev). */
+		if (f)
+			f->score = sev - 0.5 + 0.499 * diag_run_share(r, (double)(t_in + t_out));
 		diag_evidence(f, "Outside steps: %d %s phases, %s (%.1f%% of the run's %s)", n_out,
 			      kn, diag_fmt_ns(a, sizeof a, (double)t_out), 100 * s_out,
 			      diag_fmt_ns(b, sizeof b, (double)r->total_ns));

@@ -27,14 +27,15 @@ typedef struct trend {
 	double ts_slope, start, end, ratio;
 	double noise;             /* robust sigma of the residuals around the fit */
 	double snr;               /* (end - start) / noise */
-	double half_slope[2];     /* Theil-Sen slopes of the first and second half */
-	int sustained;            /* both halves rise (or too short to tell) */
+	double q_ratio;           /* median of the last quarter / of the first quarter */
 } trend;
 
-/* The fitted change must stand out of the noise around the line: a busy
+/* The fitted change must stand out of the noise around the line (a busy
  * machine shifts step times up and down for a while, which a rank test
- * alone can read as a trend. */
+ * alone reads as a trend), unless it is large anyway: the last quarter of
+ * the steps at least twice the first (a noisy sawtooth that still grows). */
 #define GROW_MIN_SNR 2.0
+#define GROW_BIG_QRATIO 2.0
 
 static void trend_fit(const double *y, int n, trend *t)
 {
@@ -63,21 +64,9 @@ static void trend_fit(const double *y, int n, trend *t)
 			x[i] = y[i] - (icpt + t->ts_slope * i);
 		t->noise = diag_robust_sigma(x, n);
 		t->snr = t->noise > 0 ? (t->end - t->start) / t->noise : INFINITY;
-		/* Growth that goes on through the run rises in both halves; a hump
-		 * (a busy spell on the machine, then back down) does not. */
-		t->sustained = 1;
-		if (n >= 12) {
-			int h = n / 2;
-			for (int i = 0; i < n; i++)
-				x[i] = i;
-			double ic;
-			for (int k = 0; k < 2; k++) {
-				int lo = k ? h : 0, m = k ? n - h : h;
-				if (diag_theil_sen(x + lo, y + lo, m, THEIL_SEN_CAP, &t->half_slope[k], &ic) == 0 &&
-				    t->half_slope[k] <= 0.1 * t->ts_slope)
-					t->sustained = 0;
-			}
-		}
+		int q = n / 4 > 0 ? n / 4 : 1;
+		double q1 = diag_median(y, q), q4 = diag_median(y + n - q, q);
+		t->q_ratio = q1 > 0 ? q4 / q1 : (q4 > 0 ? INFINITY : 1);
 		t->ok = 1;
 	}
 	free(x);
@@ -86,7 +75,7 @@ static void trend_fit(const double *y, int n, trend *t)
 static int trend_grows(const trend *t, double min_ratio)
 {
 	return t->ok && t->mk.p_up < GROW_P && t->ts_slope > 0 && t->ratio >= min_ratio &&
-	       t->snr >= GROW_MIN_SNR && t->sustained;
+	       (t->snr >= GROW_MIN_SNR || t->q_ratio >= GROW_BIG_QRATIO);
 }
 
 void rule_iteration_time_grows(diag_ctx *c)
@@ -115,7 +104,7 @@ void rule_iteration_time_grows(diag_ctx *c)
 	char a[32], b[32], s[32], m1[32], m2[32], ls[32];
 	pp_finding *f = diag_emit(
 		c, "iteration_time_grows", t.ratio >= GROW_HIGH ? DIAG_HIGH : DIAG_MODERATE,
-		sum > 0 ? excess / sum : 0,
+		diag_run_share(r, excess),
 		"Look for work that accumulates per iteration: ops added to the graph inside the loop "
 		"(build once, then finalize the graph), sessions or variables created per step, "
 		"retracing, or state that keeps growing; move it out of the loop.",
@@ -126,11 +115,12 @@ void rule_iteration_time_grows(diag_ctx *c)
 		      "%d steady steps (the first step excluded). Theil-Sen fit: %s at the first "
 		      "steady step, %s at the last (x%.2f), slope %s/iteration. Mann-Kendall: "
 		      "tau=%.2f, z=%.1f, p=%.2g (increasing). Least squares: slope %s/iteration, "
-		      "t=%.1f, p=%.2g, R2=%.2f. Growth %.1fx the noise around the fit. Median of the first "
-		      "%d steps %s, of the last %d %s. Extra time from the growth: %.0f%% of the step "
-		      "time.",
+		      "t=%.1f, p=%.2g, R2=%.2f. Growth %.1fx the noise around the fit; last quarter of the "
+		      "steps %.1fx the first. Median of the first %d steps %s, of the last %d %s. Extra "
+		      "time from the growth: %.0f%% of the step time.",
 		      n, a, b, t.ratio, s, t.mk.tau, t.mk.z, t.mk.p_up,
-		      diag_fmt_ns(ls, sizeof ls, t.ls.slope), t.ls.t, t.ls.p_two_sided, t.ls.r2, t.snr, k,
+		      diag_fmt_ns(ls, sizeof ls, t.ls.slope), t.ls.t, t.ls.p_two_sided, t.ls.r2, t.snr,
+		      t.q_ratio, k,
 		      diag_fmt_ns(m1, sizeof m1, first_med), k, diag_fmt_ns(m2, sizeof m2, last_med),
 		      sum > 0 ? 100.0 * excess / sum : 0);
 	free(y);
@@ -268,7 +258,8 @@ void rule_session_per_iteration(diag_ctx *c)
 		int64_t loop_ns = r->steps[r->n_steps - 1].end_ns - r->steps[1].start_ns;
 		double share = loop_ns > 0 ? (double)t_loop / loop_ns : 0;
 		pp_finding *f = diag_emit(
-			c, "session_per_iteration", share >= 0.2 ? DIAG_HIGH : DIAG_MODERATE, share,
+			c, "session_per_iteration", share >= 0.2 ? DIAG_HIGH : DIAG_MODERATE,
+			diag_run_share(r, (double)t_loop),
 			"Create the session (and the variables) once before the loop and reuse it; run "
 			"the initializer once. A new session on a growing default graph pays for the "
 			"whole graph every time.",
@@ -439,13 +430,13 @@ void rule_graph_grows(diag_ctx *c)
 	int sev = (growth >= 2.0 || share >= 0.2) ? DIAG_HIGH : DIAG_MODERATE;
 	pp_finding *f;
 	if (ev[0][0] || ev[1][0])
-		f = diag_emit(c, "graph_grows", sev, share,
+		f = diag_emit(c, "graph_grows", sev, diag_run_share(r, (double)cost),
 			      "Build the graph once before the loop and only run it inside; finalize "
 			      "the graph so an accidental op creation raises an error "
 			      "(TF1: tf.get_default_graph().finalize()), or use a traced function.",
 			      "The graph grows between runs (x%.1f nodes)", growth);
 	else
-		f = diag_emit(c, "graph_grows", sev, share,
+		f = diag_emit(c, "graph_grows", sev, diag_run_share(r, (double)cost),
 			      "Build the graph once before the loop and only run it inside; finalize "
 			      "the graph so an accidental op creation raises an error "
 			      "(TF1: tf.get_default_graph().finalize()), or use a traced function.",
@@ -619,8 +610,11 @@ static void check_allocator(diag_ctx *c, const alloc_names *an)
 		}
 	}
 	int sev = (ratio >= GROW_HIGH || share >= 0.2) ? DIAG_HIGH : DIAG_MODERATE;
+	int64_t steady_ns = 0;
+	for (int i = s0; i < r->n_steps; i++)
+		steady_ns += r->steps[i].end_ns - r->steps[i].start_ns;
 	pp_finding *f = diag_emit(
-		c, "alloc_count_not_flat", sev, share > 0 ? share : 0.05,
+		c, "alloc_count_not_flat", sev, diag_run_share(r, share * (double)steady_ns),
 		"Reuse memory across steps: use the arena (BFC-style) allocator, keep tensor shapes "
 		"fixed (pad or bucket batch sizes), reserve the arena up front; if bytes in use keep "
 		"growing, something holds tensors across steps.",
