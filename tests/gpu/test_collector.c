@@ -252,6 +252,30 @@ static int scenario_hung_flush(void)
 	return 0;
 }
 
+/* CUDA_INJECTION64_PATH: the driver calls InitializeInjection from inside
+ * cuInit; no driver probe then (it would recurse into cuInit), CUPTI still
+ * checked; ppgpu_finish at exit stops it and writes the status row. */
+int InitializeInjection(void);
+static int scenario_inject(void)
+{
+	setenv("PHASEPROF_LIBCUDA", "/nonexistent/libcuda.so.1", 1); /* must not be consulted */
+	open_recording("inject");
+	CHECK(InitializeInjection() == 1, "InitializeInjection must return 1");
+	CHECK(InitializeInjection() == 1, "a second call is harmless");
+	CHECK(ppgpu_active(), "collector active: %s", ppgpu_status() ? ppgpu_status()->reason : "?");
+	fake_launch("injected_kernel", 7);
+	ppgpu_finish();
+	pp_store *st = record_done();
+	char s[512];
+	q1s(st, "SELECT reason FROM gpu_status", s, sizeof s);
+	CHECK(strstr(s, "CUDA_INJECTION64_PATH") != NULL, "reason '%s'", s);
+	CHECK(q1(st, "SELECT available FROM gpu_status") == 1, "available");
+	CHECK(q1(st, "SELECT count(*) FROM gpu_activity g JOIN strings n ON n.id=g.name_id "
+		     "WHERE kind='kernel' AND n.value='injected_kernel'") == 1, "kernel recorded");
+	cleanup(st);
+	return 0;
+}
+
 /* A wrapped program that never initialised CUDA: the status row says so. */
 static int scenario_unused(void)
 {
@@ -273,7 +297,7 @@ static int scenario_unused(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s trace|offset|busy|enable|nodevice|nodriver|hang|unused\n", argv[0]);
+		fprintf(stderr, "usage: %s trace|offset|busy|enable|nodevice|nodriver|hang|unused|inject\n", argv[0]);
 		return 2;
 	}
 	setenv("PHASEPROF_LIBCUDA", FAKE_LIBCUDA, 1);
@@ -288,6 +312,8 @@ int main(int argc, char **argv)
 		scenario_hung_flush();
 	else if (strcmp(s, "unused") == 0)
 		scenario_unused();
+	else if (strcmp(s, "inject") == 0)
+		scenario_inject();
 	else
 		scenario_refused(s);
 	if (failures)
