@@ -432,7 +432,15 @@ static int g_xent(flow_graph *g, flow_op *op, const flow_output *dy, flow_output
 		return -1;
 	}
 	dx[0] = tb_op2(g, "_ScaleRows", Y(1), dy[0], st);
-	return done(st);   /* labels: no gradient (TF's sparse op has none either) */
+	/* Dense labels get -log_softmax(features) * dloss (TF's _v2 semantics);
+	 * sparse labels are integers: no gradient. */
+	if (ok(st, dx[0]) && !strcmp(flow_op_type(op), "SoftmaxCrossEntropyWithLogits")) {
+		flow_output ls = tb_op1(g, "LogSoftmax", X(0), st);
+		flow_output n = ok(st, ls) ? tb_op1(g, "Neg", ls, st) : NONE;
+		if (ok(st, n))
+			dx[1] = tb_op2(g, "_ScaleRows", n, dy[0], st);
+	}
+	return done(st);
 }
 
 static void copy_window_attrs(flow_op_desc *d, flow_op *op, int pool)
