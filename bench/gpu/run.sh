@@ -8,5 +8,15 @@ if [ -x "$b/bench/gpu/bench_gpu_decode" ]; then
 else
 	echo "== gpu: skipped (built without the CUPTI headers) =="
 fi
+if [ -x "$b/bench/gpu/bench_gpu_nvtx" ]; then
+	echo "== gpu: NVTX ranges through injection =="
+	"$b/bench/gpu/bench_gpu_nvtx"
+	inj="$b/tests/gpu/libppgpu_nvtx_inject.so"
+	if [ -f "$inj" ]; then
+		spool=$(mktemp -u /tmp/ppgpu-bench-XXXXXX.spool)
+		LD_PRELOAD="$inj" NVTX_INJECTION64_PATH="$inj" PHASEPROF_OUT="$spool" "$b/bench/gpu/bench_gpu_nvtx"
+		rm -f "$spool"
+	fi
+fi
 echo "== gpu: this machine =="
 "$b/phaseprof" doctor | head -2
