@@ -235,7 +235,10 @@ static flow_weights *open_mapped(const char *path, flow_weights_format fmt, char
 		return werr(err, errlen, path, "empty file (0 bytes)");
 	}
 	size_t len = (size_t)st.st_size;
-	void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	/* Private and writable: a tensor wrapping this memory (LoadWeight's zero
+	 * copy) may later be updated in place, e.g. a variable's AssignAdd.
+	 * Written pages become private copies; the file never changes. */
+	void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 	int e = errno;
 	close(fd);
 	if (map == MAP_FAILED)

@@ -1064,7 +1064,14 @@ static void test_load_weight(void **state)
 	flow_tensor *y = NULL;
 	assert_int_equal(run(d, NULL, 0, &y, 1), 0);
 	assert_memory_equal(FLOW_F32P(y), k, sizeof k);
+	/* the zero-copy tensor may be updated in place (a variable's AssignAdd):
+	 * private pages, the file stays as written */
+	FLOW_F32P(y)[0] = 42;
 	flow_tensor_unref(y); /* closes the mapping */
+	flow_weights *chk = flow_weights_open(path, FLOW_WF_SAFETENSORS, err, sizeof err);
+	assert_non_null(chk);
+	assert_memory_equal(flow_weights_find(chk, "dense/kernel")->data, k, sizeof k);
+	flow_weights_close(chk);
 	/* f64 in the file, f32 requested: converted */
 	d = flow_eager_new("LoadWeight");
 	flow_shape u = flow_shape_unknown();
