@@ -275,7 +275,7 @@ static void k_reduce(flow_kernel_ctx *k, red_op op)
 					((int32_t *)p)[i] = (int32_t)(((int32_t *)p)[i] / count);
 				break;
 			case FLOW_I64:
-				if (count && !(count == -1))
+				if (count) /* count > 0: no overflow */
 					((int64_t *)p)[i] = ((int64_t *)p)[i] / count;
 				break;
 			default:
