@@ -28,7 +28,7 @@ int ppa_is_audit_copy;
 _Atomic int ppa_recording;
 uint64_t ppa_run_start;
 pid_t ppa_pid;
-__thread int ppa_guard PPA_TLS;
+__thread ppa_tls_block ppa_tls PPA_TLS;
 __thread ppa_tstats *ppa_ts PPA_TLS;
 
 /* ---- per-thread counter blocks ----
@@ -102,11 +102,12 @@ void ppa_reset_tstats(void)
 	memset(slab, 0, sizeof(ppa_tstats) * n);
 	atomic_store(&slab_used, 0);
 	ppa_ts = NULL;
+	ppa_tls.mts = NULL;
 }
 
 /* ---- totals ---- */
 typedef struct totals {
-	uint64_t alloc_calls, alloc_bytes, alloc_usable, free_calls, free_usable, realloc_calls;
+	uint64_t alloc_calls, alloc_usable, free_calls, free_usable, realloc_calls;
 	uint64_t timed_calls, timed_ns, mmap_calls, mmap_bytes, munmap_calls, munmap_bytes, mmap_ns;
 	uint64_t threads_created;
 	uint64_t hist[PPA_SIZE_CLASSES];
@@ -116,7 +117,6 @@ static void add_totals(ppa_tstats *t, void *ud)
 {
 	totals *s = ud;
 	s->alloc_calls += ppa_get(&t->alloc_calls);
-	s->alloc_bytes += ppa_get(&t->alloc_bytes);
 	s->alloc_usable += ppa_get(&t->alloc_usable);
 	s->free_calls += ppa_get(&t->free_calls);
 	s->free_usable += ppa_get(&t->free_usable);
@@ -150,7 +150,7 @@ static void emit_thread_rows(ppa_tstats *t, void *ud)
 	if (calls || frees) {
 		int64_t in_use = (int64_t)ppa_get(&t->alloc_usable) - (int64_t)ppa_get(&t->free_usable);
 		pp_row("allocations", "iistiiiinn", (int64_t)t->tid, ts, "malloc", "summary",
-		       (int64_t)calls, (int64_t)ppa_get(&t->alloc_bytes),
+		       (int64_t)calls, (int64_t)ppa_get(&t->alloc_usable),
 		       (int64_t)est_ns(calls + frees, ppa_get(&t->timed_calls), ppa_get(&t->timed_ns)),
 		       in_use);
 		pp_row("allocations", "iistiiinnn", (int64_t)t->tid, ts, "malloc", "free",
@@ -177,7 +177,7 @@ static void emit_alloc_rows(void)
 	if ((uint64_t)(in_use > 0 ? in_use : 0) > peak_in_use)
 		peak_in_use = (uint64_t)in_use;
 	pp_row("allocations", "iistiiiiin", (int64_t)0, ts, "malloc", "total",
-	       (int64_t)s.alloc_calls, (int64_t)s.alloc_bytes,
+	       (int64_t)s.alloc_calls, (int64_t)s.alloc_usable,
 	       (int64_t)est_ns(s.alloc_calls + s.free_calls, s.timed_calls, s.timed_ns), in_use,
 	       (int64_t)peak_in_use);
 	for (int k = 0; k < PPA_SIZE_CLASSES; k++)

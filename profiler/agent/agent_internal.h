@@ -17,9 +17,10 @@
 #include <time.h>
 
 #define PPA_API __attribute__((visibility("default")))
-/* TLS descriptors (-mtls-dialect=gnu2): near initial-exec speed, but the
- * module does not demand static TLS, which the LD_AUDIT copy cannot get */
-#define PPA_TLS
+/* initial-exec: the hooks read these on every call. The recorder linked in
+ * already needs static TLS, so the LD_AUDIT copy is given a larger static
+ * TLS surplus through GLIBC_TUNABLES by `phaseprof record`. */
+#define PPA_TLS __attribute__((tls_model("initial-exec")))
 #define PPA_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PPA_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -32,7 +33,7 @@ typedef _Atomic uint64_t ppa_ctr;
 typedef struct ppa_tstats {
 	uint32_t tid;
 	uint32_t used;
-	ppa_ctr alloc_calls, alloc_bytes, alloc_usable;
+	ppa_ctr alloc_calls, alloc_usable;   /* bytes: usable size of each block */
 	ppa_ctr free_calls, free_usable;
 	ppa_ctr realloc_calls;
 	ppa_ctr timed_calls, timed_ns;       /* 1 call in 64 is timed */
@@ -90,7 +91,15 @@ extern int ppa_is_audit_copy;      /* this copy was loaded by LD_AUDIT */
 extern _Atomic int ppa_recording;  /* the recorder is open in this process */
 extern uint64_t ppa_run_start;     /* CLOCK_MONOTONIC of the run's t = 0 */
 extern pid_t ppa_pid;              /* pid the agent state belongs to */
-extern __thread int ppa_guard PPA_TLS;
+/* The malloc hooks' thread state in one TLS block (one GOT load per hook):
+ * mts is set once the allocator functions are resolved and the thread has
+ * its counter block, so the hot path tests one pointer. */
+typedef struct ppa_tls_block {
+	struct ppa_tstats *mts;
+	int guard;                 /* the agent's own work: pass through uncounted */
+} ppa_tls_block;
+extern __thread ppa_tls_block ppa_tls PPA_TLS;
+#define ppa_guard (ppa_tls.guard)
 
 static inline int64_t ppa_rel(uint64_t mono) { return (int64_t)(mono - ppa_run_start); }
 

@@ -6,8 +6,11 @@
  * the program's numbers.
  *
  * Default mode counts calls and bytes per size class and times one call in
- * 64 (two clock reads on every call would double the cost of a malloc/free
- * pair); the reported time is that sample scaled to all calls.
+ * 1024 (two clock reads on every call would triple the cost of a malloc/free
+ * pair on a VM clock); the reported time is that sample scaled to all calls.
+ * Bytes in use come from the chunk header when the allocator is glibc's
+ * (what malloc_usable_size computes, without the call), else from
+ * malloc_usable_size.
  */
 #include "agent_internal.h"
 #include "phaseprof.h"
@@ -18,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TIME_MASK 63u
+#define TIME_MASK 1023u
 
 static void *(*r_malloc)(size_t);
 static void (*r_free)(void *);
@@ -30,6 +33,19 @@ static void *(*r_memalign)(size_t, size_t);
 static void *(*r_valloc)(size_t);
 static void *(*r_pvalloc)(size_t);
 static size_t (*r_usable)(void *);
+static int glibc_heap;
+
+/* glibc chunk: size word before the payload; low bits are flags
+ * (IS_MMAPPED = 2). An in-use chunk's payload is its size minus the
+ * header word (two for mmapped chunks). */
+static inline size_t usable(void *p)
+{
+	if (PPA_LIKELY(glibc_heap)) {
+		size_t sz = ((size_t *)p)[-1];
+		return (sz & ~(size_t)7) - ((sz & 2) ? 2 * sizeof(size_t) : sizeof(size_t));
+	}
+	return r_usable(p);
+}
 
 /* dlsym may call calloc before we know where calloc is */
 static _Alignas(64) char boot_pool[16384];
@@ -65,6 +81,11 @@ void ppa_malloc_resolve(void)
 	r_pvalloc = dlsym(RTLD_NEXT, "pvalloc");
 	r_usable = dlsym(RTLD_NEXT, "malloc_usable_size");
 	void *m = dlsym(RTLD_NEXT, "malloc");
+	Dl_info di;
+	glibc_heap = m && dladdr(m, &di) && di.dli_fname && strstr(di.dli_fname, "/libc.so.6") ? 1 : 0;
+	const char *tun = getenv("GLIBC_TUNABLES");
+	if (getenv("MALLOC_CHECK_") || (tun && (strstr(tun, "malloc.check") || strstr(tun, "mem.tagging"))))
+		glibc_heap = 0; /* checking / tagging change the chunk layout */
 	__atomic_store_n(&r_malloc, m, __ATOMIC_RELEASE);
 	booting = 0;
 }
@@ -103,10 +124,11 @@ static void sample_event(ppa_tstats *t, size_t n, uint64_t c)
 
 static inline void account_alloc(ppa_tstats *t, size_t n, void *p, uint64_t c)
 {
-	if (!p)
+	if (PPA_UNLIKELY(!p))
 		return;
-	ppa_add(&t->alloc_bytes, n);
-	ppa_add(&t->alloc_usable, r_usable(p));
+	/* requested bytes are the histogram's; totals use the usable size
+	 * (one counter less on the hot path) */
+	ppa_add(&t->alloc_usable, usable(p));
 	ppa_add(&t->hist[size_class(n)], 1);
 	if (PPA_UNLIKELY(ppa_cfg.detailed))
 		sample_event(t, n, c);
@@ -118,51 +140,96 @@ static inline void account_time(ppa_tstats *t, uint64_t t0)
 	ppa_add(&t->timed_ns, ppa_mono() - t0);
 }
 
-PPA_API void *malloc(size_t n)
+/* The hot paths below do only: two TLS loads, the call, four counter
+ * updates. Everything rare (first call, guard, timed call, detailed mode)
+ * is out of line so the common path needs no stack frame to speak of. */
+static __attribute__((noinline, cold)) void *malloc_slow(size_t n)
 {
-	if (PPA_UNLIKELY(!r_malloc)) {
+	if (!r_malloc) {
 		if (booting)
 			return boot_alloc(n);
 		ppa_malloc_resolve();
 	}
-	if (PPA_UNLIKELY(ppa_guard))
+	if (ppa_guard)
 		return r_malloc(n);
 	ppa_tstats *t = ppa_self();
+	ppa_tls.mts = t; /* resolved and counted from now on: the fast path */
 	uint64_t c = ppa_get(&t->alloc_calls);
 	ppa_add(&t->alloc_calls, 1);
-	void *p;
-	if (PPA_UNLIKELY((c & TIME_MASK) == 0)) {
-		uint64_t t0 = ppa_mono();
-		p = r_malloc(n);
-		account_time(t, t0);
-	} else {
-		p = r_malloc(n);
-	}
+	uint64_t t0 = ppa_mono();
+	void *p = r_malloc(n);
+	account_time(t, t0);
 	account_alloc(t, n, p, c);
 	return p;
+}
+
+static __attribute__((noinline)) void *malloc_timed(ppa_tstats *t, size_t n, uint64_t c)
+{
+	uint64_t t0 = ppa_mono();
+	void *p = r_malloc(n);
+	account_time(t, t0);
+	account_alloc(t, n, p, c);
+	return p;
+}
+
+PPA_API void *malloc(size_t n)
+{
+	ppa_tls_block *b = &ppa_tls;
+	ppa_tstats *t = b->mts;
+	if (PPA_UNLIKELY(!t || b->guard))
+		return malloc_slow(n);
+	uint64_t c = ppa_get(&t->alloc_calls);
+	ppa_add(&t->alloc_calls, 1);
+	if (PPA_UNLIKELY((c & TIME_MASK) == 0))
+		return malloc_timed(t, n, c);
+	void *p = r_malloc(n);
+	account_alloc(t, n, p, c);
+	return p;
+}
+
+static __attribute__((noinline, cold)) void free_slow(void *p)
+{
+	if (!r_free)
+		ppa_malloc_resolve();
+	if (ppa_guard) {
+		r_free(p);
+		return;
+	}
+	ppa_tstats *t = ppa_self();
+	if (r_malloc)
+		ppa_tls.mts = t;
+	ppa_add(&t->free_calls, 1);
+	ppa_add(&t->free_usable, usable(p));
+	uint64_t t0 = ppa_mono();
+	r_free(p);
+	account_time(t, t0);
+}
+
+static __attribute__((noinline)) void free_timed(ppa_tstats *t, void *p)
+{
+	uint64_t t0 = ppa_mono();
+	r_free(p);
+	account_time(t, t0);
 }
 
 PPA_API void free(void *p)
 {
 	if (PPA_UNLIKELY(!p || in_boot(p)))
 		return;
-	if (PPA_UNLIKELY(!r_free))
-		ppa_malloc_resolve();
-	if (PPA_UNLIKELY(ppa_guard)) {
-		r_free(p);
+	ppa_tls_block *b = &ppa_tls;
+	ppa_tstats *t = b->mts;
+	if (PPA_UNLIKELY(!t || b->guard)) {
+		free_slow(p);
 		return;
 	}
-	ppa_tstats *t = ppa_self();
 	uint64_t c = ppa_get(&t->free_calls);
 	ppa_add(&t->free_calls, 1);
-	ppa_add(&t->free_usable, r_usable(p));
+	ppa_add(&t->free_usable, usable(p));
 	if (PPA_UNLIKELY((c & TIME_MASK) == 0)) {
-		uint64_t t0 = ppa_mono();
-		r_free(p);
-		account_time(t, t0);
-	} else {
-		r_free(p);
+		free_timed(t, p);
+		return;
 	}
+	r_free(p);
 }
 
 PPA_API void *calloc(size_t n, size_t m)
@@ -215,7 +282,7 @@ PPA_API void *realloc(void *old, size_t n)
 	uint64_t c = ppa_get(&t->alloc_calls);
 	ppa_add(&t->alloc_calls, 1);
 	ppa_add(&t->realloc_calls, 1);
-	size_t old_usable = old ? r_usable(old) : 0;
+	size_t old_usable = old ? usable(old) : 0;
 	void *p;
 	if (PPA_UNLIKELY((c & TIME_MASK) == 0)) {
 		uint64_t t0 = ppa_mono();

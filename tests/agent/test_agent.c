@@ -173,6 +173,8 @@ static void test_churn(void **state)
 	int64_t allocs = q_int(db, "SELECT count FROM allocations a JOIN strings s ON s.id = a.source_id"
 				   " WHERE kind = 'total' AND s.value = 'malloc'");
 	assert_true(allocs >= 88000 && allocs < 100000);
+	/* bytes are usable sizes: at least what was asked for */
+	assert_true(q_int(db, "SELECT bytes FROM allocations WHERE kind = 'total'") >= 80000ll * 48 + 8000ll * 100000);
 	int64_t frees = q_int(db, "SELECT SUM(count) FROM allocations WHERE kind = 'free'"
 				  " AND source_id = (SELECT id FROM strings WHERE value = 'malloc')");
 	assert_true(frees >= 88000);

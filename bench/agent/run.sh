@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Overhead of the agent in default mode, side by side:
+#   a 10^7 malloc/free loop (target <= 1.5x) and
+#   /usr/bin/python3 -c 'import numpy' (target <= 1.10x),
+# plain vs `phaseprof record`, and under heaptrack / ltrace when installed.
+# Usage: bench/agent/run.sh BUILD_DIR [REPEATS]   (median of REPEATS, default 5)
+set -euo pipefail
+build=${1:?usage: run.sh BUILD_DIR [REPEATS]}
+reps=${2:-5}
+pp=$build/phaseprof
+loop=$build/bench/agent/bench_agent_loop
+[ -x "$pp" ] || { echo "run.sh: $pp missing (build first)" >&2; exit 1; }
+[ -x "$loop" ] || { echo "run.sh: $loop missing (build the bench_agent_loop target)" >&2; exit 1; }
+py=/usr/bin/python3
+tmp=$(mktemp -d /tmp/pp-bench-agent-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+# median wall time in ms of a command line, run $reps times
+median_ms() {
+  local t=()
+  for _ in $(seq "$reps"); do
+    local s e
+    s=$(date +%s%N)
+    "$@" >/dev/null 2>&1 || true
+    e=$(date +%s%N)
+    t+=($(( (e - s) / 1000 )))
+  done
+  printf '%s\n' "${t[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]/1000}'
+}
+
+row() { # label plain_ms ms
+  awk -v l="$1" -v p="$2" -v m="$3" 'BEGIN {printf "  %-28s %9.1f ms  %6.2fx\n", l, m, m / p}'
+}
+
+n=10000000
+echo "agent overhead (median of $reps runs; $(nproc) CPUs; $(date -u +%Y-%m-%d))"
+"$py" -c 'import numpy' # warm the page cache
+for w in loop numpy; do
+  if [ $w = loop ]; then
+    echo "malloc/free loop, $n pairs (target <= 1.5x):"
+    cmd=("$loop" "$n")
+  else
+    echo "python3 -c 'import numpy' (target <= 1.10x):"
+    cmd=("$py" -c 'import numpy')
+  fi
+  plain=$(median_ms "${cmd[@]}")
+  row "plain" "$plain" "$plain"
+  rec=$(median_ms "$pp" record -o "$tmp/bench.db" -- "${cmd[@]}")
+  row "phaseprof record" "$plain" "$rec"
+  rm -f "$tmp/bench.db"
+  if command -v heaptrack >/dev/null; then
+    ht=$(cd "$tmp" && median_ms heaptrack -o "$tmp/ht" "${cmd[@]}")
+    row "heaptrack" "$plain" "$ht"
+    rm -f "$tmp"/ht*
+  else
+    echo "  heaptrack                    (not installed)"
+  fi
+  if command -v ltrace >/dev/null; then
+    if [ $w = loop ]; then lcmd=("$loop" 1000000); lp=$(median_ms "${lcmd[@]}"); else lcmd=("${cmd[@]}"); lp=$plain; fi
+    lt=$(median_ms ltrace -f -c -o "$tmp/lt" -e malloc+free "${lcmd[@]}")
+    row "ltrace -e malloc+free$([ $w = loop ] && echo ' (10^6)')" "$lp" "$lt"
+  else
+    echo "  ltrace                       (not installed)"
+  fi
+done
