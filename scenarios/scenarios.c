@@ -12,7 +12,7 @@
  * problems, as a user meets them. */
 static const pp_scenario *const table[] = {
 	&scn_startup, &scn_model_init, &scn_repeated_init, &scn_growing_graph,
-	&scn_retracing,  &scn_alloc_churn,   &scn_transfer,
+	&scn_first_step, &scn_retracing,  &scn_alloc_churn,   &scn_transfer,
 };
 
 const char *pp_scn_size_name(int size)
@@ -146,6 +146,8 @@ int pp_scenario_child(const pp_scenario *s, int v, const pp_scn_child_opts *o, c
 	po.scenario = s->name;
 	po.variant = s->variants[v].name;
 	po.fork_policy = PP_FORK_DISABLE;
+	/* drain often: a variant that crashes keeps all but its last 10 ms */
+	po.flush_ms = 10;
 	if (pp_open(&po) != 0) {
 		snprintf(err, errlen, "%s", pp_last_error());
 		return -1;

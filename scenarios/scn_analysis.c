@@ -121,6 +121,18 @@ double scn_counter_last(pp_store *st, int64_t run_id, const char *name, double f
 	return v;
 }
 
+double scn_counter_sum(pp_store *st, int64_t run_id, const char *name)
+{
+	pp_counter_row *c = NULL;
+	int n = 0;
+	double sum = 0;
+	if (pp_store_counter(st, run_id, name, &c, &n) == 0)
+		for (int i = 0; i < n; i++)
+			sum += c[i].value;
+	free(c);
+	return sum;
+}
+
 static int text_cb(sqlite3_stmt *row, void *ud)
 {
 	const unsigned char *t = sqlite3_column_text(row, 0);
@@ -261,9 +273,18 @@ static double *ranks(const double *v, int n)
 double scn_correlation(const double *x, const double *y, int n)
 {
 	/* Spearman: step times carry spikes (preemption) that would dominate
-	 * a Pearson coefficient. */
-	double *rx = ranks(x, n), *ry = ranks(y, n);
-	double r = rx && ry ? pearson(rx, ry, n) : NAN;
+	 * a Pearson coefficient. Ranks over the pairs where both are finite. */
+	double *fx = calloc((size_t)n + 1, sizeof *fx), *fy = calloc((size_t)n + 1, sizeof *fy);
+	int m = 0;
+	for (int i = 0; fx && fy && i < n; i++)
+		if (isfinite(x[i]) && isfinite(y[i])) {
+			fx[m] = x[i];
+			fy[m++] = y[i];
+		}
+	double *rx = fx ? ranks(fx, m) : NULL, *ry = fy ? ranks(fy, m) : NULL;
+	double r = rx && ry ? pearson(rx, ry, m) : NAN;
+	free(fx);
+	free(fy);
 	free(rx);
 	free(ry);
 	return r;

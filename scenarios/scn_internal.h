@@ -102,6 +102,8 @@ int scn_counter_at_steps(pp_store *st, int64_t run_id, const char *name, scn_ser
 int scn_kind_per_step(pp_store *st, int64_t run_id, int kind, scn_series *out);
 /* Last value of a counter; fallback if absent. */
 double scn_counter_last(pp_store *st, int64_t run_id, const char *name, double fallback);
+/* Sum of every sample of a counter (per-event totals such as weights.bytes). */
+double scn_counter_sum(pp_store *st, int64_t run_id, const char *name);
 /* run_meta value as a number; fallback if absent. */
 double scn_meta_num(pp_store *st, int64_t run_id, const char *key, double fallback);
 /* Total ns of top-level phases of a kind, and their count (NULL ok). */

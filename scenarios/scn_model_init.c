@@ -260,7 +260,7 @@ static int mi_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 	if (have[1] && have[2]) {
 		double t1 = (double)scn_kind_total(st, run[1], PP_WEIGHT_LOAD, NULL);
 		double t2 = (double)scn_kind_total(st, run[2], PP_WEIGHT_LOAD, NULL);
-		double bytes = scn_counter_last(st, run[1], "weights.bytes", NAN);
+		double bytes = scn_counter_sum(st, run[1], "weights.bytes");
 		n = scn_claim(out, n, max, "weight-format",
 			      "a file format not optimised for loading makes the weight load slow",
 			      t1 > 5 * t2 ? PP_CLAIM_SUPPORTED : PP_CLAIM_NOT_SUPPORTED,
@@ -269,11 +269,11 @@ static int mi_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 		n = scn_claim(out, n, max, "storage-io",
 			      "the I/O performance of the storage system sets the load time",
 			      PP_CLAIM_NOT_SUPPORTED,
-			      "the text files were just written and sit in the page cache, yet the last "
-			      "text tensor (%s) loads at %.0f MB/s: the time is parsing (one read and "
-			      "strtod per line), which no faster disk would change",
+			      "the text files were just written and sit in the page cache, yet their %s "
+			      "load at %.0f MB/s: the time is parsing (one read and strtod per line), "
+			      "which no faster disk would change",
 			      scn_fmt_bytes(c, sizeof c, bytes),
-			      t1 > 0 && isfinite(bytes) ? bytes / (t1 / 1e9) / 1e6 : 0);
+			      t1 > 0 ? bytes / (t1 / 1e9) / 1e6 : 0);
 	}
 	if (have[0] && have[3])
 		n = scn_claim(out, n, max, "zeros-init",
