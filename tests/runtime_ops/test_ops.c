@@ -1432,15 +1432,155 @@ static void test_session_chain(void **state)
 	}
 }
 
+/* Random shape pairs up to rank 5 against an index-by-index reference. */
+static void test_broadcast_random(void **state)
+{
+	(void)state;
+	unsigned seed = 12345;
+	for (int iter = 0; iter < 300; iter++) {
+		int nd = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 5;
+		int64_t out[5], da[5], db[5];
+		int na = nd, nb = nd;
+		for (int d = 0; d < nd; d++) {
+			seed = seed * 1103515245u + 12345u;
+			out[d] = 1 + (seed >> 16) % 3;
+			int r = (int)((seed >> 20) % 4);
+			da[d] = r == 0 ? 1 : out[d];
+			db[d] = r == 1 ? 1 : out[d];
+		}
+		seed = seed * 1103515245u + 12345u;
+		int drop = (int)((seed >> 16) % 3);
+		if (drop == 1 && na > 1) { /* a loses leading dims (they broadcast) */
+			memmove(da, da + 1, sizeof(int64_t) * (size_t)(na - 1));
+			na--;
+		} else if (drop == 2 && nb > 1) {
+			memmove(db, db + 1, sizeof(int64_t) * (size_t)(nb - 1));
+			nb--;
+		}
+		/* the output is what the (possibly shortened) inputs broadcast to */
+		for (int d = 0; d < nd; d++) {
+			int ia = d - (nd - na), ib = d - (nd - nb);
+			int64_t xa = ia >= 0 ? da[ia] : 1, xb = ib >= 0 ? db[ib] : 1;
+			out[d] = xa > xb ? xa : xb;
+		}
+		int64_t ne = 1, nea = 1, neb = 1;
+		for (int d = 0; d < nd; d++)
+			ne *= out[d];
+		for (int d = 0; d < na; d++)
+			nea *= da[d];
+		for (int d = 0; d < nb; d++)
+			neb *= db[d];
+		double a[243], b[243];
+		int32_t ai[243], bi[243];
+		for (int64_t i = 0; i < nea; i++) {
+			a[i] = (double)((i * 7 + iter) % 13) - 6;
+			ai[i] = (int32_t)a[i];
+		}
+		for (int64_t i = 0; i < neb; i++) {
+			b[i] = (double)((i * 5 + iter) % 11) - 5;
+			bi[i] = (int32_t)b[i];
+		}
+		const char *op = (const char *[]){"Add", "Mul", "Maximum", "SquaredDifference"}[iter % 4];
+		int ints = iter % 2;
+		flow_tensor *y = ints ? op1(op, tdt(FLOW_I32, na, da, ai), tdt(FLOW_I32, nb, db, bi))
+				      : op1(op, tdt(FLOW_F64, na, da, a), tdt(FLOW_F64, nb, db, b));
+		if (!y) {
+			print_error("%s: %s\n", op, flow_status_message(st));
+			fail();
+		}
+		assert_int_equal(flow_tensor_ndim(y), nd);
+		for (int64_t i = 0; i < ne; i++) {
+			int64_t idx[5], q = i, oa = 0, ob = 0, sa = 1, sb = 1;
+			for (int d = nd - 1; d >= 0; d--) {
+				idx[d] = q % out[d];
+				q /= out[d];
+			}
+			for (int d = nd - 1; d >= 0; d--) {
+				int ia = d - (nd - na), ib = d - (nd - nb);
+				if (ia >= 0) {
+					oa += (da[ia] == 1 ? 0 : idx[d]) * sa;
+					sa *= da[ia];
+				}
+				if (ib >= 0) {
+					ob += (db[ib] == 1 ? 0 : idx[d]) * sb;
+					sb *= db[ib];
+				}
+			}
+			double x = a[oa], v = b[ob], w;
+			switch (iter % 4) {
+			case 0: w = x + v; break;
+			case 1: w = x * v; break;
+			case 2: w = x > v ? x : v; break;
+			default: w = (x - v) * (x - v); break;
+			}
+			double got = ints ? FLOW_I32P(y)[i] : FLOW_F64P(y)[i];
+			if (got != w) {
+				print_error("iter %d %s: element %lld got %g want %g (na %d nb %d nd %d: a %lld,%lld,%lld b %lld,%lld,%lld)\n", iter, op, (long long)i, got, w, na, nb, nd, (long long)da[0], (long long)(na > 1 ? da[1] : 0), (long long)(na > 2 ? da[2] : 0), (long long)db[0], (long long)(nb > 1 ? db[1] : 0), (long long)(nb > 2 ? db[2] : 0));
+				fail();
+			}
+		}
+		flow_tensor_unref(y);
+	}
+}
+
+/* Rank-5 reductions over alternating axes: several passes. */
+static void test_reduce_multipass(void **state)
+{
+	(void)state;
+	int64_t d[5] = {2, 3, 2, 3, 2};
+	float x[72];
+	for (int i = 0; i < 72; i++)
+		x[i] = (float)((i * 29) % 31) - 15;
+	int32_t sets[3][3] = {{1, 3}, {0, 2, 4}, {4, 0}};
+	int nset[3] = {2, 3, 2};
+	for (int sidx = 0; sidx < 3; sidx++)
+		for (int op = 0; op < 2; op++) {
+			int mask[5] = {0};
+			for (int i = 0; i < nset[sidx]; i++)
+				mask[sets[sidx][i]] = 1;
+			flow_tensor *y = reduce(op ? "Max" : "Sum", tf32(5, d, x), sets[sidx], nset[sidx], 1);
+			assert_non_null(y);
+			int64_t od[5], on = 1;
+			for (int k = 0; k < 5; k++) {
+				od[k] = mask[k] ? 1 : d[k];
+				on *= od[k];
+			}
+			for (int64_t o = 0; o < on; o++) {
+				int64_t oi[5], q = o;
+				for (int k = 4; k >= 0; k--) {
+					oi[k] = q % od[k];
+					q /= od[k];
+				}
+				double acc = op ? -1e30 : 0;
+				for (int i = 0; i < 72; i++) {
+					int64_t ii[5], r = i, ok = 1;
+					for (int k = 4; k >= 0; k--) {
+						ii[k] = r % d[k];
+						r /= d[k];
+					}
+					for (int k = 0; k < 5; k++)
+						if (!mask[k] && ii[k] != oi[k])
+							ok = 0;
+					if (ok)
+						acc = op ? fmax(acc, x[i]) : acc + x[i];
+				}
+				assert_true(fabs(FLOW_F32P(y)[o] - acc) < 1e-4);
+			}
+			flow_tensor_unref(y);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_registry),
 		cmocka_unit_test(test_unary),
 		cmocka_unit_test(test_binary_broadcast),
+		cmocka_unit_test(test_broadcast_random),
 		cmocka_unit_test(test_integer_semantics),
 		cmocka_unit_test(test_large_parallel),
 		cmocka_unit_test(test_reductions),
+		cmocka_unit_test(test_reduce_multipass),
 		cmocka_unit_test(test_matmul),
 		cmocka_unit_test(test_softmax_xent_bias),
 		cmocka_unit_test(test_conv_pool),
