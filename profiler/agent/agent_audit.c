@@ -422,11 +422,22 @@ PPA_API void *dlopen(const char *file, int mode)
 	uint32_t b0 = atomic_load(&S->n_batches);
 	char buf[PATH_MAX];
 	const char *use = resolve_for_caller(file, caller, buf, sizeof buf);
+	/* the library_load phase of this call, on the calling thread */
+	int phase = file && atomic_load(&ppa_recording);
+	if (phase) {
+		const char *base = strrchr(file, '/');
+		pp_phase_begin(PP_LIBRARY_LOAD, base ? base + 1 : file);
+	}
 	ppa_guard = g;
 	void *h = r_dlopen(use ? use : file, mode);
 	if (!h && use)
 		h = r_dlopen(file, mode);
 	uint64_t t1 = ppa_mono();
+	if (phase) {
+		ppa_guard = 1;
+		pp_phase_end();
+		ppa_guard = g;
+	}
 	uint32_t b1 = atomic_load(&S->n_batches), tid = ppa_gettid();
 	for (uint32_t b = b0; b < b1 && b < MAX_BATCHES; b++) {
 		uint64_t zero = 0;

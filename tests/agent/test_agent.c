@@ -391,6 +391,8 @@ static void test_numpy(void **state)
 	/* every dlopen batch: open <= mapped <= end */
 	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM libraries WHERE depth = 1 AND NOT (open_ns <= mapped_ns AND mapped_ns <= end_ns)"), 0);
 	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'total'") > 10000);
+	/* each dlopen is a library_load phase on the calling thread */
+	assert_true(q_int(db, "SELECT COUNT(*) FROM spans_v WHERE kind_name = 'library_load' AND end_ns >= start_ns") >= 5);
 	sqlite3_close(db);
 }
 
