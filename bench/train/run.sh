@@ -20,11 +20,13 @@ if [ "${ncpu}" -gt 1 ]; then
   FLOW_THREADS=1 OPENBLAS_NUM_THREADS=1 "$bin" "$steps" | sed "s/^flow \(graph\|eager\)/& t=1/" | tee -a "$out"
 fi
 summary() {
-  echo "== best median step (lower is better; machine load: $(cut -d' ' -f1-3 /proc/loadavg))"
+  echo "== best median step, wall and process CPU time (machine load: $(cut -d' ' -f1-3 /proc/loadavg))"
   for who in "flow graph" "flow eager" "torch"; do
-    grep "^$who" "$out" | sed 's/ *:.*median step *\([0-9.]*\) ms.*/ \1/' |
-      awk -v w="$who" '{ if (best == "" || $NF < best) { best = $NF; $NF = ""; cfg = $0 } }
-        END { if (best != "") printf "  %-12s %8.2f ms  (%s)\n", w, best, cfg }'
+    for what in "median step" "cpu"; do
+      grep "^$who" "$out" | sed "s/ *:.*$what *\([0-9.]*\) ms.*/ \1/" |
+        awk -v w="$who" -v k="$what" '{ if (best == "" || $NF < best) { best = $NF; $NF = ""; cfg = $0 } }
+          END { if (best != "") printf "  %-11s %-11s %8.2f ms  (%s)\n", w, k, best, cfg }'
+    done
   done
 }
 py=/usr/bin/python3
