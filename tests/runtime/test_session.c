@@ -557,6 +557,78 @@ static void test_plan_cache_on_disk(void **state)
 	rmdir(dir);
 }
 
+/* Random graphs of 4x4 f32 nodes (Add, Mul, Relu, MatMul, BiasAdd over
+ * constants, duplicates and a placeholder): every pass on vs every pass off
+ * give the same numbers. */
+static uint64_t rs = 0x1234567;
+static int rnd(int n)
+{
+	rs ^= rs << 13, rs ^= rs >> 7, rs ^= rs << 17;
+	return (int)(rs % (uint64_t)n);
+}
+
+static void test_passes_random_graphs(void **state)
+{
+	(void)state;
+	int folded = 0, cse = 0, fused = 0;
+	for (int gi = 0; gi < 30; gi++) {
+		flow_graph *g = flow_graph_new();
+		flow_shape ps = flow_shape_make(2, (int64_t[]){4, 4});
+		flow_output pool[64];
+		int n = 0;
+		pool[n++] = flow_placeholder(g, "x", FLOW_F32, &ps, st);
+		for (int c = 0; c < 3; c++) {
+			char nm[16];
+			snprintf(nm, sizeof nm, "k%d", c);
+			pool[n++] = cmat(g, nm, 4, 4, 0.1f * (float)(c + 1), c % 2 ? 0.05f : -0.03f);
+		}
+		flow_tensor *bt = tf32(1, (int64_t[]){4}, (float[]){0.1f, -0.2f, 0.3f, -0.4f});
+		flow_output bias = flow_const(g, "bias", bt, st);
+		flow_tensor_unref(bt);
+		for (int i = 0; i < 24 && n < 64; i++) {
+			flow_output a = pool[rnd(n)], b = pool[rnd(n)];
+			switch (rnd(5)) {
+			case 0: pool[n++] = op2(g, "Add", NULL, a, b); break;
+			case 1: pool[n++] = op2(g, "Mul", NULL, a, b); break;
+			case 2: pool[n++] = flow_simple(g, "Relu", NULL, &a, 1, st); break;
+			case 3: pool[n++] = op2(g, "MatMul", NULL, a, b); break;
+			default: pool[n++] = op2(g, "BiasAdd", NULL, op2(g, "MatMul", NULL, a, b), bias); break;
+			}
+		}
+		OK();
+		flow_output fetch[2] = {pool[n - 1], pool[n - 2]};
+		flow_tensor *xv = flow_tensor_new(FLOW_F32, 2, ps.dims, st);
+		for (int i = 0; i < 16; i++)
+			((float *)flow_tensor_data(xv))[i] = (float)(i % 7) * 0.25f - 0.75f;
+		flow_session_options off = {.disable_passes = FLOW_PASS_CONSTANT_FOLDING | FLOW_PASS_CSE |
+								FLOW_PASS_FUSION | FLOW_PASS_MEMORY_PLAN};
+		flow_session *s1 = flow_session_new(g, NULL, st), *s0 = flow_session_new(g, &off, st);
+		flow_tensor *o1[2], *o0[2];
+		assert_int_equal(flow_session_run(s1, pool, &xv, 1, fetch, o1, 2, NULL, 0, st), 0);
+		assert_int_equal(flow_session_run(s0, pool, &xv, 1, fetch, o0, 2, NULL, 0, st), 0);
+		OK();
+		for (int f = 0; f < 2; f++) {
+			for (int64_t i = 0; i < 16; i++) {
+				double a = flow_tensor_get(o1[f], i), b = flow_tensor_get(o0[f], i);
+				if (!isfinite(a) || !isfinite(b) || fabs(a - b) > 1e-4 * (1 + fabs(b)))
+					fail_msg("graph %d fetch %d element %lld: %g with passes, %g without", gi, f,
+						 (long long)i, a, b);
+			}
+			flow_tensor_unref(o1[f]);
+			flow_tensor_unref(o0[f]);
+		}
+		flow_session_stats ss;
+		flow_session_stats_get(s1, &ss);
+		folded += ss.last_folded, cse += ss.last_cse_removed, fused += ss.last_fused;
+		flow_tensor_unref(xv);
+		flow_session_free(s1);
+		flow_session_free(s0);
+		flow_graph_free(g);
+	}
+	/* The graphs did exercise every pass. */
+	assert_true(folded > 0 && cse > 0 && fused > 0);
+}
+
 static void test_eager(void **state)
 {
 	(void)state;
@@ -603,6 +675,7 @@ int main(void)
 		cmocka_unit_test(test_pass_cse),
 		cmocka_unit_test(test_pass_fusion),
 		cmocka_unit_test(test_pass_memory_plan),
+		cmocka_unit_test(test_passes_random_graphs),
 		cmocka_unit_test(test_plan_cache_on_disk),
 		cmocka_unit_test(test_eager),
 	};
