@@ -1570,6 +1570,70 @@ static void test_reduce_multipass(void **state)
 		}
 }
 
+/* Empty tensors go through every kind of kernel without failing. */
+static void test_empty_tensors(void **state)
+{
+	(void)state;
+	int64_t e03[2] = {0, 3}, d3 = 3, e0 = 0, d32[2] = {3, 2};
+	float v3[3] = {1, 2, 3}, v6[6] = {0};
+	struct { const char *op; int two; } ops[] = {{"Add", 1}, {"Tanh", 0}, {"Softmax", 0}, {"Relu", 0},
+						     {"Neg", 0}, {"Maximum", 1}, {"Greater", 1}};
+	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+		flow_tensor *y = op1(ops[i].op, tf32(2, e03, NULL), ops[i].two ? tf32(1, &d3, v3) : NULL);
+		if (!y) {
+			print_error("%s: %s\n", ops[i].op, flow_status_message(st));
+			fail();
+		}
+		assert_true(flow_tensor_nelem(y) == 0 && flow_tensor_dim(y, 1) == 3);
+		flow_tensor_unref(y);
+	}
+	flow_tensor *y = op1("MatMul", tf32(2, e03, NULL), tf32(2, d32, v6));
+	assert_true(y && flow_tensor_dim(y, 0) == 0 && flow_tensor_dim(y, 1) == 2);
+	flow_tensor_unref(y);
+	int64_t d3x0[2] = {3, 0};
+	int64_t d0x2[2] = {0, 2}; /* k = 0: a zero matrix */
+	y = op1("MatMul", tf32(2, d3x0, NULL), tf32(2, d0x2, NULL));
+	assert_true(y && flow_tensor_dim(y, 0) == 3 && flow_tensor_dim(y, 1) == 2);
+	for (int i = 0; i < 6; i++)
+		assert_true(FLOW_F32P(y)[i] == 0);
+	flow_tensor_unref(y);
+	int32_t ax[1] = {0};
+	y = reduce("Sum", tf32(2, e03, NULL), ax, 1, 0);
+	assert_true(y && flow_tensor_nelem(y) == 3 && FLOW_F32P(y)[0] == 0);
+	flow_tensor_unref(y);
+	y = reduce("Max", tf32(2, e03, NULL), ax, 1, 0);
+	assert_true(y && flow_tensor_nelem(y) == 3 && isinf(FLOW_F32P(y)[0]));
+	flow_tensor_unref(y);
+	int32_t shp[2] = {3, 0};
+	y = op1("Reshape", tf32(2, e03, NULL), ti32v(2, shp));
+	assert_true(y && flow_tensor_dim(y, 0) == 3 && flow_tensor_dim(y, 1) == 0);
+	flow_tensor_unref(y);
+	int32_t perm[2] = {1, 0};
+	y = op1("Transpose", tf32(2, e03, NULL), ti32v(2, perm));
+	assert_true(y && flow_tensor_dim(y, 0) == 3);
+	flow_tensor_unref(y);
+	y = op1("Where", tf32(1, &e0, NULL), NULL);
+	assert_true(y && flow_tensor_dim(y, 0) == 0 && flow_tensor_dim(y, 1) == 1);
+	flow_tensor_unref(y);
+	flow_op_desc *d = flow_eager_new("GatherV2");
+	flow_tensor *in[3] = {tf32(1, &d3, v3), tdt(FLOW_I32, 1, &e0, NULL), scal_i32(0)};
+	assert_int_equal(run(d, in, 3, &y, 1), 0);
+	assert_true(flow_tensor_nelem(y) == 0);
+	flow_tensor_unref(y);
+	/* Conv2D on an empty batch */
+	int64_t xd[4] = {0, 4, 4, 1}, fd[4] = {2, 2, 1, 1};
+	float f4[4] = {1, 1, 1, 1};
+	d = flow_eager_new("Conv2D");
+	int64_t strides[4] = {1, 1, 1, 1};
+	flow_op_set_attr_ints(d, "strides", strides, 4);
+	flow_op_set_attr_string(d, "padding", "VALID");
+	in[0] = tf32(4, xd, NULL);
+	in[1] = tf32(4, fd, f4);
+	assert_int_equal(run(d, in, 2, &y, 1), 0);
+	assert_true(flow_tensor_dim(y, 0) == 0 && flow_tensor_dim(y, 1) == 3);
+	flow_tensor_unref(y);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1593,6 +1657,7 @@ int main(void)
 		cmocka_unit_test(test_grad_helpers),
 		cmocka_unit_test(test_elementwise_grads),
 		cmocka_unit_test(test_session_chain),
+		cmocka_unit_test(test_empty_tensors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
