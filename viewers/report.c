@@ -866,6 +866,22 @@ static int cmp_i64d(const void *a, const void *b)
 	return (x < y) - (x > y);   /* descending */
 }
 
+typedef struct mark_ctx {
+	pp_out *o;
+	int n;
+} mark_ctx;
+
+static int mark_row(sqlite3_stmt *row, void *ud)
+{
+	mark_ctx *k = ud;
+	if (k->n++)
+		pp_out_putc(k->o, ',');
+	pp_out_i64(k->o, sqlite3_column_int64(row, 0));
+	pp_out_putc(k->o, ',');
+	pp_out_json_str(k->o, (const char *)sqlite3_column_text(row, 1));
+	return 0;
+}
+
 static void section_timeline(pp_view_ctx *c, const pp_run_info *run, const pp_model *m)
 {
 	pp_out *o = c->out;
@@ -915,6 +931,10 @@ static void section_timeline(pp_view_ctx *c, const pp_run_info *run, const pp_mo
 			pp_out_putc(o, ',');
 		pp_out_json_str(o, m->names.s[i]);
 	}
+	P("],\"marks\":[");
+	mark_ctx mk = {o, 0};
+	pp_store_query(c->st, "SELECT m.ts_ns, n.value FROM marks m LEFT JOIN strings n ON n.id = m.name_id"
+		       " WHERE m.run_id = ?1 ORDER BY m.ts_ns LIMIT 2000", run->id, mark_row, &mk);
 	P("],\"tracks\":[");
 	tl_ent *ents = NULL;
 	int ecap = 0;

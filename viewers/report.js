@@ -142,6 +142,14 @@
         }
         for (var r in pend) { out.push(block(tr, +r, pend[r])); drawn++; }
       }
+      /* marks (pp_mark): a dashed line over every track */
+      var mk = data.marks || [];
+      for (var j = 0; j < mk.length; j += 2) {
+        if (mk[j] < t0 || mk[j] > t1) continue;
+        var mx = (LABEL + (mk[j] - t0) * k).toFixed(1);
+        out.push('<line x1="' + mx + '" x2="' + mx + '" y1="' + AXIS + '" y2="' + height + '" stroke="#c0392b" stroke-opacity="0.45" stroke-dasharray="3 3" pointer-events="none"/>' +
+          '<path d="M' + (mx - 5) + ' ' + (AXIS - 8) + 'h10l-5 7z" fill="#c0392b" data-mk="' + j + '"/>');
+      }
       tl.g.innerHTML = out.join('');
       tl.drawn = drawn;
       svg.setAttribute('data-drawn', drawn);
@@ -191,6 +199,9 @@
         var c = tr.cc[i], what = ['phase', 'op', 'CUDA API', 'GPU'][c >> 5] || '';
         if ((c >> 5) === 0 && data.kinds) what = data.kinds[c & 31] || what;
         showTip(e, (names[tr.nm[i]] || '') + '\n' + what + ' · ' + fmt(tr.du[i]) + '\nstart ' + fmt(tr.st[i]) + ' · ' + tr.n);
+      } else if (tg.hasAttribute && tg.hasAttribute('data-mk')) {
+        var mj = +tg.getAttribute('data-mk');
+        showTip(e, 'mark: ' + data.marks[mj + 1] + '\nat ' + fmt(data.marks[mj]));
       } else if (tg.hasAttribute && tg.hasAttribute('data-m')) {
         showTip(e, tg.getAttribute('data-m') + ' short items merged (' + fmt(+tg.getAttribute('data-ns')) + ' in total)\nzoom in to see them');
       } else hideTip();

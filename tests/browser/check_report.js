@@ -92,6 +92,10 @@ function check(cond, what) {
     const ctr = await count('svg.counter path');
     check(ctr > 0, 'counter charts drawn (' + ctr + ')');
 
+    if (full) {
+      const marks = await count('.timeline svg path[data-mk]');
+      check(marks > 0, 'timeline shows marks (' + marks + ')');
+    }
     // zoom the timeline with its + button and check the range changed
     const range = panel + ' .timeline .range';
     const before = await page.textContent(range);

@@ -217,6 +217,8 @@ static void test_report_self_contained(void **state)
 	assert_non_null(strstr(h, "fragmentation"));
 	/* the 5,000-node graph is grouped, with a note */
 	assert_non_null(strstr(h, "5000 nodes exceed the drawing cap"));
+	/* marks travel with the timeline data */
+	assert_non_null(strstr(h, "\"training done\""));
 	/* the open span is drawn and said so */
 	assert_non_null(strstr(h, "still open at the end"));
 	free(h);
