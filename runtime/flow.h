@@ -17,6 +17,11 @@
  *                                               signature compiles and caches
  *   flow_session_close(s, st); flow_session_free(s)
  *
+ * Threads: the registry, allocators, tensors' refcounts and sessions are
+ * thread-safe (one run at a time per session; different sessions run
+ * concurrently). A graph is not: do not add nodes while another thread
+ * builds on it or runs a session over it.
+ *
  * Everything is recorded through profiler/phaseprof.h when a recorder is
  * open: runtime_init, op_registration, graph_build, shape_inference,
  * session_create, variable_create, variable_init, memory_alloc, compile,
