@@ -1230,7 +1230,19 @@ done:
 	return rc;
 }
 
+static uint64_t flow__graph_hash_locked(flow_graph *g);
+static pthread_mutex_t hash_mu = PTHREAD_MUTEX_INITIALIZER;
+
 uint64_t flow__graph_hash(flow_graph *g)
+{
+	/* Sessions on one graph may run in parallel: the cached hash is shared. */
+	pthread_mutex_lock(&hash_mu);
+	uint64_t h = flow__graph_hash_locked(g);
+	pthread_mutex_unlock(&hash_mu);
+	return h;
+}
+
+static uint64_t flow__graph_hash_locked(flow_graph *g)
 {
 	if (g->hash_version == g->version)
 		return g->hash;
