@@ -7,6 +7,7 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -629,6 +630,50 @@ static void test_passes_random_graphs(void **state)
 	assert_true(folded > 0 && cse > 0 && fused > 0);
 }
 
+typedef struct conc {
+	flow_graph *g;
+	flow_output x, y;
+	int bad;
+} conc;
+
+static void *conc_runner(void *ud)
+{
+	conc *c = ud;
+	flow_status *ls = flow_status_new();
+	flow_session *s = flow_session_new(c->g, NULL, ls);
+	flow_tensor *xv = flow_tensor_new(FLOW_F32, 2, (int64_t[]){4, 4}, ls);
+	for (int r = 0; r < 200 && s; r++) {
+		((float *)flow_tensor_data(xv))[0] = (float)r;
+		flow_tensor *out = NULL;
+		if (flow_session_run(s, &c->x, &xv, 1, &c->y, &out, 1, NULL, 0, ls) ||
+		    flow_tensor_get(out, 0) != 2.0 * r + 1.0)
+			c->bad++;
+		flow_tensor_unref(out);
+	}
+	flow_tensor_unref(xv);
+	flow_session_free(s);
+	flow_status_free(ls);
+	return NULL;
+}
+
+static void test_concurrent_sessions(void **state)
+{
+	(void)state;
+	flow_graph *g = flow_graph_new();
+	flow_shape ps = flow_shape_make(2, (int64_t[]){4, 4});
+	conc c = {g, flow_placeholder(g, "x", FLOW_F32, &ps, st), {0}, 0};
+	flow_output two = flow_const_f32(g, "two", 2, st), one = flow_const_f32(g, "one", 1, st);
+	c.y = op2(g, "Add", "y", op2(g, "Mul", "m", c.x, two), one);
+	OK();
+	pthread_t t[3];
+	for (int i = 0; i < 3; i++)
+		pthread_create(&t[i], NULL, conc_runner, &c);
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	assert_int_equal(c.bad, 0);
+	flow_graph_free(g);
+}
+
 static void test_eager(void **state)
 {
 	(void)state;
@@ -676,6 +721,7 @@ int main(void)
 		cmocka_unit_test(test_pass_fusion),
 		cmocka_unit_test(test_pass_memory_plan),
 		cmocka_unit_test(test_passes_random_graphs),
+		cmocka_unit_test(test_concurrent_sessions),
 		cmocka_unit_test(test_plan_cache_on_disk),
 		cmocka_unit_test(test_eager),
 	};
