@@ -103,8 +103,10 @@ typedef struct flow_init_options {
 	int threads;            /* intra-op pool size; 0 = online CPUs; env FLOW_THREADS */
 	int allocator;          /* enum flow_alloc_kind of the default allocator */
 	size_t arena_reserve;   /* BFC: bytes reserved up front (0: grow from 2 MiB by doubling) */
-	int op_timing;          /* default for sessions: record every op execution with pp_op() */
-	const char *plan_cache_dir; /* default for sessions: persist compiled plans here (NULL: off) */
+	int op_timing;          /* default for sessions: record every op execution with pp_op();
+	                           env FLOW_OP_TIMING=1|0 overrides */
+	const char *plan_cache_dir; /* default for sessions: persist compiled plans here (NULL: off;
+	                           env FLOW_PLAN_CACHE=<dir> when NULL) */
 } flow_init_options;
 
 /* Idempotent; the first call wins (later calls only check the registry mode,

@@ -29,6 +29,12 @@ int flow_init(const flow_init_options *opts, flow_status *st)
 		o.registration = FLOW_REGISTER_LITE;
 	else if (e && !strcmp(e, "full"))
 		o.registration = FLOW_REGISTER_FULL;
+	e = getenv("FLOW_OP_TIMING");
+	if (e && *e)
+		o.op_timing = atoi(e) > 0;
+	e = getenv("FLOW_PLAN_CACHE");
+	if (e && *e && !o.plan_cache_dir)
+		o.plan_cache_dir = e;
 	pthread_mutex_lock(&init_mu);
 	if (inited) {
 		pthread_mutex_unlock(&init_mu);
