@@ -143,6 +143,16 @@ static int g_identity(flow_graph *g, flow_op *op, const flow_output *dy, flow_ou
 	return 0;
 }
 
+/* AddN: every input gets dy. */
+static int g_addn(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		  flow_status *st)
+{
+	(void)g, (void)st;
+	for (int j = 0; j < flow_op_num_inputs(op); j++)
+		dx[j] = dy[0];
+	return 0;
+}
+
 static int g_relu(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
 		  flow_status *st)
 {
@@ -507,6 +517,8 @@ void train_grads_register_builtin(void)
 		{"RealDiv", g_div},
 		{"Neg", g_neg},
 		{"Identity", g_identity},
+		{"AddN", g_addn},
+		{"_AddN", g_addn},
 		{"Relu", g_relu},
 		{"Sigmoid", g_sigmoid},
 		{"Tanh", g_tanh},

@@ -259,6 +259,25 @@ static flow_output b_bias(flow_graph *g, const flow_output *in, flow_status *st)
 	return op2(g, "BiasAdd", in[0], in[1], st);
 }
 
+static flow_output b_addn(flow_graph *g, const flow_output *in, flow_status *st)
+{
+	flow_op_desc *d = flow_op_new(g, cur_op, NULL);
+	flow_output l[3] = {in[0], in[1], in[0]};
+	flow_op_add_input_list(d, l, 3);
+	return flow_out(flow_op_finish(d, st), 0);
+}
+
+static void test_addn(void **state)
+{
+	(void)state;
+	flow_shape s[2] = {sh(2, 3, 4), sh(2, 3, 4)};
+	int diff[2] = {1, 1};
+	cur_op = "AddN";
+	gradcheck("AddN", 2, s, diff, b_addn, -1, 1, 0);
+	cur_op = "_AddN";
+	gradcheck("_AddN", 2, s, diff, b_addn, -1, 1, 0);
+}
+
 static void test_bias_add(void **state)
 {
 	(void)state;
@@ -535,6 +554,7 @@ int main(void)
 		cmocka_unit_test(test_unary),
 		cmocka_unit_test(test_binary_broadcast),
 		cmocka_unit_test(test_bias_add),
+		cmocka_unit_test(test_addn),
 		cmocka_unit_test(test_reductions),
 		cmocka_unit_test(test_array),
 		cmocka_unit_test(test_xent),

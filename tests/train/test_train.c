@@ -473,6 +473,56 @@ static void test_eager_matches_graph(void **state)
 	flow_tensor_unref(x), flow_tensor_unref(y);
 }
 
+/* The tape: list inputs (AddN), fan-out, ops on unwatched tensors not
+ * recorded (their sources get zeros), a Sigmoid whose gradient needs its
+ * output, and a refusal naming an op without a gradient. */
+static void test_tape_basics(void **state)
+{
+	(void)state;
+	int64_t d[1] = {3};
+	float av[3] = {1, -2, 0.5f}, bv[3] = {3, 4, -1};
+	flow_tensor *a = flow_tensor_from_data(FLOW_F32, 1, d, av, S);
+	flow_tensor *b = flow_tensor_from_data(FLOW_F32, 1, d, bv, S);
+	flow_tensor *u = flow_tensor_from_data(FLOW_F32, 1, d, bv, S);
+	flow_tape *tp = NN(flow_tape_new());
+	flow_tape_watch(tp, a);
+	flow_tape_watch(tp, b);
+	flow_tape_begin(tp);
+	flow_tensor *c = NN(flow_eager_binary("Mul", a, b, S));      /* a*b */
+	flow_tensor *sg = NN(flow_eager_unary("Sigmoid", a, S));     /* sigmoid(a) */
+	flow_tensor *uu = NN(flow_eager_binary("Mul", u, u, S));     /* unwatched: not recorded */
+	flow_op_desc *dd = flow_eager_new("AddN");
+	flow_tensor *list[3] = {c, a, sg};
+	flow_op_add_tensor_list(dd, list, 3);
+	flow_tensor *sum = NULL;
+	OK(flow_tape_execute(dd, &sum, 1, S));
+	flow_tensor *loss = NN(flow_eager_unary("_SumAll", sum, S));
+	flow_tape_end(tp);
+	flow_tensor *src[3] = {a, b, u}, *gr[3];
+	OK(flow_tape_gradient(tp, loss, src, 3, gr, S));
+	for (int i = 0; i < 3; i++) {
+		double s = 1 / (1 + exp(-av[i]));
+		assert_float_equal(flow_tensor_get(gr[0], i), bv[i] + 1 + s * (1 - s), 1e-5);
+		assert_float_equal(flow_tensor_get(gr[1], i), av[i], 1e-6);
+		assert_float_equal(flow_tensor_get(gr[2], i), 0, 0);
+	}
+	for (int i = 0; i < 3; i++)
+		flow_tensor_unref(gr[i]);
+	/* An op without a gradient on the tape is named. */
+	flow_tape_watch(tp, a);
+	flow_tape_begin(tp);
+	flow_tensor *fl = NN(flow_eager_unary("Floor", a, S));
+	flow_tensor *l2 = NN(flow_eager_unary("_SumAll", fl, S));
+	flow_tape_end(tp);
+	assert_int_equal(flow_tape_gradient(tp, l2, &a, 1, gr, S), -1);
+	assert_non_null(strstr(flow_status_message(S), "Floor"));
+	assert_null(gr[0]);
+	flow_tensor *tmp[] = {a, b, u, c, sg, uu, sum, loss, fl, l2};
+	for (size_t i = 0; i < sizeof tmp / sizeof tmp[0]; i++)
+		flow_tensor_unref(tmp[i]);
+	flow_tape_free(tp);
+}
+
 /* A recording of fit() has gradient_build, optimizer_setup, compile, one
  * first_step and a step per iteration. */
 static int clear_status(void **state)
@@ -616,6 +666,7 @@ int main(void)
 		cmocka_unit_test_setup(test_bad_labels, clear_status),
 		cmocka_unit_test_setup(test_save_load, clear_status),
 		cmocka_unit_test_setup(test_eager_matches_graph, clear_status),
+		cmocka_unit_test_setup(test_tape_basics, clear_status),
 		cmocka_unit_test_setup(test_phases_recorded, clear_status),
 		cmocka_unit_test_setup(test_warmup_recorded, clear_status),
 	};
