@@ -74,7 +74,18 @@
       y += tr.rows * ROW + 6;
     }
     var height = y + 4;
-    var tl = { el: el, data: data, t0: 0, t1: Math.max(data.t_end, 1), height: height };
+    /* open on the recorded activity, not on the idle lead-in before it */
+    var first = data.t_end;
+    for (var f = 0; f < tracks.length; f++) if (tracks[f].st.length && tracks[f].st[0] < first) first = tracks[f].st[0];
+    var last = 0;
+    for (var f2 = 0; f2 < tracks.length; f2++) {
+      var tf = tracks[f2];
+      for (var q2 = 0; q2 < tf.st.length; q2++) if (tf.st[q2] + tf.du[q2] > last) last = tf.st[q2] + tf.du[q2];
+    }
+    if (!(last > first)) { first = 0; last = Math.max(data.t_end, 1); }
+    var pad = (last - first) * 0.02;
+    var home0 = Math.max(0, first - pad), home1 = Math.min(Math.max(data.t_end, 1), last + pad);
+    var tl = { el: el, data: data, t0: home0, t1: home1, height: height };
     el._tl = tl;
     var svg = el.querySelector('svg');
     svg.setAttribute('height', height);
@@ -207,12 +218,12 @@
       } else hideTip();
     });
     svg.addEventListener('mouseleave', hideTip);
-    svg.addEventListener('dblclick', function () { tl.t0 = 0; tl.t1 = data.t_end; render(); });
+    svg.addEventListener('dblclick', function () { tl.t0 = home0; tl.t1 = home1; render(); });
     var btns = el.querySelectorAll('button[data-z]');
     for (var b = 0; b < btns.length; b++)
       btns[b].addEventListener('click', function () {
         var z = this.getAttribute('data-z');
-        if (z === 'reset') { tl.t0 = 0; tl.t1 = data.t_end; render(); }
+        if (z === 'reset') { tl.t0 = home0; tl.t1 = home1; render(); }
         else zoom(z === 'in' ? 0.5 : 2, LABEL + (svg.clientWidth - LABEL) / 2);
       });
     window.addEventListener('resize', function () { if (el.offsetParent) render(); });
