@@ -53,6 +53,7 @@ struct flow_allocator {
 	void *(*region_alloc)(void *ctx, size_t bytes);
 	void (*region_free)(void *ctx, void *base, size_t bytes);
 	void *region_ctx;
+	char cnames[6][64];  /* counter names, built once */
 	region *regions;
 	int n_regions, cap_regions;
 	chunk *bins[BFC_BINS];
@@ -319,6 +320,10 @@ flow_allocator *flow_allocator_new(const flow_allocator_options *opts, flow_stat
 	}
 	a->kind = o.kind;
 	snprintf(a->name, sizeof a->name, "%s", o.name ? o.name : (o.kind == FLOW_ALLOC_BFC ? "bfc" : "malloc"));
+	static const char *const cn[6] = {"bytes_in_use", "peak_bytes", "allocs", "fragmentation", "regions",
+					  "alloc_ns"};
+	for (int i = 0; i < 6; i++)
+		snprintf(a->cnames[i], sizeof a->cnames[i], "flow.%.20s.%s", a->name, cn[i]);
 	pthread_mutex_init(&a->mu, NULL);
 	a->limit = o.limit;
 	a->next_region = BFC_DEFAULT_REGION;
@@ -418,25 +423,27 @@ const char *flow_allocator_name(const flow_allocator *a)
 	return a->name;
 }
 
-void flow_allocator_record(flow_allocator *a)
+void flow__allocator_counters(flow_allocator *a)
 {
 	if (!pp_is_open())
 		return;
 	flow_allocator_stats s;
 	flow_allocator_stats_get(a, &s);
-	char n[96];
-	snprintf(n, sizeof n, "flow.%s.bytes_in_use", a->name);
-	pp_counter(n, (double)s.bytes_in_use);
-	snprintf(n, sizeof n, "flow.%s.peak_bytes", a->name);
-	pp_counter(n, (double)s.peak_bytes_in_use);
-	snprintf(n, sizeof n, "flow.%s.allocs", a->name);
-	pp_counter(n, (double)s.num_allocs);
-	snprintf(n, sizeof n, "flow.%s.fragmentation", a->name);
-	pp_counter(n, s.fragmentation);
-	snprintf(n, sizeof n, "flow.%s.regions", a->name);
-	pp_counter(n, (double)s.num_regions);
-	snprintf(n, sizeof n, "flow.%s.alloc_ns", a->name);
-	pp_counter(n, (double)s.alloc_ns);
+	pp_counter(a->cnames[0], (double)s.bytes_in_use);
+	pp_counter(a->cnames[1], (double)s.peak_bytes_in_use);
+	pp_counter(a->cnames[2], (double)s.num_allocs);
+	pp_counter(a->cnames[3], s.fragmentation);
+	pp_counter(a->cnames[4], (double)s.num_regions);
+	pp_counter(a->cnames[5], (double)s.alloc_ns);
+}
+
+void flow_allocator_record(flow_allocator *a)
+{
+	if (!pp_is_open())
+		return;
+	flow__allocator_counters(a);
+	flow_allocator_stats s;
+	flow_allocator_stats_get(a, &s);
 	/* allocations: tid, ts_ns, source, kind, count, bytes, time_ns, in_use, peak, size_class */
 	pp_row("allocations", "iistiiiiin", (int64_t)flow_tid(), (int64_t)pp_now(), a->name, "summary",
 	       (int64_t)s.num_allocs, (int64_t)s.bytes_allocated, (int64_t)s.alloc_ns,

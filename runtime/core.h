@@ -28,8 +28,9 @@ void flow__ensure_init(void);
 extern int flow__op_timing_default;
 extern const char *flow__plan_dir_default;
 
-/* alloc.c (tests) */
-int flow_allocator_check(flow_allocator *a, char *msg, size_t len);
+/* alloc.c */
+int flow_allocator_check(flow_allocator *a, char *msg, size_t len); /* tests */
+void flow__allocator_counters(flow_allocator *a); /* counters only, no row */
 
 /* registry.c */
 int flow__registry_init(int mode, flow_status *st);

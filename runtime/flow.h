@@ -337,7 +337,8 @@ typedef struct flow_session_options {
 	                               lookups of the plan's ops (LITE registers them), binding
 	                               variables. A stale or damaged file is a cache miss. */
 	int no_step_phase;          /* 1: runs are not recorded as `step` (the caller records
-	                               its own steps, e.g. a training loop) */
+	                               its own steps, e.g. a training loop); initializer runs
+	                               are still `variable_init` phases */
 	int disable_passes;         /* bit mask of FLOW_PASS_* to skip (tests, benchmarks) */
 } flow_session_options;
 enum {
@@ -351,8 +352,11 @@ flow_session *flow_session_new(flow_graph *g, const flow_session_options *opts, 
 /* Feeds must be Placeholder outputs of this graph; fetch_values[i] receive
  * new references (caller unrefs). The first run of a (feeds, fetches,
  * targets) signature compiles and caches a plan; a run after the graph grew
- * re-validates the whole graph and recompiles. Recorded as `step` (or
- * `variable_init` when a target is an initializer) with nested `compile`. */
+ * re-validates the whole graph and recompiles. Recorded as `step` (or a
+ * `variable_init` phase named "<initializer>:<variable>" / the init op's name
+ * when a target is an initializer) with nested `extend_graph` and `compile`
+ * spans; the allocator counters (flow.<allocator>.*) are sampled at the end
+ * of every run. */
 int flow_session_run(flow_session *s, const flow_output *feeds, flow_tensor *const *feed_values,
 		     int n_feeds, const flow_output *fetches, flow_tensor **fetch_values,
 		     int n_fetches, flow_op *const *targets, int n_targets, flow_status *st);

@@ -1498,27 +1498,39 @@ int flow_session_run(flow_session *s, const flow_output *feeds, flow_tensor *con
 		init |= targets[i]->is_init;
 	}
 	pthread_mutex_lock(&s->mu);
-	int phase = !s->no_step_phase;
-	if (phase) {
-		if (init)
-			pp_phase_begin(PP_VARIABLE_INIT, "variable_init");
+	/* An initializer run is always a variable_init phase (named after what
+	 * it initialises); other runs are steps unless the caller records its own. */
+	int step = !init && !s->no_step_phase;
+	if (init) {
+		char name[300];
+		flow_op *t0 = targets[0];
+		for (int i = 0; i < nt; i++)
+			if (targets[i]->is_init) {
+				t0 = targets[i];
+				break;
+			}
+		flow_op *var = t0->n_inputs > 0 ? t0->inputs[0].op : NULL;
+		if (nt == 1 && var && var->initializer == t0)
+			snprintf(name, sizeof name, "%.140s:%.140s", t0->name, var->name);
 		else
-			pp_step_begin((int64_t)s->st.runs);
+			snprintf(name, sizeof name, "%.200s", t0->name);
+		pp_phase_begin(PP_VARIABLE_INIT, name);
+	} else if (step) {
+		pp_step_begin((int64_t)s->st.runs);
 	}
 	int rc = -1;
 	plan *pl = get_plan(s, feeds, nf, fetches, nx, targets, nt, st);
 	if (pl)
 		rc = execute(s, pl, feed_values, fetch_values, st);
 	s->st.runs++;
-	if (phase) {
-		if (init)
-			pp_phase_end();
-		else
-			pp_step_end();
-	}
+	/* Allocator counters at every step end: the allocation-trend rules
+	 * need one point per step. */
+	flow__allocator_counters(s->alloc);
+	if (init)
+		pp_phase_end();
+	else if (step)
+		pp_step_end();
 	pthread_mutex_unlock(&s->mu);
-	if (pp_is_open() && (s->st.runs & 15) == 1)
-		flow_allocator_record(s->alloc);
 	return rc;
 }
 

@@ -55,6 +55,16 @@ static void test_phases_recorded(void **state)
 		assert_int_equal(flow_session_run(s, &x, &wt, 1, &y, &out, 1, NULL, 0, st), 0);
 		flow_tensor_unref(out);
 	}
+	/* A caller recording its own steps still gets its initializer runs. */
+	flow_session_options so = {.no_step_phase = 1};
+	flow_session *s2 = flow_session_new(g, &so, st);
+	assert_int_equal(flow_session_run(s2, NULL, NULL, 0, NULL, NULL, 0, &init, 1, st), 0);
+	flow_op *wi = flow_variable_initializer(w.op);
+	assert_int_equal(flow_session_run(s2, NULL, NULL, 0, NULL, NULL, 0, &wi, 1, st), 0);
+	flow_tensor *o2 = NULL;
+	assert_int_equal(flow_session_run(s2, &x, &wt, 1, &y, &o2, 1, NULL, 0, st), 0);
+	flow_tensor_unref(o2);
+	flow_session_free(s2);
 	assert_int_equal(flow_graph_snapshot(g, "test"), 0);
 	assert_int_equal(flow_session_close(s, st), 0);
 	flow_session_free(s);
@@ -91,10 +101,30 @@ static void test_phases_recorded(void **state)
 		if (!found)
 			fail_msg("phase %s missing from the recording", pp_kind_name(want[k]));
 	}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		if (tot[i].kind == PP_STEP)
 			assert_int_equal(tot[i].count, 3);
+		if (tot[i].kind == PP_VARIABLE_INIT)
+			assert_int_equal(tot[i].count, 3);
+	}
 	free(tot);
+	/* Named after what they initialise. */
+	pp_span_list sl;
+	assert_int_equal(pp_store_spans(store, res.run_id, PP_VARIABLE_INIT, &sl), 0);
+	int named_init = 0, named_var = 0;
+	for (int i = 0; i < sl.n; i++) {
+		named_init += !strcmp(sl.rows[i].name, "init");
+		named_var += !strcmp(sl.rows[i].name, "w/Assign:w");
+	}
+	pp_span_list_free(&sl);
+	assert_int_equal(named_init, 2);
+	assert_int_equal(named_var, 1);
+	/* Allocator counters: one sample per run (7 runs). */
+	pp_counter_row *cr = NULL;
+	int ncr = 0;
+	assert_int_equal(pp_store_counter(store, res.run_id, "flow.bfc.allocs", &cr, &ncr), 0);
+	assert_true(ncr >= 7);
+	free(cr);
 	int64_t c = 0;
 	pp_store_query(store, "SELECT count(*) FROM ops WHERE run_id = ?1", res.run_id, count_cb, &c);
 	assert_true(c >= 3); /* op timing on: at least the MatMul of each step */
