@@ -217,6 +217,7 @@ static int g_sqrt(flow_graph *g, flow_op *op, const flow_output *dy, flow_output
 }
 
 static void copy_window_attrs(flow_op_desc *d, flow_op *op, int pool);
+static int ints_of(flow_op *op, const char *const *attrs, int input, int64_t *out, int max);
 
 /* Ops whose TF gradient op takes (dy, input) or (dy, output) / (output, dy). */
 static int g_via(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
@@ -321,6 +322,154 @@ static int g_avgpool(flow_graph *g, flow_op *op, const flow_output *dy, flow_out
 	copy_window_attrs(d, op, 1);
 	dx[0] = flow_out(flow_op_finish(d, st), 0);
 	return done(st);
+}
+
+static int g_sin(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		 flow_status *st)
+{
+	flow_output c = tb_op1(g, "Cos", X(0), st);
+	if (ok(st, c))
+		dx[0] = tb_op2(g, "Mul", dy[0], c, st);
+	return done(st);
+}
+
+static int g_cos(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		 flow_status *st)
+{
+	flow_output s = tb_op1(g, "Sin", X(0), st);
+	flow_output m = ok(st, s) ? tb_op2(g, "Mul", dy[0], s, st) : NONE;
+	if (ok(st, m))
+		dx[0] = tb_op1(g, "Neg", m, st);
+	return done(st);
+}
+
+/* Maximum/Minimum: the gradient goes to the selected side (ties: x). */
+static int g_minmax(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		    flow_status *st)
+{
+	const char *cmp = !strcmp(flow_op_type(op), "Maximum") ? "GreaterEqual" : "LessEqual";
+	flow_output mask = tb_op2(g, cmp, X(0), X(1), st);
+	flow_output z = ok(st, mask) ? tb_op1(g, "_ZerosLike", dy[0], st) : NONE;
+	flow_output a = ok(st, z) ? tb_op3(g, "SelectV2", mask, dy[0], z, st) : NONE;
+	flow_output b = ok(st, a) ? tb_op3(g, "SelectV2", mask, z, dy[0], st) : NONE;
+	if (ok(st, b)) {
+		dx[0] = sum_to(g, a, X(0), st);
+		dx[1] = sum_to(g, b, X(1), st);
+	}
+	return done(st);
+}
+
+static int g_select(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		    flow_status *st)
+{
+	flow_output z = tb_op1(g, "_ZerosLike", dy[0], st);
+	flow_output a = ok(st, z) ? tb_op3(g, flow_op_type(op), X(0), dy[0], z, st) : NONE;
+	flow_output b = ok(st, a) ? tb_op3(g, flow_op_type(op), X(0), z, dy[0], st) : NONE;
+	if (ok(st, b)) {
+		dx[1] = sum_to(g, a, X(1), st);
+		dx[2] = sum_to(g, b, X(2), st);
+	}
+	return done(st);
+}
+
+static int g_cast(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		  flow_status *st)
+{
+	flow_dtype src = flow_op_output_dtype(X(0).op, X(0).index);
+	if (src != FLOW_F32 && src != FLOW_F64)
+		return 0;   /* integer source: no gradient */
+	flow_op_desc *d = tb_new(g, "Cast");
+	flow_op_add_input(d, dy[0]);
+	flow_op_set_attr_type(d, "DstT", src);
+	dx[0] = flow_out(flow_op_finish(d, st), 0);
+	return done(st);
+}
+
+static flow_output tb_bmm(flow_graph *g, const char *type, flow_output a, flow_output b, int ax,
+			  int ay, flow_status *st)
+{
+	flow_op_desc *d = tb_new(g, type);
+	flow_op_add_input(d, a);
+	flow_op_add_input(d, b);
+	flow_op_set_attr_bool(d, "adj_x", ax);
+	flow_op_set_attr_bool(d, "adj_y", ay);
+	return flow_out(flow_op_finish(d, st), 0);
+}
+
+/* BatchMatMul(V2): MatMul's rules per batch; broadcast batch dims summed. */
+static int g_batch_matmul(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+			  flow_status *st)
+{
+	int ax = 0, ay = 0;
+	flow_op_get_attr_bool(op, "adj_x", &ax);
+	flow_op_get_attr_bool(op, "adj_y", &ay);
+	const char *t = flow_op_type(op);
+	flow_output x = X(0), y = X(1), d = dy[0], a, b;
+	if (!ax && !ay) {
+		a = tb_bmm(g, t, d, y, 0, 1, st);
+		b = ok(st, a) ? tb_bmm(g, t, x, d, 1, 0, st) : NONE;
+	} else if (!ax && ay) {
+		a = tb_bmm(g, t, d, y, 0, 0, st);
+		b = ok(st, a) ? tb_bmm(g, t, d, x, 1, 0, st) : NONE;
+	} else if (ax && !ay) {
+		a = tb_bmm(g, t, y, d, 0, 1, st);
+		b = ok(st, a) ? tb_bmm(g, t, x, d, 0, 0, st) : NONE;
+	} else {
+		a = tb_bmm(g, t, y, d, 1, 1, st);
+		b = ok(st, a) ? tb_bmm(g, t, d, x, 1, 1, st) : NONE;
+	}
+	if (ok(st, b)) {
+		dx[0] = sum_to(g, a, x, st);
+		dx[1] = sum_to(g, b, y, st);
+	}
+	return done(st);
+}
+
+/* ConcatV2: each input's gradient is its slice of dy (static shapes). */
+static int g_concat(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		    flow_status *st)
+{
+	int n = flow_op_num_inputs(op) - 1;
+	static const char *const none[] = {NULL};
+	int64_t axv;
+	if (ints_of(op, none, n, &axv, 1) != 1) {
+		flow_status_set(st, FLOW_UNIMPLEMENTED,
+				"gradient of '%s' (ConcatV2): the axis is not a constant",
+				flow_op_name(op));
+		return -1;
+	}
+	flow_shape out = flow_op_output_shape(op, 0);
+	int r = out.ndim;
+	int64_t ax = axv < 0 ? axv + r : axv, off = 0;
+	for (int j = 0; j < n; j++) {
+		flow_shape s = flow_op_output_shape(X(j).op, X(j).index);
+		if (!flow_shape_is_full(&s) || ax < 0 || ax >= r) {
+			flow_status_set(st, FLOW_UNIMPLEMENTED,
+					"gradient of '%s' (ConcatV2): input %d needs a known shape",
+					flow_op_name(op), j);
+			return -1;
+		}
+		int64_t begin[FLOW_MAX_DIMS] = {0}, size[FLOW_MAX_DIMS];
+		for (int k = 0; k < r; k++)
+			size[k] = k == ax ? s.dims[k] : -1;
+		begin[ax] = off;
+		off += s.dims[ax];
+		flow_output bc = tb_const_i64s(g, begin, r, st);
+		flow_output sc = bc.op ? tb_const_i64s(g, size, r, st) : NONE;
+		if (!sc.op)
+			return -1;
+		if (flow_op_output_dtype(X(j).op, X(j).index) == FLOW_F32 ||
+		    flow_op_output_dtype(X(j).op, X(j).index) == FLOW_F64) {
+			flow_op_desc *d = tb_new(g, "Slice");
+			flow_op_add_input(d, dy[0]);
+			flow_op_add_input(d, bc);
+			flow_op_add_input(d, sc);
+			dx[j] = flow_out(flow_op_finish(d, st), 0);
+			if (!dx[j].op)
+				return -1;
+		}
+	}
+	return 0;
 }
 
 /* ---- array ---- */
@@ -544,6 +693,16 @@ void train_grads_register_builtin(void)
 		{"LogSoftmax", g_log_softmax},
 		{"Abs", g_abs},
 		{"AvgPool", g_avgpool},
+		{"Sin", g_sin},
+		{"Cos", g_cos},
+		{"Maximum", g_minmax},
+		{"Minimum", g_minmax},
+		{"Select", g_select},
+		{"SelectV2", g_select},
+		{"Cast", g_cast},
+		{"BatchMatMul", g_batch_matmul},
+		{"BatchMatMulV2", g_batch_matmul},
+		{"ConcatV2", g_concat},
 		{"Transpose", g_transpose},
 		{"Sum", g_sum},
 		{"Mean", g_mean},

@@ -206,7 +206,8 @@ static flow_output glist_sum(flow_graph *g, glist *l, flow_status *st)
 		return none;
 	if (l->n == 1)
 		return l->v[0];
-	flow_op_desc *d = tb_new(g, "_AddN");
+	/* The op library's AddN takes every dtype; ours only f32. */
+	flow_op_desc *d = tb_new(g, train_op_exists("AddN") ? "AddN" : "_AddN");
 	flow_op_add_input_list(d, l->v, l->n);
 	flow_output s = tb_finish(d, st);
 	/* Collapse, so a later read sees the sum and not the parts. */

@@ -79,6 +79,8 @@ static double run_loss(flow_session *s, flow_output *ph, flow_tensor **vals, int
 /* MaxPool: distinct values 0.05 apart, so a +-h probe never changes which
  * element is the window's max. */
 static int spaced;
+/* Maximum/Minimum: inputs on interleaved grids 0.05 apart, so no x/y tie. */
+static int no_ties;
 
 /* Checks d loss / d input[i] for inputs with diff[i] set. mink: keep |x|
  * above this (kinks of Relu, ties of MaxPool are avoided by the data). */
@@ -110,6 +112,8 @@ static void gradcheck(const char *what, int n, const flow_shape *shapes, const i
 			do
 				v = frand(lo, hi);
 			while (fabsf(v) < mink);
+			if (no_ties)
+				v = roundf(v * 10) / 10 + (i ? 0.08f : 0.03f);
 			p[k] = v;
 		}
 	}
@@ -226,7 +230,8 @@ static void test_unary(void **state)
 		 {"_SumAll", -1, 1, 0},   {"Relu6", -1, 5.5f, 0.05f}, {"LeakyRelu", -2, 2, 0.05f},
 		 {"Elu", -2, 2, 0.05f},   {"Selu", -2, 2, 0.05f},  {"Softplus", -2, 2, 0},
 		 {"Softsign", -2, 2, 0},  {"Rsqrt", 0.5f, 2, 0},   {"Reciprocal", 0.5f, 2, 0},
-		 {"LogSoftmax", -2, 2, 0}, {"Abs", -2, 2, 0.05f}};
+		 {"LogSoftmax", -2, 2, 0}, {"Abs", -2, 2, 0.05f}, {"Sin", -2, 2, 0},
+		 {"Cos", -2, 2, 0}};
 	int diff[1] = {1};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
 		cur_op = t[i].op;
@@ -239,7 +244,7 @@ static void test_binary_broadcast(void **state)
 {
 	(void)state;
 	static const char *const ops[] = {"Add", "AddV2", "Sub", "Mul", "RealDiv", "Div",
-					  "SquaredDifference"};
+					  "SquaredDifference", "Maximum", "Minimum"};
 	/* same shapes, row vector, column vector, scalar: the reduce-to-shape paths */
 	flow_shape b_shapes[4] = {sh(2, 3, 4), sh(1, 4), sh(2, 3, 1), sh(0)};
 	int diff[2] = {1, 1};
@@ -250,7 +255,9 @@ static void test_binary_broadcast(void **state)
 			char w[64];
 			snprintf(w, sizeof w, "%s broadcast %d", cur_op, k);
 			/* division: keep the divisor away from 0 */
+			no_ties = !strcmp(cur_op, "Maximum") || !strcmp(cur_op, "Minimum");
 			gradcheck(w, 2, s, diff, b_binary, 0.5f, 2, 0);
+			no_ties = 0;
 		}
 }
 
@@ -276,6 +283,66 @@ static void test_addn(void **state)
 	gradcheck("AddN", 2, s, diff, b_addn, -1, 1, 0);
 	cur_op = "_AddN";
 	gradcheck("_AddN", 2, s, diff, b_addn, -1, 1, 0);
+}
+
+static flow_output b_select(flow_graph *g, const flow_output *in, flow_status *st)
+{
+	flow_output c = op2(g, "Greater", in[0], in[1], st);
+	flow_output a[3] = {c, in[0], in[1]};
+	return flow_simple(g, "SelectV2", NULL, a, 3, st);
+}
+
+static flow_output b_cast(flow_graph *g, const flow_output *in, flow_status *st)
+{
+	flow_op_desc *d = flow_op_new(g, "Cast", NULL);
+	flow_op_add_input(d, in[0]);
+	flow_op_set_attr_type(d, "DstT", FLOW_F64);
+	flow_output x64 = flow_out(flow_op_finish(d, st), 0);
+	flow_output sq = op2(g, "Mul", x64, x64, st);
+	d = flow_op_new(g, "Cast", NULL);
+	flow_op_add_input(d, sq);
+	flow_op_set_attr_type(d, "DstT", FLOW_F32);
+	return flow_out(flow_op_finish(d, st), 0);
+}
+
+static flow_output b_bmm(flow_graph *g, const flow_output *in, flow_status *st)
+{
+	flow_op_desc *d = flow_op_new(g, "BatchMatMulV2", NULL);
+	flow_op_add_input(d, in[0]);
+	flow_op_add_input(d, in[1]);
+	flow_op_set_attr_bool(d, "adj_x", cur_ta);
+	flow_op_set_attr_bool(d, "adj_y", cur_tb);
+	return flow_out(flow_op_finish(d, st), 0);
+}
+
+static flow_output b_concat(flow_graph *g, const flow_output *in, flow_status *st)
+{
+	int32_t ax = 1;
+	flow_op_desc *d = flow_op_new(g, "ConcatV2", NULL);
+	flow_output l[3] = {in[0], in[1], in[0]};
+	flow_op_add_input_list(d, l, 3);
+	flow_op_add_input(d, const_i32(g, &ax, 1, st));
+	return flow_out(flow_op_finish(d, st), 0);
+}
+
+static void test_more_ops(void **state)
+{
+	(void)state;
+	int diff2[2] = {1, 1}, diff1[1] = {1};
+	flow_shape s2[2] = {sh(2, 3, 4), sh(2, 3, 4)};
+	gradcheck("SelectV2", 2, s2, diff2, b_select, -1, 1, 0);
+	gradcheck("Cast", 1, s2, diff1, b_cast, -1, 1, 0);
+	for (cur_ta = 0; cur_ta < 2; cur_ta++)
+		for (cur_tb = 0; cur_tb < 2; cur_tb++) {
+			/* batch 2 against a broadcast batch of 1 */
+			flow_shape s[2] = {cur_ta ? sh(3, 2, 4, 3) : sh(3, 2, 3, 4),
+					   cur_tb ? sh(3, 1, 5, 4) : sh(3, 1, 4, 5)};
+			char w[64];
+			snprintf(w, sizeof w, "BatchMatMulV2 adj_x=%d adj_y=%d", cur_ta, cur_tb);
+			gradcheck(w, 2, s, diff2, b_bmm, -1, 1, 0);
+		}
+	flow_shape sc[2] = {sh(2, 3, 2), sh(2, 3, 4)};
+	gradcheck("ConcatV2", 2, sc, diff2, b_concat, -1, 1, 0);
 }
 
 static void test_bias_add(void **state)
@@ -555,6 +622,7 @@ int main(void)
 		cmocka_unit_test(test_binary_broadcast),
 		cmocka_unit_test(test_bias_add),
 		cmocka_unit_test(test_addn),
+		cmocka_unit_test(test_more_ops),
 		cmocka_unit_test(test_reductions),
 		cmocka_unit_test(test_array),
 		cmocka_unit_test(test_xent),
