@@ -180,17 +180,18 @@ static const pp_run_info *run_by_id(pp_view_ctx *c, int64_t id)
 	return NULL;
 }
 
-/* Scenario groups in order of first appearance; "" = runs without one. */
-static int scenario_groups(pp_view_ctx *c, char (*names)[64], int max)
+/* Scenario groups in order of first appearance; "" = runs without one.
+ * names[] points into c->runs (at most n_runs groups). */
+static int scenario_groups(pp_view_ctx *c, const char **names)
 {
 	int n = 0;
 	for (int i = 0; i < c->n_runs; i++) {
 		int seen = 0;
-		for (int k = 0; k < n; k++)
+		for (int k = 0; k < n && !seen; k++)
 			if (!strcmp(names[k], c->runs[i].scenario))
 				seen = 1;
-		if (!seen && n < max)
-			snprintf(names[n++], 64, "%s", c->runs[i].scenario);
+		if (!seen)
+			names[n++] = c->runs[i].scenario;
 	}
 	return n;
 }
@@ -199,8 +200,8 @@ static void nav(pp_view_ctx *c, html_state *s)
 {
 	pp_out *o = c->out;
 	P("<nav class=\"side\" id=\"nav\"><button class=\"tab active\" data-tab=\"overview\">Overview</button>\n");
-	char groups[64][64];
-	int ng = scenario_groups(c, groups, 64);
+	const char **groups = malloc((size_t)c->n_runs * sizeof *groups);
+	int ng = groups ? scenario_groups(c, groups) : 0;
 	for (int g = 0; g < ng; g++) {
 		P("<div class=\"group\">");
 		E(groups[g][0] ? groups[g] : (ng > 1 ? "other runs" : "runs"));
@@ -221,20 +222,25 @@ static void nav(pp_view_ctx *c, html_state *s)
 			P("</button>\n");
 		}
 	}
+	free(groups);
 	P("</nav>\n");
 }
 
 static void scenario_table(pp_view_ctx *c, html_state *s, const char *scen)
 {
 	pp_out *o = c->out;
-	int idx[256], n = 0;
-	for (int i = 0; i < c->n_runs && n < 256; i++)
+	int *idx = malloc((size_t)c->n_runs * sizeof *idx), n = 0;
+	int64_t *steady = malloc((size_t)c->n_runs * sizeof *steady), *first = malloc((size_t)c->n_runs * sizeof *first);
+	for (int i = 0; idx && i < c->n_runs; i++)
 		if (!strcmp(c->runs[i].scenario, scen))
 			idx[n++] = i;
-	if (n == 0)
+	if (n == 0 || !steady || !first) {
+		free(idx);
+		free(steady);
+		free(first);
 		return;
+	}
 	int base = pp_pick_baseline(c->runs, idx, n);
-	int64_t steady[256], first[256];
 	for (int i = 0; i < n; i++)
 		steady[i] = pp_run_steady_step(c->st, c->runs[idx[i]].id, &first[i]);
 	int best = 0;
@@ -323,6 +329,9 @@ static void scenario_table(pp_view_ctx *c, html_state *s, const char *scen)
 		P("</text></g>");
 	}
 	P("</svg></div>\n");
+	free(idx);
+	free(steady);
+	free(first);
 }
 
 static void overview(pp_view_ctx *c, html_state *s)
@@ -387,8 +396,8 @@ static void overview(pp_view_ctx *c, html_state *s)
 	if (!shown && !rest)
 		P("<p class=\"quiet\">No findings: the diagnostic rules found nothing slow in these runs.</p>\n");
 
-	char groups[64][64];
-	int ng = scenario_groups(c, groups, 64);
+	const char **groups = malloc((size_t)c->n_runs * sizeof *groups);
+	int ng = groups ? scenario_groups(c, groups) : 0;
 	int any = 0;
 	for (int g = 0; g < ng; g++)
 		if (groups[g][0])
@@ -400,6 +409,7 @@ static void overview(pp_view_ctx *c, html_state *s)
 			if (groups[g][0])
 				scenario_table(c, s, groups[g]);
 	}
+	free(groups);
 	P("<h2>Runs</h2>\n<table class=\"t\"><tr><th>run</th><th>what</th><th>status</th><th class=\"r\">duration</th>"
 	  "<th class=\"r\">steps</th><th class=\"r\">events</th><th class=\"r\">lost</th><th>command</th></tr>\n");
 	for (int i = 0; i < c->n_runs; i++) {
@@ -1446,9 +1456,16 @@ static uint32_t name_hash(const char *s)
 	return h;
 }
 
+typedef struct fkid { const char *name; int node; } fkid;
+
+static int cmp_fkid(const void *a, const void *b)
+{
+	return strcmp(((const fkid *)a)->name, ((const fkid *)b)->name);
+}
+
 static void flame_draw(pp_out *o, const ftree *t, int k, double x, double w, int depth, int maxd, double total)
 {
-	if (w < 0.4)
+	if (w < 0.4 || depth >= maxd)   /* too thin, or below the drawn depth */
 		return;
 	const double RH = 17;
 	double y = (maxd - depth - 1) * RH;
@@ -1473,21 +1490,25 @@ static void flame_draw(pp_out *o, const ftree *t, int k, double x, double w, int
 	}
 	P("</g>");
 	/* children in name order (flamegraph.pl's alphabetical x axis) */
-	int kids[4096], nk = 0;
-	for (int c = t->v[k].first_child; c >= 0 && nk < 4096; c = t->v[c].next)
-		kids[nk++] = c;
-	for (int i = 1; i < nk; i++)
-		for (int j = i; j > 0 && strcmp(t->names.s[t->v[kids[j]].name], t->names.s[t->v[kids[j - 1]].name]) < 0; j--) {
-			int tmp = kids[j];
-			kids[j] = kids[j - 1];
-			kids[j - 1] = tmp;
-		}
+	int nk = 0;
+	for (int c = t->v[k].first_child; c >= 0; c = t->v[c].next)
+		nk++;
+	if (!nk)
+		return;
+	fkid *kids = malloc((size_t)nk * sizeof *kids);   /* heap: deep stacks recurse */
+	if (!kids)
+		return;
+	nk = 0;
+	for (int c = t->v[k].first_child; c >= 0; c = t->v[c].next)
+		kids[nk++] = (fkid){t->names.s[t->v[c].name], c};
+	pp_sort(kids, (size_t)nk, sizeof *kids, cmp_fkid);
 	double cx = x;
 	for (int i = 0; i < nk; i++) {
-		double cw = w * (double)t->v[kids[i]].count / (double)t->v[k].count;
-		flame_draw(o, t, kids[i], cx, cw, depth + 1, maxd, total);
+		double cw = w * (double)t->v[kids[i].node].count / (double)t->v[k].count;
+		flame_draw(o, t, kids[i].node, cx, cw, depth + 1, maxd, total);
 		cx += cw;
 	}
+	free(kids);
 }
 
 static void section_flame(pp_view_ctx *c, const pp_run_info *run)
