@@ -293,11 +293,15 @@ static void summarize(run_ctx *c, const pp_scenario *s, const unsigned mask,
 			continue;
 		variant_result *r = &res[v];
 		char speed[48] = "";
-		if (v > 0 && base > 0 && r->m.measured_ns > 0)
-			snprintf(speed, sizeof speed, "  x%.2f faster than slow",
-				 base / (double)r->m.measured_ns);
+		if (v > 0 && pp_scenario_variant_kind(s, v) != PP_SCN_VARIANT_SLOW && base > 0 &&
+		    r->m.measured_ns > 0) {
+			double x = base / (double)r->m.measured_ns;
+			snprintf(speed, sizeof speed, "  speed-up x%.2f%s", x, x < 1 ? " (slower)" : "");
+		}
 		printf("    %-18s %10.3f s%s", pp_scenario_variant_name(s, v),
 		       r->m.measured_ns >= 0 ? (double)r->m.measured_ns / 1e9 : 0.0, speed);
+		if (!r->ok)
+			printf("  [%s]", r->status);
 		if (r->m.n_steps >= 10)
 			printf("  [steps %d: first %.2f ms, median %.2f ms, first-10%% %.2f ms, "
 			       "last-10%% %.2f ms]",

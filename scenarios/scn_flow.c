@@ -255,3 +255,21 @@ flow_output scn_initializer(flow_graph *g, const char *name, const char *kind, i
 	flow_op *op = flow_op_finish(d, st);
 	return op ? flow_out(op, 0) : (flow_output){NULL, 0};
 }
+
+flow_output scn_restored_variable(flow_graph *g, const char *name, const char *path,
+				  const char *tensor, int rank, const int64_t *shape, flow_op **assign,
+				  flow_status *st)
+{
+	flow_output none = {NULL, 0};
+	char n[160];
+	flow_shape sh = flow_shape_make(rank, shape);
+	flow_output v = flow_variable_uninit(g, name, FLOW_F32, &sh, st);
+	snprintf(n, sizeof n, "%s/load", name);
+	flow_output w = v.op ? scn_load_weight(g, n, path, tensor, rank, shape, st) : v;
+	snprintf(n, sizeof n, "%s/restore", name);
+	flow_output a = w.op ? flow_assign(g, n, v, w, st) : w;
+	if (!a.op)
+		return none;
+	*assign = a.op;
+	return v;
+}

@@ -171,6 +171,12 @@ float *scn_weights_data(int rank, const int64_t *shape, uint64_t seed);
 /* A LoadWeight node: tensor `tensor` of the file at path, of a known shape. */
 flow_output scn_load_weight(flow_graph *g, const char *name, const char *path, const char *tensor,
 			    int rank, const int64_t *shape, flow_status *st);
+/* A variable set by a restore, as TF's saver.restore: no initialiser, an
+ * Assign from a LoadWeight of the file (*assign; group them and run the
+ * group). */
+flow_output scn_restored_variable(flow_graph *g, const char *name, const char *path,
+				  const char *tensor, int rank, const int64_t *shape, flow_op **assign,
+				  flow_status *st);
 /* An Initializer node (Keras initialiser `kind`: "glorot_uniform",
  * "orthogonal", "zeros", …) of a known shape. */
 flow_output scn_initializer(flow_graph *g, const char *name, const char *kind, int rank,

@@ -71,8 +71,9 @@ static void mi_text_path(const char *workdir, const char *tname, char *buf, size
 /* Builds both models; initial values from an initialiser (kernels: `kinit`,
  * or orthogonal where the model says; biases zeros) or from weight files. */
 static int mi_build(scn_env *e, flow_graph *g, const mi_model *ms, int source, const char *kinit,
-		    flow_output *outs, flow_status *st)
+		    flow_output *outs, flow_op **restores, int *n_restores, flow_status *st)
 {
+	*n_restores = 0;
 	char st_path[4200];
 	snprintf(st_path, sizeof st_path, "%s/models.safetensors", e->workdir);
 	for (int k = 0; k < 2; k++) {
@@ -91,11 +92,16 @@ static int mi_build(scn_env *e, flow_graph *g, const mi_model *ms, int source, c
 				mi_tensor_name(m, l, b, tn, sizeof tn);
 				snprintf(in, sizeof in, "%s/init", tn);
 				flow_output iv;
-				if (source == MI_TEXT) {
-					mi_text_path(e->workdir, tn, path, sizeof path);
-					iv = scn_load_weight(g, in, path, tn, rank, d, st);
-				} else if (source == MI_SAFETENSORS) {
-					iv = scn_load_weight(g, in, st_path, tn, rank, d, st);
+				if (source != MI_INIT) {
+					/* restored from a file: no initialiser at all */
+					if (source == MI_TEXT)
+						mi_text_path(e->workdir, tn, path, sizeof path);
+					v[b] = scn_restored_variable(
+						g, tn, source == MI_TEXT ? path : st_path, tn, rank, d,
+						&restores[(*n_restores)++], st);
+					if (!v[b].op)
+						return scn_fail(e, "%s: %s", tn, flow_status_message(st));
+					continue;
 				} else {
 					const char *kind = b ? "zeros"
 						      : l == m->orthogonal_layer && strcmp(kinit, "zeros") != 0
@@ -133,16 +139,21 @@ static int mi_run(scn_env *e, int source, const char *kinit, int threads)
 		rc = scn_fail(e, "flow_init: %s", flow_status_message(st));
 	flow_graph *g = flow_default_graph();
 	flow_output outs[2];
+	flow_op *restores[4 * MI_MAX_LAYERS];
+	int n_restores = 0;
 	if (!rc)
-		rc = mi_build(e, g, ms, source, kinit, outs, st);
-	flow_op *init = rc ? NULL : flow_global_variables_initializer(g, st);
+		rc = mi_build(e, g, ms, source, kinit, outs, restores, &n_restores, st);
+	flow_op *init = rc ? NULL
+		      : source == MI_INIT ? flow_global_variables_initializer(g, st)
+					  : flow_group(g, "restore", restores, n_restores, st);
 	flow_session_options so = {.no_step_phase = 1};
 	flow_session *s = init ? flow_session_new(g, &so, st) : NULL;
 	if (!rc && !s)
 		rc = scn_fail(e, "session: %s", flow_status_message(st));
 	if (!rc) {
 		/* A run that sets variables from a file is a restore (weight_load);
-		 * one that computes them is initialisation (variable_init). */
+		 * one that computes them is initialisation (variable_init, which
+		 * the session records too; this outer phase names the kind). */
 		char phase[64];
 		if (source == MI_INIT) {
 			snprintf(phase, sizeof phase, "%s:all", kinit);

@@ -21,10 +21,16 @@ static const char *bin, *scenario;
 static char *output;      /* the run's console output, shown on failure */
 static pp_store *st;
 static char dir[64];
+static char failure[4096]; /* what the current attempt got wrong ("" = nothing) */
 
-static int setup(void **state)
+#define CHECK_FAIL(...)                                                                \
+	do {                                                                           \
+		if (!failure[0])                                                       \
+			snprintf(failure, sizeof failure, __VA_ARGS__);                \
+	} while (0)
+
+static int attempt_setup(void)
 {
-	(void)state;
 	snprintf(dir, sizeof dir, "%s", scn_t_tmpdir());
 	char db[128];
 	snprintf(db, sizeof db, "%s/m.db", dir);
@@ -43,29 +49,31 @@ static int setup(void **state)
 	return 0;
 }
 
-static int teardown(void **state)
+static void attempt_teardown(void)
 {
-	(void)state;
 	if (st)
 		pp_store_close(st, NULL, 0);
+	st = NULL;
 	free(output);
+	output = NULL;
 	scn_t_rmdir(dir);
-	return 0;
 }
 
 static int64_t run_of(const char *variant)
 {
 	int64_t id = scn_t_run_id(st, scenario, variant);
 	if (id <= 0)
-		fail_msg("no run for %s:%s\n%s", scenario, variant, output);
+		CHECK_FAIL("no run for %s:%s", scenario, variant);
 	return id;
 }
 
-static void test_findings(void **state)
+static void check_findings(void)
 {
-	(void)state;
 	const pp_scenario *s = pp_scenario_find(scenario);
-	assert_non_null(s);
+	if (!s) {
+		CHECK_FAIL("no scenario %s", scenario);
+		return;
+	}
 	int nr;
 	const char *const *rules = pp_scenario_rules(s, &nr);
 	for (int v = 0; v < pp_scenario_num_variants(s); v++) {
@@ -73,19 +81,20 @@ static void test_findings(void **state)
 		int64_t id = run_of(vn);
 		pp_finding *f;
 		int n;
-		assert_int_equal(pp_store_findings(st, id, &f, &n), 0);
+		if (id <= 0 || pp_store_findings(st, id, &f, &n) != 0)
+			continue;
 		int kind = pp_scenario_variant_kind(s, v);
 		if (kind == PP_SCN_VARIANT_SLOW) {
 			const char *want = pp_scenario_variant_expect(s, v);
 			if (n == 0 || strcmp(f[0].rule, want) != 0)
-				fail_msg("%s:%s: top finding %s, expected %s\n%s", scenario, vn,
-					 n ? f[0].rule : "(none)", want, output);
+				CHECK_FAIL("%s:%s: top finding %s, expected %s", scenario, vn,
+					   n ? f[0].rule : "(none)", want);
 		} else if (kind == PP_SCN_VARIANT_FIX) {
 			for (int i = 0; i < n; i++)
 				for (int r = 0; r < nr; r++)
 					if (strcmp(f[i].rule, rules[r]) == 0)
-						fail_msg("%s:%s (a fix) shows %s: %s\n%s", scenario, vn,
-							 rules[r], f[i].title, output);
+						CHECK_FAIL("%s:%s (a fix) shows %s: %s", scenario, vn,
+							   rules[r], f[i].title);
 		}
 		free(f);
 	}
@@ -98,11 +107,18 @@ static void test_findings(void **state)
 static double window(int64_t run, int from, int k, int *n_steps)
 {
 	scn_series t;
-	assert_int_equal(scn_steps(st, run, &t), 0);
+	*n_steps = 0;
+	if (run <= 0 || scn_steps(st, run, &t) != 0)
+		return NAN;
 	*n_steps = t.n;
 	if (from < 0)
 		from = t.n + from;
-	assert_true(from >= 0 && from + k <= t.n);
+	if (from < 0 || from + k > t.n) {
+		CHECK_FAIL("run %lld has %d steps, a window [%d, %d) does not fit", (long long)run,
+			   t.n, from, from + k);
+		scn_series_free(&t);
+		return NAN;
+	}
 	double m = t.v[from];
 	for (int i = from + 1; i < from + k; i++)
 		m = t.v[i] < m ? t.v[i] : m;
@@ -113,27 +129,31 @@ static double window(int64_t run, int from, int k, int *n_steps)
 static void ratio_at_least(const char *what, double a, double b, double min)
 {
 	if (!(a >= min * b))
-		fail_msg("%s: %.0f ns vs %.0f ns, x%.2f < x%.2f\n%s", what, a, b, b > 0 ? a / b : 0,
-			 min, output);
+		CHECK_FAIL("%s: %.0f ns vs %.0f ns, x%.2f < x%.2f", what, a, b, b > 0 ? a / b : 0,
+			   min);
 }
 
 static void within(const char *what, double a, double b, double lo, double hi)
 {
 	double r = b > 0 ? a / b : 0;
-	if (r < lo || r > hi)
-		fail_msg("%s: %.0f ns vs %.0f ns, x%.2f outside [%.2f, %.2f]\n%s", what, a, b, r, lo, hi,
-			 output);
+	if (!(r >= lo && r <= hi))
+		CHECK_FAIL("%s: %.0f ns vs %.0f ns, x%.2f outside [%.2f, %.2f]", what, a, b, r, lo, hi);
 }
 
-static void test_ratios(void **state)
+static void check_equal(const char *what, double got, double want)
 {
-	(void)state;
+	if (got != want)
+		CHECK_FAIL("%s: %g, expected %g", what, got, want);
+}
+
+static void check_ratios(void)
+{
 	int n;
 	if (strcmp(scenario, "repeated-init") == 0) {
 		/* slow: the last iterations take at least 3x the first */
 		int64_t r = run_of("slow");
 		double first = window(r, 0, 5, &n), last = window(r, -5, 5, &n);
-		assert_int_equal(n, 50);
+		check_equal("repeated-init slow iterations", n, 50);
 		ratio_at_least("repeated-init slow, last 5 vs first 5", last, first, 3);
 		/* fixes: flat, last 10 vs first 10 within +-30% */
 		static const char *const fixes[] = {"one-session", "traced"};
@@ -145,7 +165,7 @@ static void test_ratios(void **state)
 	} else if (strcmp(scenario, "growing-graph") == 0) {
 		int64_t r = run_of("slow");
 		double first = window(r, 0, 100, &n), last = window(r, -100, 100, &n);
-		assert_int_equal(n, 1000);
+		check_equal("growing-graph slow iterations", n, 1000);
 		ratio_at_least("growing-graph slow, last 100 vs first 100", last, first, 3);
 		static const char *const fixes[] = {"build-once", "traced", "finalized", "eager"};
 		for (int i = 0; i < 4; i++) {
@@ -155,39 +175,71 @@ static void test_ratios(void **state)
 			within(fixes[i], b, a, 0.0, 1.5);
 		}
 		/* the finalized graph refused the in-loop op with a clear error */
-		assert_true(scn_t_has(output, "finalized"));
+		if (!scn_t_has(output, "finalized"))
+			CHECK_FAIL("no word of the finalized graph in the output");
 	} else if (strcmp(scenario, "first-step") == 0) {
-		pp_scn_measure m;
-		assert_int_equal(pp_scenario_measure(st, run_of("slow"), &m), 0);
+		pp_scn_measure m = {0};
+		pp_scenario_measure(st, run_of("slow"), &m);
 		ratio_at_least("first-step slow, first vs median later step", (double)m.first_step_ns,
 			       (double)m.median_step_ns, 5);
-		assert_int_equal(pp_scenario_measure(st, run_of("warm-up"), &m), 0);
+		memset(&m, 0, sizeof m);
+		pp_scenario_measure(st, run_of("warm-up"), &m);
 		within("first-step warm-up, first vs median later step", (double)m.first_step_ns,
 		       (double)m.median_step_ns, 0.0, 2.0);
 	} else if (strcmp(scenario, "retracing") == 0) {
 		int64_t r = run_of("slow");
 		double calls = scn_meta_num(st, r, "retracing.calls", 0);
-		assert_true(calls >= 10);
+		if (calls < 10)
+			CHECK_FAIL("retracing slow: %g calls", calls);
 		/* a retrace per call, and the warning */
-		assert_float_equal(scn_meta_num(st, r, "retracing.traces", 0), calls, 0);
-		assert_true(scn_meta_num(st, r, "retracing.warnings", 0) >= 1);
+		check_equal("retracing slow: traces", scn_meta_num(st, r, "retracing.traces", 0), calls);
+		if (scn_meta_num(st, r, "retracing.warnings", 0) < 1)
+			CHECK_FAIL("retracing slow: no frequent-retracing warning");
 		int64_t nt = 0;
 		scn_kind_total(st, r, PP_RETRACE, &nt);
-		assert_int_equal(nt, (int64_t)calls);
-		/* the relaxed signature: one trace */
-		assert_float_equal(scn_meta_num(st, run_of("relaxed"), "retracing.traces", 0), 1, 0);
-		assert_float_equal(scn_meta_num(st, run_of("relaxed"), "retracing.warnings", -1), 0, 0);
+		check_equal("retracing slow: retrace phases", (double)nt, calls);
+		/* the relaxed signature: one trace, no warning */
+		check_equal("relaxed: traces", scn_meta_num(st, run_of("relaxed"), "retracing.traces", 0), 1);
+		check_equal("relaxed: warnings",
+			    scn_meta_num(st, run_of("relaxed"), "retracing.warnings", -1), 0);
 	} else {
 		/* model-init, startup, alloc-churn: no ratio in the issue; their
 		 * measured figures and claims must be there */
-		int64_t r = run_of("slow");
-		pp_scn_measure m;
-		assert_int_equal(pp_scenario_measure(st, r, &m), 0);
-		assert_true(m.measured_ns > 0);
+		pp_scn_measure m = {0};
+		pp_scenario_measure(st, run_of("slow"), &m);
+		if (m.measured_ns <= 0)
+			CHECK_FAIL("%s slow: no measured figure", scenario);
 	}
 	/* the summary names the claims with a verdict */
-	assert_true(scn_t_has(output, "the write-up's claims:") ||
-		    strcmp(scenario, "transfer") == 0);
+	if (!scn_t_has(output, "the write-up's claims:"))
+		CHECK_FAIL("the summary has no claims section");
+}
+
+/* The timing checks depend on a machine other jobs share: an attempt that
+ * fails is repeated once, and the test fails only if both attempts do
+ * (each failure is printed). Setup failures are not retried. */
+static void test_matrix(void **state)
+{
+	(void)state;
+	char first[4096] = "";
+	for (int attempt = 1; attempt <= 2; attempt++) {
+		failure[0] = 0;
+		if (attempt_setup() != 0)
+			fail_msg("phaseprof run %s --quick failed (see above)", scenario);
+		check_findings();
+		check_ratios();
+		if (!failure[0]) {
+			attempt_teardown();
+			if (first[0])
+				fprintf(stderr, "note: attempt 1 failed (%s); attempt 2 passed\n", first);
+			return;
+		}
+		fprintf(stderr, "attempt %d: %s\n--- output ---\n%s--------------\n", attempt,
+			failure, output);
+		snprintf(first, sizeof first, "%s", failure);
+		attempt_teardown();
+	}
+	fail_msg("%s: %s", scenario, failure);
 }
 
 int main(int argc, char **argv)
@@ -199,8 +251,7 @@ int main(int argc, char **argv)
 	bin = argv[1];
 	scenario = argv[2];
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_findings),
-		cmocka_unit_test(test_ratios),
+		cmocka_unit_test(test_matrix),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }
