@@ -139,6 +139,11 @@ flow_tensor *flow_eager_matmul(flow_tensor *a, flow_tensor *b, int ta, int tb, f
 flow_tensor *flow_eager_unary(const char *op_type, flow_tensor *x, flow_status *st);
 flow_tensor *flow_eager_binary(const char *op_type, flow_tensor *a, flow_tensor *b,
 			       flow_status *st);
+/* A Keras initialiser run eagerly: the same numbers as a flow_model layer
+ * whose variable has this kind, shape and seed (model seed + 2*layer for a
+ * kernel, + 1 for its bias). */
+flow_tensor *flow_eager_initializer(const char *kind, int ndim, const int64_t *dims,
+				    uint64_t seed, flow_status *st);
 /* Mean over the batch of sparse softmax cross-entropy (labels i32 [N]). */
 flow_tensor *flow_eager_sparse_xent_mean(flow_tensor *logits, flow_tensor *labels,
 					 flow_status *st);

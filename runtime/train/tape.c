@@ -581,6 +581,21 @@ flow_tensor *flow_eager_binary(const char *op_type, flow_tensor *a, flow_tensor 
 	return flow_tape_execute(d, &o, 1, st) ? NULL : o;
 }
 
+flow_tensor *flow_eager_initializer(const char *kind, int ndim, const int64_t *dims,
+				    uint64_t seed, flow_status *st)
+{
+	if (flow_train_init(st))
+		return NULL;
+	flow_shape s = flow_shape_make(ndim, dims);
+	flow_op_desc *d = flow_eager_new("_Initializer");
+	flow_op_set_attr_type(d, "T", FLOW_F32);
+	flow_op_set_attr_shape(d, "shape", &s);
+	flow_op_set_attr_string(d, "kind", kind ? kind : "glorot_uniform");
+	flow_op_set_attr_int(d, "seed", (int64_t)seed);
+	flow_tensor *o = NULL;
+	return flow_execute(d, &o, 1, st) ? NULL : o;
+}
+
 flow_tensor *flow_eager_sparse_xent_mean(flow_tensor *logits, flow_tensor *labels,
 					 flow_status *st)
 {
