@@ -956,7 +956,7 @@ out:
  * layout and the release/in-place schedule. Not reused: the graph hash
  * (computed over the whole graph), whole-graph validation, the registry
  * lookups of the plan's ops (LITE mode registers them), binding variables. */
-#define PLAN_MAGIC "FLOWPLN1"
+#define PLAN_MAGIC "FLOWPLN2"
 
 static char *plan_path(flow_session *s, const char *key)
 {
@@ -993,7 +993,18 @@ static void plan_save(flow_session *s, const plan *pl, const char *key)
 		flow__buf_u32(&b, (uint32_t)p->kind);
 		flow__buf_u32(&b, (uint32_t)p->feed);
 		flow__buf_str(&b, p->var_id >= 0 ? s->g->ops[p->var_id]->name : "");
-		flow__attrs_serialize(&p->attrs, &b);
+		/* A graph Const's value is taken from the graph at load time (the
+		 * graph hash covers its content): weights are not copied into plan
+		 * files. Folded constants are derived, so they are stored. */
+		int from_graph = p->kind == PN_CONST && p->op && p->op->reg == p->reg &&
+				 const_value(p) == flow_op_get_attr_tensor(p->op, "value");
+		flow__buf_u32(&b, (uint32_t)from_graph);
+		if (from_graph) {
+			flow_attr_list none = {0};
+			flow__attrs_serialize(&none, &b);
+		} else {
+			flow__attrs_serialize(&p->attrs, &b);
+		}
 		flow__buf_u32(&b, (uint32_t)p->n_in);
 		for (int k = 0; k < p->n_in; k++) {
 			flow__buf_u32(&b, (uint32_t)p->in_node[k]);
@@ -1131,8 +1142,13 @@ static plan *plan_load(flow_session *s, const char *key, int nf)
 		free(opname);
 		free(type);
 		free(vname);
+		uint32_t from_graph = flow__rd_u32(&r);
 		if (!ok || flow__attrs_deserialize(&p->attrs, &r))
 			goto bad;
+		if (from_graph) {
+			if (!p->op || p->op->reg != p->reg || flow__attrs_copy(&p->attrs, &p->op->attrs))
+				goto bad;
+		}
 		p->n_in = (int)flow__rd_u32(&r);
 		if (r.bad || p->n_in < 0 || p->n_in > 1 << 20)
 			goto bad;
