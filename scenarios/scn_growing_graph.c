@@ -182,7 +182,7 @@ static int gg_traced(scn_env *e)
 	gg_ctx c;
 	int rc = gg_setup(e, &c, 0);
 	flow_function_options fo = {.name = "times_two", .n_inputs = 1, .n_outputs = 1,
-				    .warn_to_stderr = 0};
+				    .warn_to_stderr = -1};
 	flow_function *f = rc ? NULL : flow_function_new(gg_trace, NULL, &fo, c.st);
 	if (!rc && !f)
 		rc = scn_fail(e, "traced function: %s", flow_status_message(c.st));

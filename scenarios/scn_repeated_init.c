@@ -213,7 +213,7 @@ static int ri_traced(scn_env *e)
 	if (!rc)
 		rc = ri_run_init(e, s, init, c.st);
 	flow_function_options fo = {.name = "affine", .n_inputs = 1, .n_outputs = 1,
-				    .graph = c.g, .session = s, .warn_to_stderr = 0};
+				    .graph = c.g, .session = s, .warn_to_stderr = -1};
 	flow_function *fn = rc ? NULL : flow_function_new(ri_trace, &f, &fo, c.st);
 	if (!rc && !fn)
 		rc = scn_fail(e, "traced function: %s", flow_status_message(c.st));

@@ -87,7 +87,7 @@ static int rt_run(scn_env *e, int mode)
 	int64_t sd[2] = {-1, RT_IN};
 	flow_shape sig = flow_shape_make(2, sd);
 	flow_function_options fo = {.name = "predict", .n_inputs = 1, .n_outputs = 1,
-				    .graph = g, .session = s, .warn_to_stderr = 0};
+				    .graph = g, .session = s, .warn_to_stderr = -1};
 	if (mode == 1) {
 		fo.sig_dtypes = &dt;
 		fo.sig_shapes = &sig;
