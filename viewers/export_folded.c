@@ -32,20 +32,46 @@ static int acc_add(folded_acc *a, const char *path, int64_t v)
 	return 0;
 }
 
-/* Appends a frame name to a path buffer, cleaning separators. */
-static void path_append(char *buf, size_t cap, size_t *len, const char *name)
+/* A growing path buffer: C++ symbols are long and stacks deep, and a cut
+ * path would lose the leaf, the frame people look for. */
+typedef struct pbuf {
+	char *s;
+	size_t len, cap;
+} pbuf;
+
+static void path_reset(pbuf *b)
 {
-	if (*len && *len + 1 < cap)
-		buf[(*len)++] = ';';
-	for (const char *p = name ? name : "?"; *p && *len + 1 < cap; p++) {
+	b->len = 0;
+	if (b->s)
+		b->s[0] = 0;
+}
+
+static void path_append(pbuf *b, const char *name)
+{
+	if (!name)
+		name = "?";
+	size_t need = b->len + strlen(name) + 2;
+	if (need > b->cap) {
+		size_t cap = b->cap ? b->cap : 1024;
+		while (cap < need)
+			cap *= 2;
+		char *ns = realloc(b->s, cap);
+		if (!ns)
+			return;
+		b->s = ns;
+		b->cap = cap;
+	}
+	if (b->len)
+		b->s[b->len++] = ';';
+	for (const char *p = name; *p; p++) {
 		char ch = *p;
 		if (ch == ';')
 			ch = ':';
 		else if (ch == '\n' || ch == '\r' || ch == '\t')
 			ch = ' ';
-		buf[(*len)++] = ch;
+		b->s[b->len++] = ch;
 	}
-	buf[*len] = 0;
+	b->s[b->len] = 0;
 }
 
 typedef struct stack_node {
@@ -144,7 +170,7 @@ int pp_folded_samples(pp_store *st, int64_t run_id, const char *root, pp_strtab 
 		free_stacks(&l);
 		return -1;
 	}
-	char path[8192];
+	pbuf path = {0};
 	const stack_node *chain[512];
 	for (int i = 0; i < l.n; i++) {
 		if (!l.v[i].samples)
@@ -155,15 +181,15 @@ int pp_folded_samples(pp_store *st, int64_t run_id, const char *root, pp_strtab 
 			chain[depth++] = s;
 			s = s->parent >= 0 && s->parent != s->id ? find_node(&l, s->parent) : NULL;
 		}
-		size_t len = 0;
-		path[0] = 0;
+		path_reset(&path);
 		if (root)
-			path_append(path, sizeof path, &len, root);
+			path_append(&path, root);
 		for (int d = depth - 1; d >= 0; d--)
-			path_append(path, sizeof path, &len, chain[d]->name);
-		if (acc_add(&a, path, l.v[i].samples) != 0)
+			path_append(&path, chain[d]->name);
+		if (!path.s || acc_add(&a, path.s, l.v[i].samples) != 0)
 			break;
 	}
+	free(path.s);
 	free_stacks(&l);
 	*paths = a.paths;
 	*counts = a.count;
@@ -179,7 +205,7 @@ int pp_folded_spans(pp_store *st, const pp_run_info *run, const char *root, pp_s
 		return -1;
 	typedef struct open_item { const pp_item *it; int64_t child; } open_item;
 	open_item stack[1024];
-	char path[8192];
+	pbuf path = {0};
 	for (int t = 0; t < m.n_tracks; t++) {
 		const pp_track *tr = &m.tracks[t];
 		if (tr->gpu)
@@ -193,14 +219,13 @@ int pp_folded_spans(pp_store *st, const pp_run_info *run, const char *root, pp_s
 				int64_t self = (o->it->end - o->it->start) - o->child;
 				if (self <= 0)
 					continue;
-				size_t len = 0;
-				path[0] = 0;
+				path_reset(&path);
 				if (root)
-					path_append(path, sizeof path, &len, root);
-				path_append(path, sizeof path, &len, tr->name);
+					path_append(&path, root);
+				path_append(&path, tr->name);
 				for (int k = 0; k <= sp; k++)
-					path_append(path, sizeof path, &len, m.names.s[stack[k].it->name]);
-				if (acc_add(&a, path, self) != 0)
+					path_append(&path, m.names.s[stack[k].it->name]);
+				if (!path.s || acc_add(&a, path.s, self) != 0)
 					break;
 			}
 			if (i == tr->n)
@@ -212,6 +237,7 @@ int pp_folded_spans(pp_store *st, const pp_run_info *run, const char *root, pp_s
 			}
 		}
 	}
+	free(path.s);
 	pp_model_free(&m);
 	*paths = a.paths;
 	*counts = a.count;

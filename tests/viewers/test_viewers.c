@@ -99,6 +99,16 @@ static int64_t record_overlap(void)
 	pp_op("b", "B", t + 5000, t + 15000, 0);
 	pp_op("c", "C", t + 6000, t + 7000, 0);
 	pp_step_end();
+	/* a 600-frame deep CPU stack: the flame graph and folded output must
+	 * cope (recursion, path length) */
+	for (int64_t i = 1; i <= 600; i++) {
+		char sym[32];
+		snprintf(sym, sizeof sym, "frame_%lld", (long long)i);
+		pp_row("frames", "iiss", i, 0x1000 + i, sym, "/bin/deep");
+		pp_row("stacks", "iii", i, i - 1, i);
+	}
+	for (int i = 0; i < 5; i++)
+		pp_row("samples", "iii", (int64_t)0, (int64_t)i, (int64_t)600);
 	pp_phase_begin(PP_SPAN, "never closed");  /* open at the end of the run */
 	if (pp_close() != 0)
 		return -1;
@@ -276,6 +286,27 @@ static void test_chrome_overlap_lanes(void **state)
 	assert_non_null(strstr(j, " +1\""));
 	free(j);
 	assert_int_equal(run_checker("overlap.json", "--expect a=10 --expect b=10 --expect c=1"), 0);
+}
+
+static int check_folded(const char *text, int *lines);
+
+static void test_deep_stack(void **state)
+{
+	(void)state;
+	pp_view_opts o = {.run_id = run_overlap};
+	long len;
+	int lines;
+	char *f = write_format("folded", &o, "deep.folded", &len);
+	assert_int_equal(check_folded(f, &lines), 0);
+	assert_int_equal(lines, 1);
+	/* chains are cut at 512 frames on the root side: the leaf stays */
+	assert_true(strncmp(f, "frame_89;frame_90;", 18) == 0);
+	assert_non_null(strstr(f, ";frame_600 5\n"));
+	free(f);
+	char *h = write_format("html", &o, "deep.html", &len);
+	assert_non_null(strstr(h, "CPU flame graph"));
+	assert_non_null(strstr(h, "frame_89"));
+	free(h);
 }
 
 static void test_chrome_gzip(void **state)
@@ -591,6 +622,7 @@ int main(void)
 		cmocka_unit_test(test_chrome_valid),
 		cmocka_unit_test(test_chrome_overlap_lanes),
 		cmocka_unit_test(test_chrome_gzip),
+		cmocka_unit_test(test_deep_stack),
 		cmocka_unit_test(test_folded),
 		cmocka_unit_test(test_graph_empty),
 		cmocka_unit_test(test_graph_one),
