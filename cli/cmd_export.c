@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "viewers.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +97,12 @@ int cmd_export(int argc, char **argv)
 	}
 	if (!db) {
 		usage(stderr);
+		return 2;
+	}
+	/* writing the output over the database would destroy the recording */
+	char rdb[4096], rout[4096];
+	if (strcmp(out, "-") != 0 && realpath(db, rdb) && realpath(out, rout) && strcmp(rdb, rout) == 0) {
+		cli_error("export: output %s is the database itself; choose another file", out);
 		return 2;
 	}
 	pp_store *st = cli_open_store(db, PP_STORE_READ);

@@ -45,6 +45,10 @@ expect 2 "export without format" -- "$pp" export "$tmp/run.db"
 expect 2 "report bad --run" -- "$pp" report "$tmp/run.db" --run abc
 expect 2 "report --run without value" -- "$pp" report "$tmp/run.db" --run
 
+cp "$tmp/run.db" "$tmp/keep.db"
+expect 2 "report refuses to overwrite the database" -- "$pp" report "$tmp/keep.db" -o "$tmp/keep.db"
+cmp -s "$tmp/run.db" "$tmp/keep.db" || bad "database untouched after the refusal"
+
 # end to end
 expect 0 "report" -- "$pp" report "$tmp/run.db" -o "$tmp/report.html"
 grep -q "Phase waterfall" "$tmp/report.html" || bad "report has the waterfall"
