@@ -176,7 +176,8 @@ typedef struct flow_function_options {
 flow_function *flow_function_new(flow_trace_fn fn, void *ud, const flow_function_options *opts,
 				 flow_status *st);
 void flow_function_free(flow_function *f);
-/* Calls the function: finds or makes the trace for the inputs' signature
+/* Not thread-safe: one caller per function at a time.
+ * Calls the function: finds or makes the trace for the inputs' signature
  * (recorded as a retrace phase named "name(f32[?x784], i32[128])"), then
  * runs it. outputs[i] are new references. An input whose dtype or shape is
  * incompatible with the declared signature fails naming the argument. */
@@ -220,7 +221,7 @@ typedef struct flow_model flow_model;
 typedef struct flow_model_options {
 	uint64_t seed;              /* initialisers and dropout */
 	flow_allocator *allocator;  /* session allocator; NULL default */
-	int op_timing;              /* passed to the session (-1 default) */
+	int op_timing;              /* 1: record every op execution; 0/-1: flow_init's default */
 	const char *plan_cache_dir; /* passed to the session */
 	int init_threads;           /* initialiser fill threads; 0 = all cores, 1 = serial */
 } flow_model_options;
