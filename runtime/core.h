@@ -141,6 +141,9 @@ int flow__infer_shapes(const flow_registered_op *r, const char *node_name,
 /* Validates the whole graph: every node's inputs precede it and exist, op
  * defs resolve, and a Kahn topological sort covers every node (no cycle). */
 int flow__graph_validate(flow_graph *g, flow_status *st);
+/* Session lifetimes on a graph (flow_graph_free defers while any is open). */
+void flow__graph_attach(flow_graph *g);
+void flow__graph_detach(flow_graph *g);
 uint64_t flow__graph_hash(flow_graph *g);
 void flow__desc_free(flow_op_desc *d);
 

@@ -40,15 +40,41 @@ static void op_free(flow_op *op)
 	free(op);
 }
 
+static pthread_mutex_t life_mu = PTHREAD_MUTEX_INITIALIZER;
+static void graph_destroy(flow_graph *g);
+
+void flow__graph_attach(flow_graph *g)
+{
+	pthread_mutex_lock(&life_mu);
+	g->sessions++;
+	pthread_mutex_unlock(&life_mu);
+}
+
+void flow__graph_detach(flow_graph *g)
+{
+	pthread_mutex_lock(&life_mu);
+	int destroy = --g->sessions == 0 && g->free_pending;
+	pthread_mutex_unlock(&life_mu);
+	if (destroy)
+		graph_destroy(g);
+}
+
 void flow_graph_free(flow_graph *g)
 {
 	if (!g)
 		return;
 	/* Like TF_DeleteGraph: the graph goes when its last session closes. */
-	if (g->sessions > 0) {
+	pthread_mutex_lock(&life_mu);
+	int busy = g->sessions > 0;
+	if (busy)
 		g->free_pending = 1;
-		return;
-	}
+	pthread_mutex_unlock(&life_mu);
+	if (!busy)
+		graph_destroy(g);
+}
+
+static void graph_destroy(flow_graph *g)
+{
 	for (int i = 0; i < g->n_ops; i++)
 		op_free(g->ops[i]);
 	free(g->ops);

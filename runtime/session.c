@@ -179,7 +179,7 @@ flow_session *flow_session_new(flow_graph *g, const flow_session_options *opts, 
 		flow_session_free(s);
 		return NULL;
 	}
-	g->sessions++;
+	flow__graph_attach(g);
 	return s;
 }
 
@@ -203,8 +203,7 @@ int flow_session_close(flow_session *s, flow_status *st)
 	s->g = NULL;
 	pthread_mutex_unlock(&s->mu);
 	flow_allocator_record(s->alloc);
-	if (--g->sessions == 0 && g->free_pending)
-		flow_graph_free(g);
+	flow__graph_detach(g);
 	return 0;
 }
 
