@@ -23,7 +23,7 @@
 
 static char *dir;
 static char db[1024];
-static int64_t run_slow, run_fixed, run_graphs, run_overlap;
+static int64_t run_slow, run_fixed, run_graphs, run_overlap, run_lossy;
 static int64_t g_empty, g_one, g_big;
 
 static int graph_id_row(sqlite3_stmt *row, void *ud)
@@ -121,6 +121,31 @@ static int64_t record_overlap(void)
 	return res.run_id;
 }
 
+/* A run that overflows the recorder's buffers: losses must be shown. */
+static int64_t record_lossy(void)
+{
+	char spool[1100];
+	snprintf(spool, sizeof spool, "%s/lossy.spool", dir);
+	if (pp_open(&(pp_options){.spool_path = spool, .label = "lossy", .buffer_events = 64, .max_buffers = 1,
+				  .flush_ms = 1000}) != 0)
+		return -1;
+	for (int i = 0; i < 200000; i++) {
+		pp_phase_begin(PP_SPAN, "tiny");
+		pp_phase_end();
+	}
+	pp_recorder_stats rs;
+	pp_stats(&rs);
+	if (pp_close() != 0 || rs.events_lost == 0)
+		return -1;
+	char err[512];
+	pp_store *st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
+	pp_ingest_result res;
+	if (!st || pp_store_ingest(st, spool, NULL, &res, err, sizeof err) != 0)
+		return -1;
+	pp_store_close(st, NULL, 0);
+	return res.run_id;
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -137,7 +162,8 @@ static int setup(void **state)
 	run_fixed = vfix_record(db, dir, &fixed);
 	run_graphs = record_graphs();
 	run_overlap = record_overlap();
-	if (run_slow < 0 || run_fixed < 0 || run_graphs < 0 || run_overlap < 0)
+	run_lossy = record_lossy();
+	if (run_slow < 0 || run_fixed < 0 || run_graphs < 0 || run_overlap < 0 || run_lossy < 0)
 		return -1;
 	return 0;
 }
@@ -251,6 +277,18 @@ static void test_report_lod(void **state)
 	snprintf(other, sizeof other, "id=\"run-%lld\"", (long long)run_fixed);
 	assert_non_null(strstr(h, want));
 	assert_null(strstr(h, other));
+	free(h);
+}
+
+static void test_report_losses(void **state)
+{
+	(void)state;
+	pp_view_opts o = {.run_id = run_lossy};
+	long len;
+	char *h = write_format("html", &o, "lossy.html", &len);
+	assert_non_null(strstr(h, "dropped by the recorder"));
+	assert_non_null(strstr(h, "<dt>lost</dt><dd>"));
+	assert_null(strstr(h, "<dt>lost</dt><dd>0 events"));
 	free(h);
 }
 
@@ -619,6 +657,7 @@ int main(void)
 		cmocka_unit_test(test_out_formatting),
 		cmocka_unit_test(test_report_self_contained),
 		cmocka_unit_test(test_report_lod),
+		cmocka_unit_test(test_report_losses),
 		cmocka_unit_test(test_chrome_valid),
 		cmocka_unit_test(test_chrome_overlap_lanes),
 		cmocka_unit_test(test_chrome_gzip),
