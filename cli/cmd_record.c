@@ -971,16 +971,20 @@ int cmd_record(int argc, char **argv)
 		if (last_top) {
 			pp_run_info ri;
 			if (pp_store_run(st, last_top, &ri) == 0 && last_top != top_run)
-				fprintf(stderr, "  (after exec: run %lld, %s)\n", (long long)last_top, ri.command);
+				fprintf(stderr, "  (after exec: run %lld, %.60s)\n", (long long)last_top, ri.command);
 			summarise_run(st, last_top, last_top == top_run ? wall : 0);
 		}
 		for (int s = 0; s < nsp && nsp > 1; s++) {
 			if (!sp[s].run_id || sp[s].run_id == last_top)
 				continue;
 			pp_run_info ri;
-			if (pp_store_run(st, sp[s].run_id, &ri) == 0)
+			if (pp_store_run(st, sp[s].run_id, &ri) == 0) {
+				for (char *c = ri.command; *c; c++)
+					if (*c == '\n' || *c == '\t')
+						*c = ' ';
 				fprintf(stderr, "  run %lld  pid %lld  %-9s %8.1f ms  %.60s\n", (long long)ri.id, (long long)ri.pid,
 					ri.status, ms(ri.duration_ns), ri.command);
+			}
 		}
 		if (cli_close_store(st) != 0)
 			failed++;
@@ -993,6 +997,7 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "phaseprof: spool files kept in %s\n", dir);
 	else
 		rm_dir(dir);
+	free(sp);
 	if (sig)
 		return 128 + sig;
 	return code;
