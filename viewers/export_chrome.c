@@ -73,7 +73,7 @@ static int counter_row(sqlite3_stmt *row, void *ud)
 	pp_out_puts(c->out, ",\"name\":");
 	pp_out_json_str(c->out, (const char *)sqlite3_column_text(row, 0));
 	double v = sqlite3_column_double(row, 2);
-	if (isfinite(v))
+	if (sqlite3_column_type(row, 2) != SQLITE_NULL && isfinite(v))   /* SQLite stores NaN as NULL */
 		pp_out_printf(c->out, ",\"args\":{\"value\":%.17g}}", v);
 	else   /* JSON has no NaN/inf */
 		pp_out_puts(c->out, ",\"args\":{\"value\":null}}");

@@ -1096,8 +1096,20 @@ static int name_is_bytes(const char *n)
 	return strstr(n, "bytes") || strstr(n, "in_use") || strstr(n, "mem") || strstr(n, "peak");
 }
 
+/* Drops non-finite values (NaN in SVG path data is an error in browsers). */
+static int finite_only(pp_counter_row *r, int n)
+{
+	int k = 0;
+	for (int i = 0; i < n; i++)
+		if (isfinite(r[i].value))
+			r[k++] = r[i];
+	return k;
+}
+
 static void series_chart(pp_out *o, const char *title, const pp_counter_row *r, int n, int64_t t_end, int bytes)
 {
+	if (n <= 0)
+		return;
 	double lo = r[0].value, hi = r[0].value;
 	for (int i = 1; i < n; i++) {
 		lo = fmin(lo, r[i].value);
@@ -1235,6 +1247,7 @@ static void section_memory(pp_view_ctx *c, const pp_run_info *run, int64_t t_end
 	int shown = 0;
 	if (inuse.n > 0 || n_names > 0)
 		P("<div class=\"grid2\">");
+	inuse.n = finite_only(inuse.v, inuse.n);
 	if (inuse.n > 0) {
 		series_chart(o, "bytes in use (allocator)", inuse.v, inuse.n, t_end, 1);
 		shown++;
@@ -1246,7 +1259,7 @@ static void section_memory(pp_view_ctx *c, const pp_run_info *run, int64_t t_end
 				continue;
 			pp_counter_row *r = NULL;
 			int n = 0;
-			if (pp_store_counter(c->st, run->id, names[i], &r, &n) == 0 && n > 0) {
+			if (pp_store_counter(c->st, run->id, names[i], &r, &n) == 0 && (n = finite_only(r, n)) > 0) {
 				series_chart(o, names[i], r, n, t_end, name_is_bytes(names[i]) && !strstr(names[i], "frag"));
 				shown++;
 			}
