@@ -49,6 +49,7 @@ test-asan:
 	  ctest --output-on-failure -j$(JOBS) -LE no-asan
 
 bench: build
+	bash scripts/install-deps.sh --bench
 	bash bench/run-all.sh $(BUILD)
 
 clean:

@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
 # Installs the Debian packages phaseprof needs, only those missing; idempotent.
-# Usage: scripts/install-deps.sh [--browser]   (--browser adds Chromium + playwright-core for the report test)
+# Usage: scripts/install-deps.sh [--browser] [--bench]
+#   --browser  Chromium + playwright-core for the report's browser test
+#   --bench    the peers the benchmarks compare against (PyTorch, heaptrack, ltrace, hyperfine)
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libsqlite3-dev sqlite3 libopenblas-dev liblapacke-dev
       libunwind-dev libgraphviz-dev graphviz libcmocka-dev
       python3-numpy zlib1g-dev)
 want_browser=0
-for a in "$@"; do [ "$a" = --browser ] && want_browser=1; done
+want_bench=0
+for a in "$@"; do
+  case "$a" in
+    --browser) want_browser=1 ;;
+    --bench) want_bench=1 ;;
+    *) echo "install-deps: unknown option '$a' (use --browser, --bench)" >&2; exit 2 ;;
+  esac
+done
+[ $want_bench = 1 ] && pkgs+=(python3-torch libopenblas0-pthread heaptrack ltrace hyperfine)
 if [ $want_browser = 1 ]; then
   pkgs+=(chromium)
   # node/npm may come from another package (nodesource's nodejs ships npm);
