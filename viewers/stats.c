@@ -121,11 +121,14 @@ static void tbl_print(tbl *t, FILE *fp, int width, int indent)
 	t->nr = t->cap = 0;
 }
 
-/* Wraps text at `width` with a hanging indent. */
-static void wrap(FILE *fp, const char *s, int indent, int width)
+/* Wraps text at `width`: the first line indented by `first`, the rest by
+ * `indent` (a hanging indent under a "[high] " tag). */
+static void wrap_hang(FILE *fp, const char *s, int first, int indent, int width)
 {
-	int avail = width - indent > 20 ? width - indent : 20;
+	int line = 0;
 	while (*s) {
+		int ind = line++ ? indent : first;
+		int avail = width - ind > 20 ? width - ind : 20;
 		int n = (int)strlen(s);
 		int take = n;
 		if (u8len(s) > avail) {
@@ -145,11 +148,16 @@ static void wrap(FILE *fp, const char *s, int indent, int width)
 		const char *nl = memchr(s, '\n', (size_t)take);
 		if (nl)
 			take = (int)(nl - s);
-		fprintf(fp, "%*s%.*s\n", indent, "", take, s);
+		fprintf(fp, "%*s%.*s\n", ind, "", take, s);
 		s += take;
 		while (*s == ' ' || *s == '\n')
 			s++;
 	}
+}
+
+static void wrap(FILE *fp, const char *s, int indent, int width)
+{
+	wrap_hang(fp, s, indent, indent, width);
 }
 
 typedef struct gl {
@@ -448,7 +456,7 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 			for (int k = 0; k < nf; k++) {
 				char head[320];
 				snprintf(head, sizeof head, "[%s] %s", f[k].severity, f[k].title);
-				wrap(fp, head, 2, width);
+				wrap_hang(fp, head, 2, 5 + (int)strlen(f[k].severity), width);
 				if (f[k].evidence[0])
 					wrap(fp, f[k].evidence, 6, width);
 				if (f[k].fix[0]) {
