@@ -652,7 +652,7 @@ static void summarise_run(pp_store *st, int64_t run, int64_t wall_ns)
 	if (al[0]) {
 		human_bytes(al[1], b1, sizeof b1);
 		human_bytes(al[3], b2, sizeof b2);
-		fprintf(stderr, "  allocation    %8.1f ms  %lld allocations (%s), %lld frees, peak %s in use\n", ms(al[2]),
+		fprintf(stderr, "  allocation   ~%8.1f ms  %lld allocations (%s), %lld frees, peak %s in use\n", ms(al[2]),
 			(long long)al[0], b1, (long long)fr[0], b2);
 	}
 	if (io[0] || io[1] || io[5]) {
