@@ -32,6 +32,8 @@
 static const int64_t su_dims[3] = {784, 64, 10};
 #define SU_LAYERS 2
 #define SU_BATCH 8
+/* a model this small is served on one thread: no intra-op pool to start */
+#define SU_THREADS 1
 
 static void su_paths(const char *workdir, char *weights, size_t wl, char *plans, size_t pl)
 {
@@ -51,6 +53,7 @@ static int su_program(scn_env *e, const char *workdir, int registration, const c
 	flow_init_options o = {0};
 	o.registration = registration;
 	o.plan_cache_dir = plan_dir;
+	o.threads = SU_THREADS;
 	if (flow_init(&o, st) != 0) {
 		rc = scn_fail(e, "flow_init: %s", flow_status_message(st));
 		goto out;
@@ -149,6 +152,7 @@ static int su_eager(scn_env *e)
 	scn_measured_begin();
 	flow_init_options o = {0};
 	o.registration = FLOW_REGISTER_FULL;
+	o.threads = SU_THREADS;
 	if (flow_init(&o, st) != 0)
 		rc = scn_fail(e, "flow_init: %s", flow_status_message(st));
 	flow_tensor *t[2 * SU_LAYERS] = {0};
