@@ -394,6 +394,15 @@ static void test_numpy(void **state)
 	/* each dlopen is a library_load phase on the calling thread */
 	assert_true(q_int(db, "SELECT COUNT(*) FROM spans_v WHERE kind_name = 'library_load' AND end_ns >= start_ns") >= 5);
 	sqlite3_close(db);
+
+	/* with CPU samples, relocation vs constructors is split where samples
+	 * fell into a load; the two parts add up to the measured span */
+	assert_int_equal(RECORD("--sample 1000 -- /usr/bin/python3 -c 'import numpy'"), 0);
+	db = db_open();
+	assert_true(q_int(db, "SELECT COUNT(*) FROM samples WHERE run_id = 2") > 0);
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM libraries WHERE run_id = 2 AND reloc_ns IS NOT NULL"
+				   " AND (reloc_ns < 0 OR ctor_ns < 0 OR reloc_ns + ctor_ns <> end_ns - mapped_ns)"), 0);
+	sqlite3_close(db);
 }
 
 static void test_sqlite(void **state)
