@@ -79,6 +79,8 @@ static int ac_run(scn_env *e, int kind, int fixed)
 	int n = ac_steps(e);
 	/* inputs made up front so the loop measures the session's allocations */
 	flow_tensor **xv = calloc((size_t)n, sizeof *xv);
+	if (!rc && !xv)
+		rc = scn_fail(e, "out of memory");
 	for (int i = 0; !rc && i < n; i++) {
 		int64_t d[2] = {fixed ? 256 : ac_batch(i), AC_IN};
 		if (!(xv[i] = scn_tensor_uniform(2, d, (uint64_t)i, st)))

@@ -135,7 +135,9 @@ int scn_write_safetensors(const char *path, const scn_wtensor *t, int n, char *e
 {
 	/* header: {"name":{"dtype":"F32","shape":[..],"data_offsets":[b,e]},...}
 	 * space-padded so the data starts 8-byte aligned, as the spec's writer */
-	size_t cap = 256 + (size_t)n * 256, len = 0;
+	size_t cap = 256, len = 0;
+	for (int i = 0; i < n; i++)
+		cap += strlen(t[i].name) + 160; /* dtype, two dims, two offsets */
 	char *h = malloc(cap);
 	if (!h) {
 		snprintf(err, errlen, "%s: out of memory", path);
