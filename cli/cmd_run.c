@@ -546,6 +546,7 @@ int cmd_run(int argc, char **argv)
 	if (c.failures)
 		printf("%d variant%s failed or crashed; what they recorded is in %s\n", c.failures,
 		       c.failures == 1 ? "" : "s", db);
-	printf("database: %s\n", db);
+	printf("database: %s (phaseprof report %s -o report.html; phaseprof stats %s)\n", db, db,
+	       db);
 	return rc || c.failures || unavailable ? 1 : 0;
 }
