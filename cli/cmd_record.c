@@ -834,11 +834,32 @@ int cmd_record(int argc, char **argv)
 		cli_error("record: agent library %s is missing (build the phaseprof_agent target)", agent);
 		return 2;
 	}
-	/* the database must be writable before we spend the program's time */
-	pp_store *probe = cli_open_store(out, PP_STORE_WRITE);
-	if (!probe)
-		return 2;
-	cli_close_store(probe);
+	/* the database must be usable before we spend the program's time: an
+	 * existing file must be a phaseprof database we can write, a new one
+	 * needs a writable folder (opening for writing here would cost the
+	 * schema set-up twice) */
+	if (access(out, F_OK) == 0) {
+		pp_store *probe = cli_open_store(out, PP_STORE_READ);
+		if (!probe)
+			return 2;
+		pp_store_close(probe, NULL, 0);
+		if (access(out, W_OK) != 0) {
+			cli_error("record: %s: not writable (%s)", out, strerror(errno));
+			return 2;
+		}
+	} else {
+		char folder[PATH_MAX];
+		snprintf(folder, sizeof folder, "%s", out);
+		char *slash = strrchr(folder, '/');
+		if (slash)
+			*(slash == folder ? slash + 1 : slash) = 0;
+		else
+			snprintf(folder, sizeof folder, ".");
+		if (access(folder, W_OK) != 0) {
+			cli_error("record: cannot create %s: folder %s is not writable (%s)", out, folder, strerror(errno));
+			return 2;
+		}
+	}
 
 	char dir[PATH_MAX];
 	const char *tmp = getenv("TMPDIR");

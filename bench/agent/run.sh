@@ -43,15 +43,21 @@ for w in loop numpy; do
     echo "python3 -c 'import numpy' (target <= 1.10x):"
     cmd=("$py" -c 'import numpy')
   fi
-  plain=$(median_ms "${cmd[@]}")
+  # plain, recorded and agent-only runs interleaved, so a busy neighbour
+  # slows all three alike; medians of each
+  pl=() rc=() ag=()
+  for _ in $(seq "$reps"); do
+    pl+=("$(reps=1 median_ms "${cmd[@]}")")
+    rc+=("$(reps=1 median_ms "$pp" record -o "$tmp/bench.db" -- "${cmd[@]}")")
+    # the agent alone: preloaded, spool written, no launcher and no ingest
+    ag+=("$(PHASEPROF_OUT="$tmp/agent.spool" reps=1 median_ms env LD_PRELOAD="$build/libphaseprof-agent.so" "${cmd[@]}")")
+  done
+  med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+  plain=$(med "${pl[@]}")
   row "plain" "$plain" "$plain"
-  rec=$(median_ms "$pp" record -o "$tmp/bench.db" -- "${cmd[@]}")
-  row "phaseprof record" "$plain" "$rec"
-  rm -f "$tmp/bench.db"
-  # the agent alone: preloaded, spool written, no launcher and no ingest
-  ag=$(PHASEPROF_OUT="$tmp/agent.spool" median_ms env LD_PRELOAD="$build/libphaseprof-agent.so" "${cmd[@]}")
-  row "agent only (no ingest)" "$plain" "$ag"
-  rm -f "$tmp/agent.spool"
+  row "phaseprof record" "$plain" "$(med "${rc[@]}")"
+  row "agent only (no ingest)" "$plain" "$(med "${ag[@]}")"
+  rm -f "$tmp/bench.db" "$tmp/agent.spool"
   if command -v heaptrack >/dev/null; then
     ht=$(cd "$tmp" && median_ms timeout 300 heaptrack -o "$tmp/ht" "${cmd[@]}")
     row "heaptrack" "$plain" "$ht"

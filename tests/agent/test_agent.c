@@ -153,6 +153,16 @@ static void test_refuse(void **state)
 		free(e);
 	}
 
+	/* a database that is not ours, a folder that does not exist */
+	assert_int_equal(sh("echo hello > notadb.db && " PP_BIN " record -o notadb.db -- /bin/true"), 2);
+	e = err_text();
+	assert_non_null(strstr(e, "notadb.db"));
+	free(e);
+	assert_int_equal(sh(PP_BIN " record -o no/such/folder/run.db -- /bin/true"), 2);
+	e = err_text();
+	assert_non_null(strstr(e, "no/such/folder"));
+	free(e);
+
 	assert_int_equal(RECORD("--sample 0 -- /bin/true"), 2);
 	assert_int_equal(RECORD("--mode fast -- /bin/true"), 2);
 	assert_int_equal(RECORD(""), 2);
