@@ -2,7 +2,7 @@
  * startup — "start-up is slow" (write-up 003; TensorFlow #37729).
  *
  * Every variant is a fresh process that goes from nothing to its first
- * prediction with a small 784-64-10 MLP whose weights come from a
+ * prediction with a small 784-32-10 MLP whose weights come from a
  * safetensors file: runtime initialisation, op registration, graph build,
  * variable initialisation (the weight load) and the first run (compile).
  *
@@ -29,7 +29,7 @@
 
 /* A small model: the complaint is that even a small program starts slowly
  * (TensorFlow #37729: "import tensorflow is very slow"). */
-static const int64_t su_dims[3] = {784, 64, 10};
+static const int64_t su_dims[3] = {784, 32, 10};
 #define SU_LAYERS 2
 #define SU_BATCH 8
 /* a model this small is served on one thread: no intra-op pool to start */
