@@ -402,9 +402,10 @@ static void do_events(ingest *g, uint32_t tid, const pp_event *ev, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const pp_event *e = &ev[i];
 		/* op events carry pp_now() nanoseconds, not ticks */
-		int64_t ts = (e->type == PP_EV_OP || e->type == PP_EV_OP_END) && e->kind == 1
-				     ? (int64_t)e->ts
-				     : clock_ns(&g->clk, e->ts);
+		/* op events and explicit-time phases carry pp_now() nanoseconds */
+		int ns = ((e->type == PP_EV_OP || e->type == PP_EV_OP_END) && e->kind == 1) ||
+			 ((e->type == PP_EV_BEGIN || e->type == PP_EV_END) && e->reserved == 1);
+		int64_t ts = ns ? (int64_t)e->ts : clock_ns(&g->clk, e->ts);
 		if (t->first < 0)
 			t->first = ts;
 		t->last = ts;

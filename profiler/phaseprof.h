@@ -79,6 +79,10 @@ const char *pp_spool_path(void);
 
 /* Run metadata (key/value, stored in run_meta). */
 void pp_meta(const char *key, const char *value);
+/* How the process ended (exit code, or the signal that killed it), for
+ * wrappers that learn it before the recorder closes; ingest marks the run
+ * crashed/killed from it. */
+void pp_exit_status(int exit_code, int term_signal);
 /* Names the calling thread in the recording. */
 void pp_thread_name(const char *name);
 
@@ -99,6 +103,11 @@ void pp_begin_site(pp_site *site);
 void pp_phase_begin(pp_kind kind, const char *name);
 void pp_phase_end(void);
 /* pp_phase_end ends the innermost open phase or span of the calling thread. */
+
+/* A phase whose times were taken elsewhere (pp_now() nanoseconds), e.g. start-up
+ * work that happened before the recorder opened. It nests like any other
+ * phase under whatever is open on the calling thread. */
+void pp_phase_at(pp_kind kind, const char *name, uint64_t start_ns, uint64_t end_ns);
 
 /* Steps: a PP_STEP phase carrying its iteration number. */
 void pp_step_begin(int64_t iteration);

@@ -32,6 +32,14 @@
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
+/* Per-thread name cache: pointer -> id, verified by content. */
+#define NAME_CACHE 256
+typedef struct name_cache_entry {
+	const char *ptr;
+	const char *text;             /* interned copy */
+	uint32_t id;
+} name_cache_entry;
+
 typedef struct pp_buffer {
 	struct pp_buffer *next;       /* in the full or free list */
 	struct pp_thread *owner;
@@ -50,15 +58,9 @@ typedef struct pp_thread {
 	uint64_t lost_reported;       /* writer only */
 	uint64_t events;
 	int dead;                     /* thread exited; writer frees after the last flush */
+	struct name_cache_entry *names; /* pointer -> id cache (NAME_CACHE entries) */
 } pp_thread;
 
-/* Per-thread name cache: pointer -> id, verified by content. */
-#define NAME_CACHE 256
-typedef struct name_cache_entry {
-	const char *ptr;
-	const char *text;             /* interned copy */
-	uint32_t id;
-} name_cache_entry;
 
 typedef struct intern_entry {
 	char *text;
@@ -120,8 +122,6 @@ static struct recorder {
 #define PP_TLS __thread __attribute__((tls_model("initial-exec")))
 static PP_TLS pp_thread *tls_thread;
 static PP_TLS uint64_t tls_gen;       /* generation tls_thread belongs to: checked before any dereference */
-static PP_TLS name_cache_entry tls_names[NAME_CACHE];
-static PP_TLS uint64_t tls_names_gen;
 static pthread_key_t thread_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
@@ -247,25 +247,30 @@ static uint32_t intern_locked(const char *s, const char **text)
 	return id;
 }
 
+static pp_thread *thread_init(void);
+
 static uint32_t intern(const char *s)
 {
 	if (!s)
 		s = "";
 	/* per-thread cache keyed by pointer, verified by content (names may be
-	 * dynamic buffers whose content changes) */
-	if (tls_names_gen != R.generation) {
-		memset(tls_names, 0, sizeof tls_names);
-		tls_names_gen = R.generation;
+	 * dynamic buffers whose content changes). It lives on the heap, not in
+	 * TLS: static TLS is scarce for a preloaded/audit library. */
+	pp_thread *t = tls_thread;
+	if (!t || tls_gen != R.generation)
+		t = thread_init();
+	name_cache_entry *e = NULL;
+	if (t && t->names) {
+		uintptr_t p = (uintptr_t)s;
+		e = &t->names[(p >> 3) & (NAME_CACHE - 1)];
+		if (e->ptr == s && strcmp(e->text, s) == 0)
+			return e->id;
 	}
-	uintptr_t p = (uintptr_t)s;
-	name_cache_entry *e = &tls_names[(p >> 3) & (NAME_CACHE - 1)];
-	if (e->ptr == s && strcmp(e->text, s) == 0)
-		return e->id;
 	const char *text = NULL;
 	pthread_mutex_lock(&R.str_lock);
 	uint32_t id = intern_locked(s, &text);
 	pthread_mutex_unlock(&R.str_lock);
-	if (id) {
+	if (id && e) {
 		e->ptr = s;
 		e->text = text;
 		e->id = id;
@@ -319,6 +324,7 @@ static pp_thread *thread_init(void)
 	pp_thread *t = calloc(1, sizeof *t);
 	if (!t)
 		return NULL;
+	t->names = calloc(NAME_CACHE, sizeof *t->names); /* optional: NULL just means no cache */
 	t->tid = (uint32_t)syscall(SYS_gettid);
 	pthread_mutex_lock(&R.lock);
 	t->generation = R.generation;
@@ -492,6 +498,38 @@ void pp_op(const char *node_name, const char *op_type, uint64_t start_ns, uint64
 	emit(PP_EV_OP_END, 1, 0, (uint64_t)step, end_ns ? end_ns : 1);
 }
 
+void pp_phase_at(pp_kind kind, const char *name, uint64_t start_ns, uint64_t end_ns)
+{
+	if (!is_open())
+		return;
+	uint32_t id = intern(name ? name : pp_kind_name(kind));
+	pp_thread *t = tls_thread;
+	if (!t || tls_gen != R.generation)
+		return;
+	/* reserved = 1: ts holds pp_now() nanoseconds, not ticks */
+	pp_buffer *b;
+	for (int i = 0; i < 2; i++) {
+		b = atomic_load_explicit(&t->cur, memory_order_relaxed);
+		uint32_t n = b ? atomic_load_explicit(&b->n, memory_order_relaxed) : 0;
+		if (!b || n == b->cap) {
+			b = buffer_swap(t);
+			if (!b) {
+				atomic_fetch_add_explicit(&t->lost, 1, memory_order_relaxed);
+				continue;
+			}
+			n = atomic_load_explicit(&b->n, memory_order_relaxed);
+		}
+		pp_event *e = &b->ev[n];
+		e->ts = i == 0 ? start_ns : end_ns;
+		e->type = i == 0 ? PP_EV_BEGIN : PP_EV_END;
+		e->kind = (uint8_t)kind;
+		e->reserved = 1;
+		e->name = i == 0 ? id : 0;
+		e->arg = UINT64_MAX;
+		atomic_store_explicit(&b->n, n + 1, memory_order_release);
+	}
+}
+
 /* ---------------------------------------------------------------- side chunks */
 
 /* Appends a pre-encoded chunk (type, tid, payload) to the side buffer. */
@@ -548,6 +586,14 @@ void pp_meta(const char *key, const char *value)
 	memcpy(buf + kl + 1, value, vl + 1);
 	side_append(PP_CHUNK_META, self_tid(), buf, (uint32_t)(kl + vl + 2));
 	free(buf);
+}
+
+void pp_exit_status(int exit_code, int term_signal)
+{
+	if (!is_open())
+		return;
+	int32_t v[2] = {exit_code, term_signal};
+	side_append(PP_CHUNK_EXIT, self_tid(), v, sizeof v);
 }
 
 void pp_thread_name(const char *name)
@@ -803,6 +849,7 @@ static void drain(int final)
 				b->next = R.free_list;
 				R.free_list = b;
 			}
+			free(t->names);
 			free(t);
 			continue;
 		}
@@ -1104,6 +1151,8 @@ int pp_close(void)
 {
 	if (!is_open())
 		return 0;
+	/* the run ends here, not after the writer's wake-up and final drain */
+	uint64_t end = pp_ticks();
 	/* stop accepting events first; events racing with this are dropped */
 	atomic_store(&R.open, 0);
 	if (R.writer_running) {
@@ -1116,7 +1165,6 @@ int pp_close(void)
 	}
 	pthread_mutex_lock(&R.write_lock);
 	drain(1);
-	uint64_t end = pp_ticks();
 	pp_spool_write_chunk(&R.w, PP_CHUNK_END, 0, &end, sizeof end);
 	int failed = R.w.failed;
 	pp_spool_close(&R.w);
@@ -1131,6 +1179,7 @@ int pp_close(void)
 			b->next = R.free_list;
 			R.free_list = b;
 		}
+		free(t->names);
 		free(t);
 		t = n;
 	}

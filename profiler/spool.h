@@ -68,7 +68,7 @@ typedef struct pp_event {
 	uint64_t ts;              /* raw clock ticks (see header.clock) */
 	uint8_t type;             /* enum pp_event_type */
 	uint8_t kind;             /* pp_kind for BEGIN */
-	uint16_t reserved;
+	uint16_t reserved;        /* 1 on BEGIN/END: ts is pp_now() ns (pp_phase_at) */
 	uint32_t name;            /* interned string id */
 	uint64_t arg;
 } pp_event;                   /* 24 bytes */

@@ -68,12 +68,16 @@ static void test_nesting(void **state)
 		pp_step_end();
 	}
 	pp_meta("model", "mlp");
+	pp_phase_at(PP_LIBRARY_LOAD, "before main", 100, 2100);
+	pp_exit_status(0, 9);
 	assert_int_equal(pp_close(), 0);
 
 	pp_ingest_result res;
 	pp_store *st = ingest_one(spool, db, &res);
 	assert_int_equal(res.truncated, 0);
-	assert_int_equal(res.spans, 9);
+	assert_int_equal(res.spans, 10);
+	assert_int_equal(query1(st, "SELECT end_ns - start_ns FROM spans_v WHERE name='before main'"), 2000);
+	assert_int_equal(query1(st, "SELECT start_ns FROM spans_v WHERE name='before main'"), 100);
 	assert_int_equal(res.open_spans, 0);
 	/* depth and parent links */
 	assert_int_equal(query1(st, "SELECT depth FROM spans_v WHERE name='inner'"), 2);
@@ -89,7 +93,8 @@ static void test_nesting(void **state)
 	assert_int_equal(pp_store_run(st, res.run_id, &run), 0);
 	assert_string_equal(run.scenario, "unit");
 	assert_string_equal(run.variant, "nest");
-	assert_string_equal(run.status, "complete");
+	assert_string_equal(run.status, "killed"); /* pp_exit_status(0, SIGKILL) */
+	assert_int_equal(run.term_signal, 9);
 
 	pp_phase_total *tot;
 	int n;
