@@ -168,9 +168,9 @@ void rule_first_step_slow(diag_ctx *c)
 	free(y);
 	double first = step_dur(r, 0);
 	double ratio = med > 0 ? first / med : (first > 0 ? INFINITY : 1);
-	/* Below 3x is within what a warm cache explains; 50 us guards against
-	 * ratios of nanosecond-scale steps. */
-	if (ratio < 3.0 || first - med < 50e3)
+	/* Below 3x is within what a warm cache explains; 0.5 ms guards against
+	 * large ratios of microsecond-scale steps, which cost nobody anything. */
+	if (ratio < 3.0 || first - med < 500e3)
 		return;
 	/* Breakdown: self time per kind of everything inside the first step. */
 	int64_t by_kind[PP_KIND_COUNT] = {0};
@@ -196,8 +196,9 @@ void rule_first_step_slow(diag_ctx *c)
 	if (untracked < 0)
 		untracked = 0;
 	char fs[32], ms[32], ts[32];
-	int sev = ratio >= 5.0 ? DIAG_HIGH : DIAG_MODERATE;
 	double share = r->total_ns > 0 ? (first - med) / (double)r->total_ns : 0;
+	/* high only when the extra time is also a visible part of the run */
+	int sev = ratio >= 5.0 && share >= 0.02 ? DIAG_HIGH : DIAG_MODERATE;
 	pp_finding *f;
 	if (top >= 0 && (double)by_kind[top] >= untracked) {
 		f = diag_emit(c, "first_step_slow", sev, share, first_step_fix(top),
