@@ -127,6 +127,14 @@ static inline void pp__scope_end(int *unused) { (void)unused; pp_phase_end(); }
 		pp_begin_site(&pp__s);                                         \
 	} while (0)
 
+/* An observer of phase boundaries on the calling thread, e.g. the CUPTI
+ * collector pushing an external correlation id so that GPU work launched
+ * inside a phase is tied to it. begin = 1 with the phase's kind and name,
+ * begin = 0 (kind and name unknown: 0, NULL) at its end. One hook per
+ * process; NULL removes it. Costs one predictable branch when unset. */
+typedef void (*pp_phase_hook)(int begin, int kind, const char *name, void *ud);
+void pp_set_phase_hook(pp_phase_hook fn, void *ud);
+
 /* Instant marks and counters (counter values are doubles). */
 void pp_mark(const char *name);
 void pp_counter(const char *name, double value);

@@ -120,6 +120,22 @@ static struct recorder {
 
 /* initial-exec: the hot path must not call __tls_get_addr (PIC code would) */
 #define PP_TLS __thread __attribute__((tls_model("initial-exec")))
+static pp_phase_hook phase_hook;
+static void *phase_hook_ud;
+
+void pp_set_phase_hook(pp_phase_hook fn, void *ud)
+{
+	phase_hook_ud = ud;
+	__atomic_store_n(&phase_hook, fn, __ATOMIC_RELEASE);
+}
+
+#define CALL_HOOK(begin, kind, name)                                                   \
+	do {                                                                           \
+		pp_phase_hook h_ = __atomic_load_n(&phase_hook, __ATOMIC_ACQUIRE);     \
+		if (UNLIKELY(h_ != NULL))                                              \
+			h_((begin), (kind), (name), phase_hook_ud);                    \
+	} while (0)
+
 static PP_TLS pp_thread *tls_thread;
 static PP_TLS uint64_t tls_gen;       /* generation tls_thread belongs to: checked before any dereference */
 static pthread_key_t thread_key;
@@ -440,6 +456,7 @@ void pp_begin_site(pp_site *site)
 	if (UNLIKELY(id == 0 || (id >> 24) != (R.generation & 0xff)))
 		id = site_intern(site);
 	emit(PP_EV_BEGIN, (uint8_t)site->kind, id & 0xffffff, UINT64_MAX, 0);
+	CALL_HOOK(1, (int)site->kind, site->name);
 }
 
 void pp_phase_begin(pp_kind kind, const char *name)
@@ -447,12 +464,14 @@ void pp_phase_begin(pp_kind kind, const char *name)
 	if (!is_open())
 		return;
 	emit(PP_EV_BEGIN, (uint8_t)kind, intern(name ? name : pp_kind_name(kind)), UINT64_MAX, 0);
+	CALL_HOOK(1, (int)kind, name ? name : pp_kind_name(kind));
 }
 
 void pp_phase_end(void)
 {
 	if (!is_open())
 		return;
+	CALL_HOOK(0, 0, NULL);
 	emit(PP_EV_END, 0, 0, 0, 0);
 }
 
@@ -467,6 +486,7 @@ void pp_step_begin(int64_t iteration)
 		__atomic_store_n(&site.id, id, __ATOMIC_RELAXED);
 	}
 	emit(PP_EV_BEGIN, PP_STEP, id & 0xffffff, (uint64_t)iteration, 0);
+	CALL_HOOK(1, PP_STEP, "step");
 }
 
 void pp_step_end(void) { pp_phase_end(); }

@@ -414,6 +414,42 @@ static void test_corrupt(void **state)
 	assert_int_equal(pp_store_close(st, NULL, 0), 0);
 }
 
+static int hook_depth, hook_begins, hook_compile;
+
+static void hook(int begin, int kind, const char *name, void *ud)
+{
+	(void)ud;
+	hook_depth += begin ? 1 : -1;
+	if (begin) {
+		hook_begins++;
+		if (kind == PP_COMPILE && name && strcmp(name, "compile") == 0)
+			hook_compile++;
+	}
+}
+
+static void test_phase_hook(void **state)
+{
+	(void)state;
+	char spool[512];
+	path_in_tmp(spool, sizeof spool, "hook.spool");
+	assert_int_equal(pp_open(&(pp_options){.spool_path = spool}), 0);
+	pp_set_phase_hook(hook, NULL);
+	pp_step_begin(0);
+	{
+		PP_PHASE(PP_COMPILE, "compile");
+		pp_phase_begin(PP_SPAN, "inner");
+		pp_phase_end();
+	}
+	pp_step_end();
+	pp_set_phase_hook(NULL, NULL);
+	pp_phase_begin(PP_SPAN, "unobserved");
+	pp_phase_end();
+	assert_int_equal(pp_close(), 0);
+	assert_int_equal(hook_begins, 3);
+	assert_int_equal(hook_depth, 0);
+	assert_int_equal(hook_compile, 1);
+}
+
 static void test_closed_is_noop(void **state)
 {
 	(void)state;
@@ -441,7 +477,7 @@ int main(void)
 		cmocka_unit_test(test_threads),        cmocka_unit_test(test_overflow_accounting),
 		cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_fork_follow),
 		cmocka_unit_test(test_fork_disable),   cmocka_unit_test(test_truncated),
-		cmocka_unit_test(test_corrupt),
+		cmocka_unit_test(test_corrupt),        cmocka_unit_test(test_phase_hook),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char cmd[300];
