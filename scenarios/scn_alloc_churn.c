@@ -41,7 +41,7 @@ static int ac_batch(int i)
 static int ac_run(scn_env *e, int kind, int fixed)
 {
 	flow_status *st = flow_status_new();
-	int rc = scn_flow_init(e, st);
+	int rc = scn_flow_init_opts(e, 1, st);
 	flow_allocator_options ao = {.kind = kind, .name = kind == FLOW_ALLOC_MALLOC ? "malloc" : "bfc"};
 	flow_allocator *a = flow_allocator_new(&ao, st);
 	flow_graph *g = flow_graph_new();

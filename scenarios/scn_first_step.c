@@ -132,7 +132,7 @@ static int fs_train(scn_env *e, int kind, int mode, const char *plans, size_t re
 		    const char *arena_out, int steps)
 {
 	flow_status *st = flow_status_new();
-	int rc = scn_flow_init(e, st);
+	int rc = scn_flow_init_opts(e, 1, st);
 	flow_allocator *a = NULL;
 	flow_model *m = NULL;
 	flow_tensor *x = NULL, *y = NULL;

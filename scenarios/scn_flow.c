@@ -9,8 +9,17 @@
 
 int scn_flow_init(scn_env *e, flow_status *st)
 {
+	return scn_flow_init_opts(e, 0, st);
+}
+
+/* op_timing: record every op execution (the report's ops table and the
+ * per-op breakdown of a first step); left off where per-op events would
+ * weigh on microsecond-scale steps whose growth is the point. */
+int scn_flow_init_opts(scn_env *e, int op_timing, flow_status *st)
+{
 	flow_init_options o = {0};
 	o.registration = FLOW_REGISTER_LITE;
+	o.op_timing = op_timing;
 	if (flow_init(&o, st) != 0)
 		return scn_fail(e, "flow_init: %s", flow_status_message(st));
 	return 0;

@@ -136,6 +136,7 @@ const char *scn_fmt_bytes(char *buf, size_t len, double bytes);
  * real cost in every process) does not dominate the short start-up of a
  * loop scenario and hide the finding the scenario is about. */
 int scn_flow_init(scn_env *e, flow_status *st);
+int scn_flow_init_opts(scn_env *e, int op_timing, flow_status *st);
 /* Counters the diagnostics read, sampled at the end of a step:
  * graph.nodes, and alloc.count / alloc.sys_count (allocations that went to
  * the system: BFC region growth, every allocation in malloc mode) /

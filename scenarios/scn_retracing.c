@@ -58,7 +58,7 @@ static int rt_calls(const scn_env *e)
 static int rt_run(scn_env *e, int mode)
 {
 	flow_status *st = flow_status_new();
-	int rc = scn_flow_init(e, st);
+	int rc = scn_flow_init_opts(e, 1, st);
 	flow_graph *g = flow_graph_new();
 	flow_session *s = NULL;
 	flow_function *f = NULL;
