@@ -68,6 +68,11 @@ static uint32_t flush_timeout_ms;
 static atomic_uint_fast64_t next_ext_id = 1;
 static atomic_uint_fast64_t buffers_out, buffers_alloc_failed;
 
+/* phases tied to GPU work (at the end of this file) */
+static int hook_set;
+static void phase_hook(int begin, int kind, const char *name, void *ud);
+static void ext_close_all(void);
+
 static uint64_t CUPTIAPI timestamp_cb(void)
 {
 	return pp_now();
@@ -239,6 +244,9 @@ int ppgpu_start(const ppgpu_options *opts)
 	snprintf(status.reason + len, sizeof status.reason - len, "; tracing %zu activity kinds%s", N_KINDS,
 		 own_clock ? "" : " (CUPTI clock, offset-corrected)");
 	atomic_store(&active, 1);
+	/* One hook per process: the collector is its only user (phaseprof.h). */
+	pp_set_phase_hook(phase_hook, NULL);
+	hook_set = 1;
 	pthread_mutex_unlock(&state_lock);
 	return 0;
 fail:
@@ -328,6 +336,12 @@ void ppgpu_stop(void)
 		return;
 	}
 	stopped = 1;
+	if (hook_set) {
+		pp_set_phase_hook(NULL, NULL);
+		hook_set = 0;
+	}
+	if (atomic_load(&active))
+		ext_close_all(); /* before the final flush, so its external ids are delivered */
 	int was_active = atomic_exchange(&active, 0);
 	int flush_hung = 0;
 	if (was_active) {
@@ -396,44 +410,59 @@ void ppgpu_finish(void)
 	ppgpu_record_status(&r, 0, 0);
 }
 
-/* ---- phases tied to GPU work ---- */
+/* ---- phases tied to GPU work ----
+ * One per-thread stack mirrors CUPTI's per-thread external correlation
+ * stack. Frames come from the recorder's phase hook (every phase opened
+ * while the collector runs) or from explicit ppgpu_phase_push calls (ranges
+ * that are not recorder phases). Each pop writes a gpu_activity row of kind
+ * "phase" naming the id, so kernels and copies join to phases by
+ * external_id. A stack belongs to one collector generation: frames left on
+ * a thread when the collector stopped are forgotten at the next start. */
 
 typedef struct ext_frame {
 	uint64_t id, start;
+	int from_hook;
 	char name[64];
 } ext_frame;
-#define EXT_DEPTH 32 /* deeper pushes still correlate; only their phase row is skipped */
+#define EXT_DEPTH 32 /* deeper phases are not pushed (their work joins the phase above) */
 static __thread ext_frame ext_stack[EXT_DEPTH];
 static __thread int ext_depth;
+static __thread int ext_skipped;    /* hook phases opened beyond EXT_DEPTH, still open */
+static __thread uint64_t ext_gen;   /* generation the stack belongs to */
+static atomic_uint_fast64_t generation = 1;
 
-uint64_t ppgpu_phase_push(const char *name)
+static void ext_sync_gen(void)
 {
-	if (!atomic_load(&active))
+	uint64_t g = atomic_load(&generation);
+	if (ext_gen != g) {
+		ext_gen = g;
+		ext_depth = 0;
+		ext_skipped = 0;
+	}
+}
+
+static uint64_t ext_push(const char *name, int from_hook)
+{
+	ext_sync_gen();
+	if (ext_depth >= EXT_DEPTH)
 		return 0;
 	uint64_t id = atomic_fetch_add(&next_ext_id, 1);
 	if (api.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id) != CUPTI_SUCCESS)
 		return 0;
-	if (ext_depth < EXT_DEPTH) {
-		ext_frame *f = &ext_stack[ext_depth];
-		f->id = id;
-		f->start = pp_now();
-		snprintf(f->name, sizeof f->name, "%s", name ? name : "");
-	}
-	ext_depth++;
+	ext_frame *f = &ext_stack[ext_depth++];
+	f->id = id;
+	f->start = pp_now();
+	f->from_hook = from_hook;
+	snprintf(f->name, sizeof f->name, "%s", name ? name : "");
 	return id;
 }
 
-void ppgpu_phase_pop(void)
+/* Pops the top frame from CUPTI and writes its phase row (end = now). */
+static void ext_pop_top(void)
 {
-	if (ext_depth <= 0)
-		return;
-	ext_depth--;
+	const ext_frame *f = &ext_stack[--ext_depth];
 	uint64_t last = 0;
-	if (api.pop)
-		api.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
-	if (ext_depth >= EXT_DEPTH)
-		return;
-	const ext_frame *f = &ext_stack[ext_depth];
+	api.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 	ppgpu_row r;
 	memset(&r, 0, sizeof r);
 	r.kind = "phase";
@@ -447,6 +476,55 @@ void ppgpu_phase_pop(void)
 	r.external_id = (int64_t)f->id;
 	r.tid = (int64_t)syscall(SYS_gettid);
 	ppgpu_row_to_recorder(&r, NULL);
+}
+
+uint64_t ppgpu_phase_push(const char *name)
+{
+	if (!atomic_load(&active))
+		return 0;
+	return ext_push(name, 0);
+}
+
+void ppgpu_phase_pop(void)
+{
+	ext_sync_gen();
+	if (ext_depth > 0 && !ext_stack[ext_depth - 1].from_hook)
+		ext_pop_top();
+}
+
+/* The recorder's phase observer. Phases nest per thread, so an end with no
+ * hook frame on top belongs to a phase opened before the collector started
+ * (flow_cuda_open's own device_init phase, an enclosing step): nothing to
+ * pop. Ends of phases opened beyond EXT_DEPTH are matched by the count. */
+static void phase_hook(int begin, int kind, const char *name, void *ud)
+{
+	(void)kind, (void)ud;
+	if (!atomic_load(&active))
+		return;
+	ext_sync_gen();
+	if (begin) {
+		/* a refused push is skipped too, so its end pops nothing */
+		if (ext_depth >= EXT_DEPTH || ext_skipped || !ext_push(name, 1))
+			ext_skipped++;
+		return;
+	}
+	if (ext_skipped)
+		ext_skipped--;
+	else if (ext_depth > 0 && ext_stack[ext_depth - 1].from_hook)
+		ext_pop_top();
+}
+
+/* At stop: the calling thread's frames still open are closed now (their
+ * phases end after the collector); other threads' frames cannot be popped
+ * from here (CUPTI's stack is per thread) and are dropped with the
+ * generation. */
+static void ext_close_all(void)
+{
+	ext_sync_gen();
+	while (ext_depth > 0)
+		ext_pop_top();
+	ext_skipped = 0;
+	atomic_fetch_add(&generation, 1);
 }
 
 /* ---- CUDA_INJECTION64_PATH entry point ---- */

@@ -7,8 +7,9 @@
  * Push/pop ranges become recorder spans (PP_SPAN, named "domain:message" as
  * nsys does for non-default domains), marks become marks, start/end ranges
  * (which may end on another thread and need not nest) become gpu_activity
- * rows of kind "marker". While the CUPTI collector runs, each push also
- * pushes an external correlation id so GPU work joins to the range. */
+ * rows of kind "marker". While the CUPTI collector runs, its phase hook
+ * pushes an external correlation id for each span, so GPU work joins to the
+ * range. */
 #define NVTX_NO_IMPL
 #include <nvToolsExt.h> /* with NVTX_NO_IMPL: types and the callback tables only */
 
@@ -51,7 +52,6 @@ static struct {
  * without a push never ends a phase opened by someone else. */
 #define MAX_DEPTH 256
 static __thread int depth;
-static __thread uint8_t gpu_pushed[MAX_DEPTH];
 
 static int64_t tid_now(void)
 {
@@ -126,8 +126,6 @@ static int push_named(const char *name)
 {
 	pp_phase_begin(PP_SPAN, name);
 	int level = depth;
-	if (depth < MAX_DEPTH)
-		gpu_pushed[depth] = ppgpu_phase_push(name) != 0;
 	depth++;
 	atomic_fetch_add(&stats.pushes, 1);
 	return level;
@@ -140,8 +138,6 @@ static int pop_one(void)
 		return -1;
 	}
 	depth--;
-	if (depth < MAX_DEPTH && gpu_pushed[depth])
-		ppgpu_phase_pop();
 	pp_phase_end();
 	atomic_fetch_add(&stats.pops, 1);
 	return depth;

@@ -162,7 +162,10 @@ void ppgpu_collector_stats(ppgpu_decoder_stats *out);
 /* Ties GPU work to a phase: pushes a CUSTOM0 external correlation id (a
  * fresh one per push, returned) and writes a gpu_activity row of kind
  * "phase" naming it, so kernels join to phases by external_id. No-ops (and
- * return 0) when the collector is not active. */
+ * return 0) when the collector is not active or 32 ids are already pushed on
+ * this thread. While the collector runs it does this itself for every
+ * recorder phase (pp_set_phase_hook, registered by ppgpu_start and removed
+ * by ppgpu_stop): call these only for ranges that are not recorder phases. */
 uint64_t ppgpu_phase_push(const char *name);
 void ppgpu_phase_pop(void);
 

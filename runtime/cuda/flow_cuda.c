@@ -1,8 +1,9 @@
 /* flow's CUDA backend (see flow_cuda.h). The driver is probed with
  * profiler/gpu before the CUDA runtime is touched, so "no GPU" comes back as
  * the probe's plain sentence instead of cudaErrorInsufficientDriver. Every
- * copy is a data_transfer phase and pushes a CUPTI external correlation id,
- * so the copies and kernels CUPTI sees join to the phase that caused them. */
+ * copy is a data_transfer phase; while the collector runs, its phase hook
+ * pushes a CUPTI external correlation id for every phase, so the copies and
+ * kernels CUPTI sees join to the phase that caused them. */
 #include "flow_cuda.h"
 #include "flow_internal.h"
 #include "kernels.h"
@@ -249,7 +250,6 @@ int flow_cuda_upload_into(flow_cuda *g, flow_tensor *dev, const flow_tensor *hos
 		return -1;
 	}
 	PP_PHASE(PP_DATA_TRANSFER, "h2d");
-	uint64_t ext = ppgpu_phase_push("h2d");
 	size_t n = flow_tensor_nbytes(host);
 	cudaError_t e = cudaSuccess;
 	if (n) {
@@ -259,8 +259,6 @@ int flow_cuda_upload_into(flow_cuda *g, flow_tensor *dev, const flow_tensor *hos
 		if (e == cudaSuccess && wait)
 			e = cudaStreamSynchronize(g->stream);
 	}
-	if (ext)
-		ppgpu_phase_pop();
 	if (e != cudaSuccess)
 		return cuda_fail(st, "cudaMemcpy host to device", e);
 	atomic_fetch_add(&g->h2d_bytes, n);
@@ -288,7 +286,6 @@ flow_tensor *flow_cuda_download(flow_cuda *g, const flow_tensor *dev, flow_statu
 	if (check_f32(dev, "download", st))
 		return NULL;
 	PP_PHASE(PP_DATA_TRANSFER, "d2h");
-	uint64_t ext = ppgpu_phase_push("d2h");
 	int64_t dims[FLOW_MAX_DIMS];
 	for (int i = 0; i < flow_tensor_ndim(dev); i++)
 		dims[i] = flow_tensor_dim(dev, i);
@@ -308,8 +305,6 @@ flow_tensor *flow_cuda_download(flow_cuda *g, const flow_tensor *dev, flow_statu
 			atomic_fetch_add(&g->d2h_copies, 1);
 		}
 	}
-	if (ext)
-		ppgpu_phase_pop();
 	return h;
 }
 

@@ -26,6 +26,7 @@ static CUpti_BuffersCallbackCompleteFunc done_cb;
 static int enabled[64];
 static uint64_t ext_stack[64];
 static int ext_depth;
+static unsigned ext_pushes, ext_pops, ext_bad_pops;
 static uint32_t next_corr = 1;
 static size_t dropped_pending;
 static int finalized, hang_flush, subscribed;
@@ -151,14 +152,18 @@ CUptiResult cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind
 	if (k != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 || ext_depth >= 64)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	ext_stack[ext_depth++] = id;
+	ext_pushes++;
 	return CUPTI_SUCCESS;
 }
 
 CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind k, uint64_t *last)
 {
-	if (k != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 || ext_depth <= 0)
+	if (k != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 || ext_depth <= 0) {
+		ext_bad_pops++;
 		return CUPTI_ERROR_QUEUE_EMPTY;
+	}
 	uint64_t v = ext_stack[--ext_depth];
+	ext_pops++;
 	if (last)
 		*last = v;
 	return CUPTI_SUCCESS;
@@ -333,4 +338,15 @@ int fake_cupti_finalized(void)
 int fake_cupti_enabled(int kind)
 {
 	return kind >= 0 && kind < 64 ? enabled[kind] : 0;
+}
+
+/* External correlation calls so far, and the ids pushed now. The stack is
+ * process-wide here (CUPTI's is per thread): tests push from one thread at
+ * a time. */
+void fake_cupti_ext_counts(unsigned *pushes, unsigned *pops, unsigned *bad_pops, int *depth)
+{
+	*pushes = ext_pushes;
+	*pops = ext_pops;
+	*bad_pops = ext_bad_pops;
+	*depth = ext_depth;
 }

@@ -6,6 +6,7 @@
  * time bound on the final flush. One scenario per process (argv[1]): the
  * collector is process-wide state, as CUPTI is. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ static void (*fake_memcpy)(uint64_t, int, uint32_t);
 static void (*fake_set_dropped)(size_t);
 static void (*fake_hang_flush)(int);
 static int (*fake_finalized)(void);
+static void (*fake_ext_counts)(unsigned *, unsigned *, unsigned *, int *);
 
 static void load_fake(void)
 {
@@ -45,6 +47,7 @@ static void load_fake(void)
 	fake_set_dropped = (void (*)(size_t))dlsym(h, "fake_cupti_set_dropped");
 	fake_hang_flush = (void (*)(int))dlsym(h, "fake_cupti_hang_flush");
 	fake_finalized = (int (*)(void))dlsym(h, "fake_cupti_finalized");
+	fake_ext_counts = (void (*)(unsigned *, unsigned *, unsigned *, int *))dlsym(h, "fake_cupti_ext_counts");
 }
 
 static int64_t q1(pp_store *st, const char *sql)
@@ -112,7 +115,7 @@ static void cleanup(pp_store *st)
 	char err[256];
 	pp_store_close(st, err, sizeof err);
 	unlink(spool);
-	unlink(db);
+	if (!getenv("KEEP_DB")) unlink(db);
 }
 
 /* Kernels and copies inside a phase carry its external id; API records
@@ -294,10 +297,167 @@ static int scenario_unused(void)
 	return 0;
 }
 
+/* ---- ordinary recorder phases tied to GPU work (the phase hook) ---- */
+
+typedef struct ext_counts {
+	unsigned pushes, pops, bad_pops;
+	int depth;
+} ext_counts;
+
+static ext_counts counts(void)
+{
+	ext_counts c;
+	fake_ext_counts(&c.pushes, &c.pops, &c.bad_pops, &c.depth);
+	return c;
+}
+
+static void *hook_worker(void *arg)
+{
+	uint32_t *tid = arg;
+	*tid = (uint32_t)syscall(SYS_gettid);
+	pp_phase_begin(PP_STEP, "worker step");
+	fake_launch("worker_kernel", *tid);
+	pp_phase_end();
+	return NULL;
+}
+
+/* external_id of the one kernel/memcpy named `what` (or of kind `kind`). */
+static int64_t ext_of(pp_store *st, const char *kind, const char *name)
+{
+	char sql[256];
+	snprintf(sql, sizeof sql, "SELECT external_id FROM gpu_activity g JOIN strings n ON n.id=g.name_id "
+				  "WHERE kind='%s' AND n.value='%s'", kind, name);
+	return q1(st, sql);
+}
+
+/* external_id of the phase row named `name`; -1 if none, -999 on error. */
+static int64_t phase_id(pp_store *st, const char *name)
+{
+	char sql[256];
+	snprintf(sql, sizeof sql, "SELECT external_id FROM gpu_activity g JOIN strings n ON n.id=g.name_id "
+				  "WHERE kind='phase' AND n.value='%s'", name);
+	return q1(st, sql);
+}
+
+/* Every phase opened while the collector runs pushes an id at its begin and
+ * pops it at its end; a pop writes the id -> phase name row. Phases opened
+ * before the start pop nothing, phases deeper than the collector's stack
+ * join the phase above, a phase still open at stop is closed by the stop,
+ * and after the stop no phase touches CUPTI. */
+static int scenario_hook(void)
+{
+	open_recording("hook");
+	uint32_t tid = (uint32_t)syscall(SYS_gettid);
+	pp_phase_begin(PP_DEVICE_INIT, "before start");
+	ppgpu_options o = {.buffer_bytes = 64 << 10};
+	int rc = ppgpu_start(&o);
+	CHECK(rc == 0, "ppgpu_start: %s", ppgpu_status() ? ppgpu_status()->reason : "?");
+	if (rc != 0)
+		return 1;
+	pp_phase_end(); /* opened before the collector: nothing to pop */
+	ext_counts c = counts();
+	CHECK(c.pushes == 0 && c.pops == 0 && c.bad_pops == 0, "before: %u pushes %u pops %u bad", c.pushes,
+	      c.pops, c.bad_pops);
+
+	pp_step_begin(0);
+	fake_launch("step_kernel", tid);
+	pp_phase_begin(PP_DATA_TRANSFER, "h2d");
+	c = counts();
+	CHECK(c.depth == 2, "two ids pushed inside step/h2d, got %d", c.depth);
+	fake_memcpy(1 << 20, 1, tid);
+	pp_phase_end();
+	pp_step_end();
+	c = counts();
+	CHECK(c.pushes == 2 && c.pops == 2 && c.depth == 0, "step: %u pushes %u pops depth %d", c.pushes,
+	      c.pops, c.depth);
+
+	/* another thread: its own stack, its own ids */
+	pthread_t th;
+	uint32_t wtid = 0;
+	pthread_create(&th, NULL, hook_worker, &wtid);
+	pthread_join(th, NULL);
+
+	/* 40 nested phases: the collector pushes 32, the kernel joins the 32nd */
+	ext_counts before = counts();
+	for (int i = 0; i < 40; i++) {
+		char n[16];
+		snprintf(n, sizeof n, "deep %d", i);
+		pp_phase_begin(PP_SPAN, n);
+	}
+	fake_launch("deep_kernel", tid);
+	for (int i = 0; i < 40; i++)
+		pp_phase_end();
+	c = counts();
+	CHECK(c.pushes - before.pushes == 32 && c.pops - before.pops == 32 && c.depth == 0,
+	      "deep: %u pushes %u pops depth %d", c.pushes - before.pushes, c.pops - before.pops, c.depth);
+
+	/* an explicit range (not a recorder phase) inside a phase */
+	pp_phase_begin(PP_SPAN, "outer");
+	CHECK(ppgpu_phase_push("range") != 0, "explicit push");
+	fake_launch("range_kernel", tid);
+	ppgpu_phase_pop();
+	fake_launch("outer_kernel", tid);
+	pp_phase_end();
+
+	/* still open at stop: closed by the stop, its end later pops nothing */
+	pp_phase_begin(PP_SESSION_CLOSE, "open at stop");
+	fake_launch("late_kernel", tid);
+	ppgpu_stop();
+	c = counts();
+	CHECK(c.depth == 0 && c.pushes == c.pops, "stop left %d ids (%u pushes %u pops)", c.depth, c.pushes,
+	      c.pops);
+	pp_phase_end();
+	pp_phase_begin(PP_STEP, "after stop");
+	pp_phase_end();
+	ext_counts after = counts();
+	CHECK(after.pushes == c.pushes && after.pops == c.pops && after.bad_pops == 0,
+	      "after stop: %u pushes %u pops %u bad pops", after.pushes, after.pops, after.bad_pops);
+
+	pp_store *st = record_done();
+	char sql[512];
+	/* step, h2d, worker step, deep 0..31, outer, range, open at stop */
+	CHECK(q1(st, "SELECT count(*) FROM gpu_activity WHERE kind='phase'") == 38, "phase rows: %lld",
+	      (long long)q1(st, "SELECT count(*) FROM gpu_activity WHERE kind='phase'"));
+	CHECK(q1(st, "SELECT count(DISTINCT external_id) FROM gpu_activity WHERE kind='phase'") == 38,
+	      "ids are fresh per phase");
+	CHECK(phase_id(st, "before start") == -1, "a phase opened before the start has no id");
+	CHECK(phase_id(st, "after stop") == -1, "a phase opened after the stop has no id");
+	CHECK(phase_id(st, "deep 32") == -1, "deeper than the stack: no id");
+	int64_t step = phase_id(st, "step"), h2d = phase_id(st, "h2d");
+	CHECK(step > 0 && h2d > 0 && step != h2d, "step %lld h2d %lld", (long long)step, (long long)h2d);
+	CHECK(ext_of(st, "kernel", "step_kernel") == step, "step_kernel joins the step");
+	CHECK(q1(st, "SELECT external_id FROM gpu_activity WHERE kind='memcpy'") == h2d, "the copy joins h2d");
+	CHECK(ext_of(st, "kernel", "worker_kernel") == phase_id(st, "worker step"), "worker kernel");
+	CHECK(q1(st, "SELECT tid FROM gpu_activity g JOIN strings n ON n.id=g.name_id "
+		     "WHERE kind='phase' AND n.value='worker step'") == wtid, "worker phase row tid");
+	CHECK(q1(st, "SELECT tid FROM gpu_activity g JOIN strings n ON n.id=g.name_id "
+		     "WHERE kind='phase' AND n.value='step'") == tid, "step phase row tid");
+	CHECK(ext_of(st, "kernel", "deep_kernel") == phase_id(st, "deep 31"), "deep kernel joins deep 31");
+	CHECK(ext_of(st, "kernel", "range_kernel") == phase_id(st, "range"), "range kernel");
+	CHECK(ext_of(st, "kernel", "outer_kernel") == phase_id(st, "outer"), "outer kernel");
+	CHECK(ext_of(st, "kernel", "late_kernel") == phase_id(st, "open at stop"), "late kernel");
+	/* each id's row lies inside its recorder phase, give or take the
+	 * recorder's tick-to-ns conversion (spans are stamped in TSC ticks and
+	 * converted at ingest; these rows carry pp_now() ns: a few us apart
+	 * here), and nested ids nest exactly (one clock) */
+	CHECK(q1(st, "SELECT count(*) FROM gpu_activity g JOIN strings n ON n.id=g.name_id "
+		     "JOIN spans_v s ON s.name=n.value WHERE g.kind='phase' "
+		     "AND g.start_ns >= s.start_ns - 1000000 AND g.end_ns <= s.end_ns + 1000000 "
+		     "AND g.start_ns <= g.end_ns") == 37, /* all but the explicit 'range' */
+	      "phase rows inside their phases");
+	snprintf(sql, sizeof sql,
+		 "SELECT count(*) FROM gpu_activity a, gpu_activity b WHERE a.kind='phase' AND b.kind='phase' "
+		 "AND a.external_id=%lld AND b.external_id=%lld AND b.start_ns >= a.start_ns AND b.end_ns <= a.end_ns",
+		 (long long)step, (long long)h2d);
+	CHECK(q1(st, sql) == 1, "h2d inside step");
+	cleanup(st);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s trace|offset|busy|enable|nodevice|nodriver|hang|unused|inject\n", argv[0]);
+		fprintf(stderr, "usage: %s trace|offset|busy|enable|nodevice|nodriver|hang|unused|inject|hook\n", argv[0]);
 		return 2;
 	}
 	setenv("PHASEPROF_LIBCUDA", FAKE_LIBCUDA, 1);
@@ -314,6 +474,8 @@ int main(int argc, char **argv)
 		scenario_unused();
 	else if (strcmp(s, "inject") == 0)
 		scenario_inject();
+	else if (strcmp(s, "hook") == 0)
+		scenario_hook();
 	else
 		scenario_refused(s);
 	if (failures)
