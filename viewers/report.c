@@ -676,6 +676,8 @@ static void section_phase_totals(pp_view_ctx *c, const pp_run_info *run)
 }
 
 /* ---- per-iteration chart ---- */
+static int cmp_i64d(const void *a, const void *b);
+
 static void section_steps(pp_view_ctx *c, const pp_run_info *run)
 {
 	pp_out *o = c->out;
@@ -707,6 +709,18 @@ static void section_steps(pp_view_ctx *c, const pp_run_info *run)
 		sxy += x * (double)v;
 	}
 	int64_t med = m > 0 && d ? pp_median_i64(d, m) : -1;
+	/* 99th percentile of the steady steps: a few preempted steps must not
+	 * flatten the growth the chart exists to show */
+	int64_t p99 = maxs;
+	if (m >= 20 && d) {
+		int64_t *sorted = malloc((size_t)m * sizeof *sorted);
+		if (sorted) {
+			memcpy(sorted, d, (size_t)m * sizeof *sorted);
+			pp_sort(sorted, (size_t)m, sizeof *sorted, cmp_i64d); /* descending */
+			p99 = sorted[(size_t)((m - 1) * 0.01)];
+			free(sorted);
+		}
+	}
 	free(d);
 	double slope = 0, icpt = 0;
 	if (m >= 3) {
@@ -729,7 +743,9 @@ static void section_steps(pp_view_ctx *c, const pp_run_info *run)
 		P("</div></div>");
 	}
 	if (m >= 3) {
-		double first_fit = icpt + slope * 1, last_fit = icpt + slope * (n - 1);
+		/* a fitted line can start below zero: floor it at the fastest step */
+		double first_fit = fmax(icpt + slope * 1, (double)mins);
+		double last_fit = fmax(icpt + slope * (n - 1), (double)mins);
 		double growth = first_fit > 0 ? (last_fit - first_fit) / first_fit * 100 : 0;
 		pp_out_printf(o, "<div class=\"card%s\"><div class=\"k\">trend over steady steps</div><div class=\"v\">",
 			      growth > 20 ? " warn" : "");
@@ -741,10 +757,17 @@ static void section_steps(pp_view_ctx *c, const pp_run_info *run)
 
 	/* y range: when the first step dwarfs the rest, scale to the steady
 	 * steps and draw the first bar broken, so growth stays visible. */
-	int64_t ymax = maxs;
+	int64_t top = maxs;
+	int clipped = 0;
+	if (p99 > 0 && maxs > 3 * p99) {
+		top = p99 + p99 / 2;
+		for (int i = 1; i < n; i++)
+			clipped += s[i].dur_ns > top;
+	}
+	int64_t ymax = top;
 	int broken = 0;
-	if (n == 1 || s[0].dur_ns <= 3 * (maxs > 0 ? maxs : 1))
-		ymax = s[0].dur_ns > maxs ? s[0].dur_ns : maxs;
+	if (n == 1 || s[0].dur_ns <= 3 * (top > 0 ? top : 1))
+		ymax = s[0].dur_ns > top ? s[0].dur_ns : top;
 	else
 		broken = 1;
 	if (ymax <= 0)
@@ -828,6 +851,12 @@ static void section_steps(pp_view_ctx *c, const pp_run_info *run)
 			      Y0 + 10);
 		pdur(o, s[0].dur_ns);
 		P(" (bar cut: off scale)</text>");
+	}
+	if (clipped) {
+		pp_out_printf(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#5f6b7d\" text-anchor=\"end\">"
+			      "%d step%s above the scale (longest ", X0 + W, Y0 + 10, clipped, clipped == 1 ? "" : "s");
+		pdur(o, maxs);
+		P("; scale set by the 99th percentile)</text>");
 	}
 	if (med > 0) {
 		double y = Y0 + H - H * (double)med / yscale;
