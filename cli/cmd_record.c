@@ -9,6 +9,7 @@
  * exits with the program's status (128 + signal when it was killed).
  */
 #include "cli.h"
+#include "diagnostics.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -1058,6 +1059,21 @@ int cmd_record(int argc, char **argv)
 			if (pp_store_run(st, last_top, &ri) == 0 && last_top != top_run)
 				fprintf(stderr, "  (after exec: run %lld, %.60s)\n", (long long)last_top, ri.command);
 			summarise_run(st, last_top, last_top == top_run ? wall : 0);
+		}
+		/* diagnostics for every recorded run, stored; the top ones printed */
+		for (int s = 0; s < nsp; s++) {
+			if (!sp[s].run_id)
+				continue;
+			pp_diag_result d;
+			if (pp_diag_run(st, sp[s].run_id, &d) != 0) {
+				cli_error("record: diagnostics of run %lld: %s", (long long)sp[s].run_id, d.error);
+				continue;
+			}
+			if (d.n && sp[s].run_id == last_top) {
+				fprintf(stderr, "  findings:\n");
+				pp_diag_print(stderr, d.findings, d.n < 3 ? d.n : 3, 0);
+			}
+			pp_diag_result_free(&d);
 		}
 		for (int s = 0; s < nsp && nsp > 1; s++) {
 			if (!sp[s].run_id || sp[s].run_id == last_top)
