@@ -53,7 +53,7 @@ static const char *cublas_name(cublasStatus_t s)
 
 /* ---- cuBLAS, loaded when a device is opened ----
  * Linking libcublas (and the libcublasLt it pulls in) would make every
- * program that links flow_cuda map ~700 MB of libraries at start-up: phaseprof
+ * program that links flow_cuda map ~600 MB of libraries at start-up: phaseprof
  * itself went from 5 ms to ~95 ms and 220 MB RSS per invocation, on machines
  * without a GPU too. So it is dlopen'ed on the first flow_cuda_open that
  * passed the driver probe. */
