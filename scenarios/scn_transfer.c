@@ -35,6 +35,8 @@
 
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +86,8 @@ static int transfer_probe(char *why, size_t len)
 #endif
 }
 
+#define PROBE_TIMEOUT_MS 60000
+
 /* A fork keeps cuInit out of the calling process (CUDA does not survive a
  * fork: the variants run in forked children). The answer is cached: the
  * list, run and claims paths ask more than once. */
@@ -117,7 +121,18 @@ static int transfer_available(char *why, size_t len)
 		close(fd[1]);
 		char buf[520];
 		size_t got = 0;
+		int timed_out = 0;
 		for (;;) {
+			/* a wedged driver must not hang `phaseprof list` */
+			struct pollfd pf = {.fd = fd[0], .events = POLLIN};
+			int pr = poll(&pf, 1, PROBE_TIMEOUT_MS);
+			if (pr < 0 && errno == EINTR)
+				continue;
+			if (pr == 0) {
+				timed_out = 1;
+				kill(pid, SIGKILL);
+				break;
+			}
 			ssize_t r = read(fd[0], buf + got, sizeof buf - 1 - got);
 			if (r > 0 && (got += (size_t)r) < sizeof buf - 1)
 				continue;
@@ -130,7 +145,12 @@ static int transfer_available(char *why, size_t len)
 		int status = 0;
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
-		if (got < 1 || (buf[0] != '0' && buf[0] != '1')) {
+		if (timed_out) {
+			snprintf(cached_why, sizeof cached_why,
+				 "the GPU probe did not answer within %d s (a hung CUDA driver?)",
+				 PROBE_TIMEOUT_MS / 1000);
+			cached = 0;
+		} else if (got < 1 || (buf[0] != '0' && buf[0] != '1')) {
 			if (WIFSIGNALED(status))
 				snprintf(cached_why, sizeof cached_why,
 					 "the GPU probe crashed (signal %d) while opening the CUDA device",
