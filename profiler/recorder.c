@@ -1086,6 +1086,14 @@ static void close_at_exit(void)
 		pp_close();
 }
 
+static const char *keep_copy(char *dst, size_t n, const char *src)
+{
+	if (!src)
+		return NULL;
+	snprintf(dst, n, "%s", src);
+	return dst;
+}
+
 int pp_open(const pp_options *opts)
 {
 	if (is_open()) {
@@ -1119,18 +1127,9 @@ int pp_open(const pp_options *opts)
 	}
 	/* the option strings must outlive the caller's: keep copies */
 	static char label[256], scenario[128], variant[128];
-	if (o.label) {
-		snprintf(label, sizeof label, "%s", o.label);
-		R.opts.label = label;
-	}
-	if (o.scenario) {
-		snprintf(scenario, sizeof scenario, "%s", o.scenario);
-		R.opts.scenario = scenario;
-	}
-	if (o.variant) {
-		snprintf(variant, sizeof variant, "%s", o.variant);
-		R.opts.variant = variant;
-	}
+	R.opts.label = keep_copy(label, sizeof label, o.label);
+	R.opts.scenario = keep_copy(scenario, sizeof scenario, o.scenario);
+	R.opts.variant = keep_copy(variant, sizeof variant, o.variant);
 	R.opts.spool_path = NULL;
 
 	R.generation++;

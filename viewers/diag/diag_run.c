@@ -371,16 +371,7 @@ int diag_series_index(const diag_series *s, int64_t t_ns)
 
 double diag_series_at(const diag_series *s, int64_t t_ns, double fallback)
 {
-	int lo = 0, hi = s->n - 1, best = -1;
-	while (lo <= hi) {
-		int mid = (lo + hi) / 2;
-		if (s->rows[mid].ts_ns <= t_ns) {
-			best = mid;
-			lo = mid + 1;
-		} else {
-			hi = mid - 1;
-		}
-	}
+	int best = diag_series_index(s, t_ns);
 	return best >= 0 ? s->rows[best].value : fallback;
 }
 
