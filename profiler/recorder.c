@@ -752,11 +752,26 @@ int pp_graph_snapshot(const char *label, int64_t version, const pp_graph_node *n
 
 /* ---------------------------------------------------------------- writer */
 
+/* A (ticks, CLOCK_MONOTONIC) pair: the tick read bracketed by two clock
+ * reads, best of three, so a preemption in between does not skew the
+ * conversion (and the tick sits mid-way, not 20 ns before the clock). */
+static void clock_pair(uint64_t *ticks, uint64_t *mono)
+{
+	uint64_t best = UINT64_MAX;
+	for (int i = 0; i < 3; i++) {
+		uint64_t m1 = pp_mono_ns(), t = pp_ticks(), m2 = pp_mono_ns();
+		if (m2 - m1 < best) {
+			best = m2 - m1;
+			*ticks = t;
+			*mono = m1 + (m2 - m1) / 2;
+		}
+	}
+}
+
 static void write_clock_point(void)
 {
 	uint64_t pair[2];
-	pair[0] = pp_ticks();
-	pair[1] = pp_mono_ns();
+	clock_pair(&pair[0], &pair[1]);
 	pp_spool_write_chunk(&R.w, PP_CHUNK_CLOCK, 0, pair, sizeof pair);
 }
 
@@ -978,8 +993,7 @@ static int start_spool(void)
 	R.header.pid = (uint32_t)getpid();
 	R.header.ppid = (uint32_t)getppid();
 	R.header.clock = (uint32_t)pp_clock_kind();
-	R.header.start_ticks = pp_ticks();
-	R.header.start_mono_ns = pp_mono_ns();
+	clock_pair(&R.header.start_ticks, &R.header.start_mono_ns);
 	R.header.start_unix_ns = pp_realtime_ns();
 	if (pp_spool_write_header(&R.w, &R.header) != 0) {
 		set_error("cannot write spool %s: %s", R.spool_path, strerror(R.w.failed));

@@ -414,6 +414,42 @@ static void test_corrupt(void **state)
 	assert_int_equal(pp_store_close(st, NULL, 0), 0);
 }
 
+/* Spans are stamped in TSC ticks and converted at ingest; pp_now() reads
+ * CLOCK_MONOTONIC. Both must land on the same time line. */
+static void test_clock_alignment(void **state)
+{
+	(void)state;
+	char spool[512], db[512];
+	path_in_tmp(spool, sizeof spool, "clock.spool");
+	path_in_tmp(db, sizeof db, "clock.db");
+	assert_int_equal(pp_open(&(pp_options){.spool_path = spool, .flush_ms = 5}), 0);
+	int64_t before[20], after[20];
+	for (int i = 0; i < 20; i++) {
+		before[i] = (int64_t)pp_now();
+		pp_step_begin(i);
+		uint64_t t0 = pp_now();
+		while (pp_now() - t0 < 2000000) /* 2 ms of work between calibration points */
+			;
+		pp_step_end();
+		after[i] = (int64_t)pp_now();
+	}
+	assert_int_equal(pp_close(), 0);
+	pp_ingest_result res;
+	pp_store *st = ingest_one(spool, db, &res);
+	pp_step_row *steps;
+	int n;
+	assert_int_equal(pp_store_steps(st, res.run_id, &steps, &n), 0);
+	assert_int_equal(n, 20);
+	for (int i = 0; i < 20; i++) {
+		/* 20 us of slack: the recorder's own call around each stamp */
+		assert_in_range(steps[i].start_ns, before[i] - 20000, after[i]);
+		assert_in_range(steps[i].start_ns + steps[i].dur_ns, before[i], after[i] + 20000);
+		assert_in_range(steps[i].dur_ns, 1900000, 2100000 + (after[i] - before[i] - 2000000));
+	}
+	free(steps);
+	assert_int_equal(pp_store_close(st, NULL, 0), 0);
+}
+
 static int hook_depth, hook_begins, hook_compile;
 
 static void hook(int begin, int kind, const char *name, void *ud)
@@ -478,6 +514,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_fork_follow),
 		cmocka_unit_test(test_fork_disable),   cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_corrupt),        cmocka_unit_test(test_phase_hook),
+		cmocka_unit_test(test_clock_alignment),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char cmd[300];
