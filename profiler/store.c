@@ -178,8 +178,11 @@ pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen)
 	}
 	snprintf(st->path, sizeof st->path, "%s", path);
 	st->mode = mode;
-	int flags = mode == PP_STORE_WRITE ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
-					   : SQLITE_OPEN_READONLY;
+	/* NOMUTEX: a store is used by one thread at a time; serialized mode took
+	 * a mutex in every bind call (17% of ingest time) */
+	int flags = (mode == PP_STORE_WRITE ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+					    : SQLITE_OPEN_READONLY) |
+		    SQLITE_OPEN_NOMUTEX;
 	if (sqlite3_open_v2(path, &st->db, flags, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "%s: cannot open: %s", path,
 			 st->db ? sqlite3_errmsg(st->db) : "out of memory");

@@ -25,7 +25,7 @@ static double plain_loop(const char *path)
 {
 	unlink(path);
 	sqlite3 *db;
-	sqlite3_open(path, &db);
+	sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	sqlite3_exec(db,
 		     "PRAGMA page_size=65536; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
 		     "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;"
@@ -97,11 +97,13 @@ int main(void)
 		pp_step_end();
 	}
 	pp_close();
-	for (int rep = 0; rep < 2; rep++) {
+	/* interleaved repetitions; best of each (the machine is shared) */
+	double best_ours = 0, best_peer = 0;
+	pp_ingest_result res;
+	for (int rep = 0; rep < 4; rep++) {
 		unlink(db);
 		char err[512];
 		pp_store *st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
-		pp_ingest_result res;
 		double t0 = now_s();
 		if (pp_store_ingest(st, spool, NULL, &res, err, sizeof err) != 0) {
 			fprintf(stderr, "%s\n", err);
@@ -111,11 +113,17 @@ int main(void)
 		pp_store_close(st, NULL, 0);
 		double ours = (double)(res.spans + COUNTERS) / t;
 		double peer = plain_loop(plain);
-		printf("ingest: %llu spans + %d counters from a %.1f MB spool: %.0f rows/s; plain "
-		       "SQLite multi-row loop: %.0f rows/s; ratio %.0f%%\n",
-		       (unsigned long long)res.spans, COUNTERS, (double)res.bytes / 1e6, ours, peer,
+		printf("  rep %d: ingest %.0f rows/s, plain loop %.0f rows/s (%.0f%%)\n", rep + 1, ours, peer,
 		       100.0 * ours / peer);
+		if (ours > best_ours)
+			best_ours = ours;
+		if (peer > best_peer)
+			best_peer = peer;
 	}
+	printf("ingest: %llu spans + %d counters from a %.1f MB spool: best %.0f rows/s; plain SQLite "
+	       "multi-row loop best %.0f rows/s; ratio %.0f%%\n",
+	       (unsigned long long)res.spans, COUNTERS, (double)res.bytes / 1e6, best_ours, best_peer,
+	       100.0 * best_ours / best_peer);
 	unlink(spool);
 	unlink(db);
 	unlink(plain);
