@@ -168,9 +168,9 @@ void rule_first_step_slow(diag_ctx *c)
 	free(y);
 	double first = step_dur(r, 0);
 	double ratio = med > 0 ? first / med : (first > 0 ? INFINITY : 1);
-	/* Below 3x is within what a warm cache explains; 0.5 ms guards against
+	/* Below 3x is within what a warm cache explains; 0.2 ms guards against
 	 * large ratios of microsecond-scale steps, which cost nobody anything. */
-	if (ratio < 3.0 || first - med < 500e3)
+	if (ratio < 3.0 || first - med < 200e3)
 		return;
 	/* Breakdown: self time per kind of everything inside the first step. */
 	int64_t by_kind[PP_KIND_COUNT] = {0};
