@@ -231,6 +231,25 @@ static void emit(ppgpu_decoder *d, const ppgpu_row *r)
 		d->sink(r, d->ud);
 }
 
+/* Memcpy and peer-to-peer memcpy records share these fields but not a type.
+ * async vs sync is what a pageable-copy rule needs; it has no column of its
+ * own and goes in the name. */
+#define MEMCPY_ROW(m)                                                                  \
+	do {                                                                           \
+		row_init(&r, "memcpy");                                                \
+		row_times(d, &r, (m)->start, (m)->end);                                \
+		r.device = (m)->deviceId;                                              \
+		r.context = (m)->contextId;                                            \
+		r.stream = (m)->streamId;                                              \
+		r.name = ((m)->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? "async" : "sync"; \
+		r.bytes = (int64_t)(m)->bytes;                                         \
+		r.copy_kind = copy_kind_name((m)->copyKind);                           \
+		r.src_kind = mem_kind_name((m)->srcKind);                              \
+		r.dst_kind = mem_kind_name((m)->dstKind);                              \
+		row_join(d, &r, (m)->correlationId);                                   \
+		d->st.memcpys++;                                                       \
+	} while (0)
+
 int ppgpu_decode_record(ppgpu_decoder *d, const void *record, size_t size)
 {
 	if (!record || size < sizeof(CUpti_Activity)) {
@@ -271,35 +290,12 @@ int ppgpu_decode_record(ppgpu_decoder *d, const void *record, size_t size)
 	}
 	case CUPTI_ACTIVITY_KIND_MEMCPY: {
 		const CUpti_ActivityMemcpy6 *m = record;
-		row_init(&r, "memcpy");
-		row_times(d, &r, m->start, m->end);
-		r.device = m->deviceId;
-		r.context = m->contextId;
-		r.stream = m->streamId;
-		/* async vs sync is what a pageable-copy rule needs; no column of its own */
-		r.name = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? "async" : "sync";
-		r.bytes = (int64_t)m->bytes;
-		r.copy_kind = copy_kind_name(m->copyKind);
-		r.src_kind = mem_kind_name(m->srcKind);
-		r.dst_kind = mem_kind_name(m->dstKind);
-		row_join(d, &r, m->correlationId);
-		d->st.memcpys++;
+		MEMCPY_ROW(m);
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_MEMCPY2: {
 		const CUpti_ActivityMemcpyPtoP4 *m = record;
-		row_init(&r, "memcpy");
-		row_times(d, &r, m->start, m->end);
-		r.device = m->deviceId;
-		r.context = m->contextId;
-		r.stream = m->streamId;
-		r.name = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? "async" : "sync";
-		r.bytes = (int64_t)m->bytes;
-		r.copy_kind = copy_kind_name(m->copyKind);
-		r.src_kind = mem_kind_name(m->srcKind);
-		r.dst_kind = mem_kind_name(m->dstKind);
-		row_join(d, &r, m->correlationId);
-		d->st.memcpys++;
+		MEMCPY_ROW(m);
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_MEMSET: {
