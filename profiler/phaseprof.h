@@ -46,6 +46,15 @@ typedef enum pp_kind {
 	PP_RETRACE,
 	PP_SESSION_CLOSE,
 	PP_OP,
+	/* Kinds of programs recorded from outside (Python frameworks, MPI). */
+	PP_IMPORT,          /* a Python module import (name: the module) */
+	PP_MODEL_BUILD,     /* model construction (e.g. a top-level nn.Module) */
+	PP_FORWARD,         /* inside a step: forward pass */
+	PP_BACKWARD,        /* inside a step: backward pass */
+	PP_OPTIMIZER_STEP,  /* inside a step: the optimizer's update */
+	PP_DATA_WAIT,       /* waiting for the next batch (DataLoader) */
+	PP_COMM,            /* communication: a collective, send/receive, wait */
+	PP_COMM_INIT,       /* communicator set-up: MPI_Init, init_process_group */
 	PP_KIND_COUNT
 } pp_kind;
 

@@ -147,6 +147,8 @@ static const char *const kind_names[PP_KIND_COUNT] = {
 	"variable_init", "weight_load", "memory_alloc", "gradient_build",
 	"optimizer_setup", "compile", "first_step", "step", "data_transfer",
 	"device_init", "retrace", "session_close", "op",
+	"import", "model_build", "forward", "backward", "optimizer_step",
+	"data_wait", "comm", "comm_init",
 };
 
 const char *pp_kind_name(pp_kind kind)
