@@ -26,4 +26,12 @@ const char *cli_self_dir(void);
 /* Parses a run selector "N" (run id) into *out; prints an error if bad. */
 int cli_parse_int64(const char *what, const char *s, long long *out);
 
+/* record_ranks.c: an MPI launcher, or a program linking libmpi (1/0). */
+int cli_is_mpi_command(const char *resolved);
+/* The rank a launcher gave this process, or NULL. */
+const char *cli_env_rank(void);
+/* Expands %r (rank), %h (host), %p (pid), %% in an output name; -1 with a
+ * message when a %r has no rank or the result does not fit. */
+int cli_expand_output(const char *in, char *out, size_t outlen);
+
 #endif

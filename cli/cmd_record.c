@@ -36,7 +36,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: phaseprof record [-o run.db] [--sample HZ] [--mode default|detailed]\n"
-		"                        [--no-follow-fork] [--keep-spools] -- CMD [ARGS...]\n"
+		"                        [--no-follow-fork] [--keep-spools] [--mpi|--no-mpi] -- CMD [ARGS...]\n"
 		"\n"
 		"Runs CMD with the phaseprof agent preloaded and records start-up (time to\n"
 		"main, every shared object loaded: mapping vs relocation+constructors),\n"
@@ -48,7 +48,14 @@ static void usage(FILE *out)
 		"  --sample HZ        CPU sampling at HZ per thread (libunwind), 1..10000\n"
 		"  --mode detailed    also record one allocation event in PHASEPROF_ALLOC_SAMPLE (1000)\n"
 		"  --no-follow-fork   record only the first process (and what it execs)\n"
-		"  --keep-spools      keep the raw spool files and print their folder\n");
+		"  --keep-spools      keep the raw spool files and print their folder\n"
+		"  --mpi, --no-mpi    preload the MPI profiling layer (libphaseprof-mpi.so) or not; by\n"
+		"                     default it is preloaded when CMD is an MPI launcher (mpirun, mpiexec,\n"
+		"                     srun...) or links libmpi\n"
+		"\n"
+		"In -o, %%r is the rank the launcher gave this process, %%h the host name, %%p the\n"
+		"pid: `mpirun -np 4 phaseprof record -o job-%%r.db -- ./prog` writes one database\n"
+		"per rank, `phaseprof merge job-*.db -o job.db` joins them.\n");
 }
 
 /* ---------------------------------------------------------------- ELF */
@@ -779,7 +786,7 @@ static char *env_join(const char *name, const char *first, const char *rest)
 int cmd_record(int argc, char **argv)
 {
 	const char *out = "phaseprof.db";
-	int hz = 0, detailed = 0, follow = 1, keep = 0, i;
+	int hz = 0, detailed = 0, follow = 1, keep = 0, mpi = -1, i;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0) {
@@ -813,6 +820,10 @@ int cmd_record(int argc, char **argv)
 			follow = 0;
 		else if (strcmp(a, "--keep-spools") == 0)
 			keep = 1;
+		else if (strcmp(a, "--mpi") == 0)
+			mpi = 1;
+		else if (strcmp(a, "--no-mpi") == 0)
+			mpi = 0;
 		else if (a[0] != '-')
 			break; /* the command, without a "--" */
 		else {
@@ -828,12 +839,27 @@ int cmd_record(int argc, char **argv)
 	char resolved[PATH_MAX];
 	if (check_command(cmd[0], resolved, sizeof resolved) != 0)
 		return 127;
+	char out_buf[PATH_MAX];
+	if (cli_expand_output(out, out_buf, sizeof out_buf) != 0)
+		return 2;
+	out = out_buf;
 
 	char agent[PATH_MAX];
 	snprintf(agent, sizeof agent, "%s/libphaseprof-agent.so", cli_self_dir());
 	if (access(agent, R_OK) != 0) {
 		cli_error("record: agent library %s is missing (build the phaseprof_agent target)", agent);
 		return 2;
+	}
+	/* the PMPI layer goes after the agent in LD_PRELOAD: its wrappers call
+	 * the recorder the agent exports */
+	char mpilib[PATH_MAX];
+	snprintf(mpilib, sizeof mpilib, "%s/libphaseprof-mpi.so", cli_self_dir());
+	if (mpi < 0)
+		mpi = cli_is_mpi_command(resolved);
+	if (mpi && access(mpilib, R_OK) != 0) {
+		cli_error("record: %s is missing (phaseprof was built without MPI); recording without "
+			  "MPI communication", mpilib);
+		mpi = 0;
 	}
 	/* the database must be usable before we spend the program's time: an
 	 * existing file must be a phaseprof database we can write, a new one
@@ -891,7 +917,13 @@ int cmd_record(int argc, char **argv)
 			env[k++] = environ[j];
 	}
 	size_t k_own = k;
-	env[k++] = env_join("LD_PRELOAD", agent, old_pre);
+	if (mpi) {
+		char both[2 * PATH_MAX + 2];
+		snprintf(both, sizeof both, "%s:%s", agent, mpilib);
+		env[k++] = env_join("LD_PRELOAD", both, old_pre);
+	} else {
+		env[k++] = env_join("LD_PRELOAD", agent, old_pre);
+	}
 	env[k++] = env_join("LD_AUDIT", agent, old_aud);
 	/* the audit copy (own namespace) needs static TLS beyond glibc's small
 	 * default surplus for the recorder's thread-local state */
@@ -912,7 +944,8 @@ int cmd_record(int argc, char **argv)
 	}
 	env[k] = NULL;
 
-	fprintf(stderr, "phaseprof: recording %s%s into %s\n", resolved, hz ? " (sampling)" : "", out);
+	fprintf(stderr, "phaseprof: recording %s%s%s into %s\n", resolved, hz ? " (sampling)" : "",
+		mpi ? " (MPI)" : "", out);
 	fflush(stderr);
 
 	struct timespec ts0, ts1;

@@ -99,3 +99,11 @@ CREATE VIEW IF NOT EXISTS spans_v AS
 CREATE VIEW IF NOT EXISTS ops_v AS
   SELECT o.*, n.value AS name, t.value AS type
   FROM ops o LEFT JOIN strings n ON n.id = o.name_id LEFT JOIN strings t ON t.id = o.type_id;
+
+-- Communication calls (MPI through PMPI, torch.distributed through the Python
+-- adapter): one row per call, beside its comm / comm_init span.
+-- bytes: what this rank contributes (send count x type size; for
+-- point-to-point the message); peer: destination or requested source, -1 for
+-- collectives and waits; comm_size: ranks in the communicator, -1 if unknown.
+CREATE TABLE IF NOT EXISTS comm (run_id INTEGER, tid INTEGER, op_id INTEGER,
+  start_ns INTEGER, end_ns INTEGER, bytes INTEGER, peer INTEGER, comm_size INTEGER);

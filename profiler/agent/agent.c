@@ -290,6 +290,7 @@ void ppa_open_recorder(void)
 		atomic_store(&ppa_recording, 1);
 		pp_meta("agent", "libphaseprof-agent");
 		pp_meta("agent.mode", ppa_cfg.detailed ? "detailed" : "default");
+		ppa_rank_meta();
 		char v[64];
 		uint64_t ls = ppa_loader_start();
 		if (ls) {

@@ -147,4 +147,7 @@ void ppa_proc_init(void);
 void ppa_proc_after_open(void);   /* registers the atfork handlers (after the recorder's) */
 void ppa_after_fork_child(void);  /* agent.c */
 
+/* agent_rank.c */
+void ppa_rank_meta(void);         /* rank, world_size, job… from a launcher's environment */
+
 #endif
