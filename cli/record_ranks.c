@@ -31,8 +31,8 @@ static int links_libmpi(const char *path)
 		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (p != MAP_FAILED) {
 			found = memcmp(p, "\177ELF", 4) == 0 &&
-				(memmem(p, (size_t)st.st_size, "libmpi.so", 10) != NULL ||
-				 memmem(p, (size_t)st.st_size, "libmpich.so", 12) != NULL);
+				(memmem(p, (size_t)st.st_size, "libmpi.so", 9) != NULL ||
+				 memmem(p, (size_t)st.st_size, "libmpich.so", 11) != NULL);
 			munmap(p, (size_t)st.st_size);
 		}
 	}

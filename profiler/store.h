@@ -122,6 +122,44 @@ int pp_store_add_finding(pp_store *st, const pp_finding *f);
 int pp_store_clear_findings(pp_store *st, int64_t run_id);
 int pp_store_findings(pp_store *st, int64_t run_id, pp_finding **out, int *n); /* run_id 0: all */
 
+/* ---- distributed jobs (store_ranks.c) ----
+ * A rank is a run with a `rank` in run_meta (written by the agent from the
+ * launcher's environment); processes a rank forks or execs inherit the
+ * variables and are left out (the topmost run claiming a rank is the rank). */
+typedef struct pp_rank_run {
+	int64_t run_id;
+	int rank, world_size, local_rank;   /* -1: unknown */
+	char job[128], host[64], status[16];
+	int64_t start_unix_ns;              /* aligned when merge set an offset */
+	int64_t duration_ns;
+	int64_t clock_offset_ns;            /* added by merge (0: none) */
+	int64_t clock_uncertainty_ns;       /* +- of that offset, -1: not estimated */
+	int term_signal;
+} pp_rank_run;
+/* Every rank of every job in the store, ordered by job then rank. */
+int pp_store_rank_runs(pp_store *st, pp_rank_run **out, int *n);
+/* One run's rank entry: 0, 1 when the run is not a rank, -1 on error. */
+int pp_store_rank_of(pp_store *st, int64_t run_id, pp_rank_run *out);
+
+/* Collective calls no rank leaves before every rank has entered (MPI_Init,
+ * MPI_Barrier, MPI_Allreduce, init_process_group, barrier, all_reduce),
+ * in call order: the events merge aligns clocks on. */
+typedef struct pp_sync_event { int64_t start_ns, end_ns; char name[32]; } pp_sync_event;
+int pp_store_sync_events(pp_store *st, int64_t run_id, pp_sync_event **out, int *n);
+
+/* Shifts a run's start_unix_ns by offset_ns (replacing an earlier offset)
+ * and records clock.offset_ns, clock.uncertainty_ns, clock.aligned_on. */
+int pp_store_set_clock_offset(pp_store *st, int64_t run_id, int64_t offset_ns, int64_t uncertainty_ns,
+			      const char *how);
+
+/* Copies every run of the database at src_path into st (new run, span,
+ * graph and string ids), in one transaction. */
+int pp_store_merge_file(pp_store *st, const char *src_path, int64_t *first_run, int *n_runs, char *err,
+			size_t errlen);
+
+/* Calls and bytes in a run's `comm` rows (0, 0 when there are none). */
+int pp_store_comm_totals(pp_store *st, int64_t run_id, int64_t *calls, int64_t *bytes);
+
 /* Run a query with one int64 bind (?1 = run_id) and call cb per row; a small
  * helper so viewers don't repeat prepare/step/finalize boilerplate. */
 typedef int (*pp_row_cb)(sqlite3_stmt *row, void *ud);

@@ -1,0 +1,322 @@
+/*
+ * cmd_merge.c — `phaseprof merge A.db B.db … -o job.db [--force]`
+ *
+ * Joins the per-rank databases of one distributed job (`mpirun … phaseprof
+ * record -o job-%r.db`) into one, aligns the ranks' clocks and runs the
+ * diagnostics over the whole job. Refuses databases of different jobs (or
+ * without a rank) unless --force. The output is written beside the
+ * destination and renamed into place when everything succeeded.
+ *
+ * Clock alignment. Machines' wall clocks disagree; every rank's times are
+ * relative to its own start, placed by runs.start_unix_ns. The events every
+ * rank shares are collectives no rank can leave before all have entered
+ * (MPI_Init's fence, barriers, allreduces, init_process_group). For the
+ * k-th such call, rank r's clock offset o (added to r's times to get the
+ * reference rank's clock) must satisfy
+ *     r.exit_k + o >= ref.enter_k     and     ref.exit_k >= r.enter_k + o,
+ * so o lies in [max_k(ref.enter_k - r.exit_k), min_k(ref.exit_k - r.enter_k)].
+ * The offset stored is the middle of that interval, the uncertainty its
+ * half-width: a bound, not a statistical guess, as long as the calls matched
+ * are the same collective on every rank.
+ */
+#include "cli.h"
+#include "diagnostics.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char cmd_merge_summary[] = "join the per-rank databases of a distributed job, clocks aligned";
+
+static void usage(FILE *o)
+{
+	fprintf(o,
+		"usage: phaseprof merge A.db B.db ... -o job.db [--force]\n"
+		"\n"
+		"Copies every run of the per-rank databases of one job (recorded with\n"
+		"`mpirun -np N phaseprof record -o job-%%r.db -- ./prog`) into job.db, aligns\n"
+		"the ranks' clocks on the collectives they share (MPI_Init, barriers,\n"
+		"allreduces, init_process_group), prints each rank's offset with its\n"
+		"uncertainty and runs the diagnostics over the job.\n"
+		"\n"
+		"  -o FILE    the merged database (must not exist)\n"
+		"  --force    merge databases of different jobs, without a rank, or\n"
+		"             holding the same rank twice\n");
+}
+
+typedef struct align {
+	int64_t offset, unc;
+	int events;
+	int consistent;
+} align;
+
+/* Offset of rank r's clock to the reference's, from their shared events. */
+static align estimate(const pp_sync_event *ref, int nref, int64_t ref_start, const pp_sync_event *r, int nr,
+		      int64_t r_start)
+{
+	align a = {0, -1, 0, 1};
+	int64_t lo = INT64_MIN, hi = INT64_MAX;
+	for (int k = 0; k < nref && k < nr; k++) {
+		if (strcmp(ref[k].name, r[k].name) != 0)
+			break; /* the sequences diverge (a rank crashed, or another call order) */
+		int64_t l = (ref_start + ref[k].start_ns) - (r_start + r[k].end_ns);
+		int64_t h = (ref_start + ref[k].end_ns) - (r_start + r[k].start_ns);
+		if (l > lo)
+			lo = l;
+		if (h < hi)
+			hi = h;
+		a.events++;
+	}
+	if (!a.events)
+		return a;
+	a.offset = lo / 2 + hi / 2 + ((lo % 2 + hi % 2) / 2);
+	a.unc = hi >= lo ? (hi - lo) / 2 : (lo - hi) / 2;
+	a.consistent = hi >= lo;
+	return a;
+}
+
+static int align_job(pp_store *st, const pp_rank_run *ranks, int n)
+{
+	int rc = 0;
+	pp_sync_event *ref = NULL;
+	int nref = 0;
+	if (pp_store_sync_events(st, ranks[0].run_id, &ref, &nref) != 0)
+		return -1;
+	printf("job %s: %d rank%s, clocks aligned to rank %d (run %lld, host %s)\n", ranks[0].job, n,
+	       n == 1 ? "" : "s", ranks[0].rank, (long long)ranks[0].run_id, ranks[0].host);
+	printf("  %5s %6s  %-20s %-10s %14s %14s  %s\n", "rank", "run", "host", "status", "offset", "uncertainty",
+	       "aligned on");
+	for (int i = 0; i < n; i++) {
+		const pp_rank_run *r = &ranks[i];
+		align a = {0, 0, nref, 1};
+		char how[96];
+		if (i > 0) {
+			pp_sync_event *ev = NULL;
+			int nev = 0;
+			if (pp_store_sync_events(st, r->run_id, &ev, &nev) != 0) {
+				rc = -1;
+				break;
+			}
+			a = estimate(ref, nref, ranks[0].start_unix_ns, ev, nev, r->start_unix_ns);
+			free(ev);
+		}
+		if (i == 0)
+			snprintf(how, sizeof how, "reference");
+		else if (!a.events)
+			snprintf(how, sizeof how, "nothing shared: wall clock as recorded");
+		else
+			snprintf(how, sizeof how, "%d collective%s%s", a.events, a.events == 1 ? "" : "s",
+				 a.consistent ? "" : " (bounds disagree: calls not matched one to one)");
+		if (pp_store_set_clock_offset(st, r->run_id, a.offset, i == 0 ? 0 : a.unc, how) != 0) {
+			rc = -1;
+			break;
+		}
+		char off[32], unc[32];
+		snprintf(off, sizeof off, "%+.3f ms", (double)a.offset / 1e6);
+		if (i > 0 && !a.events)
+			snprintf(unc, sizeof unc, "unknown");
+		else
+			snprintf(unc, sizeof unc, "+-%.3f ms", (double)(i == 0 ? 0 : a.unc) / 1e6);
+		printf("  %5d %6lld  %-20.20s %-10s %14s %14s  %s\n", r->rank, (long long)r->run_id, r->host, r->status,
+		       off, unc, how);
+	}
+	free(ref);
+	return rc;
+}
+
+static void remove_db(const char *path)
+{
+	char p[PATH_MAX + 8];
+	unlink(path);
+	snprintf(p, sizeof p, "%s-wal", path);
+	unlink(p);
+	snprintf(p, sizeof p, "%s-shm", path);
+	unlink(p);
+	snprintf(p, sizeof p, "%s-journal", path);
+	unlink(p);
+}
+
+int cmd_merge(int argc, char **argv)
+{
+	const char *out = NULL;
+	int force = 0, nin = 0, rc = 1;
+	const char **in = calloc((size_t)argc, sizeof *in);
+	if (!in)
+		return 1;
+	for (int i = 1; i < argc; i++) {
+		if (cli_is_help(argv[i])) {
+			usage(stdout);
+			free(in);
+			return 0;
+		} else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
+			out = argv[++i];
+		} else if (strcmp(argv[i], "--force") == 0) {
+			force = 1;
+		} else if (argv[i][0] == '-') {
+			cli_error("merge: unknown option '%s' (see 'phaseprof merge --help')", argv[i]);
+			free(in);
+			return 2;
+		} else {
+			in[nin++] = argv[i];
+		}
+	}
+	if (!out || nin == 0) {
+		cli_error("merge: %s (phaseprof merge A.db B.db ... -o job.db)",
+			  !out ? "no output given (-o job.db)" : "no database to merge");
+		free(in);
+		return 2;
+	}
+	if (access(out, F_OK) == 0) {
+		cli_error("merge: %s exists; merge writes a new database (remove it or choose another name)", out);
+		free(in);
+		return 2;
+	}
+
+	/* every input readable, one job, each rank once */
+	char job[128] = "";
+	const char *job_file = NULL;
+	int problems = 0;
+	typedef struct seen { char job[128]; int rank; const char *file; } seen;
+	seen *ranks_seen = NULL;
+	int nseen = 0;
+	for (int f = 0; f < nin; f++) {
+		pp_store *st = cli_open_store(in[f], PP_STORE_READ);
+		if (!st) {
+			free(ranks_seen);
+			free(in);
+			return 1;
+		}
+		pp_rank_run *rr;
+		int n;
+		if (pp_store_rank_runs(st, &rr, &n) != 0) {
+			cli_error("merge: %s: cannot read its runs: %s", in[f], sqlite3_errmsg(pp_store_db(st)));
+			pp_store_close(st, NULL, 0);
+			free(ranks_seen);
+			free(in);
+			return 1;
+		}
+		pp_store_close(st, NULL, 0);
+		if (n == 0) {
+			cli_error("merge: %s: no run has a rank (not recorded under a parallel launcher)%s", in[f],
+				  force ? "; merged anyway (--force)" : "");
+			problems++;
+		}
+		seen *q = realloc(ranks_seen, (size_t)(nseen + n) * sizeof *q);
+		if (!q && n) {
+			free(rr);
+			free(ranks_seen);
+			free(in);
+			return 1;
+		}
+		ranks_seen = q;
+		for (int i = 0; i < n; i++) {
+			if (!job[0]) {
+				snprintf(job, sizeof job, "%s", rr[i].job);
+				job_file = in[f];
+			} else if (strcmp(job, rr[i].job) != 0) {
+				cli_error("merge: %s holds rank %d of job %s, but %s is job %s: different jobs%s", in[f],
+					  rr[i].rank, rr[i].job, job_file, job, force ? "; merged anyway (--force)" : "");
+				problems++;
+			}
+			for (int j = 0; j < nseen; j++)
+				if (ranks_seen[j].rank == rr[i].rank && strcmp(ranks_seen[j].job, rr[i].job) == 0) {
+					cli_error("merge: rank %d of job %s is in both %s and %s%s", rr[i].rank, rr[i].job,
+						  ranks_seen[j].file, in[f], force ? "; merged anyway (--force)" : "");
+					problems++;
+				}
+			snprintf(ranks_seen[nseen].job, sizeof ranks_seen[nseen].job, "%s", rr[i].job);
+			ranks_seen[nseen].rank = rr[i].rank;
+			ranks_seen[nseen].file = in[f];
+			nseen++;
+		}
+		free(rr);
+	}
+	free(ranks_seen);
+	if (problems && !force) {
+		cli_error("merge: nothing written (--force merges them anyway)");
+		free(in);
+		return 1;
+	}
+
+	char tmp[PATH_MAX];
+	if (snprintf(tmp, sizeof tmp, "%s.merge-%ld.tmp", out, (long)getpid()) >= (int)sizeof tmp) {
+		cli_error("merge: %s: name too long", out);
+		free(in);
+		return 2;
+	}
+	remove_db(tmp);
+	pp_store *st = cli_open_store(tmp, PP_STORE_WRITE);
+	if (!st) {
+		free(in);
+		return 1;
+	}
+	int64_t runs_total = 0;
+	for (int f = 0; f < nin; f++) {
+		int64_t first;
+		int n;
+		char err[600];
+		if (pp_store_merge_file(st, in[f], &first, &n, err, sizeof err) != 0) {
+			cli_error("merge: %s", err);
+			goto fail;
+		}
+		runs_total += n;
+	}
+
+	pp_rank_run *rr = NULL;
+	int n = 0;
+	if (pp_store_rank_runs(st, &rr, &n) != 0) {
+		cli_error("merge: %s: cannot read the merged ranks", tmp);
+		goto fail;
+	}
+	for (int i = 0; i < n;) {
+		int j = i;
+		while (j < n && strcmp(rr[j].job, rr[i].job) == 0)
+			j++;
+		if (align_job(st, rr + i, j - i) != 0) {
+			cli_error("merge: aligning the clocks of job %s failed: %s", rr[i].job,
+				  sqlite3_errmsg(pp_store_db(st)));
+			free(rr);
+			goto fail;
+		}
+		i = j;
+	}
+	/* findings over the whole job (the rank rules need every rank) */
+	for (int i = 0; i < n; i++) {
+		pp_diag_result d;
+		if (pp_diag_run(st, rr[i].run_id, &d) != 0) {
+			cli_error("merge: diagnostics of run %lld: %s", (long long)rr[i].run_id, d.error);
+			continue;
+		}
+		/* the job's findings are on its lowest rank; the others' own are stored */
+		if (d.n && (i == 0 || strcmp(rr[i].job, rr[i - 1].job) != 0)) {
+			printf("findings (rank %d, run %lld; every rank's are in the database):\n", rr[i].rank,
+			       (long long)rr[i].run_id);
+			pp_diag_print(stdout, d.findings, d.n < 3 ? d.n : 3, 0);
+		}
+		pp_diag_result_free(&d);
+	}
+	free(rr);
+	if (cli_close_store(st) != 0) {
+		st = NULL;
+		goto fail;
+	}
+	st = NULL;
+	if (rename(tmp, out) != 0) {
+		cli_error("merge: cannot rename %s to %s: %s", tmp, out, strerror(errno));
+		goto fail;
+	}
+	printf("phaseprof: %lld run%s from %d database%s merged into %s\n", (long long)runs_total,
+	       runs_total == 1 ? "" : "s", nin, nin == 1 ? "" : "s", out);
+	rc = 0;
+	free(in);
+	return rc;
+fail:
+	if (st)
+		pp_store_close(st, NULL, 0);
+	remove_db(tmp);
+	free(in);
+	return 1;
+}
