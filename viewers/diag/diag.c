@@ -40,6 +40,9 @@ static const struct rule {
 	 "host<->device transfers inside every step"},
 	{"gpu_short_kernels", rule_gpu_short_kernels,
 	 "kernels shorter than their launch overhead"},
+	{"ranks", rule_ranks,
+	 "distributed jobs (on the lowest rank): a failed rank, init / first-collective skew, a straggler "
+	 "rank, communication share per step, slow communicator set-up"},
 	{"recording_incomplete", rule_recording_incomplete,
 	 "the run was cut short or lost events/rows, so findings may be incomplete (info)"},
 	/* Last: it skips kinds a specific rule already explained. */

@@ -142,5 +142,43 @@ void rule_gpu_short_kernels(diag_ctx *c);
 void rule_repeated_phase_grows(diag_ctx *c);
 void rule_phase_share(diag_ctx *c);
 void rule_recording_incomplete(diag_ctx *c);
+void rule_ranks(diag_ctx *c);
+
+/* ---- distributed jobs (rules_ranks.c) ---- */
+typedef struct diag_phase { int kind; char name[64]; int64_t ns; } diag_phase;
+typedef struct diag_rank {
+	int rank;
+	int64_t run_id;
+	char host[64], status[16];
+	int term_signal;
+	int64_t origin_ns;              /* the run's t = 0 on the job's clock (start_unix_ns) */
+	int64_t end_ns;                 /* run duration */
+	int64_t init_start, init_end;   /* first comm_init span, -1 if none */
+	char init_name[32];
+	int64_t coll_start, coll_end;   /* first comm span after it, -1 if none */
+	char coll_name[32];
+	diag_phase *pre;                /* outermost phases before init_start */
+	int n_pre;
+	diag_phase *pre_coll;           /* outermost phases between init_end and coll_start */
+	int n_pre_coll;
+	int n_steps;
+	int64_t *step_ns, *step_comm_ns; /* per step: duration, outermost comm time inside */
+	int64_t comm_calls, comm_bytes;
+	char open_phase[96];            /* innermost phase still open at the end ("" none) */
+	int open_depth;
+	int64_t open_step;
+} diag_rank;
+typedef struct diag_job {
+	char job[128];
+	int world_size;
+	diag_rank *ranks;               /* ordered by rank */
+	int n;
+} diag_job;
+/* Loads the job of run_id when run_id is its lowest rank: 0; 1 when the run
+ * is not a rank or not the lowest; -1 on error. */
+int diag_job_load(diag_job *j, pp_store *st, int64_t run_id, char *err, size_t errlen);
+void diag_job_free(diag_job *j);
+/* The rank rules on a loaded (or hand-built) job. */
+void diag_ranks_check(const diag_job *j, diag_ctx *c);
 
 #endif

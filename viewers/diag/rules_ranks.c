@@ -1,0 +1,589 @@
+/*
+ * rules_ranks.c — diagnostics over the ranks of a distributed job: start-up
+ * / init skew, a straggler rank, communication share per step, slow
+ * communicator set-up, a rank that failed.
+ *
+ * The job is read once (diag_job_load: every rank of the run's job, its
+ * sync points, pre-sync phases and per-step compute/communication), then
+ * checked by diag_ranks_check, which the unit tests call on hand-built jobs.
+ * Findings go on the job's lowest rank, so a job reports them once.
+ * Times are placed on one clock by each run's start_unix_ns, which merge
+ * has aligned (clock.offset_ns); within one database the host clock is
+ * shared already.
+ */
+#include "diag_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static int64_t median_i64(int64_t *v, int n)
+{
+	if (n <= 0)
+		return 0;
+	qsort(v, (size_t)n, sizeof *v, cmp_i64);
+	return n % 2 ? v[n / 2] : v[n / 2 - 1] / 2 + v[n / 2] / 2;
+}
+
+void diag_job_free(diag_job *j)
+{
+	for (int i = 0; i < j->n; i++) {
+		free(j->ranks[i].pre);
+		free(j->ranks[i].pre_coll);
+		free(j->ranks[i].step_ns);
+		free(j->ranks[i].step_comm_ns);
+	}
+	free(j->ranks);
+	memset(j, 0, sizeof *j);
+}
+
+/* ---- loading ---- */
+
+static int add_phase(diag_phase **v, int *n, int kind, const char *name, int64_t ns)
+{
+	for (int i = 0; i < *n; i++)
+		if ((*v)[i].kind == kind && strcmp((*v)[i].name, name) == 0) {
+			(*v)[i].ns += ns;
+			return 0;
+		}
+	diag_phase *q = realloc(*v, (size_t)(*n + 1) * sizeof *q);
+	if (!q)
+		return -1;
+	*v = q;
+	q[*n].kind = kind;
+	snprintf(q[*n].name, sizeof q[*n].name, "%s", name ? name : "");
+	q[*n].ns = ns;
+	(*n)++;
+	return 0;
+}
+
+/* Outermost spans (depth 0) inside [from, to) that are not communication:
+ * what a rank was doing before it reached a sync point. */
+static int collect_before(const diag_run *r, int64_t from, int64_t to, diag_phase **v, int *n)
+{
+	for (int i = 0; i < r->spans.n; i++) {
+		const pp_span_row *s = &r->spans.rows[i];
+		if (s->depth != 0 || !diag_span_closed(s) || s->start_ns < from || s->end_ns > to ||
+		    s->kind == PP_COMM || s->kind == PP_COMM_INIT)
+			continue;
+		if (add_phase(v, n, s->kind, s->name, diag_span_dur(s)) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int load_rank(diag_rank *k, const pp_rank_run *rr, pp_store *st, char *err, size_t errlen)
+{
+	diag_run r;
+	memset(k, 0, sizeof *k);
+	k->rank = rr->rank;
+	k->run_id = rr->run_id;
+	snprintf(k->host, sizeof k->host, "%s", rr->host);
+	snprintf(k->status, sizeof k->status, "%s", rr->status);
+	k->term_signal = rr->term_signal;
+	k->origin_ns = rr->start_unix_ns;
+	k->end_ns = rr->duration_ns;
+	k->init_start = k->init_end = k->coll_start = k->coll_end = -1;
+	if (diag_run_load(&r, st, rr->run_id, err, errlen) != 0) {
+		diag_run_free(&r);
+		return -1;
+	}
+	int rc = -1;
+	const pp_span_list *l = &r.spans;
+	/* the first communicator set-up, then the first communication after it */
+	for (int i = 0; i < l->n; i++) {
+		const pp_span_row *s = &l->rows[i];
+		if (s->kind == PP_COMM_INIT && diag_span_closed(s) && (k->init_start < 0 || s->start_ns < k->init_start)) {
+			k->init_start = s->start_ns;
+			k->init_end = s->end_ns;
+			snprintf(k->init_name, sizeof k->init_name, "%s", s->name ? s->name : "");
+		}
+	}
+	for (int i = 0; i < l->n; i++) {
+		const pp_span_row *s = &l->rows[i];
+		if (s->kind == PP_COMM && diag_span_closed(s) && s->start_ns >= k->init_end &&
+		    (k->coll_start < 0 || s->start_ns < k->coll_start)) {
+			k->coll_start = s->start_ns;
+			k->coll_end = s->end_ns;
+			snprintf(k->coll_name, sizeof k->coll_name, "%s", s->name ? s->name : "");
+		}
+	}
+	/* where the last open span was when the run ended (a failed rank) */
+	for (int i = 0; i < l->n; i++) {
+		const pp_span_row *s = &l->rows[i];
+		if (s->end_ns < 0 && s->kind != PP_SPAN && s->depth >= k->open_depth) {
+			k->open_depth = s->depth;
+			const char *kn = pp_kind_name((pp_kind)s->kind);
+			if (s->kind == PP_STEP || !s->name || !s->name[0] || strcmp(s->name, kn) == 0)
+				snprintf(k->open_phase, sizeof k->open_phase, "%s", kn);
+			else
+				snprintf(k->open_phase, sizeof k->open_phase, "%s '%s'", kn, s->name);
+			k->open_step = s->step;
+		}
+	}
+	if (k->init_start >= 0 && collect_before(&r, 0, k->init_start, &k->pre, &k->n_pre) != 0)
+		goto out;
+	if (k->coll_start >= 0 &&
+	    collect_before(&r, k->init_end, k->coll_start, &k->pre_coll, &k->n_pre_coll) != 0)
+		goto out;
+	/* steps: duration and outermost communication inside each */
+	k->n_steps = r.n_steps;
+	if (r.n_steps) {
+		k->step_ns = calloc((size_t)r.n_steps, sizeof *k->step_ns);
+		k->step_comm_ns = calloc((size_t)r.n_steps, sizeof *k->step_comm_ns);
+		if (!k->step_ns || !k->step_comm_ns)
+			goto out;
+		for (int i = 0; i < r.n_steps; i++)
+			k->step_ns[i] = r.steps[i].end_ns - r.steps[i].start_ns;
+		for (int i = 0; i < l->n; i++) {
+			const pp_span_row *s = &l->rows[i];
+			if (s->kind == PP_COMM && r.outer[i] && r.step_of[i] >= 0 && diag_span_closed(s))
+				k->step_comm_ns[r.step_of[i]] += diag_span_dur(s);
+		}
+	}
+	if (pp_store_comm_totals(st, rr->run_id, &k->comm_calls, &k->comm_bytes) != 0)
+		goto out;
+	rc = 0;
+out:
+	if (rc != 0)
+		snprintf(err, errlen, "run %lld: out of memory loading rank %d", (long long)rr->run_id, rr->rank);
+	diag_run_free(&r);
+	return rc;
+}
+
+int diag_job_load(diag_job *j, pp_store *st, int64_t run_id, char *err, size_t errlen)
+{
+	memset(j, 0, sizeof *j);
+	pp_rank_run *all = NULL;
+	int n = 0, rc = -1;
+	if (pp_store_rank_runs(st, &all, &n) != 0) {
+		snprintf(err, errlen, "run %lld: cannot read the job's ranks", (long long)run_id);
+		return -1;
+	}
+	int me = -1;
+	for (int i = 0; i < n; i++)
+		if (all[i].run_id == run_id)
+			me = i;
+	if (me < 0) {
+		rc = 1; /* not a rank */
+		goto done;
+	}
+	int first = me;
+	while (first > 0 && strcmp(all[first - 1].job, all[me].job) == 0)
+		first--;
+	if (first != me) {
+		rc = 1; /* the job's findings belong to its lowest rank */
+		goto done;
+	}
+	int last = me;
+	while (last + 1 < n && strcmp(all[last + 1].job, all[me].job) == 0)
+		last++;
+	snprintf(j->job, sizeof j->job, "%s", all[me].job);
+	j->world_size = all[me].world_size;
+	j->ranks = calloc((size_t)(last - first + 1), sizeof *j->ranks);
+	if (!j->ranks) {
+		snprintf(err, errlen, "run %lld: out of memory", (long long)run_id);
+		goto done;
+	}
+	for (int i = first; i <= last; i++) {
+		if (load_rank(&j->ranks[j->n], &all[i], st, err, errlen) != 0) {
+			j->n++;
+			goto done;
+		}
+		j->n++;
+	}
+	rc = 0;
+done:
+	free(all);
+	if (rc != 0)
+		diag_job_free(j);
+	return rc;
+}
+
+/* ---- the checks ---- */
+
+static int64_t job_wall(const diag_job *j)
+{
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	for (int i = 0; i < j->n; i++) {
+		const diag_rank *k = &j->ranks[i];
+		if (k->origin_ns < lo)
+			lo = k->origin_ns;
+		if (k->origin_ns + k->end_ns > hi)
+			hi = k->origin_ns + k->end_ns;
+	}
+	return hi > lo ? hi - lo : 0;
+}
+
+static double jshare(const diag_job *j, double ns)
+{
+	int64_t w = job_wall(j);
+	return w > 0 ? ns / (double)w : 0;
+}
+
+/* A failed rank: crashed, killed or cut short. The earliest to end is the
+ * one that failed first; the others were usually stopped by the launcher. */
+static void check_failed(const diag_job *j, diag_ctx *c)
+{
+	int first = -1, nbad = 0;
+	for (int i = 0; i < j->n; i++) {
+		const diag_rank *k = &j->ranks[i];
+		if (strcmp(k->status, "complete") == 0)
+			continue;
+		nbad++;
+		int crashed = strcmp(k->status, "crashed") == 0;
+		if (first < 0 || (crashed && strcmp(j->ranks[first].status, "crashed") != 0) ||
+		    (crashed == (strcmp(j->ranks[first].status, "crashed") == 0) &&
+		     k->origin_ns + k->end_ns < j->ranks[first].origin_ns + j->ranks[first].end_ns))
+			first = i;
+	}
+	if (first < 0)
+		return;
+	const diag_rank *k = &j->ranks[first];
+	char where[160] = "";
+	if (k->open_phase[0] && k->open_step >= 0 && strcmp(k->open_phase, "step") == 0)
+		snprintf(where, sizeof where, " in step %lld", (long long)k->open_step);
+	else if (k->open_phase[0] && k->open_step >= 0)
+		snprintf(where, sizeof where, " in step %lld (%s)", (long long)k->open_step, k->open_phase);
+	else if (k->open_phase[0])
+		snprintf(where, sizeof where, " in %s", k->open_phase);
+	pp_finding *f = diag_emit(c, "rank_failed", DIAG_HIGH, 0.9,
+				  "Look at the rank's own output (mpirun prints which rank and signal); every other rank's "
+				  "recording is complete up to the moment it was stopped, so compare where they were.",
+				  "Rank %d %s%s%s", k->rank, k->status,
+				  k->term_signal ? " by a signal" : "", where);
+	char d[32];
+	diag_evidence(f, "Rank %d (run %lld, host %s) ended %s after %s", k->rank, (long long)k->run_id, k->host,
+		      k->status, diag_fmt_ns(d, sizeof d, (double)k->end_ns));
+	if (k->term_signal)
+		diag_evidence(f, " (signal %d)", k->term_signal);
+	diag_evidence(f, "; %d of %d ranks did not complete", nbad, j->n);
+	for (int i = 0; i < j->n; i++)
+		if (i != first && strcmp(j->ranks[i].status, "complete") != 0)
+			diag_evidence(f, "; rank %d %s", j->ranks[i].rank, j->ranks[i].status);
+	diag_evidence(f, ".");
+}
+
+/* The rank whose phase before the sync point cost the most more than the
+ * median of the others' same phase. */
+static void late_phase(const diag_job *j, int late, int coll, char *out, size_t len, int64_t *excess_out)
+{
+	const diag_rank *k = &j->ranks[late];
+	const diag_phase *v = coll ? k->pre_coll : k->pre;
+	int nv = coll ? k->n_pre_coll : k->n_pre;
+	int64_t best = 0;
+	out[0] = 0;
+	int64_t *others = malloc((size_t)(j->n > 0 ? j->n : 1) * sizeof *others);
+	if (!others)
+		return;
+	for (int p = 0; p < nv; p++) {
+		int no = 0;
+		for (int i = 0; i < j->n; i++) {
+			if (i == late)
+				continue;
+			const diag_rank *o = &j->ranks[i];
+			const diag_phase *ov = coll ? o->pre_coll : o->pre;
+			int on = coll ? o->n_pre_coll : o->n_pre;
+			int64_t ns = 0;
+			for (int q = 0; q < on; q++)
+				if (ov[q].kind == v[p].kind && strcmp(ov[q].name, v[p].name) == 0)
+					ns += ov[q].ns;
+			others[no++] = ns;
+		}
+		int64_t ex = v[p].ns - median_i64(others, no);
+		if (ex > best) {
+			best = ex;
+			char a[32], b[32];
+			snprintf(out, len, "%s '%s' (%s on rank %d, %s more than the other ranks' median)",
+				 pp_kind_name((pp_kind)v[p].kind), v[p].name, diag_fmt_ns(a, sizeof a, (double)v[p].ns),
+				 k->rank, diag_fmt_ns(b, sizeof b, (double)ex));
+		}
+	}
+	free(others);
+	*excess_out = best;
+}
+
+/* Start-up / init skew at MPI_Init (or init_process_group) and at the first
+ * collective after it: the later of the two arrivals' spreads is reported. */
+#define SKEW_FLOOR_NS 250000000LL /* 0.25 s: below this launch jitter dominates */
+#define OWN_FLOOR_NS 500000000LL  /* 0.5 s of the rank's own extra work */
+static void check_skew(const diag_job *j, diag_ctx *c)
+{
+	if (j->n < 2)
+		return;
+	int64_t *arr = malloc((size_t)j->n * sizeof *arr), *tmp = malloc((size_t)j->n * sizeof *tmp);
+	if (!arr || !tmp)
+		goto out;
+	for (int coll = 0; coll < 2; coll++) {
+		int late = -1, n = 0;
+		for (int i = 0; i < j->n; i++) {
+			const diag_rank *k = &j->ranks[i];
+			int64_t t = coll ? k->coll_start : k->init_start;
+			if (t < 0)
+				continue;
+			arr[i] = k->origin_ns + t;
+			tmp[n++] = arr[i];
+			if (late < 0 || arr[i] > arr[late])
+				late = i;
+		}
+		if (n < 2 || n < j->n)
+			continue; /* a rank never got there: rank_failed says why */
+		/* median of the others' arrivals */
+		int m = 0;
+		for (int i = 0; i < j->n; i++)
+			if (i != late)
+				tmp[m++] = arr[i];
+		int64_t med = median_i64(tmp, m);
+		int64_t lateness = arr[late] - med;
+		const diag_rank *k = &j->ranks[late];
+		/* what the rank itself added: its time from its own start to the
+		 * sync point beyond the others' (a launcher starting ranks one
+		 * after the other on a loaded host is not the program's doing) */
+		m = 0;
+		for (int i = 0; i < j->n; i++)
+			if (i != late)
+				tmp[m++] = coll ? j->ranks[i].coll_start : j->ranks[i].init_start;
+		int64_t own = (coll ? k->coll_start : k->init_start) - median_i64(tmp, m);
+		double share = jshare(j, (double)lateness);
+		if (lateness < SKEW_FLOOR_NS || own < OWN_FLOOR_NS || jshare(j, (double)own) < 0.05)
+			continue;
+		/* others' wait: from their arrival to the late rank's */
+		int64_t wait = 0;
+		for (int i = 0; i < j->n; i++)
+			if (i != late)
+				wait += arr[late] - arr[i];
+		/* started later, or took longer to get there? */
+		for (int i = 0, q = 0; i < j->n; i++)
+			if (i != late)
+				tmp[q++] = j->ranks[i].origin_ns;
+		int64_t start_late = k->origin_ns - median_i64(tmp, m);
+		char phase[256];
+		int64_t excess = 0;
+		late_phase(j, late, coll, phase, sizeof phase, &excess);
+		const char *sync = coll ? k->coll_name : k->init_name;
+		char a[32], b[32], d[32], e[32];
+		pp_finding *f = diag_emit(
+			c, coll ? "rank_first_collective_skew" : "rank_init_skew", share >= 0.2 ? DIAG_HIGH : DIAG_MODERATE,
+			share,
+			excess > lateness / 2
+				? "Make that rank's extra work parallel or shared: split or pre-shard what it loads, "
+				  "load it after the collective set-up in the background, or give every rank its share; "
+				  "the other ranks otherwise sit in the first collective."
+				: "Start every rank at the same time and keep per-rank work before the first collective "
+				  "equal (rank-0-only set-up such as downloads or dataset preparation belongs before the "
+				  "job or behind a barrier everyone expects).",
+			"Rank %d reached %s %s after the other ranks%s%s", k->rank, sync,
+			diag_fmt_ns(a, sizeof a, (double)lateness), phase[0] && excess > lateness / 2 ? ": its " : "",
+			phase[0] && excess > lateness / 2 ? "set-up phase took longer" : "");
+		diag_evidence(f, "Rank %d (host %s) entered %s %s after the median of the %d other ranks; ", k->rank,
+			      k->host, sync, diag_fmt_ns(b, sizeof b, (double)lateness), m);
+		diag_evidence(f, "it started %s %s and spent %s more before %s. ",
+			      diag_fmt_ns(d, sizeof d, (double)(start_late >= 0 ? start_late : -start_late)),
+			      start_late >= 0 ? "later" : "earlier",
+			      diag_fmt_ns(e, sizeof e, (double)(lateness - start_late)), sync);
+		if (phase[0] && excess > lateness / 4)
+			diag_evidence(f, "Phase: %s. ", phase);
+		else
+			diag_evidence(f, "No recorded phase explains it (the time is in the program's own code). ");
+		diag_evidence(f, "The other ranks waited %s in total (%s each on average) in %s; %.0f%% of the job's wall time.",
+			      diag_fmt_ns(a, sizeof a, (double)wait), diag_fmt_ns(b, sizeof b, (double)wait / m), sync,
+			      share * 100);
+		break; /* the init skew, when there is one, explains the first collective's */
+	}
+out:
+	free(arr);
+	free(tmp);
+}
+
+/* Straggler: one rank computes longer in most steps, the others wait for
+ * it in their communication. Steps are matched by position; the first
+ * (warm-up) is left out. Returns 1 when found. */
+static int check_straggler(const diag_job *j, diag_ctx *c)
+{
+	int steps = -1;
+	for (int i = 0; i < j->n; i++)
+		if (steps < 0 || j->ranks[i].n_steps < steps)
+			steps = j->ranks[i].n_steps;
+	if (j->n < 2 || steps < 4)
+		return 0;
+	int found = 0;
+	int64_t *comp = calloc((size_t)j->n, sizeof *comp), *tmp = malloc((size_t)(j->n + steps) * sizeof *tmp);
+	int *slowest = calloc((size_t)j->n, sizeof *slowest);
+	if (!comp || !tmp || !slowest)
+		goto out;
+	for (int s = 1; s < steps; s++) {
+		int w = 0;
+		for (int i = 0; i < j->n; i++) {
+			const diag_rank *k = &j->ranks[i];
+			int64_t ci = k->step_ns[s] - k->step_comm_ns[s];
+			int64_t cw = j->ranks[w].step_ns[s] - j->ranks[w].step_comm_ns[s];
+			if (ci > cw)
+				w = i;
+		}
+		slowest[w]++;
+	}
+	for (int i = 0; i < j->n; i++) {
+		const diag_rank *k = &j->ranks[i];
+		for (int s = 1; s < steps; s++)
+			tmp[s - 1] = k->step_ns[s] - k->step_comm_ns[s];
+		comp[i] = median_i64(tmp, steps - 1);
+	}
+	int st = 0;
+	for (int i = 1; i < j->n; i++)
+		if (comp[i] > comp[st])
+			st = i;
+	int m = 0;
+	for (int i = 0; i < j->n; i++)
+		if (i != st)
+			tmp[m++] = comp[i];
+	int64_t med = median_i64(tmp, m);
+	int64_t excess = comp[st] - med;
+	const diag_rank *k = &j->ranks[st];
+	for (int s = 1; s < steps; s++)
+		tmp[s - 1] = k->step_ns[s];
+	int64_t step_med = median_i64(tmp, steps - 1);
+	double share = step_med > 0 ? (double)excess / (double)step_med : 0;
+	double consistent = (double)slowest[st] / (double)(steps - 1);
+	if (comp[st] < med * 13 / 10 || excess < 1000000 || consistent < 0.6 || share < 0.05)
+		goto out;
+	/* the others' communication per step: mostly waiting for the straggler */
+	m = 0;
+	for (int i = 0; i < j->n; i++) {
+		if (i == st)
+			continue;
+		for (int s = 1; s < steps; s++)
+			tmp[s - 1] = j->ranks[i].step_comm_ns[s];
+		int64_t cm = median_i64(tmp, steps - 1);
+		comp[m++] = cm; /* reuse: comp no longer needed past here */
+	}
+	int64_t wait_med = median_i64(comp, m);
+	char a[32], b[32], d[32], e[32];
+	pp_finding *f = diag_emit(c, "rank_straggler", share >= 0.2 ? DIAG_HIGH : DIAG_MODERATE, share,
+				  "Balance the work: give that rank the same share of data as the others (uneven "
+				  "shards, a last partial batch), check its host for other load or a slower device, "
+				  "and move rank-specific extras (logging, checkpointing, evaluation on rank 0) out "
+				  "of the step or onto every rank in turn.",
+				  "Rank %d is a straggler: %s more compute per step than the others; they wait for it",
+				  k->rank, diag_fmt_ns(a, sizeof a, (double)excess));
+	diag_evidence(f, "Median compute per step (step time minus communication, %d steady steps): rank %d %s, "
+			 "the other %d ranks' median %s; rank %d was the slowest in %d of %d steps. ",
+		      steps - 1, k->rank, diag_fmt_ns(b, sizeof b, (double)(med + excess)), m,
+		      diag_fmt_ns(d, sizeof d, (double)med), k->rank, slowest[st], steps - 1);
+	diag_evidence(f, "The other ranks spend a median %s per step in communication (waiting at the collective), "
+			 "%.0f%% of the %s step.",
+		      diag_fmt_ns(e, sizeof e, (double)wait_med), step_med > 0 ? 100.0 * (double)wait_med / (double)step_med : 0,
+		      diag_fmt_ns(a, sizeof a, (double)step_med));
+	found = 1;
+out:
+	free(comp);
+	free(tmp);
+	free(slowest);
+	return found;
+}
+
+/* Communication share of the steady steps, median over the ranks. */
+static void check_comm_share(const diag_job *j, diag_ctx *c)
+{
+	int64_t *share_pm = malloc((size_t)(j->n > 0 ? j->n : 1) * sizeof *share_pm);
+	if (!share_pm)
+		return;
+	int n = 0;
+	int64_t comm_all = 0, step_all = 0, calls = 0, bytes = 0;
+	for (int i = 0; i < j->n; i++) {
+		const diag_rank *k = &j->ranks[i];
+		if (k->n_steps < 3)
+			continue;
+		int64_t cs = 0, ss = 0;
+		for (int s = 1; s < k->n_steps; s++) {
+			cs += k->step_comm_ns[s];
+			ss += k->step_ns[s];
+		}
+		if (ss <= 0)
+			continue;
+		share_pm[n++] = cs * 1000 / ss;
+		comm_all += cs;
+		step_all += ss;
+		calls += k->comm_calls;
+		bytes += k->comm_bytes;
+	}
+	if (n >= 2) {
+		int64_t med = median_i64(share_pm, n);
+		double share = (double)med / 1000.0;
+		if (share >= 0.3) {
+			char a[32], b[32];
+			pp_finding *f = diag_emit(
+				c, "rank_comm_share", share >= 0.5 ? DIAG_HIGH : DIAG_MODERATE, share,
+				"Overlap communication with computation (DDP's bucketed allreduce during backward, "
+				"non-blocking MPI_Iallreduce started before the next compute), send fewer and larger "
+				"messages, use a bigger batch per step, or a faster interconnect/transport.",
+				"Communication takes %.0f%% of every step (median over %d ranks)", share * 100, n);
+			diag_evidence(f, "In the steady steps the ranks spend %s communicating out of %s of step time "
+					 "(all ranks together); median share per rank %.0f%%.",
+				      diag_fmt_ns(a, sizeof a, (double)comm_all), diag_fmt_ns(b, sizeof b, (double)step_all),
+				      share * 100);
+			if (calls)
+				diag_evidence(f, " %lld communication calls moved %s.", (long long)calls,
+					      diag_fmt_bytes(a, sizeof a, (double)bytes));
+		}
+	}
+	free(share_pm);
+}
+
+/* Slow communicator set-up: even the last rank to arrive, which waited for
+ * nobody, spent long in MPI_Init / init_process_group. */
+#define INIT_FLOOR_NS 3000000000LL
+static void check_slow_init(const diag_job *j, diag_ctx *c)
+{
+	int late = -1;
+	for (int i = 0; i < j->n; i++) {
+		const diag_rank *k = &j->ranks[i];
+		if (k->init_start < 0)
+			return;
+		if (late < 0 || k->origin_ns + k->init_start > j->ranks[late].origin_ns + j->ranks[late].init_start)
+			late = i;
+	}
+	if (late < 0)
+		return;
+	const diag_rank *k = &j->ranks[late];
+	int64_t d = k->init_end - k->init_start;
+	double share = jshare(j, (double)d);
+	if (d < INIT_FLOOR_NS || share < 0.15)
+		return;
+	char a[32];
+	pp_finding *f = diag_emit(
+		c, "rank_slow_comm_init", DIAG_MODERATE, share,
+		"Point the set-up at the right network and skip what it probes: Open MPI `--mca btl self,vader,tcp "
+		"--mca btl_tcp_if_include <iface>` and `--mca pml ob1` (or exclude unused MTLs such as psm/psm2/ofi); "
+		"torch.distributed: MASTER_ADDR that resolves quickly, GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME; "
+		"Slurm: launch with srun --mpi=pmix.",
+		"Communicator set-up (%s) takes %s even on the last rank to arrive", k->init_name,
+		diag_fmt_ns(a, sizeof a, (double)d));
+	diag_evidence(f, "Rank %d entered %s last, so waited for no other rank, and still spent %s in it "
+			 "(%.0f%% of the job's wall time).",
+		      k->rank, k->init_name, a, share * 100);
+}
+
+void diag_ranks_check(const diag_job *j, diag_ctx *c)
+{
+	check_failed(j, c);
+	check_skew(j, c);
+	if (!check_straggler(j, c))
+		check_comm_share(j, c); /* with a straggler the communication is its wait */
+	check_slow_init(j, c);
+}
+
+void rule_ranks(diag_ctx *c)
+{
+	diag_job j;
+	char err[256];
+	if (diag_job_load(&j, c->run->st, c->run->run_id, err, sizeof err) != 0)
+		return;
+	diag_ranks_check(&j, c);
+	diag_job_free(&j);
+}
