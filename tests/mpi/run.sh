@@ -1,0 +1,142 @@
+#!/bin/sh
+# run.sh CASE — `phaseprof record` / `merge` on real Open MPI jobs (4 ranks on
+# localhost, oversubscribed) of mpi_job.c. Exit 77 (skip) only when mpirun
+# cannot run at all here.
+set -u
+case_=$1
+: "${PP_BIN:?}" "${MPI_JOB:?}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# no shared-memory warnings from a container's small /dev/shm in the output checks
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+MPIRUN="mpirun --oversubscribe -np 4"
+W=$(mktemp -d "${TMPDIR:-/tmp}/pp-mpi-XXXXXX")
+trap 'rm -rf "$W"' EXIT
+cd "$W" || exit 1
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+q() { sqlite3 -batch -noheader "$1" "$2" || fail "query on $1: $2"; }
+
+if ! command -v mpirun >/dev/null 2>&1; then
+	echo "skip: mpirun not installed"; exit 77
+fi
+if ! mpirun --oversubscribe -np 1 true >probe.log 2>&1; then
+	echo "skip: mpirun cannot run here: $(head -c 300 probe.log)"; exit 77
+fi
+
+# record -- mpirun -np 4 mpi_job MODE: every rank a run in one database
+record_job() {
+	"$PP_BIN" record -o "$1.db" -- $MPIRUN "$MPI_JOB" "$1" >"$1.out" 2>"$1.err"
+	echo $? >"$1.rc"
+}
+
+ranks_ok() {
+	n=$(q "$1" "SELECT count(DISTINCT value) FROM run_meta WHERE key='rank'")
+	[ "$n" = 4 ] || fail "$1: $n distinct ranks, expected 4"
+	j=$(q "$1" "SELECT count(DISTINCT value) FROM run_meta WHERE key='job'")
+	[ "$j" = 1 ] || fail "$1: $j jobs, expected 1"
+	w=$(q "$1" "SELECT group_concat(DISTINCT value) FROM run_meta WHERE key='world_size'")
+	[ "$w" = 4 ] || fail "$1: world_size $w"
+}
+
+rank_findings() { q "$1" "SELECT rule || ': ' || title FROM findings WHERE rule LIKE 'rank_%'"; }
+
+case $case_ in
+balanced)
+	record_job balanced
+	[ "$(cat balanced.rc)" = 0 ] || { cat balanced.err; fail "record exited $(cat balanced.rc)"; }
+	grep -q "mpi_job balanced: 4 ranks, sum\[1\] = 10" balanced.out || fail "program output changed: $(cat balanced.out)"
+	grep -q "(MPI)" balanced.err || fail "the PMPI layer was not preloaded for mpirun"
+	ranks_ok balanced.db
+	# every rank: MPI_Init, 12 allreduces of 1024 doubles, 2 barriers, in steps
+	for r in 0 1 2 3; do
+		run=$(q balanced.db "SELECT run_id FROM run_meta WHERE key='rank' AND value='$r'")
+		a=$(q balanced.db "SELECT count(*) || ' ' || sum(c.bytes) || ' ' || min(c.comm_size) FROM comm c JOIN strings s ON s.id=c.op_id WHERE c.run_id=$run AND s.value='MPI_Allreduce'")
+		[ "$a" = "12 98304 4" ] || fail "rank $r allreduce rows: $a"
+		i=$(q balanced.db "SELECT count(*) FROM spans_v WHERE run_id=$run AND kind_name='comm_init' AND name='MPI_Init'")
+		[ "$i" = 1 ] || fail "rank $r: $i MPI_Init spans"
+		s=$(q balanced.db "SELECT count(DISTINCT step) FROM spans_v WHERE run_id=$run AND kind_name='comm' AND name='MPI_Allreduce'")
+		[ "$s" = 12 ] || fail "rank $r: allreduce in $s distinct steps, expected 12"
+	done
+	f=$(rank_findings balanced.db)
+	[ -z "$f" ] || fail "findings on a balanced job: $f"
+	;;
+init_skew)
+	record_job init-skew
+	ranks_ok init-skew.db
+	f=$(rank_findings init-skew.db)
+	echo "$f"
+	echo "$f" | grep -q "rank_init_skew: Rank 2 reached MPI_Init" || fail "no init skew naming rank 2: $f"
+	ev=$(q init-skew.db "SELECT evidence FROM findings WHERE rule='rank_init_skew'")
+	echo "$ev" | grep -q "weight_load 'load shard'" || fail "skew does not name the phase: $ev"
+	echo "$f" | grep -q rank_straggler && fail "straggler reported on an init-skew job: $f"
+	;;
+straggler)
+	record_job straggler
+	ranks_ok straggler.db
+	f=$(rank_findings straggler.db)
+	echo "$f"
+	echo "$f" | grep -q "rank_straggler: Rank 2 is a straggler" || fail "no straggler naming rank 2: $f"
+	;;
+merge_offset)
+	# one database per rank, then an artificial clock offset on rank 2
+	$MPIRUN "$PP_BIN" record -o job-%r.db -- "$MPI_JOB" balanced >rec.out 2>rec.err || { cat rec.err; fail "per-rank record"; }
+	for r in 0 1 2 3; do [ -f job-$r.db ] || fail "job-$r.db missing: $(ls)"; done
+	q job-2.db "UPDATE runs SET start_unix_ns = start_unix_ns + 5000000000"
+	"$PP_BIN" merge job-0.db job-1.db job-2.db job-3.db -o job.db >merge.out 2>merge.err || { cat merge.err; fail "merge"; }
+	cat merge.out
+	ranks_ok job.db
+	run=$(q job.db "SELECT run_id FROM run_meta WHERE key='rank' AND value='2'")
+	off=$(q job.db "SELECT value FROM run_meta WHERE run_id=$run AND key='clock.offset_ns'")
+	unc=$(q job.db "SELECT value FROM run_meta WHERE run_id=$run AND key='clock.uncertainty_ns'")
+	echo "rank 2: offset $off ns +- $unc ns (true -5000000000 ns)"
+	[ -n "$off" ] && [ -n "$unc" ] || fail "no offset stored"
+	d=$((off + 5000000000)); [ $d -lt 0 ] && d=$((-d))
+	[ $d -le $unc ] || fail "offset $off not within +-$unc of -5 s"
+	[ $unc -lt 100000000 ] || fail "uncertainty $unc ns is not informative (>= 100 ms)"
+	grep -q "clocks aligned to rank 0" merge.out || fail "merge did not print the alignment"
+	# output written only on success: nothing else left beside it
+	[ "$(ls job.db.merge-* 2>/dev/null)" = "" ] || fail "temporary file left"
+	;;
+merge_refuse)
+	$MPIRUN "$PP_BIN" record -o a-%r.db -- "$MPI_JOB" balanced >/dev/null 2>&1 || fail "per-rank record a"
+	mpirun --oversubscribe -np 2 "$PP_BIN" record -o b-%r.db -- "$MPI_JOB" balanced >/dev/null 2>&1 || fail "per-rank record b"
+	if "$PP_BIN" merge a-0.db b-1.db -o m.db 2>err.txt; then fail "merged two jobs"; fi
+	grep -q "different jobs" err.txt || fail "no reason given: $(cat err.txt)"
+	[ ! -e m.db ] || fail "m.db written although refused"
+	if "$PP_BIN" merge a-0.db a-0.db -o m.db 2>err.txt; then fail "merged one rank twice"; fi
+	grep -q "rank 0 of job .* is in both" err.txt || fail "duplicate rank not named: $(cat err.txt)"
+	"$PP_BIN" merge --force a-0.db b-1.db -o m.db >/dev/null 2>&1 || fail "--force refused"
+	[ "$(q m.db "SELECT count(DISTINCT value) FROM run_meta WHERE key='job'")" = 2 ] || fail "forced merge lost a job"
+	if "$PP_BIN" merge a-1.db -o m.db 2>err.txt; then fail "overwrote m.db"; fi
+	grep -q "exists" err.txt || fail "existing output not named: $(cat err.txt)"
+	;;
+crash)
+	record_job crash
+	rc=$(cat crash.rc)
+	[ "$rc" != 0 ] || fail "record exited 0 for a crashed job"
+	ranks_ok crash.db
+	st=$(q crash.db "SELECT r.status FROM runs r JOIN run_meta m ON m.run_id=r.id AND m.key='rank' AND m.value='2'")
+	[ "$st" = crashed ] || fail "rank 2 status $st"
+	for r in 0 1 3; do
+		n=$(q crash.db "SELECT count(*) FROM spans s JOIN run_meta m ON m.run_id=s.run_id AND m.key='rank' AND m.value='$r' WHERE s.kind=16")
+		[ "$n" -ge 5 ] || fail "rank $r kept only $n steps"
+	done
+	f=$(rank_findings crash.db)
+	echo "$f"
+	echo "$f" | grep -q "rank_failed: Rank 2 crashed by a signal in step 5" || fail "crashed rank not named: $f"
+	;;
+untouched)
+	# a program that is not MPI: no PMPI layer, same output
+	"$PP_BIN" record -o plain.db -- /bin/echo hello >out.txt 2>err.txt || fail "record echo"
+	[ "$(cat out.txt)" = hello ] || fail "echo output changed"
+	grep -q "(MPI)" err.txt && fail "PMPI layer preloaded into /bin/echo"
+	# the layer itself is inert in a process that never calls MPI
+	[ "$(LD_PRELOAD="$PP_BUILD/libphaseprof-mpi.so" /bin/echo ok)" = ok ] || fail "preloaded layer broke echo"
+	# --no-mpi: the job runs unrecorded by PMPI, still one run per rank
+	"$PP_BIN" record --no-mpi -o nompi.db -- $MPIRUN "$MPI_JOB" balanced >/dev/null 2>err.txt || fail "record --no-mpi"
+	[ "$(q nompi.db "SELECT count(*) FROM comm")" = 0 ] || fail "--no-mpi still recorded comm rows"
+	ranks_ok nompi.db
+	;;
+*) fail "unknown case $case_" ;;
+esac
+echo "ok: $case_"
