@@ -391,7 +391,8 @@ static void check_skew(const diag_job *j, diag_ctx *c)
 			diag_evidence(f, "Phase: %s. ", phase);
 		else
 			diag_evidence(f, "No recorded phase explains it (the time is in the program's own code). ");
-		diag_evidence(f, "The other ranks waited %s in total (%s each on average) in %s; %.0f%% of the job's wall time.",
+		diag_evidence(f, "The other ranks waited %s in total (%s each on average) in %s; the delay is %.0f%% of the job's "
+			      "wall time.",
 			      diag_fmt_ns(a, sizeof a, (double)wait), diag_fmt_ns(b, sizeof b, (double)wait / m), sync,
 			      share * 100);
 		break; /* the init skew, when there is one, explains the first collective's */

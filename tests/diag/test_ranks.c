@@ -1,0 +1,259 @@
+/* The rank rules (viewers/diag/rules_ranks.c) on hand-built jobs: each
+ * firing with the right rank, phase and numbers, and quiet on balanced,
+ * noisy and merely staggered jobs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "diag_internal.h"
+
+#define MS 1000000LL
+#define S 1000000000LL
+
+static diag_job job;
+static diag_run run;
+static diag_ctx ctx;
+
+/* n ranks, started 5 ms apart, 300 ms to MPI_Init (1.5 s in it), first
+ * barrier right after, `steps` steps of 100 ms with 10 ms allreduce */
+static void make_job(int n, int steps)
+{
+	memset(&job, 0, sizeof job);
+	snprintf(job.job, sizeof job.job, "openmpi:1");
+	job.world_size = n;
+	job.n = n;
+	job.ranks = calloc((size_t)n, sizeof *job.ranks);
+	for (int i = 0; i < n; i++) {
+		diag_rank *k = &job.ranks[i];
+		k->rank = i;
+		k->run_id = 10 + i;
+		snprintf(k->host, sizeof k->host, "node%d", i / 2);
+		snprintf(k->status, sizeof k->status, "complete");
+		k->origin_ns = 1700000000 * S + i * 5 * MS;
+		k->init_start = 300 * MS - i * 5 * MS; /* all arrive at the same time */
+		k->init_end = k->init_start + 1500 * MS;
+		snprintf(k->init_name, sizeof k->init_name, "MPI_Init");
+		k->coll_start = k->init_end + 1 * MS;
+		k->coll_end = k->coll_start + 1 * MS;
+		snprintf(k->coll_name, sizeof k->coll_name, "MPI_Barrier");
+		k->pre = calloc(1, sizeof *k->pre);
+		k->n_pre = 1;
+		k->pre[0] = (diag_phase){PP_LIBRARY_LOAD, "libmpi.so.40", 150 * MS};
+		k->n_steps = steps;
+		k->step_ns = calloc((size_t)(steps ? steps : 1), sizeof *k->step_ns);
+		k->step_comm_ns = calloc((size_t)(steps ? steps : 1), sizeof *k->step_comm_ns);
+		for (int s = 0; s < steps; s++) {
+			k->step_ns[s] = 100 * MS;
+			k->step_comm_ns[s] = 10 * MS;
+		}
+		k->end_ns = k->coll_end + steps * 100 * MS + 50 * MS;
+		k->comm_calls = steps + 2;
+		k->comm_bytes = steps * 8192;
+	}
+}
+
+static void check(void)
+{
+	memset(&run, 0, sizeof run);
+	run.run_id = 10;
+	memset(&ctx, 0, sizeof ctx);
+	ctx.run = &run;
+	diag_ranks_check(&job, &ctx);
+	for (int i = 0; i < ctx.n; i++)
+		printf("  [%s] %s: %s\n    %s\n", ctx.f[i].severity, ctx.f[i].rule, ctx.f[i].title, ctx.f[i].evidence);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	diag_job_free(&job);
+	free(ctx.f);
+	memset(&ctx, 0, sizeof ctx);
+	return 0;
+}
+
+static const pp_finding *find(const char *rule)
+{
+	int i = pp_diag_find(ctx.f, ctx.n, rule);
+	return i >= 0 ? &ctx.f[i] : NULL;
+}
+
+static void test_balanced_quiet(void **state)
+{
+	(void)state;
+	make_job(4, 20);
+	check();
+	assert_int_equal(ctx.n, 0);
+}
+
+static void test_noisy_balanced_quiet(void **state)
+{
+	(void)state;
+	make_job(8, 30);
+	srand(7);
+	for (int i = 0; i < job.n; i++) {
+		diag_rank *k = &job.ranks[i];
+		k->init_start += (rand() % 200 - 100) * MS; /* +-100 ms arrival jitter */
+		for (int s = 0; s < k->n_steps; s++) {
+			int64_t comp = 90 * MS + (rand() % 30 - 15) * MS; /* +-15 ms compute noise */
+			k->step_comm_ns[s] = 5 * MS + rand() % (10 * MS);
+			k->step_ns[s] = comp + k->step_comm_ns[s];
+		}
+	}
+	check();
+	assert_int_equal(ctx.n, 0);
+}
+
+static void test_launch_stagger_quiet(void **state)
+{
+	(void)state;
+	/* the launcher started rank 3 1.2 s late; the rank itself did nothing extra */
+	make_job(4, 10);
+	job.ranks[3].origin_ns += 1200 * MS;
+	check();
+	assert_null(find("rank_init_skew"));
+	assert_null(find("rank_first_collective_skew"));
+}
+
+static void test_init_skew_names_rank_and_phase(void **state)
+{
+	(void)state;
+	make_job(4, 10);
+	diag_rank *k = &job.ranks[2];
+	k->pre = realloc(k->pre, 2 * sizeof *k->pre);
+	k->pre[1] = (diag_phase){PP_WEIGHT_LOAD, "load shard", 2 * S};
+	k->n_pre = 2;
+	k->init_start += 2 * S;
+	k->init_end = k->init_start + 100 * MS; /* it waited for nobody */
+	for (int i = 0; i < job.n; i++) {
+		if (i != 2)
+			job.ranks[i].init_end += 2 * S; /* the others waited in MPI_Init */
+		job.ranks[i].end_ns += 2 * S;
+	}
+	check();
+	const pp_finding *f = find("rank_init_skew");
+	assert_non_null(f);
+	assert_non_null(strstr(f->title, "Rank 2 reached MPI_Init 2.00 s after the other ranks"));
+	assert_non_null(strstr(f->evidence, "weight_load 'load shard'"));
+	assert_non_null(strstr(f->evidence, "waited 6.00 s in total"));
+	assert_non_null(strstr(f->evidence, "the delay is 41% of the job"));
+	assert_string_equal(f->severity, "high");
+}
+
+static void test_first_collective_skew(void **state)
+{
+	(void)state;
+	make_job(4, 10);
+	diag_rank *k = &job.ranks[1];
+	k->pre_coll = calloc(1, sizeof *k->pre_coll);
+	k->pre_coll[0] = (diag_phase){PP_DATA_WAIT, "build dataset index", 3 * S};
+	k->n_pre_coll = 1;
+	k->coll_start += 3 * S;
+	for (int i = 0; i < job.n; i++)
+		job.ranks[i].end_ns += 3 * S;
+	check();
+	assert_null(find("rank_init_skew"));
+	const pp_finding *f = find("rank_first_collective_skew");
+	assert_non_null(f);
+	assert_non_null(strstr(f->title, "Rank 1 reached MPI_Barrier 3.00 s"));
+	assert_non_null(strstr(f->evidence, "data_wait 'build dataset index'"));
+}
+
+static void test_straggler(void **state)
+{
+	(void)state;
+	make_job(4, 20);
+	for (int i = 0; i < job.n; i++)
+		for (int s = 0; s < 20; s++) {
+			diag_rank *k = &job.ranks[i];
+			if (i == 3) {
+				k->step_comm_ns[s] = 1 * MS;
+				k->step_ns[s] = 180 * MS; /* twice the others' compute */
+			} else {
+				k->step_comm_ns[s] = 91 * MS;
+				k->step_ns[s] = 181 * MS;
+			}
+		}
+	check();
+	const pp_finding *f = find("rank_straggler");
+	assert_non_null(f);
+	assert_non_null(strstr(f->title, "Rank 3 is a straggler: 89.00 ms more compute per step"));
+	assert_non_null(strstr(f->evidence, "slowest in 19 of 19 steps"));
+	assert_string_equal(f->severity, "high");
+	/* the others' communication is the straggler's wait, not a finding of its own */
+	assert_null(find("rank_comm_share"));
+}
+
+static void test_comm_share(void **state)
+{
+	(void)state;
+	make_job(4, 20);
+	for (int i = 0; i < job.n; i++)
+		for (int s = 0; s < 20; s++)
+			job.ranks[i].step_comm_ns[s] = 60 * MS;
+	check();
+	const pp_finding *f = find("rank_comm_share");
+	assert_non_null(f);
+	assert_non_null(strstr(f->title, "Communication takes 60% of every step"));
+	assert_string_equal(f->severity, "high");
+	assert_null(find("rank_straggler"));
+}
+
+static void test_slow_comm_init(void **state)
+{
+	(void)state;
+	make_job(4, 10);
+	for (int i = 0; i < job.n; i++) {
+		job.ranks[i].init_end = job.ranks[i].init_start + 8 * S;
+		job.ranks[i].coll_start += 8 * S;
+		job.ranks[i].end_ns += 8 * S;
+	}
+	check();
+	const pp_finding *f = find("rank_slow_comm_init");
+	assert_non_null(f);
+	assert_non_null(strstr(f->title, "MPI_Init"));
+	assert_non_null(strstr(f->title, "8.00 s"));
+}
+
+static void test_failed_rank(void **state)
+{
+	(void)state;
+	make_job(4, 10);
+	snprintf(job.ranks[1].status, sizeof job.ranks[1].status, "crashed");
+	job.ranks[1].term_signal = 11;
+	job.ranks[1].end_ns -= 500 * MS;
+	snprintf(job.ranks[1].open_phase, sizeof job.ranks[1].open_phase, "forward 'compute'");
+	job.ranks[1].open_step = 5;
+	for (int i = 0; i < job.n; i++)
+		if (i != 1) {
+			snprintf(job.ranks[i].status, sizeof job.ranks[i].status, "killed");
+			job.ranks[i].term_signal = 15;
+		}
+	check();
+	const pp_finding *f = find("rank_failed");
+	assert_non_null(f);
+	assert_non_null(strstr(f->title, "Rank 1 crashed by a signal in step 5 (forward 'compute')"));
+	assert_non_null(strstr(f->evidence, "4 of 4 ranks did not complete"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_balanced_quiet, teardown),
+		cmocka_unit_test_teardown(test_noisy_balanced_quiet, teardown),
+		cmocka_unit_test_teardown(test_launch_stagger_quiet, teardown),
+		cmocka_unit_test_teardown(test_init_skew_names_rank_and_phase, teardown),
+		cmocka_unit_test_teardown(test_first_collective_skew, teardown),
+		cmocka_unit_test_teardown(test_straggler, teardown),
+		cmocka_unit_test_teardown(test_comm_share, teardown),
+		cmocka_unit_test_teardown(test_slow_comm_init, teardown),
+		cmocka_unit_test_teardown(test_failed_rank, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
