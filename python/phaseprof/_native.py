@@ -17,6 +17,7 @@ Functions (all never raise on recorder trouble; they drop and count):
                                 phase around the first one); no-op if none
   mark(name: str)               an instant event
   counter(name: str, v: float)  a counter sample
+  meta(key: str, value: str)    a run_meta line (key/value of the run)
   alloc_totals() -> (calls, bytes)  process-wide malloc calls and bytes
                                 allocated so far (agent hooks); (0, 0) unknown
   rss() -> int                  resident set size in bytes (0 if unknown)
@@ -38,6 +39,7 @@ if _m is not None:
     step_end = _m.step_end
     mark = _m.mark
     counter = _m.counter
+    meta = _m.meta
     alloc_totals = _m.alloc_totals
     rss = _m.rss
     now = _m.now
@@ -60,6 +62,9 @@ else:
         pass
 
     def counter(name, value):
+        pass
+
+    def meta(key, value):
         pass
 
     def alloc_totals():
