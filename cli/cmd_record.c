@@ -36,7 +36,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: phaseprof record [-o run.db] [--sample HZ] [--mode default|detailed]\n"
-		"                        [--no-follow-fork] [--keep-spools] -- CMD [ARGS...]\n"
+		"                        [--no-follow-fork] [--keep-spools] [--no-python] -- CMD [ARGS...]\n"
 		"\n"
 		"Runs CMD with the phaseprof agent preloaded and records start-up (time to\n"
 		"main, every shared object loaded: mapping vs relocation+constructors),\n"
@@ -48,7 +48,10 @@ static void usage(FILE *out)
 		"  --sample HZ        CPU sampling at HZ per thread (libunwind), 1..10000\n"
 		"  --mode detailed    also record one allocation event in PHASEPROF_ALLOC_SAMPLE (1000)\n"
 		"  --no-follow-fork   record only the first process (and what it execs)\n"
-		"  --keep-spools      keep the raw spool files and print their folder\n");
+		"  --keep-spools      keep the raw spool files and print their folder\n"
+		"  --no-python        do not look inside CPython (start-up, import tree, the\n"
+		"                     phaseprof module and framework adapters); native recording\n"
+		"                     goes on\n");
 }
 
 /* ---------------------------------------------------------------- ELF */
@@ -779,7 +782,7 @@ static char *env_join(const char *name, const char *first, const char *rest)
 int cmd_record(int argc, char **argv)
 {
 	const char *out = "phaseprof.db";
-	int hz = 0, detailed = 0, follow = 1, keep = 0, i;
+	int hz = 0, detailed = 0, follow = 1, keep = 0, python = 1, i;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0) {
@@ -813,6 +816,8 @@ int cmd_record(int argc, char **argv)
 			follow = 0;
 		else if (strcmp(a, "--keep-spools") == 0)
 			keep = 1;
+		else if (strcmp(a, "--no-python") == 0)
+			python = 0;
 		else if (a[0] != '-')
 			break; /* the command, without a "--" */
 		else {
@@ -902,6 +907,8 @@ int cmd_record(int argc, char **argv)
 	env[k++] = env_join("PHASEPROF_AGENT", agent, NULL);
 	env[k++] = env_join("PHASEPROF_FOLLOW_FORK", follow ? "1" : "0", NULL);
 	env[k++] = env_join("PHASEPROF_MODE", detailed ? "detailed" : "default", NULL);
+	if (!python)
+		env[k++] = env_join("PHASEPROF_PYTHON", "0", NULL);
 	if (hz) {
 		snprintf(hzs, sizeof hzs, "%d", hz);
 		env[k++] = env_join("PHASEPROF_SAMPLE_HZ", hzs, NULL);
