@@ -14,6 +14,8 @@
  *     original in a PP_IMPORT phase. Being C, it adds no traceback frame
  *     and costs two clock reads per import. Library loads an import causes
  *     (the dlopen phases) nest inside it on the same thread;
+ *   - at `sys.excepthook` (an uncaught exception), records its type and
+ *     message (run_meta python.exception) and a mark;
  *   - at the program's first line (`cpython.run_file`, `run_command`,
  *     `run_module`, `run_stdin`), ends the "python start-up" phase opened
  *     in the constructor, puts the `_phaseprof_native` module in
@@ -58,6 +60,7 @@ static struct {
 	py_object *(*LongFromLongLong)(long long);
 	double (*FloatAsDouble)(py_object *);
 	py_object *(*TuplePack)(py_ssize, ...);
+	py_object *(*TupleGetItem)(py_object *, py_ssize);
 	py_object *(*ErrOccurred)(void);
 	void (*ErrClear)(void);
 	void (*ErrFetch)(py_object **, py_object **, py_object **);
@@ -98,6 +101,7 @@ static const char *resolve_api(void)
 	SYM(LongFromLongLong, "PyLong_FromLongLong");
 	SYM(FloatAsDouble, "PyFloat_AsDouble");
 	SYM(TuplePack, "PyTuple_Pack");
+	SYM(TupleGetItem, "PyTuple_GetItem");
 	SYM(ErrOccurred, "PyErr_Occurred");
 	SYM(ErrClear, "PyErr_Clear");
 	SYM(ErrFetch, "PyErr_Fetch");
@@ -538,16 +542,38 @@ static void first_line(void)
 		boot();
 }
 
+/* An exception nobody caught reaches sys.excepthook: the run failed in
+ * Python. Its type and message go to run_meta, with a mark at that time. */
+static void uncaught(py_object *args)
+{
+	py_object *type = P.TupleGetItem(args, 1), *val = P.TupleGetItem(args, 2);
+	py_object *tn = type ? P.GetAttrString(type, "__name__") : NULL;
+	py_object *vs = val ? P.Str(val) : NULL;
+	const char *a = tn ? P.UnicodeAsUTF8(tn) : NULL, *b = vs ? P.UnicodeAsUTF8(vs) : NULL;
+	char msg[512];
+	snprintf(msg, sizeof msg, "%s%s%s", a ? a : "?", b && *b ? ": " : "", b ? b : "");
+	pp_meta("python.exception", msg);
+	pp_mark("python: uncaught exception");
+	if (tn)
+		P.DecRef(tn);
+	if (vs)
+		P.DecRef(vs);
+}
+
 static int audit_hook(const char *ev, py_object *args, void *ud)
 {
-	(void)args, (void)ud;
-	/* cheap for what we ignore: "import" and "cpython.run_*" only */
-	if (ev[0] != 'i' && ev[0] != 'c')
+	(void)ud;
+	/* cheap for what we ignore: "import", "cpython.run_*" and
+	 * "sys.excepthook" only */
+	if (ev[0] != 'i' && ev[0] != 'c' && ev[0] != 's')
 		return 0;
 	if (in_hook || !atomic_load_explicit(&ppa_recording, memory_order_relaxed))
 		return 0;
 	if (ev[0] == 'i') {
 		if (importer_patched || strcmp(ev, "import") != 0)
+			return 0;
+	} else if (ev[0] == 's') {
+		if (strcmp(ev, "sys.excepthook") != 0)
 			return 0;
 	} else if (first_line_seen || strncmp(ev, "cpython.run_", 12) != 0 ||
 		   (strcmp(ev + 12, "file") && strcmp(ev + 12, "command") &&
@@ -560,6 +586,8 @@ static int audit_hook(const char *ev, py_object *args, void *ud)
 	P.ErrFetch(&t, &v, &tb);
 	if (ev[0] == 'i')
 		patch_importer();
+	else if (ev[0] == 's')
+		uncaught(args);
 	else
 		first_line();
 	if (P.ErrOccurred())
