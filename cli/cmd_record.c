@@ -36,7 +36,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: phaseprof record [-o run.db] [--sample HZ] [--mode default|detailed]\n"
-		"                        [--no-follow-fork] [--keep-spools] [--mpi|--no-mpi] -- CMD [ARGS...]\n"
+		"                        [--no-follow-fork] [--keep-spools] [--no-python] [--mpi|--no-mpi]\n"
+		"                        -- CMD [ARGS...]\n"
 		"\n"
 		"Runs CMD with the phaseprof agent preloaded and records start-up (time to\n"
 		"main, every shared object loaded: mapping vs relocation+constructors),\n"
@@ -49,6 +50,9 @@ static void usage(FILE *out)
 		"  --mode detailed    also record one allocation event in PHASEPROF_ALLOC_SAMPLE (1000)\n"
 		"  --no-follow-fork   record only the first process (and what it execs)\n"
 		"  --keep-spools      keep the raw spool files and print their folder\n"
+		"  --no-python        do not look inside CPython (start-up, import tree, the\n"
+		"                     phaseprof module and framework adapters); native recording\n"
+		"                     goes on\n"
 		"  --mpi, --no-mpi    preload the MPI profiling layer (libphaseprof-mpi.so) or not; by\n"
 		"                     default it is preloaded when CMD is an MPI launcher (mpirun, mpiexec,\n"
 		"                     srun...) or links libmpi\n"
@@ -786,7 +790,7 @@ static char *env_join(const char *name, const char *first, const char *rest)
 int cmd_record(int argc, char **argv)
 {
 	const char *out = "phaseprof.db";
-	int hz = 0, detailed = 0, follow = 1, keep = 0, mpi = -1, i;
+	int hz = 0, detailed = 0, follow = 1, keep = 0, python = 1, mpi = -1, i;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0) {
@@ -824,6 +828,8 @@ int cmd_record(int argc, char **argv)
 			mpi = 1;
 		else if (strcmp(a, "--no-mpi") == 0)
 			mpi = 0;
+		else if (strcmp(a, "--no-python") == 0)
+			python = 0;
 		else if (a[0] != '-')
 			break; /* the command, without a "--" */
 		else {
@@ -934,6 +940,8 @@ int cmd_record(int argc, char **argv)
 	env[k++] = env_join("PHASEPROF_AGENT", agent, NULL);
 	env[k++] = env_join("PHASEPROF_FOLLOW_FORK", follow ? "1" : "0", NULL);
 	env[k++] = env_join("PHASEPROF_MODE", detailed ? "detailed" : "default", NULL);
+	if (!python)
+		env[k++] = env_join("PHASEPROF_PYTHON", "0", NULL);
 	if (hz) {
 		snprintf(hzs, sizeof hzs, "%d", hz);
 		env[k++] = env_join("PHASEPROF_SAMPLE_HZ", hzs, NULL);

@@ -150,4 +150,8 @@ void ppa_after_fork_child(void);  /* agent.c */
 /* agent_rank.c */
 void ppa_rank_meta(void);         /* rank, world_size, job… from a launcher's environment */
 
+/* agent_python.c: CPython start-up, imports, the phaseprof module */
+void ppa_python_init(void);       /* after the recorder opened, before Py_Initialize */
+void ppa_python_after_fork(void);
+
 #endif
