@@ -137,6 +137,43 @@ untouched)
 	[ "$(q nompi.db "SELECT count(*) FROM comm")" = 0 ] || fail "--no-mpi still recorded comm rows"
 	ranks_ok nompi.db
 	;;
+ddp)
+	# two ranks launched the way torchrun launches workers (Debian's torchrun
+	# fails at start on Python 3.11), one database each, then merged
+	PY=/usr/bin/python3
+	$PY -c 'import torch.distributed as d; assert d.is_available() and d.is_gloo_available()' 2>/dev/null ||
+		{ echo "skip: /usr/bin/python3 has no torch.distributed with gloo"; exit 77; }
+	PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	PROG="$(dirname "$0")/progs/ddp_train.py"
+	for r in 0 1; do
+		RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT \
+			"$PP_BIN" record -o ddp-%r.db -- $PY "$PROG" 8 >out$r.txt 2>err$r.txt &
+	done
+	wait
+	grep -q "ddp: 2 ranks, 8 steps" out0.txt || { cat err0.txt; fail "rank 0 output: $(cat out0.txt)"; }
+	"$PP_BIN" merge ddp-0.db ddp-1.db -o ddp.db >merge.out 2>merge.err || { cat merge.err; fail "merge"; }
+	cat merge.out
+	[ "$(q ddp.db "SELECT group_concat(DISTINCT value) FROM run_meta WHERE key='job'")" = "torchrun:127.0.0.1:$PORT" ] ||
+		fail "job id: $(q ddp.db "SELECT group_concat(DISTINCT value) FROM run_meta WHERE key='job'")"
+	for r in 0 1; do
+		run=$(q ddp.db "SELECT run_id FROM run_meta WHERE key='rank' AND value='$r'")
+		[ -n "$run" ] || fail "rank $r missing"
+		n=$(q ddp.db "SELECT count(*) FROM spans WHERE run_id=$run AND kind=16")
+		[ "$n" = 8 ] || fail "rank $r: $n steps"
+		a=$(q ddp.db "SELECT count(*) || ' ' || count(DISTINCT step) FROM spans_v WHERE run_id=$run AND kind_name='comm' AND name='all_reduce'")
+		[ "$a" = "8 8" ] || fail "rank $r all_reduce spans/steps: $a"
+		t=$(q ddp.db "SELECT sum(end_ns-start_ns) FROM spans_v WHERE run_id=$run AND kind_name='comm' AND name='all_reduce'")
+		[ "$t" -gt 0 ] || fail "rank $r: no all_reduce time"
+		i=$(q ddp.db "SELECT group_concat(name, ',') FROM (SELECT name FROM spans_v WHERE run_id=$run AND kind_name='comm_init' ORDER BY start_ns)")
+		[ "$i" = "init_process_group,DistributedDataParallel.__init__" ] || fail "rank $r comm_init: $i"
+		b=$(q ddp.db "SELECT max(c.value) FROM counters c JOIN strings s ON s.id=c.name_id WHERE c.run_id=$run AND s.value='comm.bytes'")
+		[ "$b" = "32.0" ] || fail "rank $r comm.bytes $b (8 all_reduce of one float32)"
+		q ddp.db "SELECT value FROM run_meta WHERE run_id=$run AND key='torch.ddp'" | grep -q "C++ reducer" || fail "rank $r: DDP note missing"
+		echo "rank $r: 8 steps, all_reduce $((t / 1000)) us in total"
+	done
+	unc=$(q ddp.db "SELECT m.value FROM run_meta m JOIN run_meta r ON r.run_id=m.run_id AND r.key='rank' AND r.value='1' WHERE m.key='clock.uncertainty_ns'")
+	[ -n "$unc" ] && [ "$unc" -ge 0 ] && [ "$unc" -lt 100000000 ] || fail "rank 1 clock uncertainty: '$unc'"
+	;;
 *) fail "unknown case $case_" ;;
 esac
 echo "ok: $case_"
