@@ -3,6 +3,7 @@
  * an ops struct, one backend per output format (uftrace style). */
 #include "cli.h"
 #include "diagnostics.h"
+#include "phaseprof.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,8 @@ static void usage(FILE *out)
 		"Without --runs, each database's last run is used.\n"
 		"\n"
 		"  --runs RA RB   run ids (RA in A.db, RB in B.db, or both in RUN.db)\n"
+		"  --ranks        distributed jobs: one line per rank present in both (matched by\n"
+		"                 rank number): step median, comm and comm_init of A and B\n"
 		"  --json         one JSON object on stdout\n");
 }
 
@@ -174,6 +177,75 @@ static void json_end(FILE *out, const pp_diff *d)
 
 static const struct diff_ops json_ops = {json_begin, json_row, json_end};
 
+/* ---- rank by rank (distributed jobs) ---- */
+
+static const pp_diff_row *diff_find(const pp_diff *d, const char *name, int kind)
+{
+	for (int i = 0; i < d->n; i++)
+		if ((name && strcmp(d->rows[i].name, name) == 0) || (!name && d->rows[i].kind == kind))
+			return &d->rows[i];
+	return NULL;
+}
+
+static void rank_cell(FILE *out, const pp_diff_row *r)
+{
+	char a[32], b[32];
+	if (!r) {
+		fprintf(out, " %24s", "-");
+		return;
+	}
+	fmt_ns(a, sizeof a, (double)r->ns_a);
+	fmt_ns(b, sizeof b, (double)r->ns_b);
+	fprintf(out, " %9s -> %-9s%c%c", a, b, r->verdict == PP_DIFF_REGRESSION ? '!' : ' ',
+		r->verdict == PP_DIFF_IMPROVEMENT ? '+' : ' ');
+}
+
+/* Ranks of the first job of each store, paired by rank number. */
+static int diff_ranks(pp_store *sa, pp_store *sb, const char *pa, const char *pb)
+{
+	pp_rank_run *ra = NULL, *rb = NULL;
+	int na = 0, nb = 0, rc = 1, shown = 0;
+	if (pp_store_rank_runs(sa, &ra, &na) != 0 || pp_store_rank_runs(sb, &rb, &nb) != 0) {
+		cli_error("diff: cannot read the ranks");
+		goto out;
+	}
+	if (!na || !nb) {
+		cli_error("diff: --ranks: %s has no ranked runs (not recorded under a parallel launcher)",
+			  !na ? pa : pb);
+		goto out;
+	}
+	printf("A: %s job %s\nB: %s job %s\n", pa, ra[0].job, pb, rb[0].job);
+	printf("(A -> B per column; ! regression, + improvement beyond step noise)\n\n");
+	printf("%5s %24s %24s %24s\n", "rank", "step median", "comm", "comm_init");
+	for (int i = 0; i < na && strcmp(ra[i].job, ra[0].job) == 0; i++)
+		for (int j = 0; j < nb && strcmp(rb[j].job, rb[0].job) == 0; j++) {
+			if (ra[i].rank != rb[j].rank)
+				continue;
+			pp_diff d;
+			if (pp_diag_diff(sa, ra[i].run_id, sb, rb[j].run_id, &d) != 0) {
+				cli_error("diff: rank %d: %s", ra[i].rank, d.error);
+				pp_diff_free(&d);
+				goto out;
+			}
+			printf("%5d", ra[i].rank);
+			rank_cell(stdout, diff_find(&d, "step median", -1));
+			rank_cell(stdout, diff_find(&d, NULL, PP_COMM));
+			rank_cell(stdout, diff_find(&d, NULL, PP_COMM_INIT));
+			putchar('\n');
+			pp_diff_free(&d);
+			shown++;
+		}
+	if (!shown) {
+		cli_error("diff: --ranks: no rank number is in both jobs");
+		goto out;
+	}
+	rc = 0;
+out:
+	free(ra);
+	free(rb);
+	return rc;
+}
+
 /* ---- arguments ---- */
 
 /* The last run of a store (the default when no --runs is given). */
@@ -223,7 +295,7 @@ static int two_runs(pp_store *st, const char *path, int64_t *a, int64_t *b)
 int cmd_diff(int argc, char **argv)
 {
 	const char *paths[2] = {NULL, NULL};
-	int npaths = 0, json = 0, have_runs = 0;
+	int npaths = 0, json = 0, have_runs = 0, ranks = 0;
 	long long ra = 0, rb = 0;
 	for (int i = 1; i < argc; i++) {
 		if (cli_is_help(argv[i])) {
@@ -232,6 +304,8 @@ int cmd_diff(int argc, char **argv)
 		}
 		if (strcmp(argv[i], "--json") == 0) {
 			json = 1;
+		} else if (strcmp(argv[i], "--ranks") == 0) {
+			ranks = 1;
 		} else if (strcmp(argv[i], "--runs") == 0) {
 			if (i + 2 >= argc) {
 				cli_error("diff: --runs needs two run ids");
@@ -269,6 +343,10 @@ int cmd_diff(int argc, char **argv)
 	}
 	struct diff_src a = {paths[0], ra}, b = {npaths == 2 ? paths[1] : paths[0], rb};
 	int rc = 1, na = 0, nb = 0;
+	if (ranks) {
+		rc = diff_ranks(sa, sb, a.path, b.path);
+		goto out;
+	}
 	if (!have_runs) {
 		if (npaths == 1) {
 			if (two_runs(sa, paths[0], &a.run, &b.run) != 0)

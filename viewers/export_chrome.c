@@ -121,8 +121,15 @@ static int chrome_run(pp_view_ctx *c, const pp_run_info *run)
 	else
 		snprintf(pname, sizeof pname, "run %lld: %.200s", (long long)run->id,
 			 run->label[0] ? run->label : run->command);
+	/* a rank of a distributed job: one process per rank, in rank order */
+	pp_rank_run rk;
+	int64_t sort = pid;
+	if (pp_store_rank_of(c->st, run->id, &rk) == 0) {
+		snprintf(pname, sizeof pname, "rank %d (run %lld, %.60s)", rk.rank, (long long)run->id, rk.host);
+		sort = rk.rank - 1000000000LL;
+	}
 	ev_meta(c, pid, 0, "process_name", pname, 0);
-	ev_meta(c, pid, 0, "process_sort_index", NULL, pid);
+	ev_meta(c, pid, 0, "process_sort_index", NULL, sort);
 
 	launch *ln = NULL;
 	int64_t n_ln = 0, cap_ln = 0;

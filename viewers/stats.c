@@ -346,6 +346,99 @@ static void print_imports(pp_store *st, int64_t run_id, FILE *fp, int width)
 	}
 }
 
+static int cmp_ns(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* One table per distributed job: each rank's communicator set-up,
+ * communication, steps and clock alignment, side by side. */
+static void print_ranks(pp_store *st, const pp_run_info *runs, int n, FILE *fp, int width)
+{
+	pp_rank_run *rr = NULL;
+	int nr = 0;
+	if (pp_store_rank_runs(st, &rr, &nr) != 0 || nr == 0) {
+		free(rr);
+		return;
+	}
+	char b[8][64];
+	for (int i = 0; i < nr;) {
+		int j = i;
+		while (j < nr && strcmp(rr[j].job, rr[i].job) == 0)
+			j++;
+		int shown = 0;
+		tbl t = {.nc = 8, .head = {"rank", "run", "host", "status", "comm_init", "comm", "steps", "step median"},
+			 .right = {1, 1, 0, 0, 1, 1, 1, 1}, .flex = 2};
+		for (int k = i; k < j; k++) {
+			int sel = 0;
+			for (int q = 0; q < n; q++)
+				if (runs[q].id == rr[k].run_id)
+					sel = 1;
+			if (!sel)
+				continue;
+			shown++;
+			pp_phase_total *pt = NULL;
+			int np = 0;
+			int64_t init = 0, comm = 0;
+			pp_store_phase_totals(st, rr[k].run_id, &pt, &np);
+			for (int q = 0; q < np; q++) {
+				if (pt[q].kind == PP_COMM_INIT)
+					init = pt[q].total_ns;
+				if (pt[q].kind == PP_COMM)
+					comm = pt[q].total_ns;
+			}
+			free(pt);
+			pp_step_row *sr = NULL;
+			int ns = 0;
+			pp_store_steps(st, rr[k].run_id, &sr, &ns);
+			int64_t med = -1;
+			if (ns) {
+				int64_t *d = malloc((size_t)ns * sizeof *d);
+				if (d) {
+					for (int q = 0; q < ns; q++)
+						d[q] = sr[q].dur_ns;
+					qsort(d, (size_t)ns, sizeof *d, cmp_ns);
+					med = d[ns / 2];
+					free(d);
+				}
+			}
+			free(sr);
+			snprintf(b[0], 64, "%d", rr[k].rank);
+			snprintf(b[1], 64, "%lld", (long long)rr[k].run_id);
+			pp_fmt_dur(init, b[2], 64);
+			pp_fmt_dur(comm, b[3], 64);
+			snprintf(b[4], 64, "%d", ns);
+			if (med >= 0)
+				pp_fmt_dur(med, b[5], 64);
+			else
+				snprintf(b[5], 64, "-");
+			tbl_add(&t, b[0], b[1], rr[k].host, rr[k].status, b[2], b[3], b[4], b[5]);
+		}
+		if (shown) {
+			fprintf(fp, "\njob %s: %d of %d rank%s", rr[i].job, shown, rr[i].world_size > 0 ? rr[i].world_size : j - i,
+				(rr[i].world_size > 0 ? rr[i].world_size : j - i) == 1 ? "" : "s");
+			int aligned = 0;
+			int64_t worst = 0;
+			for (int k = i; k < j; k++)
+				if (rr[k].clock_uncertainty_ns >= 0 && k > i) {
+					aligned = 1;
+					if (rr[k].clock_uncertainty_ns > worst)
+						worst = rr[k].clock_uncertainty_ns;
+				}
+			if (aligned)
+				fprintf(fp, " (clocks aligned by merge, worst uncertainty +-%s)", pp_fmt_dur(worst, b[6], 64));
+			fputc('\n', fp);
+			tbl_print(&t, fp, width, 2);
+		}
+		for (int r = 0; r < t.nr * t.nc; r++)
+			free(t.cells[r]);
+		free(t.cells);
+		i = j;
+	}
+	free(rr);
+}
+
 int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, char *err, size_t errlen)
 {
 	if (width <= 0)
@@ -404,6 +497,7 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 		tbl_add(&t, b[0], what, r->status, b[1], b[2], b[3], b[4]);
 	}
 	tbl_print(&t, fp, width, 0);
+	print_ranks(st, runs, n, fp, width);
 
 	for (int i = 0; i < n; i++) {
 		const pp_run_info *r = &runs[i];

@@ -76,6 +76,14 @@ straggler)
 	f=$(rank_findings straggler.db)
 	echo "$f"
 	echo "$f" | grep -q "rank_straggler: Rank 2 is a straggler" || fail "no straggler naming rank 2: $f"
+	# views: the per-rank table in stats, one Chrome process per rank
+	"$PP_BIN" stats straggler.db >stats.txt || fail "stats"
+	grep -q "^job openmpi:.*: 4 of 4 ranks" stats.txt || fail "stats has no rank table: $(head -30 stats.txt)"
+	[ "$(grep -cE '^ +[0-3] +[0-9]+ +[^ ]+ +complete +[0-9.]+ (s|ms) ' stats.txt)" = 4 ] || fail "stats rank rows: $(grep -A7 '^job' stats.txt)"
+	"$PP_BIN" export --format chrome straggler.db -o trace.json || fail "chrome export"
+	for r in 0 1 2 3; do grep -q "\"rank $r (run " trace.json || fail "no Chrome process for rank $r"; done
+	"$PP_BIN" diff straggler.db straggler.db --ranks >diff.txt || fail "diff --ranks"
+	[ "$(grep -cE '^ +[0-3] +[0-9.]+ (s|ms) -> ' diff.txt)" = 4 ] || fail "diff --ranks rows: $(cat diff.txt)"
 	;;
 merge_offset)
 	# one database per rank, then an artificial clock offset on rank 2
