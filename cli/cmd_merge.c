@@ -34,7 +34,7 @@ const char cmd_merge_summary[] = "join the per-rank databases of a distributed j
 static void usage(FILE *o)
 {
 	fprintf(o,
-		"usage: phaseprof merge A.db B.db ... -o job.db [--force]\n"
+		"usage: phaseprof merge A.db B.db ... -o job.db [--force] [--no-diag]\n"
 		"\n"
 		"Copies every run of the per-rank databases of one job (recorded with\n"
 		"`mpirun -np N phaseprof record -o job-%%r.db -- ./prog`) into job.db, aligns\n"
@@ -44,7 +44,9 @@ static void usage(FILE *o)
 		"\n"
 		"  -o FILE    the merged database (must not exist)\n"
 		"  --force    merge databases of different jobs, without a rank, or\n"
-		"             holding the same rank twice\n");
+		"             holding the same rank twice\n"
+		"  --no-diag  skip the diagnostics over the job (the findings each input\n"
+		"             already held are kept)\n");
 }
 
 typedef struct align {
@@ -142,7 +144,7 @@ static void remove_db(const char *path)
 int cmd_merge(int argc, char **argv)
 {
 	const char *out = NULL;
-	int force = 0, nin = 0, rc = 1;
+	int force = 0, nin = 0, rc = 1, diag = 1;
 	const char **in = calloc((size_t)argc, sizeof *in);
 	if (!in)
 		return 1;
@@ -155,6 +157,8 @@ int cmd_merge(int argc, char **argv)
 			out = argv[++i];
 		} else if (strcmp(argv[i], "--force") == 0) {
 			force = 1;
+		} else if (strcmp(argv[i], "--no-diag") == 0) {
+			diag = 0;
 		} else if (argv[i][0] == '-') {
 			cli_error("merge: unknown option '%s' (see 'phaseprof merge --help')", argv[i]);
 			free(in);
@@ -265,6 +269,11 @@ int cmd_merge(int argc, char **argv)
 		runs_total += n;
 	}
 
+	char ierr[512];
+	if (pp_store_build_indexes(st, ierr, sizeof ierr) != 0) {
+		cli_error("merge: %s", ierr);
+		goto fail;
+	}
 	pp_rank_run *rr = NULL;
 	int n = 0;
 	if (pp_store_rank_runs(st, &rr, &n) != 0) {
@@ -284,7 +293,7 @@ int cmd_merge(int argc, char **argv)
 		i = j;
 	}
 	/* findings over the whole job (the rank rules need every rank) */
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n && diag; i++) {
 		pp_diag_result d;
 		if (pp_diag_run(st, rr[i].run_id, &d) != 0) {
 			cli_error("merge: diagnostics of run %lld: %s", (long long)rr[i].run_id, d.error);

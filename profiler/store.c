@@ -23,7 +23,9 @@ static const char *const index_sql =
 	"CREATE INDEX IF NOT EXISTS graph_edges_g ON graph_edges(graph_id);"
 	"CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, stack);"
 	"CREATE INDEX IF NOT EXISTS gpu_run ON gpu_activity(run_id, start_ns);"
-	"CREATE INDEX IF NOT EXISTS findings_run ON findings(run_id);";
+	"CREATE INDEX IF NOT EXISTS findings_run ON findings(run_id);"
+	"CREATE INDEX IF NOT EXISTS comm_run ON comm(run_id, start_ns);"
+	"CREATE INDEX IF NOT EXISTS run_meta_run ON run_meta(run_id, key);";
 
 sqlite3 *pp_store_db(pp_store *st) { return st->db; }
 const char *pp_store_path(pp_store *st) { return st->path; }
@@ -211,6 +213,11 @@ fail:
 	sqlite3_close(st->db);
 	free(st);
 	return NULL;
+}
+
+int pp_store_build_indexes(pp_store *st, char *err, size_t errlen)
+{
+	return exec_sql(st, index_sql, err, errlen);
 }
 
 int pp_store_close(pp_store *st, char *err, size_t errlen)

@@ -29,6 +29,9 @@ enum pp_store_mode {
 pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen);
 /* Builds indexes, checkpoints the WAL and leaves one portable file. */
 int pp_store_close(pp_store *st, char *err, size_t errlen);
+/* Builds the read indexes now (close does it anyway): for a writer that
+ * reads back what it wrote, e.g. merge aligning clocks. */
+int pp_store_build_indexes(pp_store *st, char *err, size_t errlen);
 sqlite3 *pp_store_db(pp_store *st);
 const char *pp_store_path(pp_store *st);
 /* Interns a string; returns its id (or -1 on error). */
