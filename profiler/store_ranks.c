@@ -357,6 +357,10 @@ int pp_store_merge_file(pp_store *st, const char *src_path, int64_t *first_run, 
 	*n_runs = 0;
 	int attached = 0, in_tx = 0, rc = -1;
 	sqlite3_stmt *s = NULL;
+	/* a merge's temporary tables and index sorts grow with the job: on disk,
+	 * not in memory (the store's default), so memory stays flat */
+	if (exec1(st, "PRAGMA temp_store=FILE", err, errlen) != 0)
+		return -1;
 	if (sqlite3_prepare_v2(st->db, "ATTACH DATABASE ?1 AS src", -1, &s, NULL) != SQLITE_OK)
 		goto fail;
 	sqlite3_bind_text(s, 1, src_path, -1, SQLITE_STATIC);

@@ -134,4 +134,7 @@ int pp_folded_spans(pp_store *st, const pp_run_info *run, const char *root, pp_s
 extern const char pp_report_css[];
 extern const char pp_report_js[];
 
+/* report_ranks.c: per-rank swimlanes of each distributed job (report overview) */
+void pp_report_ranks(pp_view_ctx *c);
+
 #endif

@@ -132,6 +132,11 @@ crash)
 	f=$(rank_findings crash.db)
 	echo "$f"
 	echo "$f" | grep -q "rank_failed: Rank 2 crashed by a signal in step 5" || fail "crashed rank not named: $f"
+	# the report's swimlanes: one lane per rank, the crashed one marked
+	"$PP_BIN" report crash.db -o crash.html >/dev/null 2>&1 || fail "report"
+	grep -q "Ranks of job <code>openmpi:" crash.html || fail "report has no rank swimlanes"
+	for r in 0 1 3; do grep -q ">rank $r ✕<" crash.html || fail "report lane of killed rank $r not marked"; done
+	grep -q "✕ crashed<" crash.html || fail "report does not mark the crash"
 	;;
 untouched)
 	# a program that is not MPI: no PMPI layer, same output
