@@ -145,6 +145,13 @@ untouched)
 	grep -q "(MPI)" err.txt && fail "PMPI layer preloaded into /bin/echo"
 	# the layer itself is inert in a process that never calls MPI
 	[ "$(LD_PRELOAD="$PP_BUILD/libphaseprof-mpi.so" /bin/echo ok)" = ok ] || fail "preloaded layer broke echo"
+	# %r outside a launcher is an error naming the missing variables, not rank 0
+	if env -u OMPI_COMM_WORLD_RANK -u PMIX_RANK -u SLURM_PROCID -u PMI_RANK -u RANK \
+		"$PP_BIN" record -o x-%r.db -- /bin/true 2>err.txt; then fail "%r without a rank accepted"; fi
+	grep -q "no rank in the environment" err.txt || fail "%r error: $(cat err.txt)"
+	[ ! -e x-0.db ] || fail "x-0.db written"
+	env RANK=5 "$PP_BIN" record -o x-%r-%%.db -- /bin/true 2>/dev/null || fail "record with RANK=5"
+	[ -f x-5-%.db ] || fail "%r/%% not expanded: $(ls)"
 	# --no-mpi: the job runs unrecorded by PMPI, still one run per rank
 	"$PP_BIN" record --no-mpi -o nompi.db -- $MPIRUN "$MPI_JOB" balanced >/dev/null 2>err.txt || fail "record --no-mpi"
 	[ "$(q nompi.db "SELECT count(*) FROM comm")" = 0 ] || fail "--no-mpi still recorded comm rows"
