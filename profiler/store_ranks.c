@@ -38,6 +38,12 @@ static int cmp_parent(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static int cmp_run_id(const void *a, const void *b)
+{
+	int64_t x = ((const pp_rank_run *)a)->run_id, y = ((const pp_rank_run *)b)->run_id;
+	return (x > y) - (x < y);
+}
+
 static int cmp_rank(const void *a, const void *b)
 {
 	const pp_rank_run *x = a, *y = b;
@@ -110,7 +116,9 @@ int pp_store_rank_runs(pp_store *st, pp_rank_run **out, int *n)
 		goto done;
 	/* A process a rank forks or execs inherits its launcher variables: the
 	 * rank is the topmost run claiming it, its descendants are helpers. */
-	int k = 0;
+	char *helper_of = calloc((size_t)(*n ? *n : 1), 1);
+	if (!helper_of)
+		goto done;
 	for (int i = 0; i < *n; i++) {
 		pp_rank_run *r = &(*out)[i];
 		int helper = 0;
@@ -121,14 +129,19 @@ int pp_store_rank_runs(pp_store *st, pp_rank_run **out, int *n)
 			if (!h || !h->parent)
 				break;
 			id = h->parent;
-			for (int j = 0; j < *n; j++)
-				if ((*out)[j].run_id == id && (*out)[j].rank == r->rank &&
-				    strcmp((*out)[j].job, r->job) == 0)
-					helper = 1;
+			/* the ranked runs are still in id order here */
+			pp_rank_run pk = {.run_id = id};
+			const pp_rank_run *p = bsearch(&pk, *out, (size_t)*n, sizeof **out, cmp_run_id);
+			if (p && p->rank == r->rank && strcmp(p->job, r->job) == 0)
+				helper = 1;
 		}
-		if (!helper)
-			(*out)[k++] = *r;
+		helper_of[i] = (char)helper;
 	}
+	int k = 0;
+	for (int i = 0; i < *n; i++)
+		if (!helper_of[i])
+			(*out)[k++] = (*out)[i];
+	free(helper_of);
 	*n = k;
 	if (k > 1)
 		qsort(*out, (size_t)k, sizeof **out, cmp_rank);

@@ -49,7 +49,7 @@ balanced)
 	ranks_ok balanced.db
 	# every rank: MPI_Init, 12 allreduces of 1024 doubles, 2 barriers, in steps
 	for r in 0 1 2 3; do
-		run=$(q balanced.db "SELECT run_id FROM run_meta WHERE key='rank' AND value='$r'")
+		run=$(q balanced.db "SELECT min(run_id) FROM run_meta WHERE key='rank' AND value='$r'")
 		a=$(q balanced.db "SELECT count(*) || ' ' || sum(c.bytes) || ' ' || min(c.comm_size) FROM comm c JOIN strings s ON s.id=c.op_id WHERE c.run_id=$run AND s.value='MPI_Allreduce'")
 		[ "$a" = "12 98304 4" ] || fail "rank $r allreduce rows: $a"
 		i=$(q balanced.db "SELECT count(*) FROM spans_v WHERE run_id=$run AND kind_name='comm_init' AND name='MPI_Init'")
@@ -59,6 +59,12 @@ balanced)
 	done
 	f=$(rank_findings balanced.db)
 	[ -z "$f" ] || fail "findings on a balanced job: $f"
+	# rank 1's system("true") children claim rank 1 too; the rank is the mpi_job run
+	[ "$(q balanced.db "SELECT count(*) FROM run_meta WHERE key='rank' AND value='1'")" -ge 2 ] ||
+		fail "rank 1's helper child was not recorded (the test lost its point)"
+	"$PP_BIN" stats balanced.db >stats.txt || fail "stats"
+	grep -q "^job openmpi:.*: 4 of 4 ranks" stats.txt || fail "ranks in stats: $(grep -A8 '^job' stats.txt)"
+	[ "$(grep -cE '^ +1 +[0-9]+ ' stats.txt)" = 1 ] || fail "rank 1 listed more than once: $(grep -A8 '^job' stats.txt)"
 	;;
 init_skew)
 	record_job init-skew
@@ -93,7 +99,7 @@ merge_offset)
 	"$PP_BIN" merge job-0.db job-1.db job-2.db job-3.db -o job.db >merge.out 2>merge.err || { cat merge.err; fail "merge"; }
 	cat merge.out
 	ranks_ok job.db
-	run=$(q job.db "SELECT run_id FROM run_meta WHERE key='rank' AND value='2'")
+	run=$(q job.db "SELECT min(run_id) FROM run_meta WHERE key='rank' AND value='2'")
 	off=$(q job.db "SELECT value FROM run_meta WHERE run_id=$run AND key='clock.offset_ns'")
 	unc=$(q job.db "SELECT value FROM run_meta WHERE run_id=$run AND key='clock.uncertainty_ns'")
 	echo "rank 2: offset $off ns +- $unc ns (true -5000000000 ns)"
@@ -176,7 +182,7 @@ ddp)
 	[ "$(q ddp.db "SELECT group_concat(DISTINCT value) FROM run_meta WHERE key='job'")" = "torchrun:127.0.0.1:$PORT" ] ||
 		fail "job id: $(q ddp.db "SELECT group_concat(DISTINCT value) FROM run_meta WHERE key='job'")"
 	for r in 0 1; do
-		run=$(q ddp.db "SELECT run_id FROM run_meta WHERE key='rank' AND value='$r'")
+		run=$(q ddp.db "SELECT min(run_id) FROM run_meta WHERE key='rank' AND value='$r'")
 		[ -n "$run" ] || fail "rank $r missing"
 		n=$(q ddp.db "SELECT count(*) FROM spans WHERE run_id=$run AND kind=16")
 		[ "$n" = 8 ] || fail "rank $r: $n steps"
