@@ -1114,6 +1114,14 @@ int cmd_record(int argc, char **argv)
 				fprintf(stderr, "  findings:\n");
 				pp_diag_print(stderr, d.findings, d.n < 3 ? d.n : 3, 0);
 			}
+			/* a distributed job's findings sit on its lowest rank, not on the launcher */
+			for (int f = 0, head = 0; f < d.n && sp[s].run_id != last_top; f++)
+				if (strncmp(d.findings[f].rule, "rank_", 5) == 0) {
+					if (!head++)
+						fprintf(stderr, "  job findings (on the lowest rank, run %lld):\n",
+							(long long)sp[s].run_id);
+					pp_diag_print(stderr, d.findings + f, 1, PP_DIAG_PRINT_BRIEF);
+				}
 			pp_diag_result_free(&d);
 		}
 		for (int s = 0; s < nsp && nsp > 1; s++) {

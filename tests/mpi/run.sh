@@ -72,6 +72,7 @@ init_skew)
 	f=$(rank_findings init-skew.db)
 	echo "$f"
 	echo "$f" | grep -q "rank_init_skew: Rank 2 reached MPI_Init" || fail "no init skew naming rank 2: $f"
+	grep -q "job findings (on the lowest rank" init-skew.err || fail "record did not print the job's findings"
 	ev=$(q init-skew.db "SELECT evidence FROM findings WHERE rule='rank_init_skew'")
 	echo "$ev" | grep -q "weight_load 'load shard'" || fail "skew does not name the phase: $ev"
 	echo "$f" | grep -q rank_straggler && fail "straggler reported on an init-skew job: $f"
