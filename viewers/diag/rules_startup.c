@@ -535,6 +535,11 @@ void rule_phase_share(diag_ctx *c)
 		 * share of the run alone says nothing about a healthy program. */
 		if (k == PP_PROCESS_START || k == PP_IMPORT)
 			continue;
+		/* Communication is judged across the job's ranks (rules_ranks.c):
+		 * a share of one rank's time is waiting that another rank causes,
+		 * and some communication is the normal cost of a distributed job. */
+		if (k == PP_COMM || k == PP_COMM_INIT)
+			continue;
 		/* Exclusive time, as the TF profiler's step-time categories: a
 		 * runtime_init that contains op_registration is charged only for
 		 * the rest. */
