@@ -892,7 +892,8 @@ int cmd_record(int argc, char **argv)
 		else if (!strncmp(e, "GLIBC_TUNABLES=", 15))
 			old_tun = e + 15;
 		else if (strncmp(e, "PHASEPROF_", 10) != 0 || !strncmp(e, "PHASEPROF_CLOCK=", 16) ||
-			 !strncmp(e, "PHASEPROF_ALLOC_SAMPLE=", 23) || !strncmp(e, "PHASEPROF_AGENT_PERIOD_MS=", 26))
+			 !strncmp(e, "PHASEPROF_ALLOC_SAMPLE=", 23) || !strncmp(e, "PHASEPROF_AGENT_PERIOD_MS=", 26) ||
+			 (python && !strncmp(e, "PHASEPROF_PYTHON=", 17)))
 			env[k++] = environ[j];
 	}
 	size_t k_own = k;

@@ -333,6 +333,18 @@ def test_no_python():
     check("python: off (--no-python)" in iout, "info says the layer was off")
 
 
+def test_boot_failure():
+    # the package cannot be loaded (PHASEPROF_PYTHON names another folder):
+    # the program runs as plain, imports are still seen, the reason is kept
+    env = dict(os.environ, PHASEPROF_PYTHON=os.path.join(tmp, "missing"))
+    db, out, _ = same_as_plain("bootfail", [PY, "-c", "import json, sys; print('phaseprof' in sys.modules)"], env=env)
+    check(out == "False\n", "no phaseprof module: %r" % out)
+    check((meta(db, "python.boot") or "").startswith("phaseprof package not loaded: "),
+          "python.boot says why: %r" % meta(db, "python.boot"))
+    check(q(db, "SELECT count(*) FROM spans s JOIN strings n ON n.id = s.name_id WHERE s.kind = 22 AND n.value = 'json'")[0][0] == 1,
+          "imports still seen")
+
+
 def test_unknown():
     fake = os.path.join(tmp, "python3.99")
     shutil.copy(FAKE, fake)
