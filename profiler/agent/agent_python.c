@@ -411,15 +411,10 @@ static py_object *find_and_load(py_object *orig, py_object *const *a, py_ssize n
 	if (name)
 		pp_phase_end();
 	P.DecRef(args);
-	if (r && name && n_watch && watch_cb && !in_hook) {
-		/* the callback runs the adapter: a failure stays ours */
-		py_object *t, *v, *tb;
-		in_hook = 1;
-		P.ErrFetch(&t, &v, &tb);
+	/* the callback runs the adapter (which may import a watched module
+	 * itself: each name fires once); a failure stays ours */
+	if (r && name && n_watch && watch_cb)
 		fire_watch(name, r);
-		P.ErrRestore(t, v, tb);
-		in_hook = 0;
-	}
 	return r;
 }
 

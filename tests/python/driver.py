@@ -345,6 +345,33 @@ def test_boot_failure():
           "imports still seen")
 
 
+def test_adapters():
+    # the adapter interface on a copy of the package with two test adapters:
+    # one for json (imports csv itself, so csv's adapter must fire too) and
+    # one for csv that raises: recorded, the program unaffected
+    root = os.path.join(tmp, "pkg")
+    shutil.copytree(PYDIR, root, ignore=shutil.ignore_patterns("__pycache__"))
+    ad = os.path.join(root, "phaseprof", "adapters")
+    with open(os.path.join(ad, "__init__.py"), "a") as f:
+        f.write("ADAPTERS = {'json': 'phaseprof.adapters.t_json', 'csv': 'phaseprof.adapters.t_csv'}\n")
+    with open(os.path.join(ad, "t_json.py"), "w") as f:
+        f.write("from phaseprof import _native\n"
+                "def install(module):\n"
+                "    _native.mark('json adapter saw ' + module.__name__)\n"
+                "    import csv\n")
+    with open(os.path.join(ad, "t_csv.py"), "w") as f:
+        f.write("def install(module):\n    raise RuntimeError('csv adapter broken')\n")
+    env = dict(os.environ, PHASEPROF_PYTHON=root)
+    db, out, _ = same_as_plain("adapters", [PY, "-c", "import json; print(json.dumps(1))"], env=env)
+    check(out == "1\n", "output: %r" % out)
+    check(meta(db, "python.adapter.json") == "installed", "json adapter: %r" % meta(db, "python.adapter.json"))
+    check(meta(db, "python.adapter.csv") == "failed: RuntimeError: csv adapter broken",
+          "csv adapter failure recorded: %r" % meta(db, "python.adapter.csv"))
+    marks = [r[0] for r in q(db, "SELECT n.value FROM marks m JOIN strings n ON n.id = m.name_id")]
+    check("json adapter saw json" in marks, "the adapter got the module: %r" % marks)
+    check("phaseprof adapter csv failed" in marks, "a mark for the failure: %r" % marks)
+
+
 def test_unknown():
     fake = os.path.join(tmp, "python3.99")
     shutil.copy(FAKE, fake)
