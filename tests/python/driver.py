@@ -372,6 +372,22 @@ def test_adapters():
     check("phaseprof adapter csv failed" in marks, "a mark for the failure: %r" % marks)
 
 
+def test_importtime():
+    # a program run with -X importtime prints the same modules, nested the
+    # same: the phaseprof package is not loaded through the import system
+    args = [PY, "-X", "importtime", "-c", "import json"]
+    prc, pout, perr = run(args)
+    db, rc, out, err = record("importtime", args)
+    strip = lambda e: [re.sub(r"^import time:\s+\d+ \|\s+\d+ \|", "", l)
+                       for l in e.splitlines() if l.startswith("import time:")]
+    check(rc == prc == 0, "exit status")
+    check(strip(program_stderr(err)) == strip(perr),
+          "-X importtime output differs:\n%s\nvs plain\n%s" % (strip(program_stderr(err)), strip(perr)))
+    sp = spans(db)
+    check(not [v for v in sp.values() if v[0] == IMPORT and v[1].startswith("phaseprof")],
+          "the package's own modules are not in the import tree")
+
+
 def test_unknown():
     fake = os.path.join(tmp, "python3.99")
     shutil.copy(FAKE, fake)
