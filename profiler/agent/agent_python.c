@@ -668,8 +668,23 @@ void ppa_python_init(void)
 	snprintf(msg, sizeof msg, "CPython %s: start-up, imports, phaseprof module", py_version);
 	pp_meta("python", msg);
 	pp_meta("python.dir", py_dir);
-	pp_phase_begin(PP_PROCESS_START, "python start-up");
-	startup_open = 1;
+	/* A program embedding Python (gdb, a server) may never run a script:
+	 * the start-up phase is only for the python executable itself. */
+	if (exe_is_python()) {
+		pp_phase_begin(PP_PROCESS_START, "python start-up");
+		startup_open = 1;
+	}
+}
+
+void ppa_python_at_exit(void)
+{
+	/* exit before the first line (no such file, a bad option): the phase
+	 * ends here, on the thread that opened it */
+	if (startup_open && ppa_gettid() == (uint32_t)getpid()) {
+		startup_open = 0;
+		pp_phase_end();
+		pp_meta("python.first_line", "never reached");
+	}
 }
 
 /* A forked child keeps the interpreter and the hook; its recorder is new. */

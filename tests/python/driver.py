@@ -388,6 +388,16 @@ def test_importtime():
           "the package's own modules are not in the import tree")
 
 
+def test_no_first_line():
+    # an unknown option: Python exits 2 before its first line; the start-up
+    # phase still ends, nothing is left open
+    db, out, _ = same_as_plain("nofirst", [PY, "--no-such-option"])
+    sp = spans(db)
+    st = [v for v in sp.values() if v[0] == PROCESS_START]
+    check(len(st) == 1 and st[0][4] is not None, "start-up phase closed: %r" % st)
+    check(meta(db, "python.first_line") == "never reached", "python.first_line: %r" % meta(db, "python.first_line"))
+
+
 def test_unknown():
     fake = os.path.join(tmp, "python3.99")
     shutil.copy(FAKE, fake)
