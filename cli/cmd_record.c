@@ -10,6 +10,7 @@
  */
 #include "cli.h"
 #include "diagnostics.h"
+#include "phaseprof.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -668,6 +669,37 @@ static void human_bytes(int64_t b, char *out, size_t len)
 	snprintf(out, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
+/* What the Python layer saw: start-up, imports, steps. */
+static void summarise_python(pp_store *st, int64_t run)
+{
+	char py[512];
+	if (pp_store_python_status(st, run, py, sizeof py) != 1)
+		return;
+	fprintf(stderr, "  python        %s\n", py);
+	pp_phase_total *pt = NULL;
+	int np = 0;
+	int64_t startup = -1, imports = 0, n_imp = 0;
+	if (pp_store_phase_totals(st, run, &pt, &np) == 0)
+		for (int k = 0; k < np; k++) {
+			if (pt[k].kind == PP_PROCESS_START)
+				startup = pt[k].total_ns;
+			if (pt[k].kind == PP_IMPORT)
+				imports = pt[k].total_ns;
+		}
+	free(pt);
+	if (startup >= 0)
+		fprintf(stderr, "    start-up    %8.1f ms  (to the program's first line)\n", ms(startup));
+	pp_import_time *im = NULL;
+	int ni = 0;
+	if (pp_store_import_times(st, run, 0, 0, &im, &ni) == 0 && ni) {
+		for (int k = 0; k < ni; k++)
+			n_imp += im[k].count;
+		fprintf(stderr, "    imports     %8.1f ms  %lld modules; slowest %s (%.1f ms with what it imported)\n",
+			ms(imports), (long long)n_imp, im[0].module, ms(im[0].cumulative_ns));
+	}
+	free(im);
+}
+
 /* The start-up question for one run, on stderr. */
 static void summarise_run(pp_store *st, int64_t run, int64_t wall_ns)
 {
@@ -734,6 +766,7 @@ static void summarise_run(pp_store *st, int64_t run, int64_t wall_ns)
 		fprintf(stderr, "  file I/O      %8.1f ms  %lld files opened (%lld failed opens), %lld reads of %s, %lld of them <= 4 KiB\n",
 			ms(io[4]), (long long)io[0], (long long)io[5], (long long)io[1], b1, (long long)io[3]);
 	}
+	summarise_python(st, run);
 	if (wall_ns > 0) {
 		int64_t before = (loader != INT64_MIN && preinit != INT64_MIN) ? preinit - loader : 0;
 		int64_t rest = wall_ns - before - dl[0] - dl[1] - al[2] - io[4];
@@ -919,7 +952,8 @@ int cmd_record(int argc, char **argv)
 		else if (!strncmp(e, "GLIBC_TUNABLES=", 15))
 			old_tun = e + 15;
 		else if (strncmp(e, "PHASEPROF_", 10) != 0 || !strncmp(e, "PHASEPROF_CLOCK=", 16) ||
-			 !strncmp(e, "PHASEPROF_ALLOC_SAMPLE=", 23) || !strncmp(e, "PHASEPROF_AGENT_PERIOD_MS=", 26))
+			 !strncmp(e, "PHASEPROF_ALLOC_SAMPLE=", 23) || !strncmp(e, "PHASEPROF_AGENT_PERIOD_MS=", 26) ||
+			 (python && !strncmp(e, "PHASEPROF_PYTHON=", 17)))
 			env[k++] = environ[j];
 	}
 	size_t k_own = k;

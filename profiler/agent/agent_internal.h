@@ -153,5 +153,6 @@ void ppa_rank_meta(void);         /* rank, world_size, job… from a launcher's 
 /* agent_python.c: CPython start-up, imports, the phaseprof module */
 void ppa_python_init(void);       /* after the recorder opened, before Py_Initialize */
 void ppa_python_after_fork(void);
+void ppa_python_at_exit(void);    /* a start-up that never reached the first line ends */
 
 #endif

@@ -411,15 +411,10 @@ static py_object *find_and_load(py_object *orig, py_object *const *a, py_ssize n
 	if (name)
 		pp_phase_end();
 	P.DecRef(args);
-	if (r && name && n_watch && watch_cb && !in_hook) {
-		/* the callback runs the adapter: a failure stays ours */
-		py_object *t, *v, *tb;
-		in_hook = 1;
-		P.ErrFetch(&t, &v, &tb);
+	/* the callback runs the adapter (which may import a watched module
+	 * itself: each name fires once); a failure stays ours */
+	if (r && name && n_watch && watch_cb)
 		fire_watch(name, r);
-		P.ErrRestore(t, v, tb);
-		in_hook = 0;
-	}
 	return r;
 }
 
@@ -447,22 +442,38 @@ static void patch_importer(void)
 }
 
 /* ---- the program's first line: the boot ---- */
+/* The package's modules are loaded from their files one by one and put in
+ * sys.modules before any import statement names them: nothing goes through
+ * the import system, so none of them shows in the program's import tree
+ * or in its `-X importtime` output, and sys.path is never consulted. */
 static const char boot_code[] =
 	"import sys\n"
 	"_b = sys.modules['_frozen_importlib']\n"
 	"_e = sys.modules['_frozen_importlib_external']\n"
+	"def load(name, path, pkg=None, run=True):\n"
+	"    s = _e.spec_from_file_location(name, path, submodule_search_locations=pkg)\n"
+	"    m = _b.module_from_spec(s)\n"
+	"    sys.modules[name] = m\n"
+	"    if run:\n"
+	"        try:\n"
+	"            s.loader.exec_module(m)\n"
+	"        except BaseException:\n"
+	"            sys.modules.pop(name, None)\n"
+	"            raise\n"
+	"    return m\n"
 	"_d = ROOT + '/phaseprof'\n"
-	"_s = _e.spec_from_file_location('phaseprof', _d + '/__init__.py',\n"
-	"                                submodule_search_locations=[_d])\n"
-	"_m = _b.module_from_spec(_s)\n"
-	"sys.modules['phaseprof'] = _m\n"
+	"_p = load('phaseprof', _d + '/__init__.py', [_d], run=False)\n"
 	"try:\n"
-	"    _s.loader.exec_module(_m)\n"
-	"    import phaseprof._boot\n"
+	"    for _n, _f, _k in (('kinds', '/kinds.py', None), ('_native', '/_native.py', None),\n"
+	"                       ('adapters', '/adapters/__init__.py', [_d + '/adapters']),\n"
+	"                       ('_boot', '/_boot.py', None)):\n"
+	"        setattr(_p, _n, load('phaseprof.' + _n, _d + _f, _k))\n"
+	"    _p.__spec__.loader.exec_module(_p)\n"
 	"except BaseException:\n"
-	"    sys.modules.pop('phaseprof', None)\n"
+	"    for _n in [k for k in sys.modules if k == 'phaseprof' or k.startswith('phaseprof.')]:\n"
+	"        del sys.modules[_n]\n"
 	"    raise\n"
-	"phaseprof._boot.boot()\n";
+	"_p._boot.boot(load)\n";
 
 static void record_py_error(const char *what)
 {
@@ -657,8 +668,23 @@ void ppa_python_init(void)
 	snprintf(msg, sizeof msg, "CPython %s: start-up, imports, phaseprof module", py_version);
 	pp_meta("python", msg);
 	pp_meta("python.dir", py_dir);
-	pp_phase_begin(PP_PROCESS_START, "python start-up");
-	startup_open = 1;
+	/* A program embedding Python (gdb, a server) may never run a script:
+	 * the start-up phase is only for the python executable itself. */
+	if (exe_is_python()) {
+		pp_phase_begin(PP_PROCESS_START, "python start-up");
+		startup_open = 1;
+	}
+}
+
+void ppa_python_at_exit(void)
+{
+	/* exit before the first line (no such file, a bad option): the phase
+	 * ends here, on the thread that opened it */
+	if (startup_open && ppa_gettid() == (uint32_t)getpid()) {
+		startup_open = 0;
+		pp_phase_end();
+		pp_meta("python.first_line", "never reached");
+	}
 }
 
 /* A forked child keeps the interpreter and the hook; its recorder is new. */

@@ -333,6 +333,71 @@ def test_no_python():
     check("python: off (--no-python)" in iout, "info says the layer was off")
 
 
+def test_boot_failure():
+    # the package cannot be loaded (PHASEPROF_PYTHON names another folder):
+    # the program runs as plain, imports are still seen, the reason is kept
+    env = dict(os.environ, PHASEPROF_PYTHON=os.path.join(tmp, "missing"))
+    db, out, _ = same_as_plain("bootfail", [PY, "-c", "import json, sys; print('phaseprof' in sys.modules)"], env=env)
+    check(out == "False\n", "no phaseprof module: %r" % out)
+    check((meta(db, "python.boot") or "").startswith("phaseprof package not loaded: "),
+          "python.boot says why: %r" % meta(db, "python.boot"))
+    check(q(db, "SELECT count(*) FROM spans s JOIN strings n ON n.id = s.name_id WHERE s.kind = 22 AND n.value = 'json'")[0][0] == 1,
+          "imports still seen")
+
+
+def test_adapters():
+    # the adapter interface on a copy of the package with two test adapters:
+    # one for json (imports csv itself, so csv's adapter must fire too) and
+    # one for csv that raises: recorded, the program unaffected
+    root = os.path.join(tmp, "pkg")
+    shutil.copytree(PYDIR, root, ignore=shutil.ignore_patterns("__pycache__"))
+    ad = os.path.join(root, "phaseprof", "adapters")
+    with open(os.path.join(ad, "__init__.py"), "a") as f:
+        f.write("ADAPTERS = {'json': 'phaseprof.adapters.t_json', 'csv': 'phaseprof.adapters.t_csv'}\n")
+    with open(os.path.join(ad, "t_json.py"), "w") as f:
+        f.write("from phaseprof import _native\n"
+                "def install(module):\n"
+                "    _native.mark('json adapter saw ' + module.__name__)\n"
+                "    import csv\n")
+    with open(os.path.join(ad, "t_csv.py"), "w") as f:
+        f.write("def install(module):\n    raise RuntimeError('csv adapter broken')\n")
+    env = dict(os.environ, PHASEPROF_PYTHON=root)
+    db, out, _ = same_as_plain("adapters", [PY, "-c", "import json; print(json.dumps(1))"], env=env)
+    check(out == "1\n", "output: %r" % out)
+    check(meta(db, "python.adapter.json") == "installed", "json adapter: %r" % meta(db, "python.adapter.json"))
+    check(meta(db, "python.adapter.csv") == "failed: RuntimeError: csv adapter broken",
+          "csv adapter failure recorded: %r" % meta(db, "python.adapter.csv"))
+    marks = [r[0] for r in q(db, "SELECT n.value FROM marks m JOIN strings n ON n.id = m.name_id")]
+    check("json adapter saw json" in marks, "the adapter got the module: %r" % marks)
+    check("phaseprof adapter csv failed" in marks, "a mark for the failure: %r" % marks)
+
+
+def test_importtime():
+    # a program run with -X importtime prints the same modules, nested the
+    # same: the phaseprof package is not loaded through the import system
+    args = [PY, "-X", "importtime", "-c", "import json"]
+    prc, pout, perr = run(args)
+    db, rc, out, err = record("importtime", args)
+    strip = lambda e: [re.sub(r"^import time:\s+\d+ \|\s+\d+ \|", "", l)
+                       for l in e.splitlines() if l.startswith("import time:")]
+    check(rc == prc == 0, "exit status")
+    check(strip(program_stderr(err)) == strip(perr),
+          "-X importtime output differs:\n%s\nvs plain\n%s" % (strip(program_stderr(err)), strip(perr)))
+    sp = spans(db)
+    check(not [v for v in sp.values() if v[0] == IMPORT and v[1].startswith("phaseprof")],
+          "the package's own modules are not in the import tree")
+
+
+def test_no_first_line():
+    # an unknown option: Python exits 2 before its first line; the start-up
+    # phase still ends, nothing is left open
+    db, out, _ = same_as_plain("nofirst", [PY, "--no-such-option"])
+    sp = spans(db)
+    st = [v for v in sp.values() if v[0] == PROCESS_START]
+    check(len(st) == 1 and st[0][4] is not None, "start-up phase closed: %r" % st)
+    check(meta(db, "python.first_line") == "never reached", "python.first_line: %r" % meta(db, "python.first_line"))
+
+
 def test_unknown():
     fake = os.path.join(tmp, "python3.99")
     shutil.copy(FAKE, fake)
