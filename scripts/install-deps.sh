@@ -8,6 +8,9 @@ pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libsqlite3-dev sqlite3 libopenblas-dev liblapacke-dev
       libunwind-dev libgraphviz-dev graphviz libcmocka-dev
       python3-numpy zlib1g-dev)
+# distributed jobs (tests/mpi): Open MPI for the PMPI layer and real mpirun
+# jobs, PyTorch for the 2-rank gloo DDP test
+pkgs+=(openmpi-bin libopenmpi-dev python3-torch)
 want_browser=0
 want_bench=0
 for a in "$@"; do
