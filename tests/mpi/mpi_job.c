@@ -6,6 +6,7 @@
  *     init-skew   RANK does extra set-up work (a weight_load phase) before MPI_Init
  *     straggler   RANK does 4x the work in every step
  *     crash       RANK aborts (SIGABRT) in step 5; the others are stopped by mpirun
+ *     kill        RANK is killed (SIGKILL) in step 5
  * Rank 1 always runs system("true") once, a child that inherits the rank's
  * launcher variables.
  *
@@ -83,6 +84,8 @@ int main(int argc, char **argv)
 		PPA_PHASE_END();
 		if (strcmp(mode, "crash") == 0 && rank == special && step == 5)
 			abort();
+		if (strcmp(mode, "kill") == 0 && rank == special && step == 5)
+			raise(SIGKILL); /* nothing runs after this: no handler, no flush */
 		MPI_Allreduce(grad, sum, 1024, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 		PPA_STEP_END();
 	}

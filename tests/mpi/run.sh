@@ -145,6 +145,21 @@ crash)
 	for r in 0 1 3; do grep -q ">rank $r ✕<" crash.html || fail "report lane of killed rank $r not marked"; done
 	grep -q "✕ crashed<" crash.html || fail "report does not mark the crash"
 	;;
+kill)
+	record_job kill
+	[ "$(cat kill.rc)" != 0 ] || fail "record exited 0 for a killed job"
+	ranks_ok kill.db
+	st=$(q kill.db "SELECT r.status FROM runs r JOIN run_meta m ON m.run_id=r.id AND m.key='rank' AND m.value='2'")
+	# SIGKILL leaves no chance to flush: the spool ends at the last periodic write
+	case $st in killed|truncated) ;; *) fail "rank 2 status $st" ;; esac
+	for r in 0 1 3; do
+		n=$(q kill.db "SELECT count(*) FROM spans s JOIN run_meta m ON m.run_id=s.run_id AND m.key='rank' AND m.value='$r' WHERE s.kind=16")
+		[ "$n" -ge 5 ] || fail "rank $r kept only $n steps"
+	done
+	f=$(rank_findings kill.db)
+	echo "$f"
+	echo "$f" | grep -q "rank_failed: Rank 2 " || fail "killed rank not named: $f"
+	;;
 untouched)
 	# a program that is not MPI: no PMPI layer, same output
 	"$PP_BIN" record -o plain.db -- /bin/echo hello >out.txt 2>err.txt || fail "record echo"
