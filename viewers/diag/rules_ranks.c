@@ -253,11 +253,17 @@ static void check_failed(const diag_job *j, diag_ctx *c)
 		snprintf(where, sizeof where, " in step %lld (%s)", (long long)k->open_step, k->open_phase);
 	else if (k->open_phase[0])
 		snprintf(where, sizeof where, " in %s", k->open_phase);
+	int cut = strcmp(k->status, "truncated") == 0;
+	char what[160];
+	if (cut)
+		snprintf(what, sizeof what, "stopped abruptly (its recording was cut: SIGKILL, OOM killer or a lost "
+					    "node)%s", where[0] ? "; last seen" : "");
+	else
+		snprintf(what, sizeof what, "%s%s", k->status, k->term_signal ? " by a signal" : "");
 	pp_finding *f = diag_emit(c, "rank_failed", DIAG_HIGH, 0.9,
 				  "Look at the rank's own output (mpirun prints which rank and signal); every other rank's "
 				  "recording is complete up to the moment it was stopped, so compare where they were.",
-				  "Rank %d %s%s%s", k->rank, k->status,
-				  k->term_signal ? " by a signal" : "", where);
+				  "Rank %d %s%s", k->rank, what, where);
 	char d[32];
 	diag_evidence(f, "Rank %d (run %lld, host %s) ended %s after %s", k->rank, (long long)k->run_id, k->host,
 		      k->status, diag_fmt_ns(d, sizeof d, (double)k->end_ns));
