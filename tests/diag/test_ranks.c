@@ -242,6 +242,22 @@ static void test_failed_rank(void **state)
 	assert_non_null(strstr(f->evidence, "4 of 4 ranks did not complete"));
 }
 
+static void test_cut_rank(void **state)
+{
+	(void)state;
+	make_job(4, 10);
+	snprintf(job.ranks[3].status, sizeof job.ranks[3].status, "truncated");
+	job.ranks[3].end_ns -= 300 * MS;
+	snprintf(job.ranks[3].open_phase, sizeof job.ranks[3].open_phase, "step");
+	job.ranks[3].open_step = 7;
+	check();
+	const pp_finding *f = find("rank_failed");
+	assert_non_null(f);
+	assert_non_null(strstr(f->title, "Rank 3 stopped abruptly"));
+	assert_non_null(strstr(f->title, "last seen in step 7"));
+	assert_non_null(strstr(f->evidence, "1 of 4 ranks did not complete"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -254,6 +270,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_comm_share, teardown),
 		cmocka_unit_test_teardown(test_slow_comm_init, teardown),
 		cmocka_unit_test_teardown(test_failed_rank, teardown),
+		cmocka_unit_test_teardown(test_cut_rank, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
