@@ -16,6 +16,7 @@ extern const char pp_schema_sql[];
 static const char *const index_sql =
 	"CREATE INDEX IF NOT EXISTS spans_run ON spans(run_id, tid, start_ns);"
 	"CREATE INDEX IF NOT EXISTS spans_kind ON spans(run_id, kind);"
+	"CREATE INDEX IF NOT EXISTS span_groups_run ON span_groups(run_id, tid);"
 	"CREATE INDEX IF NOT EXISTS counters_run ON counters(run_id, name_id, ts_ns);"
 	"CREATE INDEX IF NOT EXISTS marks_run ON marks(run_id, ts_ns);"
 	"CREATE INDEX IF NOT EXISTS ops_run ON ops(run_id, name_id);"
@@ -201,6 +202,14 @@ pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen)
 		/* older-but-compatible files get any tables added since */
 		if (v == 0 && exec_sql(st, pp_schema_sql, err, errlen) != 0)
 			goto fail;
+		if (v == 0 && st->schema_version < PP_SCHEMA_VERSION) {
+			char sql[128];
+			snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta(key,value) VALUES('schema_version','%d')",
+				 PP_SCHEMA_VERSION);
+			if (exec_sql(st, sql, err, errlen) != 0)
+				goto fail;
+			st->schema_version = PP_SCHEMA_VERSION;
+		}
 		if (exec_sql(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
 				 "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;",
 			     err, errlen) != 0)
