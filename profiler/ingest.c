@@ -251,6 +251,7 @@ typedef struct clockconv {
 	double slope;             /* ns per tick, overall */
 	uint64_t start_mono;
 	int guessed;              /* slope from the CPU's nominal frequency */
+	size_t hint;              /* segment of the last lookup: events come in time order */
 } clockconv;
 
 static int cmp_pt(const void *a, const void *b)
@@ -319,11 +320,13 @@ static int64_t clamp_i64(double v)
 
 /* Ticks to nanoseconds since the run's start: piecewise linear between
  * calibration points, the overall slope outside them. */
-static int64_t clock_ns(const clockconv *c, uint64_t t)
+static int64_t clock_ns(clockconv *c, uint64_t t)
 {
 	if (c->kind != PP_CLOCK_TSC || c->n == 0)
 		return (int64_t)(t - c->start_mono); /* two's complement: no overflow */
 	size_t lo = 0, hi = c->n;
+	if (c->pts[c->hint].ticks <= t && (c->hint + 1 == c->n || t < c->pts[c->hint + 1].ticks))
+		lo = hi = c->hint;
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
 		if (c->pts[mid].ticks <= t)
@@ -331,6 +334,7 @@ static int64_t clock_ns(const clockconv *c, uint64_t t)
 		else
 			hi = mid;
 	}
+	c->hint = lo;
 	const clock_pt *a = &c->pts[lo];
 	double slope = c->slope;
 	if (lo + 1 < c->n && t >= a->ticks) {
@@ -434,8 +438,10 @@ static void progress(ingest *g, uint64_t offset)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	double s = (double)(t.tv_sec - g->t0.tv_sec) + (double)(t.tv_nsec - g->t0.tv_nsec) * 1e-9;
-	g->o.progress(g->o.progress_ud, pp_spool_reader_name(g->rd), g->walked + offset,
-		      3 * pp_spool_reader_size(g->rd), s);
+	uint64_t size = pp_spool_reader_size(g->rd);
+	/* a skim, the main walk, and a walk for samples if there are any */
+	uint64_t total = size / 8 + size + (g->raw_samples ? size : 0);
+	g->o.progress(g->o.progress_ud, pp_spool_reader_name(g->rd), g->walked + offset, total, s);
 }
 
 static tstate *thread_of(ingest *g, uint32_t tid)
@@ -948,9 +954,10 @@ static int stage_scan(ingest *g)
 	/* the header's own (ticks, mono) pair is the first calibration point */
 	if (clock_add(&g->clk, g->h.start_ticks, g->h.start_mono_ns) != 0)
 		goto oom;
+	/* framing only: CRCs are checked as the chunks are ingested */
 	pp_spool_chunk c;
-	while (pp_spool_reader_next(g->rd, &c)) {
-		if (c.type == PP_CHUNK_CLOCK && c.size == 16) {
+	while (pp_spool_reader_skim(g->rd, &c)) {
+		if (c.type == PP_CHUNK_CLOCK && c.size == 16 && pp_spool_chunk_intact(&c)) {
 			uint64_t v[2];
 			memcpy(v, c.data, 16);
 			if (clock_add(&g->clk, v[0], v[1]) != 0)
@@ -959,13 +966,7 @@ static int stage_scan(ingest *g)
 		if ((c.offset & 0xffffff) < 64)
 			progress(g, c.offset);
 	}
-	g->walked += pp_spool_reader_size(g->rd);
-	uint64_t end = pp_spool_reader_end(g->rd);
-	if (end < pp_spool_reader_size(g->rd)) {
-		g->res->truncated = 1;
-		g->res->truncated_at = end;
-		note(g, "%s", pp_spool_reader_damage(g->rd));
-	}
+	g->walked += pp_spool_reader_size(g->rd) / 8; /* a skim costs little */
 	clock_finish(&g->clk);
 	if (g->clk.guessed)
 		note(g, "one clock calibration point: ticks converted at the CPU's nominal frequency");
@@ -1097,6 +1098,12 @@ static int stage_chunks(ingest *g)
 			return -1;
 	}
 	g->walked += pp_spool_reader_size(g->rd);
+	uint64_t end = pp_spool_reader_end(g->rd);
+	if (end < pp_spool_reader_size(g->rd)) {
+		g->res->truncated = 1;
+		g->res->truncated_at = end;
+		note(g, "%s", pp_spool_reader_damage(g->rd));
+	}
 	return 0;
 }
 

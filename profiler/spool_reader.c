@@ -157,6 +157,44 @@ static int stop(pp_spool_reader *r)
 	return 0;
 }
 
+/* Framing of the chunk at the cursor: 1 and *c filled, or 0 with damage set. */
+static int frame(pp_spool_reader *r, pp_spool_chunk *c, size_t *padded_out)
+{
+	size_t left = r->size - r->off;
+	unsigned long long at = r->off;
+	if (left < sizeof(pp_chunk_header)) {
+		snprintf(r->damage, sizeof r->damage, "incomplete chunk header at offset %llu (%zu bytes left)",
+			 at, left);
+		return 0;
+	}
+	pp_chunk_header ch;
+	memcpy(&ch, r->data + r->off, sizeof ch);
+	if (ch.magic != PP_CHUNK_MAGIC) {
+		snprintf(r->damage, sizeof r->damage, "bad chunk magic at offset %llu", at);
+		return 0;
+	}
+	size_t padded = ((size_t)ch.size + 7) & ~(size_t)7;
+	if (padded > left - sizeof ch) {
+		snprintf(r->damage, sizeof r->damage,
+			 "chunk at offset %llu runs past the end of the file (%u bytes)", at, ch.size);
+		return 0;
+	}
+	c->type = ch.type;
+	c->tid = ch.tid;
+	c->size = ch.size;
+	c->crc = ch.crc;
+	c->offset = r->off;
+	c->data = r->data + r->off + sizeof ch;
+	*padded_out = padded;
+	return 1;
+}
+
+int pp_spool_chunk_intact(const pp_spool_chunk *c)
+{
+	/* zlib takes uInt lengths: a chunk's u32 size fits */
+	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), c->data, (uInt)c->size) == c->crc;
+}
+
 int pp_spool_reader_next(pp_spool_reader *r, pp_spool_chunk *c)
 {
 	if (r->end_known && r->off >= r->end)
@@ -166,42 +204,33 @@ int pp_spool_reader_next(pp_spool_reader *r, pp_spool_chunk *c)
 		r->end_known = 1;
 		return 0;
 	}
-	size_t left = r->size - r->off;
-	unsigned long long at = r->off;
-	if (left < sizeof(pp_chunk_header)) {
-		snprintf(r->damage, sizeof r->damage, "incomplete chunk header at offset %llu (%zu bytes left)",
-			 at, left);
+	size_t padded;
+	if (!frame(r, c, &padded))
+		return stop(r);
+	if (r->off >= r->checked && !pp_spool_chunk_intact(c)) {
+		snprintf(r->damage, sizeof r->damage, "chunk at offset %llu fails its checksum",
+			 (unsigned long long)r->off);
 		return stop(r);
 	}
-	pp_chunk_header ch;
-	memcpy(&ch, r->data + r->off, sizeof ch);
-	if (ch.magic != PP_CHUNK_MAGIC) {
-		snprintf(r->damage, sizeof r->damage, "bad chunk magic at offset %llu", at);
-		return stop(r);
-	}
-	size_t padded = ((size_t)ch.size + 7) & ~(size_t)7;
-	if (padded > left - sizeof ch) {
-		snprintf(r->damage, sizeof r->damage,
-			 "chunk at offset %llu runs past the end of the file (%u bytes)", at, ch.size);
-		return stop(r);
-	}
-	const unsigned char *p = r->data + r->off + sizeof ch;
-	if (r->off >= r->checked) {
-		uLong crc = crc32(0L, Z_NULL, 0);
-		/* zlib takes uInt lengths: a chunk's u32 size fits */
-		if ((uint32_t)crc32(crc, p, (uInt)ch.size) != ch.crc) {
-			snprintf(r->damage, sizeof r->damage, "chunk at offset %llu fails its checksum", at);
-			return stop(r);
-		}
-	}
-	c->type = ch.type;
-	c->tid = ch.tid;
-	c->size = ch.size;
-	c->offset = r->off;
-	c->data = p;
-	r->off += sizeof ch + padded;
+	r->off += sizeof(pp_chunk_header) + padded;
 	if (r->off > r->checked)
 		r->checked = r->off;
+	drop_behind(r);
+	return 1;
+}
+
+int pp_spool_reader_skim(pp_spool_reader *r, pp_spool_chunk *c)
+{
+	if (r->off >= r->size || (r->end_known && r->off >= r->end))
+		return 0;
+	char keep[sizeof r->damage];
+	memcpy(keep, r->damage, sizeof keep);
+	size_t padded;
+	int ok = frame(r, c, &padded);
+	memcpy(r->damage, keep, sizeof keep);
+	if (!ok)
+		return 0;
+	r->off += sizeof(pp_chunk_header) + padded;
 	drop_behind(r);
 	return 1;
 }
@@ -232,8 +261,9 @@ int pp_spool_summarise(const char *path, pp_spool_summary *s, char *err, size_t 
 	s->ppid = r->h.ppid;
 	s->start_mono_ns = r->h.start_mono_ns;
 	pp_spool_chunk c;
-	while (pp_spool_reader_next(r, &c)) {
-		if (c.type != PP_CHUNK_META)
+	/* framing only, and the CRC of the few chunks read */
+	while (pp_spool_reader_skim(r, &c)) {
+		if (c.type != PP_CHUNK_META || !pp_spool_chunk_intact(&c))
 			continue;
 		int v;
 		if (meta_int(&c, "agent.exit_code", &v))

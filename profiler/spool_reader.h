@@ -25,6 +25,7 @@ typedef struct pp_spool_chunk {
 	uint32_t size;               /* payload bytes */
 	uint64_t offset;             /* of the chunk header in the file */
 	const unsigned char *data;   /* payload (8-byte aligned); valid until close */
+	uint32_t crc;                /* as written in the chunk header */
 } pp_spool_chunk;
 
 /* Opens a spool file. NULL with a one-line message naming the file (and the
@@ -41,6 +42,12 @@ const char *pp_spool_reader_name(const pp_spool_reader *r);
 
 /* The next whole, checked chunk: 1, or 0 where the trustworthy data ends. */
 int pp_spool_reader_next(pp_spool_reader *r, pp_spool_chunk *c);
+/* The next chunk whose framing is whole, without checking its CRC (a quick
+ * look ahead, e.g. for clock points: check those with pp_spool_chunk_intact).
+ * Does not move where next() stops. 1, or 0 at the first framing error. */
+int pp_spool_reader_skim(pp_spool_reader *r, pp_spool_chunk *c);
+/* The chunk's payload matches its CRC. */
+int pp_spool_chunk_intact(const pp_spool_chunk *c);
 /* Back to the first chunk. */
 void pp_spool_reader_rewind(pp_spool_reader *r);
 /* After next() returned 0: the offset where trustworthy data ends, and why
