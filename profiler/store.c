@@ -191,7 +191,8 @@ pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen)
 		free(st);
 		return NULL;
 	}
-	sqlite3_busy_timeout(st->db, 5000);
+	/* a writer waits for another one's ingest (concurrent records) */
+	sqlite3_busy_timeout(st->db, mode == PP_STORE_WRITE ? 120000 : 5000);
 	pp_store_register_functions(st->db);
 	int v = validate(st, mode == PP_STORE_WRITE, err, errlen);
 	if (v < 0)
@@ -231,10 +232,18 @@ int pp_store_close(pp_store *st, char *err, size_t errlen)
 	if (st->mode == PP_STORE_WRITE) {
 		pp_store_intern_cache_free(st);
 		/* indexes after ingest (2.4x faster inserts), then one portable file */
-		if (exec_sql(st, index_sql, e, sizeof e) != 0 ||
-		    exec_sql(st, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;", e,
-			     sizeof e) != 0)
+		if (exec_sql(st, index_sql, e, sizeof e) != 0)
 			rc = -1;
+		else if (sqlite3_exec(st->db, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;",
+				      NULL, NULL, NULL) != SQLITE_OK) {
+			/* another writer still has it open: its close leaves the one
+			 * file; the database is whole either way */
+			int ec = sqlite3_errcode(st->db);
+			if (ec != SQLITE_BUSY && ec != SQLITE_LOCKED) {
+				snprintf(e, sizeof e, "%.300s: %.150s", st->path, sqlite3_errmsg(st->db));
+				rc = -1;
+			}
+		}
 	}
 	if (sqlite3_close(st->db) != SQLITE_OK && rc == 0) {
 		snprintf(e, sizeof e, "%.300s: close failed: %.150s", st->path, sqlite3_errmsg(st->db));
