@@ -425,10 +425,17 @@ static char *env_join(const char *name, const char *first, const char *rest)
 	return s;
 }
 
-int cmd_record(int argc, char **argv)
+typedef struct record_opts {
+	const char *out;
+	int hz, detailed, follow, keep, keep_all;
+	int cmd;                   /* index of the command in argv */
+} record_opts;
+
+/* Returns -1 to go on, else the exit status (help, bad option). */
+static int parse_options(int argc, char **argv, record_opts *o)
 {
-	const char *out = "phaseprof.db";
-	int hz = 0, detailed = 0, follow = 1, keep = 0, keep_all = 0, i;
+	*o = (record_opts){"phaseprof.db", 0, 0, 1, 0, 0, 0};
+	int i;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0) {
@@ -440,7 +447,7 @@ int cmd_record(int argc, char **argv)
 			return 0;
 		}
 		if (strcmp(a, "-o") == 0 && i + 1 < argc)
-			out = argv[++i];
+			o->out = argv[++i];
 		else if (strcmp(a, "--sample") == 0 && i + 1 < argc) {
 			long long v;
 			if (cli_parse_int64("--sample", argv[++i], &v) != 0)
@@ -449,21 +456,21 @@ int cmd_record(int argc, char **argv)
 				cli_error("record: --sample %lld: the rate must be 1..10000 Hz", v);
 				return 2;
 			}
-			hz = (int)v;
+			o->hz = (int)v;
 		} else if (strcmp(a, "--mode") == 0 && i + 1 < argc) {
 			const char *m = argv[++i];
 			if (strcmp(m, "detailed") == 0)
-				detailed = 1;
+				o->detailed = 1;
 			else if (strcmp(m, "default") != 0) {
 				cli_error("record: --mode %s: expected default or detailed", m);
 				return 2;
 			}
 		} else if (strcmp(a, "--no-follow-fork") == 0)
-			follow = 0;
+			o->follow = 0;
 		else if (strcmp(a, "--keep-spools") == 0)
-			keep = 1;
+			o->keep = 1;
 		else if (strcmp(a, "--keep-all-spans") == 0)
-			keep_all = 1;
+			o->keep_all = 1;
 		else if (a[0] != '-')
 			break; /* the command, without a "--" */
 		else {
@@ -475,6 +482,50 @@ int cmd_record(int argc, char **argv)
 		cli_error("record: no command given (phaseprof record [-o run.db] -- CMD ARGS...)");
 		return 2;
 	}
+	o->cmd = i;
+	return -1;
+}
+
+/* The database must be usable before we spend the program's time: an
+ * existing file must be a phaseprof database we can write, a new one needs
+ * a writable folder (opening for writing here would cost the schema set-up
+ * twice). 0 or -1 (reported). */
+static int check_database(const char *out)
+{
+	if (access(out, F_OK) == 0) {
+		pp_store *probe = cli_open_store(out, PP_STORE_READ);
+		if (!probe)
+			return -1;
+		pp_store_close(probe, NULL, 0);
+		if (access(out, W_OK) != 0) {
+			cli_error("record: %s: not writable (%s)", out, strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	char folder[PATH_MAX];
+	snprintf(folder, sizeof folder, "%s", out);
+	char *slash = strrchr(folder, '/');
+	if (slash)
+		*(slash == folder ? slash + 1 : slash) = 0;
+	else
+		snprintf(folder, sizeof folder, ".");
+	if (access(folder, W_OK) != 0) {
+		cli_error("record: cannot create %s: folder %s is not writable (%s)", out, folder, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	record_opts ro;
+	int prc = parse_options(argc, argv, &ro);
+	if (prc >= 0)
+		return prc;
+	const char *out = ro.out;
+	int hz = ro.hz, detailed = ro.detailed, follow = ro.follow, keep = ro.keep, keep_all = ro.keep_all;
+	int i = ro.cmd;
 	char **cmd = argv + i;
 	char resolved[PATH_MAX];
 	if (check_command(cmd[0], resolved, sizeof resolved) != 0)
@@ -486,32 +537,8 @@ int cmd_record(int argc, char **argv)
 		cli_error("record: agent library %s is missing (build the phaseprof_agent target)", agent);
 		return 2;
 	}
-	/* the database must be usable before we spend the program's time: an
-	 * existing file must be a phaseprof database we can write, a new one
-	 * needs a writable folder (opening for writing here would cost the
-	 * schema set-up twice) */
-	if (access(out, F_OK) == 0) {
-		pp_store *probe = cli_open_store(out, PP_STORE_READ);
-		if (!probe)
-			return 2;
-		pp_store_close(probe, NULL, 0);
-		if (access(out, W_OK) != 0) {
-			cli_error("record: %s: not writable (%s)", out, strerror(errno));
-			return 2;
-		}
-	} else {
-		char folder[PATH_MAX];
-		snprintf(folder, sizeof folder, "%s", out);
-		char *slash = strrchr(folder, '/');
-		if (slash)
-			*(slash == folder ? slash + 1 : slash) = 0;
-		else
-			snprintf(folder, sizeof folder, ".");
-		if (access(folder, W_OK) != 0) {
-			cli_error("record: cannot create %s: folder %s is not writable (%s)", out, folder, strerror(errno));
-			return 2;
-		}
-	}
+	if (check_database(out) != 0)
+		return 2;
 
 	char dir[PATH_MAX];
 	const char *tmp = getenv("TMPDIR");
