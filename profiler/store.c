@@ -111,34 +111,49 @@ static int validate(pp_store *st, int fresh, char *err, size_t errlen)
 	return 0;
 }
 
+/* A new database: one transaction, already in WAL mode, so creating it costs
+ * no sync of its own (the close's checkpoint makes everything durable). */
 static int create_schema(pp_store *st, char *err, size_t errlen)
 {
 	char sql[256];
-	if (exec_sql(st, "PRAGMA page_size=65536", err, errlen) != 0)
+	if (exec_sql(st, "PRAGMA page_size=65536; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+		     err, errlen) != 0 ||
+	    exec_sql(st, "BEGIN", err, errlen) != 0)
 		return -1;
 	snprintf(sql, sizeof sql, "PRAGMA application_id=%d", PP_APPLICATION_ID);
-	if (exec_sql(st, sql, err, errlen) != 0 || exec_sql(st, "BEGIN", err, errlen) != 0 ||
-	    exec_sql(st, pp_schema_sql, err, errlen) != 0)
-		return -1;
+	if (exec_sql(st, sql, err, errlen) != 0 || exec_sql(st, pp_schema_sql, err, errlen) != 0)
+		goto fail;
 	snprintf(sql, sizeof sql,
-		 "INSERT OR REPLACE INTO meta VALUES('schema_version','%d');"
-		 "INSERT OR REPLACE INTO meta VALUES('application','phaseprof');",
+		 "INSERT OR REPLACE INTO meta(key,value) VALUES('schema_version','%d');"
+		 "INSERT OR REPLACE INTO meta(key,value) VALUES('application','phaseprof');",
 		 PP_SCHEMA_VERSION);
 	if (exec_sql(st, sql, err, errlen) != 0)
-		return -1;
+		goto fail;
 	sqlite3_stmt *s;
-	sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO phase_kinds VALUES(?,?)", -1, &s, NULL);
-	for (int k = 0; k < PP_KIND_COUNT; k++) {
+	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO phase_kinds(id,name) VALUES(?,?)", -1, &s,
+			       NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: %s", st->path, sqlite3_errmsg(st->db));
+		goto fail;
+	}
+	int rc = SQLITE_DONE;
+	for (int k = 0; k < PP_KIND_COUNT && rc == SQLITE_DONE; k++) {
 		sqlite3_bind_int(s, 1, k);
 		sqlite3_bind_text(s, 2, pp_kind_name((pp_kind)k), -1, SQLITE_STATIC);
-		sqlite3_step(s);
+		rc = sqlite3_step(s);
 		sqlite3_reset(s);
 	}
 	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		snprintf(err, errlen, "%s: %s", st->path, sqlite3_errmsg(st->db));
+		goto fail;
+	}
 	if (exec_sql(st, "COMMIT", err, errlen) != 0)
-		return -1;
+		goto fail;
 	st->schema_version = PP_SCHEMA_VERSION;
 	return 0;
+fail:
+	sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	return -1;
 }
 
 pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen)
