@@ -65,4 +65,17 @@ for k in 1 2; do
   n=$(sqlite3 "$t/e.db" "WITH RECURSIVE d(id) AS (SELECT $top UNION ALL SELECT r.id FROM runs r JOIN d ON r.parent_run = d.id) SELECT count(*) FROM d WHERE id IN ($(paste -sd, "$t/ids$k"))")
   [ "$n" = 6 ] || bad "record $k: its runs are not one session ($n of 6)"
 done
+# a program whose ELF section-header offset overflows (it still runs: the
+# loader needs no section headers): sampling it symbolises against a file
+# that must be bounds-checked, not read through
+cp "$spans" "$t/hostile"
+/usr/bin/python3 - "$t/hostile" <<'PY'
+import struct, sys
+f = open(sys.argv[1], 'r+b')
+f.seek(0x28); f.write(struct.pack('<Q', 2**64 - 64))  # e_shoff: + e_shnum * 64 wraps
+PY
+out=$("$pp" record --sample 2000 -o "$t/h.db" -- "$t/hostile" 3000000 1 2>&1); rc=$?
+n=$(sqlite3 "$t/h.db" "SELECT count(*) FROM samples WHERE typeof(stack) = 'integer'" 2>/dev/null)
+if [ $rc = 0 ] && [ "${n:-0}" -gt 0 ]; then ok "record --sample on an ELF with an overflowing section-header offset ($n samples)"
+else bad "hostile ELF: rc=$rc samples=$n $out"; fi
 exit $fail
