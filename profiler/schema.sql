@@ -107,3 +107,12 @@ CREATE VIEW IF NOT EXISTS ops_v AS
 -- collectives and waits; comm_size: ranks in the communicator, -1 if unknown.
 CREATE TABLE IF NOT EXISTS comm (run_id INTEGER, tid INTEGER, op_id INTEGER,
   start_ns INTEGER, end_ns INTEGER, bytes INTEGER, peer INTEGER, comm_size INTEGER);
+
+-- Short leaf spans of the high-volume kinds (op, span) beyond the first
+-- 10,000 of a (thread, kind, name), folded into one row per parent span,
+-- kind and name (schema version 2). `record --keep-all-spans` keeps a
+-- spans row for every span instead.
+CREATE TABLE IF NOT EXISTS span_groups (run_id INTEGER, tid INTEGER, kind INTEGER,
+  name_id INTEGER, parent_id INTEGER, depth INTEGER, step INTEGER,
+  count INTEGER, total_ns INTEGER, min_ns INTEGER, max_ns INTEGER,
+  first_start_ns INTEGER, last_end_ns INTEGER);

@@ -294,7 +294,7 @@ static int is_string_col(const char *table, const char *col)
 		"spans.name_id", "counters.name_id", "marks.name_id", "ops.name_id", "ops.type_id",
 		"graph_nodes.name_id", "graph_nodes.op_id", "graph_nodes.device_id", "allocations.source_id",
 		"libraries.path_id", "io.path_id", "frames.symbol_id", "frames.module_id",
-		"gpu_activity.name_id", "comm.op_id", NULL,
+		"gpu_activity.name_id", "comm.op_id", "span_groups.name_id", NULL,
 	};
 	char key[128];
 	snprintf(key, sizeof key, "%s.%s", table, col);
@@ -334,7 +334,8 @@ static int copy_table(pp_store *st, const char *table, int64_t roff, int64_t sof
 		else if (is_runs && strcmp(c, "parent_run") == 0)
 			snprintf(expr, sizeof expr, "CASE WHEN x.parent_run > 0 THEN x.parent_run + %lld END",
 				 (long long)roff);
-		else if (is_spans && (strcmp(c, "id") == 0 || strcmp(c, "parent_id") == 0))
+		else if ((is_spans && (strcmp(c, "id") == 0 || strcmp(c, "parent_id") == 0)) ||
+			 (strcmp(table, "span_groups") == 0 && strcmp(c, "parent_id") == 0))
 			snprintf(expr, sizeof expr, "x.\"%s\" + %lld", c, (long long)soff);
 		else if ((is_graphs && strcmp(c, "id") == 0) || (is_gchild && strcmp(c, "graph_id") == 0))
 			snprintf(expr, sizeof expr, "x.\"%s\" + %lld", c, (long long)goff);
@@ -364,7 +365,7 @@ int pp_store_merge_file(pp_store *st, const char *src_path, int64_t *first_run, 
 	static const char *const tables[] = {
 		"runs", "run_meta", "threads", "spans", "counters", "marks", "ops", "losses", "graphs",
 		"graph_nodes", "graph_edges", "allocations", "libraries", "io", "frames", "stacks", "samples",
-		"gpu_activity", "gpu_status", "findings", "comm", NULL,
+		"gpu_activity", "gpu_status", "findings", "comm", "span_groups", NULL,
 	};
 	*first_run = 0;
 	*n_runs = 0;
