@@ -478,14 +478,16 @@ static char *env_join(const char *name, const char *first, const char *rest)
 
 typedef struct record_opts {
 	const char *out;
-	int hz, detailed, follow, keep, keep_all, python, mpi;
+	int hz, detailed, follow, keep, keep_all;
 	int cmd;                   /* index of the command in argv */
+	int python;                /* the CPython layer (--no-python: 0) */
+	int mpi;                   /* the PMPI layer: 1 --mpi, 0 --no-mpi, -1 by the command */
 } record_opts;
 
 /* Returns -1 to go on, else the exit status (help, bad option). */
 static int parse_options(int argc, char **argv, record_opts *o)
 {
-	*o = (record_opts){"phaseprof.db", 0, 0, 1, 0, 0, 1, -1, 0};
+	*o = (record_opts){"phaseprof.db", 0, 0, 1, 0, 0, 0, 1, -1};
 	int i;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
