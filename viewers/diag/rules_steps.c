@@ -123,6 +123,7 @@ void rule_iteration_time_grows(diag_ctx *c)
 		      t.q_ratio, k,
 		      diag_fmt_ns(m1, sizeof m1, first_med), k, diag_fmt_ns(m2, sizeof m2, last_med),
 		      sum > 0 ? 100.0 * excess / sum : 0);
+	diag_growth_causes(r, f);
 	free(y);
 }
 
@@ -236,6 +237,7 @@ void rule_first_step_slow(diag_ctx *c)
 	}
 	diag_evidence(f, "%s untracked %s (%.0f%%).", shown ? "," : "",
 		      diag_fmt_ns(ts, sizeof ts, untracked), 100.0 * untracked / first);
+	diag_first_step_causes(r, f);
 }
 
 void rule_session_per_iteration(diag_ctx *c)
