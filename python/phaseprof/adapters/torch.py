@@ -261,13 +261,21 @@ def _state_size(opt):
     return n, b
 
 
+def _keeps_state(opt):
+    """False for the one 1.13 optimizer that keeps no tensors: SGD without
+    momentum (its first step stores None buffers)."""
+    if type(opt) is _torch.optim.SGD:
+        return any(g.get("momentum", 0) for g in opt.param_groups)
+    return True
+
+
 def _opt_step(orig):
     @functools.wraps(orig)
     def step(self, *args, **kwargs):
         if S.opt_depth or not _here():
             return orig(self, *args, **kwargs)
         _maybe_begin_train()
-        lazy = not self.state
+        lazy = not self.state and _keeps_state(self)
         name = type(self).__name__
         N.begin(OPTIMIZER_SETUP if lazy else OPTIMIZER_STEP,
                 name + " lazy state" if lazy else name + ".step")
