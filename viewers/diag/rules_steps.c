@@ -200,6 +200,10 @@ void rule_first_step_slow(diag_ctx *c)
 	double share = r->total_ns > 0 ? (first - med) / (double)r->total_ns : 0;
 	/* high only when the extra time is also a visible part of the run */
 	int sev = ratio >= 5.0 && share >= 0.02 ? DIAG_HIGH : DIAG_MODERATE;
+	/* Under 1% of the run (a framework's lazy first-call set-up in a long
+	 * loop) it is worth knowing, not worth fixing. */
+	if (share < 0.01)
+		sev = DIAG_INFO;
 	pp_finding *f;
 	if (top >= 0 && (double)by_kind[top] >= untracked) {
 		f = diag_emit(c, "first_step_slow", sev, share, first_step_fix(top),
