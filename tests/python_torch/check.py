@@ -193,6 +193,17 @@ def case_profiler(pp):
     check(len(r.steps()) == 10, "steps: %d" % len(r.steps()), r)
 
 
+def case_inference(pp):
+    r = Rec(pp, "inference.py")
+    check("predictions: 16" in r.out, "program output changed: " + r.out)
+    steps = r.steps()
+    check([s[3] for s in steps] == list(range(15)), "steps %r" % [s[3] for s in steps], r)
+    fwd = r.spans("forward")
+    check(len(fwd) == 16 and not any(r.inside(fwd[0], s) for s in steps),
+          "forward spans %d; the shape check must not be a step" % len(fwd), r)
+    per_step(r, ("forward",))
+
+
 def case_raises(pp):
     r = Rec(pp, "raises.py", expect_rc=1)
     check("RuntimeError: bad batch at step 5" in r.err, "traceback changed: " + r.err[-500:])
