@@ -10,6 +10,7 @@
  */
 #include "cli.h"
 #include "diagnostics.h"
+#include "phaseprof.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -36,7 +37,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: phaseprof record [-o run.db] [--sample HZ] [--mode default|detailed]\n"
-		"                        [--no-follow-fork] [--keep-spools] -- CMD [ARGS...]\n"
+		"                        [--no-follow-fork] [--keep-spools] [--no-python] -- CMD [ARGS...]\n"
 		"\n"
 		"Runs CMD with the phaseprof agent preloaded and records start-up (time to\n"
 		"main, every shared object loaded: mapping vs relocation+constructors),\n"
@@ -48,7 +49,10 @@ static void usage(FILE *out)
 		"  --sample HZ        CPU sampling at HZ per thread (libunwind), 1..10000\n"
 		"  --mode detailed    also record one allocation event in PHASEPROF_ALLOC_SAMPLE (1000)\n"
 		"  --no-follow-fork   record only the first process (and what it execs)\n"
-		"  --keep-spools      keep the raw spool files and print their folder\n");
+		"  --keep-spools      keep the raw spool files and print their folder\n"
+		"  --no-python        do not look inside CPython (start-up, import tree, the\n"
+		"                     phaseprof module and framework adapters); native recording\n"
+		"                     goes on\n");
 }
 
 /* ---------------------------------------------------------------- ELF */
@@ -657,6 +661,37 @@ static void human_bytes(int64_t b, char *out, size_t len)
 	snprintf(out, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
+/* What the Python layer saw: start-up, imports, steps. */
+static void summarise_python(pp_store *st, int64_t run)
+{
+	char py[512];
+	if (pp_store_python_status(st, run, py, sizeof py) != 1)
+		return;
+	fprintf(stderr, "  python        %s\n", py);
+	pp_phase_total *pt = NULL;
+	int np = 0;
+	int64_t startup = -1, imports = 0, n_imp = 0;
+	if (pp_store_phase_totals(st, run, &pt, &np) == 0)
+		for (int k = 0; k < np; k++) {
+			if (pt[k].kind == PP_PROCESS_START)
+				startup = pt[k].total_ns;
+			if (pt[k].kind == PP_IMPORT)
+				imports = pt[k].total_ns;
+		}
+	free(pt);
+	if (startup >= 0)
+		fprintf(stderr, "    start-up    %8.1f ms  (to the program's first line)\n", ms(startup));
+	pp_import_time *im = NULL;
+	int ni = 0;
+	if (pp_store_import_times(st, run, 0, 0, &im, &ni) == 0 && ni) {
+		for (int k = 0; k < ni; k++)
+			n_imp += im[k].count;
+		fprintf(stderr, "    imports     %8.1f ms  %lld modules; slowest %s (%.1f ms with what it imported)\n",
+			ms(imports), (long long)n_imp, im[0].module, ms(im[0].cumulative_ns));
+	}
+	free(im);
+}
+
 /* The start-up question for one run, on stderr. */
 static void summarise_run(pp_store *st, int64_t run, int64_t wall_ns)
 {
@@ -723,6 +758,7 @@ static void summarise_run(pp_store *st, int64_t run, int64_t wall_ns)
 		fprintf(stderr, "  file I/O      %8.1f ms  %lld files opened (%lld failed opens), %lld reads of %s, %lld of them <= 4 KiB\n",
 			ms(io[4]), (long long)io[0], (long long)io[5], (long long)io[1], b1, (long long)io[3]);
 	}
+	summarise_python(st, run);
 	if (wall_ns > 0) {
 		int64_t before = (loader != INT64_MIN && preinit != INT64_MIN) ? preinit - loader : 0;
 		int64_t rest = wall_ns - before - dl[0] - dl[1] - al[2] - io[4];
@@ -779,7 +815,7 @@ static char *env_join(const char *name, const char *first, const char *rest)
 int cmd_record(int argc, char **argv)
 {
 	const char *out = "phaseprof.db";
-	int hz = 0, detailed = 0, follow = 1, keep = 0, i;
+	int hz = 0, detailed = 0, follow = 1, keep = 0, python = 1, i;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0) {
@@ -813,6 +849,8 @@ int cmd_record(int argc, char **argv)
 			follow = 0;
 		else if (strcmp(a, "--keep-spools") == 0)
 			keep = 1;
+		else if (strcmp(a, "--no-python") == 0)
+			python = 0;
 		else if (a[0] != '-')
 			break; /* the command, without a "--" */
 		else {
@@ -887,7 +925,8 @@ int cmd_record(int argc, char **argv)
 		else if (!strncmp(e, "GLIBC_TUNABLES=", 15))
 			old_tun = e + 15;
 		else if (strncmp(e, "PHASEPROF_", 10) != 0 || !strncmp(e, "PHASEPROF_CLOCK=", 16) ||
-			 !strncmp(e, "PHASEPROF_ALLOC_SAMPLE=", 23) || !strncmp(e, "PHASEPROF_AGENT_PERIOD_MS=", 26))
+			 !strncmp(e, "PHASEPROF_ALLOC_SAMPLE=", 23) || !strncmp(e, "PHASEPROF_AGENT_PERIOD_MS=", 26) ||
+			 (python && !strncmp(e, "PHASEPROF_PYTHON=", 17)))
 			env[k++] = environ[j];
 	}
 	size_t k_own = k;
@@ -902,6 +941,8 @@ int cmd_record(int argc, char **argv)
 	env[k++] = env_join("PHASEPROF_AGENT", agent, NULL);
 	env[k++] = env_join("PHASEPROF_FOLLOW_FORK", follow ? "1" : "0", NULL);
 	env[k++] = env_join("PHASEPROF_MODE", detailed ? "detailed" : "default", NULL);
+	if (!python)
+		env[k++] = env_join("PHASEPROF_PYTHON", "0", NULL);
 	if (hz) {
 		snprintf(hzs, sizeof hzs, "%d", hz);
 		env[k++] = env_join("PHASEPROF_SAMPLE_HZ", hzs, NULL);

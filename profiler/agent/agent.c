@@ -374,6 +374,7 @@ __attribute__((destructor)) static void ppa_fini(void)
 {
 	if (ppa_is_audit_copy || getpid() != ppa_pid)
 		return;
+	ppa_python_at_exit();
 	ppa_close_recorder("exit");
 }
 

@@ -150,5 +150,6 @@ void ppa_after_fork_child(void);  /* agent.c */
 /* agent_python.c: CPython start-up, imports, the phaseprof module */
 void ppa_python_init(void);       /* after the recorder opened, before Py_Initialize */
 void ppa_python_after_fork(void);
+void ppa_python_at_exit(void);    /* a start-up that never reached the first line ends */
 
 #endif

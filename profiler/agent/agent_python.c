@@ -14,6 +14,8 @@
  *     original in a PP_IMPORT phase. Being C, it adds no traceback frame
  *     and costs two clock reads per import. Library loads an import causes
  *     (the dlopen phases) nest inside it on the same thread;
+ *   - at `sys.excepthook` (an uncaught exception), records its type and
+ *     message (run_meta python.exception) and a mark;
  *   - at the program's first line (`cpython.run_file`, `run_command`,
  *     `run_module`, `run_stdin`), ends the "python start-up" phase opened
  *     in the constructor, puts the `_phaseprof_native` module in
@@ -58,6 +60,7 @@ static struct {
 	py_object *(*LongFromLongLong)(long long);
 	double (*FloatAsDouble)(py_object *);
 	py_object *(*TuplePack)(py_ssize, ...);
+	py_object *(*TupleGetItem)(py_object *, py_ssize);
 	py_object *(*ErrOccurred)(void);
 	void (*ErrClear)(void);
 	void (*ErrFetch)(py_object **, py_object **, py_object **);
@@ -98,6 +101,7 @@ static const char *resolve_api(void)
 	SYM(LongFromLongLong, "PyLong_FromLongLong");
 	SYM(FloatAsDouble, "PyFloat_AsDouble");
 	SYM(TuplePack, "PyTuple_Pack");
+	SYM(TupleGetItem, "PyTuple_GetItem");
 	SYM(ErrOccurred, "PyErr_Occurred");
 	SYM(ErrClear, "PyErr_Clear");
 	SYM(ErrFetch, "PyErr_Fetch");
@@ -407,15 +411,10 @@ static py_object *find_and_load(py_object *orig, py_object *const *a, py_ssize n
 	if (name)
 		pp_phase_end();
 	P.DecRef(args);
-	if (r && name && n_watch && watch_cb && !in_hook) {
-		/* the callback runs the adapter: a failure stays ours */
-		py_object *t, *v, *tb;
-		in_hook = 1;
-		P.ErrFetch(&t, &v, &tb);
+	/* the callback runs the adapter (which may import a watched module
+	 * itself: each name fires once); a failure stays ours */
+	if (r && name && n_watch && watch_cb)
 		fire_watch(name, r);
-		P.ErrRestore(t, v, tb);
-		in_hook = 0;
-	}
 	return r;
 }
 
@@ -443,22 +442,38 @@ static void patch_importer(void)
 }
 
 /* ---- the program's first line: the boot ---- */
+/* The package's modules are loaded from their files one by one and put in
+ * sys.modules before any import statement names them: nothing goes through
+ * the import system, so none of them shows in the program's import tree
+ * or in its `-X importtime` output, and sys.path is never consulted. */
 static const char boot_code[] =
 	"import sys\n"
 	"_b = sys.modules['_frozen_importlib']\n"
 	"_e = sys.modules['_frozen_importlib_external']\n"
+	"def load(name, path, pkg=None, run=True):\n"
+	"    s = _e.spec_from_file_location(name, path, submodule_search_locations=pkg)\n"
+	"    m = _b.module_from_spec(s)\n"
+	"    sys.modules[name] = m\n"
+	"    if run:\n"
+	"        try:\n"
+	"            s.loader.exec_module(m)\n"
+	"        except BaseException:\n"
+	"            sys.modules.pop(name, None)\n"
+	"            raise\n"
+	"    return m\n"
 	"_d = ROOT + '/phaseprof'\n"
-	"_s = _e.spec_from_file_location('phaseprof', _d + '/__init__.py',\n"
-	"                                submodule_search_locations=[_d])\n"
-	"_m = _b.module_from_spec(_s)\n"
-	"sys.modules['phaseprof'] = _m\n"
+	"_p = load('phaseprof', _d + '/__init__.py', [_d], run=False)\n"
 	"try:\n"
-	"    _s.loader.exec_module(_m)\n"
-	"    import phaseprof._boot\n"
+	"    for _n, _f, _k in (('kinds', '/kinds.py', None), ('_native', '/_native.py', None),\n"
+	"                       ('adapters', '/adapters/__init__.py', [_d + '/adapters']),\n"
+	"                       ('_boot', '/_boot.py', None)):\n"
+	"        setattr(_p, _n, load('phaseprof.' + _n, _d + _f, _k))\n"
+	"    _p.__spec__.loader.exec_module(_p)\n"
 	"except BaseException:\n"
-	"    sys.modules.pop('phaseprof', None)\n"
+	"    for _n in [k for k in sys.modules if k == 'phaseprof' or k.startswith('phaseprof.')]:\n"
+	"        del sys.modules[_n]\n"
 	"    raise\n"
-	"phaseprof._boot.boot()\n";
+	"_p._boot.boot(load)\n";
 
 static void record_py_error(const char *what)
 {
@@ -538,16 +553,38 @@ static void first_line(void)
 		boot();
 }
 
+/* An exception nobody caught reaches sys.excepthook: the run failed in
+ * Python. Its type and message go to run_meta, with a mark at that time. */
+static void uncaught(py_object *args)
+{
+	py_object *type = P.TupleGetItem(args, 1), *val = P.TupleGetItem(args, 2);
+	py_object *tn = type ? P.GetAttrString(type, "__name__") : NULL;
+	py_object *vs = val ? P.Str(val) : NULL;
+	const char *a = tn ? P.UnicodeAsUTF8(tn) : NULL, *b = vs ? P.UnicodeAsUTF8(vs) : NULL;
+	char msg[512];
+	snprintf(msg, sizeof msg, "%s%s%s", a ? a : "?", b && *b ? ": " : "", b ? b : "");
+	pp_meta("python.exception", msg);
+	pp_mark("python: uncaught exception");
+	if (tn)
+		P.DecRef(tn);
+	if (vs)
+		P.DecRef(vs);
+}
+
 static int audit_hook(const char *ev, py_object *args, void *ud)
 {
-	(void)args, (void)ud;
-	/* cheap for what we ignore: "import" and "cpython.run_*" only */
-	if (ev[0] != 'i' && ev[0] != 'c')
+	(void)ud;
+	/* cheap for what we ignore: "import", "cpython.run_*" and
+	 * "sys.excepthook" only */
+	if (ev[0] != 'i' && ev[0] != 'c' && ev[0] != 's')
 		return 0;
 	if (in_hook || !atomic_load_explicit(&ppa_recording, memory_order_relaxed))
 		return 0;
 	if (ev[0] == 'i') {
 		if (importer_patched || strcmp(ev, "import") != 0)
+			return 0;
+	} else if (ev[0] == 's') {
+		if (strcmp(ev, "sys.excepthook") != 0)
 			return 0;
 	} else if (first_line_seen || strncmp(ev, "cpython.run_", 12) != 0 ||
 		   (strcmp(ev + 12, "file") && strcmp(ev + 12, "command") &&
@@ -560,6 +597,8 @@ static int audit_hook(const char *ev, py_object *args, void *ud)
 	P.ErrFetch(&t, &v, &tb);
 	if (ev[0] == 'i')
 		patch_importer();
+	else if (ev[0] == 's')
+		uncaught(args);
 	else
 		first_line();
 	if (P.ErrOccurred())
@@ -629,8 +668,23 @@ void ppa_python_init(void)
 	snprintf(msg, sizeof msg, "CPython %s: start-up, imports, phaseprof module", py_version);
 	pp_meta("python", msg);
 	pp_meta("python.dir", py_dir);
-	pp_phase_begin(PP_PROCESS_START, "python start-up");
-	startup_open = 1;
+	/* A program embedding Python (gdb, a server) may never run a script:
+	 * the start-up phase is only for the python executable itself. */
+	if (exe_is_python()) {
+		pp_phase_begin(PP_PROCESS_START, "python start-up");
+		startup_open = 1;
+	}
+}
+
+void ppa_python_at_exit(void)
+{
+	/* exit before the first line (no such file, a bad option): the phase
+	 * ends here, on the thread that opened it */
+	if (startup_open && ppa_gettid() == (uint32_t)getpid()) {
+		startup_open = 0;
+		pp_phase_end();
+		pp_meta("python.first_line", "never reached");
+	}
 }
 
 /* A forked child keeps the interpreter and the hook; its recorder is new. */
