@@ -214,7 +214,11 @@ ddp)
 		q ddp.db "SELECT value FROM run_meta WHERE run_id=$run AND key='torch.ddp'" | grep -q "C++ reducer" || fail "rank $r: DDP note missing"
 		echo "rank $r: 8 steps, all_reduce $((t / 1000)) us in total"
 	done
-	f=$(rank_findings ddp.db)
+	# the two ranks import torch side by side on 2 busy cores: one may reach
+	# init_process_group seconds later, which the skew rule rightly reports;
+	# nothing else may fire
+	f=$(q ddp.db "SELECT rule || ': ' || title FROM findings WHERE rule LIKE 'rank_%' AND rule NOT LIKE 'rank_%skew'")
+	echo "rank findings: $(rank_findings ddp.db)"
 	[ -z "$f" ] || fail "rank findings on a balanced DDP job: $f"
 	unc=$(q ddp.db "SELECT m.value FROM run_meta m JOIN run_meta r ON r.run_id=m.run_id AND r.key='rank' AND r.value='1' WHERE m.key='clock.uncertainty_ns'")
 	[ -n "$unc" ] && [ "$unc" -ge 0 ] && [ "$unc" -lt 100000000 ] || fail "rank 1 clock uncertainty: '$unc'"
