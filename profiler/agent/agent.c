@@ -48,6 +48,8 @@ void *ppa_map(size_t n)
 	return r == -1 ? NULL : (void *)r;
 }
 
+void ppa_unmap(void *p, size_t n) { syscall(SYS_munmap, p, n); }
+
 uint32_t ppa_gettid(void) { return (uint32_t)syscall(SYS_gettid); }
 
 ppa_tstats *ppa_tstats_slow(void)

@@ -73,6 +73,7 @@ static inline void *ppa_next(void **slot, const char *name)
 /* Anonymous memory for the agent's tables, straight from the kernel: the
  * agent's own mmap symbol is a hook. NULL on failure. */
 void *ppa_map(size_t n);
+void ppa_unmap(void *p, size_t n);
 
 /* Settings from PHASEPROF_* (copied at start-up: the program may rewrite
  * its environment, exec must still carry them). */

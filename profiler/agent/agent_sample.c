@@ -55,10 +55,16 @@ static void handler(int sig, siginfo_t *si, void *uc)
 	if (!atomic_load_explicit(&active, memory_order_relaxed))
 		return;
 	int saved = errno;
+	/* libunwind calls read/write/mmap (its memory-validation pipe): they
+	 * must reach libc untouched, not the hooks, which may be what this
+	 * signal interrupted */
+	int g = ppa_guard;
+	ppa_guard = 1;
 	uint64_t w = atomic_load_explicit(&ring_w, memory_order_relaxed);
 	do {
 		if (w - ring_r >= RING) { /* ring_r is only read: a stale value only drops more */
 			atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
+			ppa_guard = g;
 			errno = saved;
 			return;
 		}
@@ -73,6 +79,7 @@ static void handler(int sig, siginfo_t *si, void *uc)
 	s->tid = ppa_gettid();
 	s->ts = ppa_mono();
 	atomic_store_explicit(&s->ready, 1, memory_order_release);
+	ppa_guard = g;
 	errno = saved;
 }
 

@@ -357,6 +357,52 @@ static void test_annotate(void **state)
 	sqlite3_close(db);
 }
 
+/* ---------------------------------------------------------------- staying out of the way */
+
+/* record under a time limit: a hang is status 124, not a stuck suite */
+#define RECORD_T(secs, ...) sh("timeout -s KILL " #secs " " PP_BIN " record -o run.db " __VA_ARGS__)
+
+static void rm_db(void)
+{
+	char p[300];
+	snprintf(p, sizeof p, "%s/run.db", dir);
+	unlink(p);
+}
+
+/* The program's own signal handler writes to fresh descriptors while the
+ * interrupted thread is inside malloc: the write hook must not allocate. */
+static void test_sigwrite(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(RECORD_T(60, "-- " PP_TARGETS "/t_sigwrite"), 0);
+		char *o = out_text();
+		assert_string_equal(o, "signal writes done: yes\n");
+		free(o);
+		rm_db();
+	}
+}
+
+/* The sampling handler's own calls (libunwind's validation pipe) pass
+ * straight through the hooks: not counted as the program's I/O, and no
+ * deadlock when a sample lands inside malloc. */
+static void test_sample_reentry(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(RECORD_T(60, "--sample 10000 -- " PP_TARGETS "/t_malloc_loop 3000000"), 0);
+		char *o = out_text();
+		assert_string_equal(o, "malloc loop done\n");
+		free(o);
+		sqlite3 *db = db_open();
+		assert_true(q_int(db, "SELECT COUNT(*) FROM samples") > 0);
+		assert_int_equal(q_int(db, "SELECT COUNT(*) FROM io i JOIN strings p ON p.id = i.path_id"
+					   " WHERE p.value LIKE 'pipe:%'"), 0);
+		sqlite3_close(db);
+		rm_db();
+	}
+}
+
 /* ---------------------------------------------------------------- real programs */
 
 /* Runs CMD plainly and recorded; output and status must match. */
@@ -493,6 +539,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_dot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shell, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_detailed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sigwrite, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sample_reentry, setup, teardown),
 	};
 	if (argc > 1) {
 		char filter[64];
