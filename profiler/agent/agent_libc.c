@@ -111,6 +111,24 @@ int ppa_libc_munmap(void *a, size_t n)
 	return p_(a, n);
 }
 
+/* zlib's crc32, looked up in zlib itself: a program (with exported
+ * symbols, as python's are) may define its own crc32, and the global
+ * lookup would find the program's first. */
+unsigned long ppa_libc_crc32(unsigned long crc, const unsigned char *buf, unsigned int len)
+{
+	static unsigned long (*z)(unsigned long, const unsigned char *, unsigned int);
+	if (!z) {
+		void *h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+		if (!h)
+			h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+		if (h)
+			z = (unsigned long (*)(unsigned long, const unsigned char *, unsigned int))dlsym(h, "crc32");
+		if (!z)
+			return 0; /* unreachable: the agent is linked against zlib */
+	}
+	return z(crc, buf, len);
+}
+
 /* The recorder's writer thread: marked as ours for its whole life. */
 typedef struct start { void *(*fn)(void *); void *arg; } start;
 

@@ -403,6 +403,54 @@ static void test_sample_reentry(void **state)
 	}
 }
 
+/* The program's own crc32 (and other names the agent uses) is never called
+ * by the agent. */
+static void test_symbols(void **state)
+{
+	(void)state;
+	assert_int_equal(sh(PP_TARGETS "/t_symbols"), 0);
+	char *plain = out_text();
+	assert_int_equal(RECORD_T(60, "-- " PP_TARGETS "/t_symbols"), 0);
+	char *o = out_text();
+	assert_string_equal(o, plain);
+	assert_string_equal(o, "crc32(abc) = 96354\nstats for main\n4 5\n");
+	free(o);
+	free(plain);
+	sqlite3 *db = db_open();
+	char *rows = q_rows(db, "SELECT status, COALESCE(exit_code, '-') FROM runs");
+	assert_string_equal(rows, "complete 0");
+	free(rows);
+	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'total'") >= 2000);
+	sqlite3_close(db);
+}
+
+/* A program that closes every inherited descriptor, or dup2s its own file
+ * over all of them: the spool is reopened, its file untouched. */
+static void test_fds(void **state)
+{
+	(void)state;
+	const char *modes[] = {"close", "dup2"};
+	for (int m = 0; m < 2; m++) {
+		assert_int_equal(RECORD_T(60, "-- " PP_TARGETS "/t_fds %s", modes[m]), 0);
+		char *o = out_text();
+		assert_string_equal(o, "fds done\n");
+		free(o);
+		char p[300];
+		snprintf(p, sizeof p, "%s/own.txt", dir);
+		char *own = slurp(p);
+		assert_string_equal(own, "program's own line\n");
+		free(own);
+		sqlite3 *db = db_open();
+		char *rows = q_rows(db, "SELECT status, exit_code FROM runs");
+		assert_string_equal(rows, "complete 0");
+		free(rows);
+		assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'total'") >= 3000);
+		assert_true(q_int(db, "SELECT CAST(value AS INTEGER) FROM run_meta WHERE key = 'recorder.spool_fd_reclaimed'") >= 1);
+		sqlite3_close(db);
+		rm_db();
+	}
+}
+
 /* ---------------------------------------------------------------- real programs */
 
 /* Runs CMD plainly and recorded; output and status must match. */
@@ -541,6 +589,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_detailed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sigwrite, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sample_reentry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_symbols, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fds, setup, teardown),
 	};
 	if (argc > 1) {
 		char filter[64];
