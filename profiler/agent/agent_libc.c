@@ -148,7 +148,14 @@ int ppa_libc_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(v
 		return p_(t, a, fn, arg);
 	s->fn = fn;
 	s->arg = arg;
-	int r = p_(t, a, own_thread, s);
+	pthread_attr_t small;
+	if (!a) {
+		pthread_attr_init(&small);
+		pthread_attr_setstacksize(&small, PPA_THREAD_STACK);
+	}
+	int r = p_(t, a ? a : &small, own_thread, s);
+	if (!a)
+		pthread_attr_destroy(&small);
 	if (r)
 		ppa_real_free(s);
 	return r;

@@ -336,6 +336,11 @@ static void *tramp_main(void *p)
 	return t.fn(t.arg);
 }
 
+int ppa_real_pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	return REAL(pthread_create)(th, attr, fn, arg);
+}
+
 PPA_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
 	if (ppa_guard)

@@ -451,6 +451,96 @@ static void test_fds(void **state)
 	}
 }
 
+/* A crash inside malloc with SIGALRM blocked: the program dies at once as
+ * it would (134), what was recorded is kept. */
+static void test_doublefree(void **state)
+{
+	(void)state;
+	assert_int_equal(sh(PP_TARGETS "/t_doublefree"), 134);
+	assert_int_equal(RECORD_T(60, "-- " PP_TARGETS "/t_doublefree"), 134);
+	char *o = out_text();
+	assert_string_equal(o, "about to free twice\n");
+	free(o);
+	char *e = err_text();
+	assert_non_null(strstr(e, "double free or corruption"));
+	free(e);
+	sqlite3 *db = db_open();
+	char *rows = q_rows(db, "SELECT status, term_signal FROM runs");
+	assert_string_equal(rows, "crashed 6");
+	free(rows);
+	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'total'") >= 1000);
+	sqlite3_close(db);
+}
+
+/* 30 runs of a process sending itself 200 SIGTERMs: each dies by SIGTERM. */
+static void test_termstorm(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 30; i++) {
+		assert_int_equal(RECORD_T(60, "-- " PP_TARGETS "/t_termstorm"), 143);
+		sqlite3 *db = db_open();
+		char *rows = q_rows(db, "SELECT status, term_signal FROM runs");
+		assert_string_equal(rows, "killed 15");
+		free(rows);
+		sqlite3_close(db);
+		rm_db();
+	}
+}
+
+/* A Rust-style runtime sees the default SIGSEGV disposition, installs its
+ * own handler on an alternate stack and reports the overflow itself. */
+static void test_stackov(void **state)
+{
+	(void)state;
+	assert_int_equal(RECORD_T(60, "-- " PP_TARGETS "/t_stackov"), 139);
+	char *o = out_text();
+	assert_string_equal(o, "recursing\n");
+	free(o);
+	char *e = err_text();
+	assert_non_null(strstr(e, "\nthread 'main' has overflowed its stack\nfatal runtime error: stack overflow\n"));
+	free(e);
+	sqlite3 *db = db_open();
+	char *rows = q_rows(db, "SELECT status, term_signal FROM runs");
+	assert_string_equal(rows, "crashed 11");
+	free(rows);
+	sqlite3_close(db);
+}
+
+/* Sampling: sleeping threads get no signal (no EINTR); a program using
+ * real-time signals itself receives only its own. */
+static void test_sample_signals(void **state)
+{
+	(void)state;
+	assert_int_equal(RECORD_T(60, "--sample 1000 -- " PP_TARGETS "/t_sleeps"), 0);
+	char *o = out_text();
+	assert_string_equal(o, "EINTR: usleep 0 nanosleep 0 select 0 sem_timedwait 0\n");
+	free(o);
+	sqlite3 *db = db_open();
+	assert_true(q_int(db, "SELECT COUNT(*) FROM samples") > 0);
+	sqlite3_close(db);
+	rm_db();
+
+	assert_int_equal(RECORD_T(60, "--sample 1000 -- " PP_TARGETS "/t_rtsig"), 0);
+	o = out_text();
+	assert_string_equal(o, "own 1000 foreign 0\n");
+	free(o);
+	db = db_open();
+	assert_true(q_int(db, "SELECT COUNT(*) FROM samples") > 0);
+	assert_true(q_int(db, "SELECT CAST(value AS INTEGER) FROM run_meta WHERE key = 'agent.sample_signal'") != 0);
+	sqlite3_close(db);
+	rm_db();
+
+	/* it takes them all, ours included, after start-up: sampling stops */
+	assert_int_equal(RECORD_T(60, "--sample 1000 -- " PP_TARGETS "/t_rtsig all"), 0);
+	o = out_text();
+	assert_string_equal(o, "own 1000 foreign 0\n");
+	free(o);
+	db = db_open();
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM run_meta WHERE key = 'agent.sampling'"
+				   " AND value LIKE 'stopped: the program installed its own handler for signal %'"), 1);
+	sqlite3_close(db);
+}
+
 /* ---------------------------------------------------------------- real programs */
 
 /* Runs CMD plainly and recorded; output and status must match. */
@@ -591,6 +681,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_sample_reentry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symbols, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_doublefree, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_termstorm, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stackov, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sample_signals, setup, teardown),
 	};
 	if (argc > 1) {
 		char filter[64];
