@@ -321,6 +321,13 @@ void ppa_exit_status(int code, int sig)
 
 void ppa_open_recorder(void)
 {
+	/* never a spool in the program's working directory: `record` always
+	 * hands the agent an absolute private folder (or an explicit file) */
+	if (ppa_cfg.spool_dir[0] != '/' && !getenv("PHASEPROF_OUT")) {
+		static const char msg[] = "phaseprof agent: PHASEPROF_SPOOL_DIR is not an absolute folder; not recording\n";
+		(void)!write(2, msg, sizeof msg - 1);
+		return;
+	}
 	int g = ppa_guard;
 	ppa_guard = 1;
 	pp_options o;
