@@ -139,12 +139,21 @@ static void add_totals(ppa_tstats *t, void *ud)
 
 static uint64_t peak_in_use;
 
-/* Estimated time inside the allocator: the timed sample scaled to all calls. */
-static uint64_t est_ns(uint64_t calls, uint64_t timed_calls, uint64_t timed_ns)
+/* Estimated time inside the allocator: the timed sample scaled to all
+ * calls, never more than the time there was: the run's wall time for one
+ * thread, wall time x the threads that could run at once for the total. */
+static uint64_t est_ns(uint64_t calls, uint64_t timed_calls, uint64_t timed_ns, uint64_t cap)
 {
 	if (!timed_calls)
 		return 0;
-	return (uint64_t)((double)timed_ns * (double)calls / (double)timed_calls);
+	double e = (double)timed_ns * (double)calls / (double)timed_calls;
+	return e > (double)cap ? cap : (uint64_t)e;
+}
+
+static void count_alloc_threads(ppa_tstats *t, void *ud)
+{
+	if (ppa_get(&t->alloc_calls) || ppa_get(&t->free_calls))
+		(*(uint64_t *)ud)++;
 }
 
 static void emit_thread_rows(ppa_tstats *t, void *ud)
@@ -155,7 +164,8 @@ static void emit_thread_rows(ppa_tstats *t, void *ud)
 		int64_t in_use = (int64_t)ppa_get(&t->alloc_usable) - (int64_t)ppa_get(&t->free_usable);
 		pp_row("allocations", "iistiiiinn", (int64_t)t->tid, ts, "malloc", "summary",
 		       (int64_t)calls, (int64_t)ppa_get(&t->alloc_usable),
-		       (int64_t)est_ns(calls + frees, ppa_get(&t->timed_calls), ppa_get(&t->timed_ns)),
+		       (int64_t)est_ns(calls + frees, ppa_get(&t->timed_calls), ppa_get(&t->timed_ns),
+				       (uint64_t)(ts > 0 ? ts : 0)),
 		       in_use);
 		pp_row("allocations", "iistiiinnn", (int64_t)t->tid, ts, "malloc", "free",
 		       (int64_t)frees, (int64_t)ppa_get(&t->free_usable), (int64_t)0);
@@ -176,13 +186,19 @@ static void emit_alloc_rows(void)
 	ppa_for_each_tstats(add_totals, &s);
 	int64_t ts = (int64_t)pp_now();
 	ppa_for_each_tstats(emit_thread_rows, &ts);
+	uint64_t nthreads = 0;
+	ppa_for_each_tstats(count_alloc_threads, &nthreads);
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu > 0 && nthreads > (uint64_t)ncpu)
+		nthreads = (uint64_t)ncpu;
+	uint64_t total_cap = (uint64_t)(ts > 0 ? ts : 0) * (nthreads ? nthreads : 1);
 	/* process-wide row (tid 0): totals, final bytes in use, sampled peak */
 	int64_t in_use = (int64_t)s.alloc_usable - (int64_t)s.free_usable;
 	if ((uint64_t)(in_use > 0 ? in_use : 0) > peak_in_use)
 		peak_in_use = (uint64_t)in_use;
 	pp_row("allocations", "iistiiiiin", (int64_t)0, ts, "malloc", "total",
 	       (int64_t)s.alloc_calls, (int64_t)s.alloc_usable,
-	       (int64_t)est_ns(s.alloc_calls + s.free_calls, s.timed_calls, s.timed_ns), in_use,
+	       (int64_t)est_ns(s.alloc_calls + s.free_calls, s.timed_calls, s.timed_ns, total_cap), in_use,
 	       (int64_t)peak_in_use);
 	for (int k = 0; k < PPA_SIZE_CLASSES; k++)
 		if (s.hist[k])

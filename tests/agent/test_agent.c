@@ -558,6 +558,38 @@ static void test_reltmp(void **state)
 	assert_int_equal(sh("test -z \"$(ls reltmp)\" && ! ls *.spool / 2>/dev/null | grep -q spool"), 0);
 }
 
+/* Forks from a multi-threaded, recording parent: no child hangs. */
+static void test_forkmt(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(RECORD_T(120, "-- " PP_TARGETS "/t_forkmt 10"), 0);
+		char *o = out_text();
+		assert_string_equal(o, "children exited: 10 of 10\n");
+		free(o);
+		sqlite3 *db = db_open();
+		assert_int_equal(q_int(db, "SELECT COUNT(*) FROM runs"), 11);
+		sqlite3_close(db);
+		rm_db();
+	}
+}
+
+/* The time-inside-the-allocator estimate never exceeds the time there was. */
+static void test_alloc_time(void **state)
+{
+	(void)state;
+	assert_int_equal(RECORD_T(120, "-- " PP_TARGETS "/t_threads64"), 0);
+	sqlite3 *db = db_open();
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	char sql[512];
+	snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM allocations a, runs r WHERE a.kind = 'total'"
+		 " AND a.time_ns <= r.duration_ns * %ld", ncpu < 64 ? ncpu : 64);
+	assert_int_equal(q_int(db, sql), 1);
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM allocations a, runs r WHERE a.kind = 'summary'"
+				   " AND a.time_ns > r.duration_ns"), 0);
+	sqlite3_close(db);
+}
+
 /* ---------------------------------------------------------------- real programs */
 
 /* Runs CMD plainly and recorded; output and status must match. */
@@ -703,6 +735,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_stackov, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sample_signals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reltmp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_alloc_time, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forkmt, setup, teardown),
 	};
 	if (argc > 1) {
 		char filter[64];
