@@ -9,6 +9,7 @@
  * exits with the program's status (128 + signal when it was killed).
  */
 #include "cli.h"
+#include "cli_opt.h"
 #include "diagnostics.h"
 
 #include <dirent.h>
@@ -32,6 +33,17 @@ const char cmd_record_summary[] = "run a program under the LD_PRELOAD agent and 
 
 extern char **environ;
 
+enum { OPT_OUTPUT = 1, OPT_SAMPLE, OPT_MODE, OPT_NO_FOLLOW, OPT_KEEP };
+static const cli_opt opts[] = {
+	{OPT_OUTPUT, 'o', "output", 1, "FILE", "database to write (appended to if it exists)", NULL},
+	{OPT_SAMPLE, 0, "sample", 1, "HZ", "CPU sampling at HZ per thread (libunwind), 1..10000", NULL},
+	{OPT_MODE, 0, "mode", 1, "MODE", "default, or detailed: also record one allocation event in\n"
+	 "PHASEPROF_ALLOC_SAMPLE (1000)", NULL},
+	{OPT_NO_FOLLOW, 0, "no-follow-fork", 0, NULL, "record only the first process (and what it execs)", NULL},
+	{OPT_KEEP, 0, "keep-spools", 0, NULL, "keep the raw spool files and print their folder", NULL},
+	{0},
+};
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -43,12 +55,67 @@ static void usage(FILE *out)
 		"allocations, file I/O, mmap, threads, forks/execs and optional CPU samples\n"
 		"into run.db (default phaseprof.db; runs are appended). CMD's input, output\n"
 		"and exit status are left as they are.\n"
-		"\n"
-		"  -o FILE            database to write (appended to if it exists)\n"
-		"  --sample HZ        CPU sampling at HZ per thread (libunwind), 1..10000\n"
-		"  --mode detailed    also record one allocation event in PHASEPROF_ALLOC_SAMPLE (1000)\n"
-		"  --no-follow-fork   record only the first process (and what it execs)\n"
-		"  --keep-spools      keep the raw spool files and print their folder\n");
+		"\n");
+	cli_opt_help(out, opts);
+}
+
+typedef struct record_args {
+	const char *out;
+	int hz, detailed, follow, keep;
+	char **cmd;               /* the program and its arguments */
+} record_args;
+
+/* Fills *ra from argv; returns -1 to go on, else the exit status (0 after
+ * --help, 2 on a usage error). */
+static int record_parse_args(int argc, char **argv, record_args *ra)
+{
+	*ra = (record_args){"phaseprof.db", 0, 0, 1, 0, NULL};
+	cli_parse p;
+	long long v;
+	cli_parse_init(&p, "record", opts, argc, argv, CLI_STOP_AT_ARG);
+	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
+		switch (c) {
+		case CLI_HELP:
+			usage(stdout);
+			return 0;
+		case CLI_ERR:
+			return 2;
+		case OPT_OUTPUT:
+			ra->out = p.val[0];
+			break;
+		case OPT_SAMPLE:
+			if (cli_parse_int64("--sample", p.val[0], &v) != 0)
+				return 2;
+			if (v < 1 || v > 10000) {
+				cli_error("record: --sample %lld: the rate must be 1..10000 Hz", v);
+				return 2;
+			}
+			ra->hz = (int)v;
+			break;
+		case OPT_MODE:
+			if (strcmp(p.val[0], "detailed") == 0) {
+				ra->detailed = 1;
+			} else if (strcmp(p.val[0], "default") != 0) {
+				cli_error("record: --mode %s: expected default or detailed", p.val[0]);
+				return 2;
+			}
+			break;
+		case OPT_NO_FOLLOW:
+			ra->follow = 0;
+			break;
+		case OPT_KEEP:
+			ra->keep = 1;
+			break;
+		}
+	}
+	/* the command starts at the first positional, or after "--" */
+	int i = p.i;
+	if (i >= argc) {
+		cli_error("record: no command given (phaseprof record [-o run.db] -- CMD ARGS...)");
+		return 2;
+	}
+	ra->cmd = argv + i;
+	return -1;
 }
 
 /* ---------------------------------------------------------------- ELF */
@@ -645,18 +712,6 @@ static int64_t meta_i64(pp_store *st, int64_t run, const char *key, int64_t def)
 
 static double ms(int64_t ns) { return (double)ns / 1e6; }
 
-static void human_bytes(int64_t b, char *out, size_t len)
-{
-	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double v = (double)b;
-	int i = 0;
-	while (v >= 1024 && i < 4) {
-		v /= 1024;
-		i++;
-	}
-	snprintf(out, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
-}
-
 /* The start-up question for one run, on stderr. */
 static void summarise_run(pp_store *st, int64_t run, int64_t wall_ns)
 {
@@ -713,13 +768,13 @@ static void summarise_run(pp_store *st, int64_t run, int64_t wall_ns)
 		fprintf(stderr, "    split by CPU samples: %.1f ms relocation / symbol lookup, %.1f ms constructors"
 			" (%lld loads)\n", ms(sp[0]), ms(sp[1]), (long long)sp[2]);
 	if (al[0]) {
-		human_bytes(al[1], b1, sizeof b1);
-		human_bytes(al[3], b2, sizeof b2);
+		pp_fmt_bytes(b1, sizeof b1, (double)al[1]);
+		pp_fmt_bytes(b2, sizeof b2, (double)al[3]);
 		fprintf(stderr, "  allocation   ~%8.1f ms  %lld allocations (%s), %lld frees, peak %s in use\n", ms(al[2]),
 			(long long)al[0], b1, (long long)fr[0], b2);
 	}
 	if (io[0] || io[1] || io[5]) {
-		human_bytes(io[2], b1, sizeof b1);
+		pp_fmt_bytes(b1, sizeof b1, (double)io[2]);
 		fprintf(stderr, "  file I/O      %8.1f ms  %lld files opened (%lld failed opens), %lld reads of %s, %lld of them <= 4 KiB\n",
 			ms(io[4]), (long long)io[0], (long long)io[5], (long long)io[1], b1, (long long)io[3]);
 	}
@@ -778,53 +833,13 @@ static char *env_join(const char *name, const char *first, const char *rest)
 
 int cmd_record(int argc, char **argv)
 {
-	const char *out = "phaseprof.db";
-	int hz = 0, detailed = 0, follow = 1, keep = 0, i;
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--") == 0) {
-			i++;
-			break;
-		}
-		if (cli_is_help(a)) {
-			usage(stdout);
-			return 0;
-		}
-		if (strcmp(a, "-o") == 0 && i + 1 < argc)
-			out = argv[++i];
-		else if (strcmp(a, "--sample") == 0 && i + 1 < argc) {
-			long long v;
-			if (cli_parse_int64("--sample", argv[++i], &v) != 0)
-				return 2;
-			if (v < 1 || v > 10000) {
-				cli_error("record: --sample %lld: the rate must be 1..10000 Hz", v);
-				return 2;
-			}
-			hz = (int)v;
-		} else if (strcmp(a, "--mode") == 0 && i + 1 < argc) {
-			const char *m = argv[++i];
-			if (strcmp(m, "detailed") == 0)
-				detailed = 1;
-			else if (strcmp(m, "default") != 0) {
-				cli_error("record: --mode %s: expected default or detailed", m);
-				return 2;
-			}
-		} else if (strcmp(a, "--no-follow-fork") == 0)
-			follow = 0;
-		else if (strcmp(a, "--keep-spools") == 0)
-			keep = 1;
-		else if (a[0] != '-')
-			break; /* the command, without a "--" */
-		else {
-			cli_error("record: unknown option '%s' (see 'phaseprof record --help')", a);
-			return 2;
-		}
-	}
-	if (i >= argc) {
-		cli_error("record: no command given (phaseprof record [-o run.db] -- CMD ARGS...)");
-		return 2;
-	}
-	char **cmd = argv + i;
+	record_args ra;
+	int prc = record_parse_args(argc, argv, &ra);
+	if (prc >= 0)
+		return prc;
+	const char *out = ra.out;
+	int hz = ra.hz, detailed = ra.detailed, follow = ra.follow, keep = ra.keep;
+	char **cmd = ra.cmd;
 	char resolved[PATH_MAX];
 	if (check_command(cmd[0], resolved, sizeof resolved) != 0)
 		return 127;

@@ -364,41 +364,6 @@ int scn_claim(pp_scn_claim *out, int i, int max, const char *id, const char *cla
 	return i + 1;
 }
 
-const char *scn_fmt_ns(char *buf, size_t len, double ns)
-{
-	if (ns < 0 && len > 1) {
-		buf[0] = '-';
-		scn_fmt_ns(buf + 1, len - 1, -ns);
-		return buf;
-	}
-	if (!isfinite(ns))
-		snprintf(buf, len, "?");
-	else if (ns >= 1e9)
-		snprintf(buf, len, "%.2f s", ns / 1e9);
-	else if (ns >= 1e6)
-		snprintf(buf, len, "%.2f ms", ns / 1e6);
-	else if (ns >= 1e3)
-		snprintf(buf, len, "%.1f us", ns / 1e3);
-	else
-		snprintf(buf, len, "%.0f ns", ns);
-	return buf;
-}
-
-const char *scn_fmt_bytes(char *buf, size_t len, double b)
-{
-	if (!isfinite(b))
-		snprintf(buf, len, "?");
-	else if (b >= 1024.0 * 1024 * 1024)
-		snprintf(buf, len, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-	else if (b >= 1024.0 * 1024)
-		snprintf(buf, len, "%.1f MiB", b / (1024.0 * 1024));
-	else if (b >= 1024.0)
-		snprintf(buf, len, "%.1f KiB", b / 1024.0);
-	else
-		snprintf(buf, len, "%.0f B", b);
-	return buf;
-}
-
 /* ---- the public parent-side calls ---- */
 
 const char *pp_claim_verdict_name(int v)

@@ -498,7 +498,7 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 		snprintf(id, sizeof id, "n%d", i);
 		an[i] = agnode(ag, id, 1);
 		double cost = groups ? groups[i].cost : g.n[i].cost;
-		pp_fmt_dur((int64_t)cost, dur, sizeof dur);
+		pp_fmt_dur(dur, sizeof dur, (double)(int64_t)cost);
 		if (groups && groups[i].count > 1) {
 			snprintf(label, sizeof label, "%s\\n%d nodes%s%s", groups[i].key, groups[i].count,
 				 cost > 0 ? " · " : "", cost > 0 ? dur : "");

@@ -28,20 +28,13 @@ typedef struct html_state {
 static void pdur(pp_out *o, int64_t ns)
 {
 	char b[32];
-	P(pp_fmt_dur(ns, b, sizeof b));
+	P(pp_fmt_dur(b, sizeof b, (double)ns));
 }
 
 static void pbytes(pp_out *o, double v)
 {
-	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	int k = 0;
-	double a = fabs(v);
-	while (a >= 1024 && k < 4) {
-		a /= 1024;
-		v /= 1024;
-		k++;
-	}
-	pp_out_printf(o, k ? "%.1f %s" : "%.0f %s", v, u[k]);
+	char b[32];
+	P(pp_fmt_bytes(b, sizeof b, v));
 }
 
 static void pnum(pp_out *o, double v)
@@ -1782,7 +1775,7 @@ static void section_meta(pp_view_ctx *c, const pp_run_info *run)
 		strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&sec, &tmv));
 		kv(o, "started", b);
 	}
-	kv(o, "duration", pp_fmt_dur(run->duration_ns, b, sizeof b));
+	kv(o, "duration", pp_fmt_dur(b, sizeof b, (double)run->duration_ns));
 	kv(o, "status", run->status);
 	if (run->exit_code >= 0 || run->term_signal) {
 		snprintf(b, sizeof b, "exit code %d%s", run->exit_code, run->term_signal ? ", killed by a signal" : "");

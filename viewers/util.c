@@ -5,31 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *pp_fmt_dur(int64_t ns, char *buf, size_t n)
-{
-	double v = (double)ns;
-	double a = v < 0 ? -v : v;
-	if (a >= 100e9)
-		snprintf(buf, n, "%.0f s", v / 1e9);
-	else if (a >= 10e9)
-		snprintf(buf, n, "%.1f s", v / 1e9);
-	else if (a >= 1e9)
-		snprintf(buf, n, "%.2f s", v / 1e9);
-	else if (a >= 100e6)
-		snprintf(buf, n, "%.0f ms", v / 1e6);
-	else if (a >= 10e6)
-		snprintf(buf, n, "%.1f ms", v / 1e6);
-	else if (a >= 1e6)
-		snprintf(buf, n, "%.2f ms", v / 1e6);
-	else if (a >= 100e3)
-		snprintf(buf, n, "%.0f us", v / 1e3);
-	else if (a >= 1e3)
-		snprintf(buf, n, "%.1f us", v / 1e3);
-	else
-		snprintf(buf, n, "%lld ns", (long long)ns);
-	return buf;
-}
-
 static uint32_t str_hash(const char *s)
 {
 	uint32_t h = 2166136261u;   /* FNV-1a */

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "diagnostics.h"
+#include "pp_fmt.h"
 #include "phaseprof.h"
 #include "store.h"
 
@@ -120,8 +121,6 @@ double diag_series_at(const diag_series *s, int64_t t_ns, double fallback);
 int diag_series_index(const diag_series *s, int64_t t_ns);
 
 /* "12.3 ms"-style duration into buf (returns buf). */
-const char *diag_fmt_ns(char *buf, size_t len, double ns);
-const char *diag_fmt_bytes(char *buf, size_t len, double bytes);
 
 /* ---- rules (rules_*.c) ---- */
 typedef void (*diag_rule_fn)(diag_ctx *c);

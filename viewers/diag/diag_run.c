@@ -375,30 +375,3 @@ double diag_series_at(const diag_series *s, int64_t t_ns, double fallback)
 	return best >= 0 ? s->rows[best].value : fallback;
 }
 
-const char *diag_fmt_ns(char *buf, size_t len, double ns)
-{
-	double a = ns < 0 ? -ns : ns;
-	if (a >= 1e9)
-		snprintf(buf, len, "%.2f s", ns / 1e9);
-	else if (a >= 1e6)
-		snprintf(buf, len, "%.2f ms", ns / 1e6);
-	else if (a >= 1e3)
-		snprintf(buf, len, "%.1f us", ns / 1e3);
-	else
-		snprintf(buf, len, "%.0f ns", ns);
-	return buf;
-}
-
-const char *diag_fmt_bytes(char *buf, size_t len, double b)
-{
-	double a = b < 0 ? -b : b;
-	if (a >= 1024.0 * 1024 * 1024)
-		snprintf(buf, len, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-	else if (a >= 1024.0 * 1024)
-		snprintf(buf, len, "%.2f MiB", b / (1024.0 * 1024));
-	else if (a >= 1024.0)
-		snprintf(buf, len, "%.1f KiB", b / 1024.0);
-	else
-		snprintf(buf, len, "%.0f B", b);
-	return buf;
-}
