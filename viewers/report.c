@@ -13,6 +13,7 @@
 #include <time.h>
 #ifdef PP_VIEWERS_HAVE_DIAG
 #include "diagnostics.h"
+#include "diag_stats.h"
 #endif
 
 typedef struct html_state {
@@ -684,22 +685,22 @@ static void section_steps(pp_view_ctx *c, const pp_run_info *run)
 	}
 	/* Steady statistics over the steps after the first. */
 	int64_t maxs = 0, mins = INT64_MAX;
-	double sx = 0, sy = 0, sxx = 0, sxy = 0;
 	int m = n - 1;
 	int64_t *d = malloc((size_t)(n > 1 ? n - 1 : 1) * sizeof *d);
+	double *tx = malloc((size_t)(n > 1 ? n - 1 : 1) * sizeof *tx);
+	double *ty = malloc((size_t)(n > 1 ? n - 1 : 1) * sizeof *ty);
 	for (int i = 1; i < n; i++) {
 		int64_t v = s[i].dur_ns;
 		if (d)
 			d[i - 1] = v;
+		if (tx && ty) {
+			tx[i - 1] = (double)i;
+			ty[i - 1] = (double)v;
+		}
 		if (v > maxs)
 			maxs = v;
 		if (v < mins)
 			mins = v;
-		double x = (double)i;
-		sx += x;
-		sy += (double)v;
-		sxx += x * x;
-		sxy += x * (double)v;
 	}
 	int64_t med = m > 0 && d ? pp_median_i64(d, m) : -1;
 	/* 99th percentile of the steady steps: a few preempted steps must not
@@ -715,14 +716,15 @@ static void section_steps(pp_view_ctx *c, const pp_run_info *run)
 		}
 	}
 	free(d);
+	/* The trend line is the growth rule's own fit (Theil-Sen: the median of
+	 * pairwise slopes), so a few preempted steps cannot tilt the page
+	 * against the finding. */
 	double slope = 0, icpt = 0;
-	if (m >= 3) {
-		double den = m * sxx - sx * sx;
-		if (den != 0) {
-			slope = (m * sxy - sx * sy) / den;
-			icpt = (sy - slope * sx) / m;
-		}
-	}
+	if (m >= 3 && tx && ty &&
+	    diag_theil_sen(tx, ty, m, DIAG_THEIL_SEN_CAP, &slope, &icpt) != 0)
+		slope = icpt = 0;
+	free(tx);
+	free(ty);
 	P("<div class=\"cards\"><div class=\"card\"><div class=\"k\">steps</div>");
 	pp_out_printf(o, "<div class=\"v\">%d</div></div><div class=\"card\"><div class=\"k\">first step</div><div class=\"v\">", n);
 	pdur(o, s[0].dur_ns);
@@ -744,7 +746,7 @@ static void section_steps(pp_view_ctx *c, const pp_run_info *run)
 			      growth > 20 ? " warn" : "");
 		P(slope >= 0 ? "+" : "−");
 		pdur(o, (int64_t)fabs(slope));
-		pp_out_printf(o, "/iter</div><div class=\"d\">%+.0f%% from step 2 to step %d (linear fit)</div></div>", growth, n);
+		pp_out_printf(o, "/iter</div><div class=\"d\">%+.0f%% from step 2 to step %d (Theil–Sen fit)</div></div>", growth, n);
 	}
 	P("</div>\n");
 
@@ -872,7 +874,7 @@ static void section_steps(pp_view_ctx *c, const pp_run_info *run)
 		      X0 + W / 2, Y0 + H + 32);
 	P("</svg><div class=\"legend\"><span><i style=\"background:#e0803c\"></i>first step</span>"
 	  "<span><i style=\"background:#5b8def\"></i>later steps</span><span><i style=\"background:#1e8e5a\"></i>steady median</span>"
-	  "<span><i style=\"background:#c0392b\"></i>linear trend</span></div></div>\n");
+	  "<span><i style=\"background:#c0392b\"></i>trend (Theil–Sen)</span></div></div>\n");
 	free(s);
 }
 

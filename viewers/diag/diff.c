@@ -9,8 +9,8 @@
 #include <string.h>
 
 /* A change counts only beyond all of: 3x the noise, 5% of the baseline, and
- * an absolute floor (0.1% of the longer run, at least 10 us), so tiny
- * phases don't flap. */
+ * an absolute floor (0.1% of the longer run, at least 10 us, and for phases
+ * 3x the steps' absolute spread), so tiny phases don't flap. */
 #define DIFF_NOISE_K 3.0
 #define DIFF_MIN_REL 0.05
 #define DIFF_DEFAULT_NOISE 0.05
@@ -141,6 +141,12 @@ int pp_diag_diff(pp_store *a, int64_t run_a, pp_store *b, int64_t run_b, pp_diff
 	}
 	int64_t longest = out->a.duration_ns > out->b.duration_ns ? out->a.duration_ns : out->b.duration_ns;
 	int64_t floor_ns = longest / 1000 > 10000 ? longest / 1000 : 10000;
+	/* A preemption adds time, not a share: a phase measured once carries
+	 * the steps' absolute spread too, so a short one-off phase is not
+	 * flagged for one time slice lost on a busy machine. */
+	double sigma_abs = DIFF_NOISE_K * (sa.sigma > sb.sigma ? sa.sigma : sb.sigma);
+	if (sigma_abs > (double)floor_ns)
+		floor_ns = (int64_t)llround(sigma_abs);
 
 	pp_diff_row *row = &out->rows[out->n++];
 	snprintf(row->name, sizeof row->name, "total");

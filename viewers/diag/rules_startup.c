@@ -9,6 +9,25 @@
 /* The TensorFlow profiler's input-bound thresholds, used for every share. */
 #define SHARE_MODERATE 0.05
 #define SHARE_HIGH 0.20
+/* A share alone is no claim: 46% of a 42 ms run is 19 ms nobody can win
+ * back. The generic share finding also needs the time at stake (what
+ * removing the phase would save in this recording) above a floor:
+ * 1 s for moderate, 5 s for high; below, it stays an info line. The
+ * specific rules (small reads, initialisers, registration...) judge their
+ * phases on their own, lower floors. */
+#define SHARE_WIN_MODERATE_NS 1000000000LL
+#define SHARE_WIN_HIGH_NS 5000000000LL
+
+/* Severity of a share-of-time finding: both the share and the absolute
+ * time a user could win back must pass each level. */
+static int share_severity(double share, int64_t win_ns)
+{
+	if (share >= SHARE_HIGH && win_ns >= SHARE_WIN_HIGH_NS)
+		return DIAG_HIGH;
+	if (share >= SHARE_MODERATE && win_ns >= SHARE_WIN_MODERATE_NS)
+		return DIAG_MODERATE;
+	return DIAG_INFO;
+}
 
 /* Start-up: from the run's start to the first step (the whole run when
  * there is no step loop). */
@@ -552,7 +571,7 @@ void rule_phase_share(diag_ctx *c)
 		char rule[64], a[32], b[32];
 		const char *kn = pp_kind_name((pp_kind)k);
 		snprintf(rule, sizeof rule, "phase_share.%s", kn);
-		int sev = s >= SHARE_HIGH ? DIAG_HIGH : DIAG_MODERATE;
+		int sev = share_severity(s, s_in >= s_out ? t_in : t_out);
 		pp_finding *f;
 		if (s_in >= s_out)
 			f = diag_emit(c, rule, sev, 0, share_fix(k),
@@ -564,7 +583,8 @@ void rule_phase_share(diag_ctx *c)
 		 * severity and above those of the severity below: score in
 		 * [sev - 0.5, sev). */
 		if (f)
-			f->score = sev - 0.5 + 0.499 * diag_run_share(r, (double)(t_in + t_out));
+			f->score = sev > DIAG_INFO ? sev - 0.5 + 0.499 * diag_run_share(r, (double)(t_in + t_out))
+						   : 0.499 * diag_run_share(r, (double)(t_in + t_out));
 		diag_evidence(f, "Outside steps: %d %s phases, %s (%.1f%% of the run's %s)", n_out,
 			      kn, pp_fmt_dur(a, sizeof a, (double)t_out), 100 * s_out,
 			      pp_fmt_dur(b, sizeof b, (double)r->total_ns));
@@ -574,7 +594,15 @@ void rule_phase_share(diag_ctx *c)
 				      r->n_steps - 1, n_in, pp_fmt_dur(a, sizeof a, (double)t_in),
 				      100 * s_in);
 		diag_evidence(f, ". Exclusive time (phases of other kinds nested in it are not "
-				 "counted). Thresholds as the TensorFlow profiler: 5%% moderate, 20%% high.");
+				 "counted). Thresholds as the TensorFlow profiler, 5%% moderate and 20%% "
+				 "high, and at least %s (moderate) or %s (high) to win back",
+			      pp_fmt_dur(a, sizeof a, (double)SHARE_WIN_MODERATE_NS),
+			      pp_fmt_dur(b, sizeof b, (double)SHARE_WIN_HIGH_NS));
+		if (sev == DIAG_INFO)
+			diag_evidence(f, "; here only %s could be won back, so it is reported as "
+					 "information",
+				      pp_fmt_dur(a, sizeof a, (double)(s_in >= s_out ? t_in : t_out)));
+		diag_evidence(f, ".");
 	}
 }
 

@@ -12,7 +12,7 @@
 #define GROW_P 0.001
 #define GROW_MODERATE 1.25
 #define GROW_HIGH 2.0
-#define THEIL_SEN_CAP 600
+#define THEIL_SEN_CAP DIAG_THEIL_SEN_CAP
 
 static double step_dur(const diag_run *r, int i)
 {
