@@ -191,16 +191,10 @@ static int group_by(gload *g, int by_scope, int keep_first, group **out)
 		}
 		int before = keys.n;
 		int k = pp_strtab_add(&keys, key);
-		if (k >= cap) {
-			int nc = cap ? cap * 2 : 64;
-			group *ng = realloc(gr, (size_t)nc * sizeof *ng);
-			if (!ng) {
-				free(gr);
-				pp_strtab_free(&keys);
-				return -1;
-			}
-			gr = ng;
-			cap = nc;
+		if (PP_GROW(gr, k + 1, cap) != 0) {
+			free(gr);
+			pp_strtab_free(&keys);
+			return -1;
 		}
 		if (keys.n > before) {   /* first node of a new group */
 			memset(&gr[k], 0, sizeof gr[k]);

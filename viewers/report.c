@@ -1485,14 +1485,6 @@ static int flame_depth(const ftree *t, int k)
 	return d + 1;
 }
 
-static uint32_t name_hash(const char *s)
-{
-	uint32_t h = 5381;
-	for (; *s; s++)
-		h = h * 33 + (unsigned char)*s;
-	return h;
-}
-
 typedef struct fkid { const char *name; int node; } fkid;
 
 static int cmp_fkid(const void *a, const void *b)
@@ -1507,7 +1499,7 @@ static void flame_draw(pp_out *o, const ftree *t, int k, double x, double w, int
 	const double RH = 17;
 	double y = (maxd - depth - 1) * RH;
 	const char *name = k == 0 ? "all" : t->names.s[t->v[k].name];
-	uint32_t h = name_hash(name);
+	uint32_t h = pp_hash_str(name);
 	int r = 205 + (int)(h % 50), g = 90 + (int)((h >> 8) % 120), b = 40 + (int)((h >> 16) % 40);
 	P("<g><title>");
 	E(name);

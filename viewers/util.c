@@ -5,50 +5,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t str_hash(const char *s)
-{
-	uint32_t h = 2166136261u;   /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
 int pp_strtab_add(pp_strtab *t, const char *s)
 {
 	if (!s)
 		s = "";
-	if (t->n * 2 >= t->nslots) {
-		int ns = t->nslots ? t->nslots * 2 : 256;
-		int *slots = calloc((size_t)ns, sizeof *slots);
-		if (!slots)
-			return 0;
-		for (int i = 0; i < t->n; i++) {
-			uint32_t h = str_hash(t->s[i]) & (uint32_t)(ns - 1);
-			while (slots[h])
-				h = (h + 1) & (uint32_t)(ns - 1);
-			slots[h] = i + 1;
-		}
-		free(t->slots);
-		t->slots = slots;
-		t->nslots = ns;
+	uint32_t h = pp_hash_str(s), id;
+	for (uint32_t it = 0; pp_hash_next(&t->index, h, &it, &id);)
+		if (strcmp(t->s[id], s) == 0)
+			return (int)id;
+	if (PP_GROW(t->s, t->n + 1, t->cap) != 0)
+		return 0;
+	char *copy = strdup(s);
+	if (!copy || pp_hash_add(&t->index, h, (uint32_t)t->n) != 0) {
+		free(copy);
+		return 0;
 	}
-	uint32_t h = str_hash(s) & (uint32_t)(t->nslots - 1);
-	while (t->slots[h]) {
-		int i = t->slots[h] - 1;
-		if (strcmp(t->s[i], s) == 0)
-			return i;
-		h = (h + 1) & (uint32_t)(t->nslots - 1);
-	}
-	if (t->n == t->cap) {
-		int nc = t->cap ? t->cap * 2 : 64;
-		char **ns = realloc(t->s, (size_t)nc * sizeof *ns);
-		if (!ns)
-			return 0;
-		t->s = ns;
-		t->cap = nc;
-	}
-	t->s[t->n] = strdup(s);
-	t->slots[h] = t->n + 1;
+	t->s[t->n] = copy;
 	return t->n++;
 }
 
@@ -57,7 +29,7 @@ void pp_strtab_free(pp_strtab *t)
 	for (int i = 0; i < t->n; i++)
 		free(t->s[i]);
 	free(t->s);
-	free(t->slots);
+	pp_hash_free(&t->index);
 	memset(t, 0, sizeof *t);
 }
 

@@ -75,15 +75,9 @@ int diag_sev_from_name(const char *s)
 pp_finding *diag_emit(diag_ctx *c, const char *rule, int sev, double share,
 		      const char *fix, const char *title_fmt, ...)
 {
-	if (c->n == c->cap) {
-		int cap = c->cap ? c->cap * 2 : 8;
-		pp_finding *f = realloc(c->f, (size_t)cap * sizeof *f);
-		if (!f) {
-			c->oom = 1;
-			return NULL;
-		}
-		c->f = f;
-		c->cap = cap;
+	if (PP_GROW(c->f, c->n + 1, c->cap) != 0) {
+		c->oom = 1;
+		return NULL;
 	}
 	pp_finding *f = &c->f[c->n++];
 	memset(f, 0, sizeof *f);

@@ -12,6 +12,7 @@
 
 #include "diagnostics.h"
 #include "pp_fmt.h"
+#include "pp_grow.h"
 #include "phaseprof.h"
 #include "store.h"
 
