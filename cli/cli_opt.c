@@ -4,12 +4,13 @@
 
 #include <string.h>
 
-void cli_parse_init(cli_parse *p, const char *cmd, const cli_opt *opts, int argc, char **argv,
-		    int flags)
+void cli_parse_init(cli_parse *p, const char *cmd, const cli_opt *opts, void (*usage)(FILE *),
+		    int argc, char **argv, int flags)
 {
 	memset(p, 0, sizeof *p);
 	p->cmd = cmd;
 	p->opts = opts;
+	p->usage = usage;
 	p->argc = argc;
 	p->argv = argv;
 	p->i = 1;
@@ -42,7 +43,7 @@ static int unknown(cli_parse *p, const char *a)
 	char valid[512];
 	valid_list(p->opts, valid, sizeof valid);
 	cli_error("%s: unknown option '%s' (valid: %s)", p->cmd, a, valid);
-	return CLI_ERR;
+	return cli_parse_fail(p);
 }
 
 static int take_values(cli_parse *p, const cli_opt *o, const char *inline_val)
@@ -52,14 +53,14 @@ static int take_values(cli_parse *p, const cli_opt *o, const char *inline_val)
 		if (o->nargs != 1) {
 			cli_error("%s: %s takes %s", p->cmd, p->name,
 				  o->nargs ? "two values, given as separate arguments" : "no value");
-			return CLI_ERR;
+			return cli_parse_fail(p);
 		}
 		p->val[k++] = inline_val;
 	}
 	for (; k < o->nargs; k++) {
 		if (p->i >= p->argc) {
 			cli_error("%s: %s needs %s", p->cmd, p->name, o->need ? o->need : "a value");
-			return CLI_ERR;
+			return cli_parse_fail(p);
 		}
 		p->val[k] = p->argv[p->i++];
 	}
@@ -87,8 +88,12 @@ int cli_parse_next(cli_parse *p)
 		p->only_args = 1;
 		return cli_parse_next(p);
 	}
-	if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
-		return CLI_HELP;
+	if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+		if (p->usage)
+			p->usage(stdout);
+		p->status = 0;
+		return CLI_EXIT;
+	}
 	if (a[1] == '-') {
 		const char *eq = strchr(a + 2, '=');
 		size_t n = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
@@ -102,6 +107,22 @@ int cli_parse_next(cli_parse *p)
 			if (o->short_name == a[1])
 				return take_values(p, o, NULL);
 	return unknown(p, a);
+}
+
+int cli_parse_fail(cli_parse *p)
+{
+	p->status = 2;
+	return CLI_EXIT;
+}
+
+int cli_parse_one_arg(cli_parse *p, const char **slot)
+{
+	if (*slot) {
+		cli_error("%s: unexpected argument '%s'", p->cmd, p->val[0]);
+		return cli_parse_fail(p);
+	}
+	*slot = p->val[0];
+	return 0;
 }
 
 void cli_opt_help(FILE *out, const cli_opt *opts)

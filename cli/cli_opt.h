@@ -7,9 +7,9 @@
  *           {0},
  *   };
  *   cli_parse p;
- *   cli_parse_init(&p, "stats", opts, argc, argv, 0);
+ *   cli_parse_init(&p, "stats", opts, usage, argc, argv, 0);
  *   for (int c; (c = cli_parse_next(&p)) != CLI_END;)
- *           switch (c) { case CLI_HELP: ...; case CLI_ERR: return 2;
+ *           switch (c) { case CLI_EXIT: return p.status;   (--help printed, or an error)
  *                        case CLI_ARG: p.val[0] is a positional; case OPT_OUT: p.val[0] ... }
  *
  * Accepted forms: -o V, --output V, --output=V, -h/--help, "--" (the rest
@@ -20,7 +20,7 @@
 
 #include <stdio.h>
 
-enum { CLI_END = -1, CLI_ARG = -2, CLI_ERR = -3, CLI_HELP = -4 };
+enum { CLI_END = -1, CLI_ARG = -2, CLI_EXIT = -3 };
 
 /* A number macro as text, for help strings. */
 #define CLI_STR_(x) #x
@@ -47,15 +47,22 @@ typedef struct cli_parse {
 	int i;                  /* next argv index; after CLI_END with CLI_STOP_AT_ARG,
 				   the first positional */
 	int flags, only_args;
+	void (*usage)(FILE *);  /* prints the command's --help */
+	int status;             /* after CLI_EXIT: 0 (--help) or 2 (usage error) */
 	const char *val[2];     /* the option's values, or the positional */
 	const char *name;       /* the option as spelt ("-o", "--output") */
 } cli_parse;
 
-void cli_parse_init(cli_parse *p, const char *cmd, const cli_opt *opts, int argc, char **argv,
-		    int flags);
-/* The next option id, CLI_ARG (positional in val[0]), CLI_HELP, CLI_ERR
- * (the error is printed; exit 2) or CLI_END. */
+void cli_parse_init(cli_parse *p, const char *cmd, const cli_opt *opts, void (*usage)(FILE *),
+		    int argc, char **argv, int flags);
+/* The next option id, CLI_ARG (positional in val[0]), CLI_END, or CLI_EXIT:
+ * --help was printed (status 0) or a one-line error (status 2). */
 int cli_parse_next(cli_parse *p);
+/* Stores the positional just parsed in *slot; a second one is an error.
+ * Returns 0, or CLI_EXIT (status 2) after "CMD: unexpected argument". */
+int cli_parse_one_arg(cli_parse *p, const char **slot);
+/* Fails the parse from a command's own check: the caller printed why. */
+int cli_parse_fail(cli_parse *p);
 /* The option lines of --help, aligned, from the table. */
 void cli_opt_help(FILE *o, const cli_opt *opts);
 

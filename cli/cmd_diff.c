@@ -311,14 +311,11 @@ int cmd_diff(int argc, char **argv)
 	pp_gate_rule rules[PP_GATE_MAX];
 	char err[256];
 	cli_parse p;
-	cli_parse_init(&p, "diff", opts, argc, argv, 0);
+	cli_parse_init(&p, "diff", opts, usage, argc, argv, 0);
 	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
 		switch (c) {
-		case CLI_HELP:
-			usage(stdout);
-			return 0;
-		case CLI_ERR:
-			return 2;
+		case CLI_EXIT:
+			return p.status;
 		case OPT_JSON:
 			json = 1;
 			break;

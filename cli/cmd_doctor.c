@@ -36,14 +36,11 @@ int cmd_doctor(int argc, char **argv)
 	const char *libcuda = NULL, *libcupti = NULL;
 	int json = 0, check = 0;
 	cli_parse p;
-	cli_parse_init(&p, "doctor", opts, argc, argv, 0);
+	cli_parse_init(&p, "doctor", opts, usage, argc, argv, 0);
 	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
 		switch (c) {
-		case CLI_HELP:
-			usage(stdout);
-			return 0;
-		case CLI_ERR:
-			return 2;
+		case CLI_EXIT:
+			return p.status;
 		case OPT_LIBCUDA:
 			libcuda = p.val[0];
 			break;

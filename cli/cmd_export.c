@@ -42,15 +42,12 @@ int cmd_export(int argc, char **argv)
 	pp_view_opts opts_v = {0};
 	long long v;
 	cli_parse p;
-	cli_parse_init(&p, "export", opts, argc, argv, 0);
+	cli_parse_init(&p, "export", opts, usage, argc, argv, 0);
 	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
 		const char *val = p.val[0];
 		switch (c) {
-		case CLI_HELP:
-			usage(stdout);
-			return 0;
-		case CLI_ERR:
-			return 2;
+		case CLI_EXIT:
+			return p.status;
 		case OPT_GZIP:
 			opts_v.gzip = 1;
 			break;
@@ -87,11 +84,8 @@ int cmd_export(int argc, char **argv)
 				opts_v.max_graph_nodes = (int)v;
 			break;
 		default:
-			if (db) {
-				cli_error("export: unexpected argument '%s'", val);
-				return 2;
-			}
-			db = val;
+			if (cli_parse_one_arg(&p, &db) != 0)
+				return p.status;
 		}
 	}
 	if (!format) {

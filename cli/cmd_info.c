@@ -27,18 +27,10 @@ int cmd_info(int argc, char **argv)
 {
 	const char *db = NULL;
 	cli_parse p;
-	cli_parse_init(&p, "info", opts, argc, argv, 0);
+	cli_parse_init(&p, "info", opts, usage, argc, argv, 0);
 	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
-		if (c == CLI_HELP) {
-			usage(stdout);
-			return 0;
-		} else if (c == CLI_ERR) {
-			return 2;
-		} else if (db) {
-			cli_error("info: unexpected argument '%s'", p.val[0]);
-			return 2;
-		}
-		db = p.val[0];
+		if (c == CLI_EXIT || cli_parse_one_arg(&p, &db) != 0)
+			return p.status;
 	}
 	if (!db) {
 		usage(stderr);

@@ -113,13 +113,10 @@ int cmd_list(int argc, char **argv)
 {
 	const struct list_ops *ops = &text_ops;
 	cli_parse p;
-	cli_parse_init(&p, "list", opts, argc, argv, 0);
+	cli_parse_init(&p, "list", opts, usage, argc, argv, 0);
 	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
-		if (c == CLI_HELP) {
-			usage(stdout);
-			return 0;
-		} else if (c == CLI_ERR) {
-			return 2;
+		if (c == CLI_EXIT) {
+			return p.status;
 		} else if (c == OPT_JSON) {
 			ops = &json_ops;
 		} else {

@@ -72,14 +72,11 @@ static int record_parse_args(int argc, char **argv, record_args *ra)
 	*ra = (record_args){"phaseprof.db", 0, 0, 1, 0, NULL};
 	cli_parse p;
 	long long v;
-	cli_parse_init(&p, "record", opts, argc, argv, CLI_STOP_AT_ARG);
+	cli_parse_init(&p, "record", opts, usage, argc, argv, CLI_STOP_AT_ARG);
 	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
 		switch (c) {
-		case CLI_HELP:
-			usage(stdout);
-			return 0;
-		case CLI_ERR:
-			return 2;
+		case CLI_EXIT:
+			return p.status;
 		case OPT_OUTPUT:
 			ra->out = p.val[0];
 			break;

@@ -39,14 +39,11 @@ int cmd_report(int argc, char **argv)
 	pp_view_opts opts_v = {0};
 	long long v;
 	cli_parse p;
-	cli_parse_init(&p, "report", opts, argc, argv, 0);
+	cli_parse_init(&p, "report", opts, usage, argc, argv, 0);
 	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
 		switch (c) {
-		case CLI_HELP:
-			usage(stdout);
-			return 0;
-		case CLI_ERR:
-			return 2;
+		case CLI_EXIT:
+			return p.status;
 		case OPT_OUTPUT:
 			out = p.val[0];
 			break;
@@ -76,11 +73,8 @@ int cmd_report(int argc, char **argv)
 				opts_v.timeline_budget = (int)v;
 			break;
 		default:
-			if (db) {
-				cli_error("report: unexpected argument '%s'", p.val[0]);
-				return 2;
-			}
-			db = p.val[0];
+			if (cli_parse_one_arg(&p, &db) != 0)
+				return p.status;
 		}
 	}
 	if (!db) {

@@ -84,7 +84,7 @@ static int run_child(int argc, char **argv)
 	int size = PP_SCN_FULL;
 	unsigned long long fork_ns = 0;
 	cli_parse p;
-	cli_parse_init(&p, "run --child", child_opts, argc, argv, 0);
+	cli_parse_init(&p, "run --child", child_opts, NULL, argc, argv, 0);
 	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
 		const char *v = p.val[0];
 		switch (c) {
@@ -103,8 +103,8 @@ static int run_child(int argc, char **argv)
 		case CH_FORK_NS:
 			fork_ns = strtoull(v, NULL, 10);
 			break;
-		case CLI_ERR:
-			return 2;
+		case CLI_EXIT:
+			return p.status;
 		default:
 			cli_error("run --child: unexpected argument '%s'", p.val[0] ? p.val[0] : "--help");
 			return 2;
@@ -455,14 +455,11 @@ int cmd_run(int argc, char **argv)
 	selection sel[64];
 	int nsel = 0;
 	cli_parse p;
-	cli_parse_init(&p, "run", opts, argc, argv, 0);
+	cli_parse_init(&p, "run", opts, usage, argc, argv, 0);
 	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
 		const char *a = p.val[0];
-		if (c == CLI_HELP) {
-			usage(stdout);
-			return 0;
-		} else if (c == CLI_ERR) {
-			return 2;
+		if (c == CLI_EXIT) {
+			return p.status;
 		} else if (c == OPT_ALL) {
 			all = 1;
 		} else if (c == OPT_QUICK) {

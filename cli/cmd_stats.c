@@ -32,15 +32,12 @@ int cmd_stats(int argc, char **argv)
 	long long run = 0, width = 0;
 	int json = 0;
 	cli_parse p;
-	cli_parse_init(&p, "stats", opts, argc, argv, 0);
+	cli_parse_init(&p, "stats", opts, usage, argc, argv, 0);
 	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
 		long long *dst = c == OPT_RUN ? &run : &width;
 		switch (c) {
-		case CLI_HELP:
-			usage(stdout);
-			return 0;
-		case CLI_ERR:
-			return 2;
+		case CLI_EXIT:
+			return p.status;
 		case OPT_JSON:
 			json = 1;
 			break;
@@ -54,11 +51,8 @@ int cmd_stats(int argc, char **argv)
 			}
 			break;
 		default:
-			if (db) {
-				cli_error("stats: unexpected argument '%s'", p.val[0]);
-				return 2;
-			}
-			db = p.val[0];
+			if (cli_parse_one_arg(&p, &db) != 0)
+				return p.status;
 		}
 	}
 	if (!db) {
