@@ -128,20 +128,13 @@ static pp_json jw;
 static void json_run(const pp_run_info *r, const struct diff_src *s, int steps)
 {
 	pp_json_obj(&jw);
-	pp_json_key(&jw, "db");
-	pp_json_str(&jw, s->path);
-	pp_json_key(&jw, "run");
-	pp_json_int(&jw, r->id);
-	pp_json_key(&jw, "label");
-	pp_json_str(&jw, r->label);
-	pp_json_key(&jw, "scenario");
-	pp_json_str(&jw, r->scenario);
-	pp_json_key(&jw, "variant");
-	pp_json_str(&jw, r->variant);
-	pp_json_key(&jw, "steps");
-	pp_json_int(&jw, steps);
-	pp_json_key(&jw, "duration_ns");
-	pp_json_int(&jw, r->duration_ns);
+	pp_json_kstr(&jw, "db", s->path);
+	pp_json_kint(&jw, "run", r->id);
+	pp_json_kstr(&jw, "label", r->label);
+	pp_json_kstr(&jw, "scenario", r->scenario);
+	pp_json_kstr(&jw, "variant", r->variant);
+	pp_json_kint(&jw, "steps", steps);
+	pp_json_kint(&jw, "duration_ns", r->duration_ns);
 	pp_json_end(&jw);
 }
 
@@ -153,10 +146,8 @@ static void json_begin(FILE *out, const pp_diff *d, const struct diff_src *a, co
 	json_run(&d->a, a, d->n_steps_a);
 	pp_json_key(&jw, "b");
 	json_run(&d->b, b, d->n_steps_b);
-	pp_json_key(&jw, "noise_rel");
-	pp_json_num(&jw, d->noise_rel);
-	pp_json_key(&jw, "noise_from_steps");
-	pp_json_bool(&jw, d->noise_from_steps);
+	pp_json_knum(&jw, "noise_rel", d->noise_rel);
+	pp_json_kbool(&jw, "noise_from_steps", d->noise_from_steps);
 	pp_json_key(&jw, "rows");
 	pp_json_arr(&jw);
 }
@@ -166,36 +157,24 @@ static void json_row(FILE *out, const pp_diff_row *r, int index)
 	(void)out;
 	(void)index;
 	pp_json_obj(&jw);
-	pp_json_key(&jw, "name");
-	pp_json_str(&jw, r->name);
-	pp_json_key(&jw, "kind");
-	pp_json_int(&jw, r->kind);
-	pp_json_key(&jw, "count_a");
-	pp_json_int(&jw, r->count_a);
-	pp_json_key(&jw, "count_b");
-	pp_json_int(&jw, r->count_b);
-	pp_json_key(&jw, "a_ns");
-	pp_json_int(&jw, r->ns_a);
-	pp_json_key(&jw, "b_ns");
-	pp_json_int(&jw, r->ns_b);
-	pp_json_key(&jw, "delta_ns");
-	pp_json_int(&jw, r->ns_b - r->ns_a);
-	pp_json_key(&jw, "ratio");
-	pp_json_num(&jw, r->ratio);
-	pp_json_key(&jw, "threshold_ns");
-	pp_json_int(&jw, r->threshold_ns);
-	pp_json_key(&jw, "verdict");
-	pp_json_str(&jw, pp_diff_verdict_name(r->verdict));
+	pp_json_kstr(&jw, "name", r->name);
+	pp_json_kint(&jw, "kind", r->kind);
+	pp_json_kint(&jw, "count_a", r->count_a);
+	pp_json_kint(&jw, "count_b", r->count_b);
+	pp_json_kint(&jw, "a_ns", r->ns_a);
+	pp_json_kint(&jw, "b_ns", r->ns_b);
+	pp_json_kint(&jw, "delta_ns", r->ns_b - r->ns_a);
+	pp_json_knum(&jw, "ratio", r->ratio);
+	pp_json_kint(&jw, "threshold_ns", r->threshold_ns);
+	pp_json_kstr(&jw, "verdict", pp_diff_verdict_name(r->verdict));
 	pp_json_end(&jw);
 }
 
 static void json_end(FILE *out, const pp_diff *d)
 {
 	pp_json_end(&jw);
-	pp_json_key(&jw, "regressions");
-	pp_json_int(&jw, d->regressions);
-	pp_json_key(&jw, "improvements");
-	pp_json_int(&jw, d->improvements);
+	pp_json_kint(&jw, "regressions", d->regressions);
+	pp_json_kint(&jw, "improvements", d->improvements);
 	(void)out;
 }
 
@@ -230,27 +209,21 @@ static void gate_json(const pp_gate_check *c, int n, int failed)
 {
 	pp_json_key(&jw, "gate");
 	pp_json_obj(&jw);
-	pp_json_key(&jw, "regressed");
-	pp_json_bool(&jw, failed > 0);
-	pp_json_key(&jw, "failed");
-	pp_json_int(&jw, failed);
+	pp_json_kbool(&jw, "regressed", failed > 0);
+	pp_json_kint(&jw, "failed", failed);
 	pp_json_key(&jw, "checks");
 	pp_json_arr(&jw);
 	for (int i = 0; i < n; i++) {
 		pp_json_obj(&jw);
-		pp_json_key(&jw, "name");
-		pp_json_str(&jw, c[i].name);
-		pp_json_key(&jw, "limit_pct");
-		pp_json_num(&jw, c[i].limit_pct);
+		pp_json_kstr(&jw, "name", c[i].name);
+		pp_json_knum(&jw, "limit_pct", c[i].limit_pct);
 		pp_json_key(&jw, "change_pct");
 		if (c[i].present)
 			pp_json_num(&jw, c[i].change_pct); /* null for a new phase */
 		else
 			pp_json_null(&jw);
-		pp_json_key(&jw, "verdict");
-		pp_json_str(&jw, c[i].present ? pp_diff_verdict_name(c[i].verdict) : "absent");
-		pp_json_key(&jw, "failed");
-		pp_json_bool(&jw, c[i].failed);
+		pp_json_kstr(&jw, "verdict", c[i].present ? pp_diff_verdict_name(c[i].verdict) : "absent");
+		pp_json_kbool(&jw, "failed", c[i].failed);
 		pp_json_end(&jw);
 	}
 	pp_json_end(&jw);

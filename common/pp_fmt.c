@@ -6,27 +6,24 @@
 
 const char *pp_fmt_dur(char *buf, size_t len, double ns)
 {
+	static const struct { double scale; const char *unit; } units[] = {
+		{1e9, "s"}, {1e6, "ms"}, {1e3, "us"},
+	};
 	double a = fabs(ns);
-	if (!isfinite(ns))
+	if (!isfinite(ns)) {
 		snprintf(buf, len, "?");
-	else if (a >= 100e9)
-		snprintf(buf, len, "%.0f s", ns / 1e9);
-	else if (a >= 10e9)
-		snprintf(buf, len, "%.1f s", ns / 1e9);
-	else if (a >= 1e9)
-		snprintf(buf, len, "%.2f s", ns / 1e9);
-	else if (a >= 100e6)
-		snprintf(buf, len, "%.0f ms", ns / 1e6);
-	else if (a >= 10e6)
-		snprintf(buf, len, "%.1f ms", ns / 1e6);
-	else if (a >= 1e6)
-		snprintf(buf, len, "%.2f ms", ns / 1e6);
-	else if (a >= 100e3)
-		snprintf(buf, len, "%.0f us", ns / 1e3);
-	else if (a >= 1e3)
-		snprintf(buf, len, "%.1f us", ns / 1e3);
-	else
-		snprintf(buf, len, "%.0f ns", ns);
+		return buf;
+	}
+	for (size_t k = 0; k < sizeof units / sizeof units[0]; k++) {
+		if (a < units[k].scale)
+			continue;
+		double v = ns / units[k].scale, av = a / units[k].scale;
+		/* three significant digits; microseconds keep one decimal below 100 */
+		int decimals = av >= 100 ? 0 : av >= 10 || units[k].scale == 1e3 ? 1 : 2;
+		snprintf(buf, len, "%.*f %s", decimals, v, units[k].unit);
+		return buf;
+	}
+	snprintf(buf, len, "%.0f ns", ns);
 	return buf;
 }
 

@@ -160,3 +160,27 @@ void pp_json_null(pp_json *w)
 	sep(w);
 	raw(w, "null");
 }
+
+void pp_json_kstr(pp_json *w, const char *k, const char *s)
+{
+	pp_json_key(w, k);
+	pp_json_str(w, s);
+}
+
+void pp_json_kint(pp_json *w, const char *k, int64_t v)
+{
+	pp_json_key(w, k);
+	pp_json_int(w, v);
+}
+
+void pp_json_knum(pp_json *w, const char *k, double v)
+{
+	pp_json_key(w, k);
+	pp_json_num(w, v);
+}
+
+void pp_json_kbool(pp_json *w, const char *k, int v)
+{
+	pp_json_key(w, k);
+	pp_json_bool(w, v);
+}

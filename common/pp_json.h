@@ -39,5 +39,10 @@ void pp_json_int(pp_json *w, int64_t v);
 void pp_json_num(pp_json *w, double v);  /* NaN and infinities as null */
 void pp_json_bool(pp_json *w, int v);
 void pp_json_null(pp_json *w);
+/* A key and its value in one call. */
+void pp_json_kstr(pp_json *w, const char *k, const char *s);
+void pp_json_kint(pp_json *w, const char *k, int64_t v);
+void pp_json_knum(pp_json *w, const char *k, double v);
+void pp_json_kbool(pp_json *w, const char *k, int v);
 
 #endif

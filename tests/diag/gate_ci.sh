@@ -31,13 +31,20 @@ gate=(--fail-on weight_load=20,compile=50 --fail-on total=50)
 # gives its ratios five attempts. On a quiet machine the first one decides.
 rec "$dir/base.db" PP_GATE_SLOW=0 || exit 1
 
+# judge DB SLOW WANT: record DB (PP_GATE_SLOW=SLOW) and gate it against
+# the baseline, up to three times until the exit status is WANT
+judge() {
+  local db=$1 slow=$2 want=$3 attempt
+  for attempt in 1 2 3; do
+    rec "$db" PP_GATE_SLOW="$slow" || exit 1
+    out=$("$pp" diff "$dir/base.db" "$db" "${gate[@]}" 2>&1); rc=$?
+    [ $rc = "$want" ] && return
+    echo "attempt $attempt: $db exited $rc, wanted $want: $out"
+  done
+}
+
 # identical program: noise only, not regressed
-for attempt in 1 2 3; do
-  rec "$dir/same.db" PP_GATE_SLOW=0 || exit 1
-  out=$("$pp" diff "$dir/base.db" "$dir/same.db" "${gate[@]}" 2>&1); rc=$?
-  [ $rc = 0 ] && break
-  echo "attempt $attempt: identical runs exited $rc: $out"
-done
+judge "$dir/same.db" 0 0
 [ $rc = 0 ] || fail "identical runs: exit $rc, wanted 0: $out"
 printf '%s\n' "$out" | grep -q "gate (--fail-on): not regressed" || fail "no pass line: $out"
 "$pp" diff "$dir/base.db" "$dir/same.db" "${gate[@]}" --json >"$dir/same.json" || fail "--json identical: exit $?"
@@ -45,12 +52,7 @@ printf '%s\n' "$out" | grep -q "gate (--fail-on): not regressed" || fail "no pas
   "$dir/same.json" || fail "identical runs regressed in json"
 
 # the regression: weight_load 4x
-for attempt in 1 2 3; do
-  rec "$dir/slow.db" PP_GATE_SLOW=1 || exit 1
-  out=$("$pp" diff "$dir/base.db" "$dir/slow.db" "${gate[@]}" 2>&1); rc=$?
-  [ $rc = 1 ] && break
-  echo "attempt $attempt: the regression exited $rc: $out"
-done
+judge "$dir/slow.db" 1 1
 [ $rc = 1 ] || fail "4x weight_load: exit $rc, wanted 1: $out"
 printf '%s\n' "$out" | grep -qE "^  weight_load +\+[0-9.]+% +limit 20% +FAIL$" || fail "no weight_load FAIL line: $out"
 printf '%s\n' "$out" | grep -qE "^  compile .* ok " || fail "compile should pass: $out"
