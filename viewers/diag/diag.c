@@ -72,6 +72,15 @@ int diag_sev_from_name(const char *s)
 	return DIAG_INFO;
 }
 
+int diag_sev_for_win(int sev, double win_ns)
+{
+	if (win_ns < DIAG_WIN_MODERATE_NS)
+		return DIAG_INFO;
+	if (win_ns < DIAG_WIN_HIGH_NS && sev > DIAG_MODERATE)
+		return DIAG_MODERATE;
+	return sev;
+}
+
 pp_finding *diag_emit(diag_ctx *c, const char *rule, int sev, double share,
 		      const char *fix, const char *title_fmt, ...)
 {

@@ -217,7 +217,8 @@ void rule_initializer_dominates_init(diag_ctx *c)
 		return;
 	char a[32], b[32], d[32], e[32];
 	pp_finding *f = diag_emit(
-		c, "initializer_dominates_init", share >= 0.5 ? DIAG_HIGH : DIAG_MODERATE,
+		c, "initializer_dominates_init",
+		diag_sev_for_win(share >= 0.5 ? DIAG_HIGH : DIAG_MODERATE, (double)vi),
 		diag_run_share(r, (double)vi),
 		"Use a cheaper initialiser where accuracy allows (zeros or constants for biases, "
 		"uniform rather than orthogonal), fill in parallel with a counter-based RNG (Philox "

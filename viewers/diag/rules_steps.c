@@ -13,9 +13,6 @@
 #define GROW_MODERATE 1.25
 #define GROW_HIGH 2.0
 #define THEIL_SEN_CAP DIAG_THEIL_SEN_CAP
-/* The extra time of a slow first step worth a moderate or a high finding. */
-#define FIRST_WIN_MODERATE_NS 100e6
-#define FIRST_WIN_HIGH_NS 500e6
 
 static double step_dur(const diag_run *r, int i)
 {
@@ -204,10 +201,8 @@ void rule_first_step_slow(diag_ctx *c)
 	 * the plan once (20 ms against 0.2 ms steps is 100x and nothing to win).
 	 * Moderate needs the extra time to reach 100 ms, high 0.5 s and a
 	 * visible part of the run; below, the finding is information. */
-	double extra = first - med;
-	int sev = extra >= FIRST_WIN_HIGH_NS && ratio >= 5.0 && share >= 0.02 ? DIAG_HIGH
-		  : extra >= FIRST_WIN_MODERATE_NS			       ? DIAG_MODERATE
-										       : DIAG_INFO;
+	int sev = diag_sev_for_win(ratio >= 5.0 && share >= 0.02 ? DIAG_HIGH : DIAG_MODERATE,
+				   first - med);
 	pp_finding *f;
 	if (top >= 0 && (double)by_kind[top] >= untracked) {
 		f = diag_emit(c, "first_step_slow", sev, share, first_step_fix(top),
