@@ -2,6 +2,7 @@
 #include "cli_opt.h"
 #include "cli.h"
 
+#include <stdio.h>
 #include <string.h>
 
 void cli_parse_init(cli_parse *p, const char *cmd, const cli_opt *opts, void (*usage)(FILE *),
@@ -97,6 +98,10 @@ int cli_parse_next(cli_parse *p)
 	if (a[1] == '-') {
 		const char *eq = strchr(a + 2, '=');
 		size_t n = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+		if (eq) {
+			snprintf(p->name_buf, sizeof p->name_buf, "%.*s", (int)(eq - a), a);
+			p->name = p->name_buf;
+		}
 		for (const cli_opt *o = p->opts; o->id; o++)
 			if (o->long_name && strlen(o->long_name) == n && strncmp(o->long_name, a + 2, n) == 0)
 				return take_values(p, o, eq ? eq + 1 : NULL);

@@ -50,7 +50,8 @@ typedef struct cli_parse {
 	void (*usage)(FILE *);  /* prints the command's --help */
 	int status;             /* after CLI_EXIT: 0 (--help) or 2 (usage error) */
 	const char *val[2];     /* the option's values, or the positional */
-	const char *name;       /* the option as spelt ("-o", "--output") */
+	const char *name;       /* the option as spelt ("-o", "--output"), without "=value" */
+	char name_buf[64];
 } cli_parse;
 
 void cli_parse_init(cli_parse *p, const char *cmd, const cli_opt *opts, void (*usage)(FILE *),
