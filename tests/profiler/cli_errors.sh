@@ -29,7 +29,7 @@ sqlite3 "$t/foreign.db" "CREATE TABLE t(x); INSERT INTO t VALUES(1);"
 expect 1 "another program" -- "$pp" info "$t/foreign.db"
 # Option tables: every command prints --help from its table and refuses an
 # unknown option in one line naming the valid ones, exit 2; --opt=value works.
-for c in record run list stats diff report export info doctor; do
+for c in record ingest run list stats diff report export info doctor; do
 	expect 0 "-h, --help" -- "$pp" $c --help
 	out=$("$pp" $c --bogus 2>&1); rc=$?
 	if [ "$rc" != 2 ] || [ "$(printf '%s\n' "$out" | wc -l)" != 1 ] ||
