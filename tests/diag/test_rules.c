@@ -924,17 +924,17 @@ static void test_phase_share_quiet_when_little_to_win(void **state)
 	assert_true(get("phase_share.weight_load")->score < 1.0);
 }
 
-/* A 1.2 s load in a 2.2 s run: 55% and 1.2 s to win: moderate, not high
- * (high also needs 5 s). */
+/* 1.2 s of shape inference in a 2.2 s run: 55% and 1.2 s to win:
+ * moderate, not high (high also needs 5 s). */
 static void test_phase_share_high_needs_both(void **state)
 {
 	(void)state;
 	trec_run(&T, "mid", 0);
-	trec_span(&T, PP_WEIGHT_LOAD, "load", 0, 1200 * MS, 0, -1);
+	trec_span(&T, PP_SHAPE_INFERENCE, "shapes", 0, 1200 * MS, 0, -1);
 	noisy_steps(1200 * MS, 20, 50 * MS, 0.0, 0, 1, 31, NULL, NULL);
 	analyze();
-	assert_fires("phase_share.weight_load");
-	assert_string_equal(get("phase_share.weight_load")->severity, "moderate");
+	assert_fires("phase_share.shape_inference");
+	assert_string_equal(get("phase_share.shape_inference")->severity, "moderate");
 }
 
 /* ---- GPU ---- */
