@@ -1,6 +1,7 @@
 /* phaseprof info DB — what a database holds: runs, their status and losses,
  * and row counts per table. */
 #include "cli.h"
+#include "cli_opt.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -8,11 +9,14 @@
 
 const char cmd_info_summary[] = "what a database holds: runs, status, losses, table sizes";
 
+static const cli_opt opts[] = {{0}};
+
 static void usage(FILE *o)
 {
 	fprintf(o, "usage: phaseprof info DB\n\n"
 		   "Lists the runs in a phaseprof database (label, scenario/variant, status,\n"
-		   "duration, events and losses) and how many rows each table holds.\n");
+		   "duration, events and losses) and how many rows each table holds.\n\n");
+	cli_opt_help(o, opts);
 }
 
 static const char *const tables[] = {"spans", "counters", "marks", "ops", "graphs",
@@ -22,20 +26,11 @@ static const char *const tables[] = {"spans", "counters", "marks", "ops", "graph
 int cmd_info(int argc, char **argv)
 {
 	const char *db = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (cli_is_help(argv[i])) {
-			usage(stdout);
-			return 0;
-		} else if (argv[i][0] == '-') {
-			cli_error("info: unknown option '%s'", argv[i]);
-			usage(stderr);
-			return 2;
-		} else if (!db) {
-			db = argv[i];
-		} else {
-			cli_error("info: unexpected argument '%s'", argv[i]);
-			return 2;
-		}
+	cli_parse p;
+	cli_parse_init(&p, "info", opts, usage, argc, argv, 0);
+	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
+		if (c == CLI_EXIT || cli_parse_one_arg(&p, &db) != 0)
+			return p.status;
 	}
 	if (!db) {
 		usage(stderr);

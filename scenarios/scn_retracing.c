@@ -229,7 +229,7 @@ static int rt_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 							   : PP_CLAIM_NOT_SUPPORTED,
 			      "%.0f calls, %.0f traces (%lld retrace phases, %s = %.0f%% of the calls' "
 			      "time), %.0f warnings%s%.160s%s",
-			      calls, traces, (long long)nt, scn_fmt_ns(a, sizeof a, (double)tr),
+			      calls, traces, (long long)nt, pp_fmt_dur(a, sizeof a, (double)tr),
 			      tt > 0 ? 100.0 * tr / tt : 0, warns, warning[0] ? ": \"" : "", warning,
 			      warning[0] ? "...\"" : "");
 	}
@@ -244,8 +244,8 @@ static int rt_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 			      "%.0f trace(s) with signature [?, %d]; calls took %s in all vs %s "
 			      "retracing",
 			      traces, RT_IN,
-			      scn_fmt_ns(a, sizeof a, have ? (double)m1.measured_ns : NAN),
-			      scn_fmt_ns(b, sizeof b, have ? (double)m0.measured_ns : NAN));
+			      pp_fmt_dur(a, sizeof a, have ? (double)m1.measured_ns : NAN),
+			      pp_fmt_dur(b, sizeof b, have ? (double)m0.measured_ns : NAN));
 	}
 	return n;
 }

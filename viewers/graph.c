@@ -191,16 +191,10 @@ static int group_by(gload *g, int by_scope, int keep_first, group **out)
 		}
 		int before = keys.n;
 		int k = pp_strtab_add(&keys, key);
-		if (k >= cap) {
-			int nc = cap ? cap * 2 : 64;
-			group *ng = realloc(gr, (size_t)nc * sizeof *ng);
-			if (!ng) {
-				free(gr);
-				pp_strtab_free(&keys);
-				return -1;
-			}
-			gr = ng;
-			cap = nc;
+		if (PP_GROW(gr, k + 1, cap) != 0) {
+			free(gr);
+			pp_strtab_free(&keys);
+			return -1;
 		}
 		if (keys.n > before) {   /* first node of a new group */
 			memset(&gr[k], 0, sizeof gr[k]);
@@ -498,7 +492,7 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 		snprintf(id, sizeof id, "n%d", i);
 		an[i] = agnode(ag, id, 1);
 		double cost = groups ? groups[i].cost : g.n[i].cost;
-		pp_fmt_dur((int64_t)cost, dur, sizeof dur);
+		pp_fmt_dur(dur, sizeof dur, (double)(int64_t)cost);
 		if (groups && groups[i].count > 1) {
 			snprintf(label, sizeof label, "%s\\n%d nodes%s%s", groups[i].key, groups[i].count,
 				 cost > 0 ? " · " : "", cost > 0 ? dur : "");

@@ -24,14 +24,8 @@ typedef struct raw_vec {
 
 static int raw_push(raw_vec *r, int64_t tid, const pp_item *it)
 {
-	if (r->n == r->cap) {
-		int64_t nc = r->cap ? r->cap * 2 : 4096;
-		raw_item *nv = realloc(r->v, (size_t)nc * sizeof *nv);
-		if (!nv)
-			return -1;
-		r->v = nv;
-		r->cap = nc;
-	}
+	if (PP_GROW(r->v, r->n + 1, r->cap) != 0)
+		return -1;
 	r->v[r->n].tid = tid;
 	r->v[r->n].it = *it;
 	r->n++;
@@ -40,14 +34,8 @@ static int raw_push(raw_vec *r, int64_t tid, const pp_item *it)
 
 static int track_push(pp_track *t, const pp_item *it)
 {
-	if (t->n == t->cap) {
-		int nc = t->cap ? t->cap * 2 : 256;
-		pp_item *nv = realloc(t->items, (size_t)nc * sizeof *nv);
-		if (!nv)
-			return -1;
-		t->items = nv;
-		t->cap = nc;
-	}
+	if (PP_GROW(t->items, t->n + 1, t->cap) != 0)
+		return -1;
 	t->items[t->n++] = *it;
 	if (it->depth + 1 > t->depth)
 		t->depth = it->depth + 1;
@@ -207,15 +195,9 @@ static int place_items(pp_model *m, const raw_item *v, int64_t n, int64_t tid, c
 				snprintf(t->name, sizeof t->name, "%s +%d", tname, lane);
 			}
 		}
-		if (depth[lane] == cap[lane]) {
-			int nc = cap[lane] ? cap[lane] * 2 : 16;
-			int64_t *ns = realloc(stacks[lane], (size_t)nc * sizeof *ns);
-			if (!ns) {
-				rc = -1;
-				break;
-			}
-			stacks[lane] = ns;
-			cap[lane] = nc;
+		if (PP_GROW(stacks[lane], depth[lane] + 1, cap[lane]) != 0) {
+			rc = -1;
+			break;
 		}
 		it.depth = (uint16_t)(depth[lane] < 65535 ? depth[lane] : 65535);
 		stacks[lane][depth[lane]++] = it.end;

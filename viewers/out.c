@@ -1,6 +1,7 @@
 /* out.c — the output sink: one buffer in front of a FILE, a gzFile or memory.
  * Formatting a million events goes through pp_out_i64/pp_out_us rather than
  * printf, which is several times slower for plain integers. */
+#include "pp_json.h"
 #include "viewers.h"
 
 #include <errno.h>
@@ -234,60 +235,9 @@ void pp_out_html(pp_out *o, const char *s)
 	pp_out_write(o, run, (size_t)(s - run));
 }
 
-/* Length of a valid UTF-8 sequence at s (1..4), or 0 if the bytes there are
- * not valid UTF-8 (JSON parsers reject those: names come from other
- * programs and may be anything). */
-static int utf8_len(const unsigned char *s)
-{
-	if (s[0] < 0x80)
-		return 1;
-	int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
-	if (n == 4 && s[0] > 0xf4)
-		return 0;
-	for (int i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
+static void out_sink(void *ud, const char *p, size_t n) { pp_out_write(ud, p, n); }
 
-void pp_out_json_str(pp_out *o, const char *s)
-{
-	pp_out_putc(o, '"');
-	if (s) {
-		const char *run = s;
-		while (*s) {
-			unsigned char ch = (unsigned char)*s;
-			/* '<' escaped too, so "</script>" can never close an inline script. */
-			if (ch < 0x20 || ch == '"' || ch == '\\' || ch == '<') {
-				pp_out_write(o, run, (size_t)(s - run));
-				char esc[8];
-				if (ch == '"' || ch == '\\')
-					snprintf(esc, sizeof esc, "\\%c", ch);
-				else if (ch == '\n')
-					strcpy(esc, "\\n");
-				else
-					snprintf(esc, sizeof esc, "\\u%04x", ch);
-				pp_out_puts(o, esc);
-				run = ++s;
-				continue;
-			}
-			if (ch < 0x80) {
-				s++;
-				continue;
-			}
-			int n = utf8_len((const unsigned char *)s);
-			if (n) {
-				s += n;
-				continue;
-			}
-			pp_out_write(o, run, (size_t)(s - run));
-			pp_out_puts(o, "\\ufffd");   /* invalid byte: replacement character */
-			run = ++s;
-		}
-		pp_out_write(o, run, (size_t)(s - run));
-	}
-	pp_out_putc(o, '"');
-}
+void pp_out_json_str(pp_out *o, const char *s) { pp_json_string(out_sink, o, s); }
 
 const char *pp_out_data(pp_out *o, size_t *len)
 {

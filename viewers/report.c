@@ -13,6 +13,7 @@
 #include <time.h>
 #ifdef PP_VIEWERS_HAVE_DIAG
 #include "diagnostics.h"
+#include "diag_stats.h"
 #endif
 
 typedef struct html_state {
@@ -28,20 +29,13 @@ typedef struct html_state {
 static void pdur(pp_out *o, int64_t ns)
 {
 	char b[32];
-	P(pp_fmt_dur(ns, b, sizeof b));
+	P(pp_fmt_dur(b, sizeof b, (double)ns));
 }
 
 static void pbytes(pp_out *o, double v)
 {
-	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	int k = 0;
-	double a = fabs(v);
-	while (a >= 1024 && k < 4) {
-		a /= 1024;
-		v /= 1024;
-		k++;
-	}
-	pp_out_printf(o, k ? "%.1f %s" : "%.0f %s", v, u[k]);
+	char b[32];
+	P(pp_fmt_bytes(b, sizeof b, v));
 }
 
 static void pnum(pp_out *o, double v)
@@ -806,22 +800,22 @@ static void section_steps(pp_view_ctx *c, const pp_run_info *run)
 	}
 	/* Steady statistics over the steps after the first. */
 	int64_t maxs = 0, mins = INT64_MAX;
-	double sx = 0, sy = 0, sxx = 0, sxy = 0;
 	int m = n - 1;
 	int64_t *d = malloc((size_t)(n > 1 ? n - 1 : 1) * sizeof *d);
+	double *tx = malloc((size_t)(n > 1 ? n - 1 : 1) * sizeof *tx);
+	double *ty = malloc((size_t)(n > 1 ? n - 1 : 1) * sizeof *ty);
 	for (int i = 1; i < n; i++) {
 		int64_t v = s[i].dur_ns;
 		if (d)
 			d[i - 1] = v;
+		if (tx && ty) {
+			tx[i - 1] = (double)i;
+			ty[i - 1] = (double)v;
+		}
 		if (v > maxs)
 			maxs = v;
 		if (v < mins)
 			mins = v;
-		double x = (double)i;
-		sx += x;
-		sy += (double)v;
-		sxx += x * x;
-		sxy += x * (double)v;
 	}
 	int64_t med = m > 0 && d ? pp_median_i64(d, m) : -1;
 	/* 99th percentile of the steady steps: a few preempted steps must not
@@ -837,14 +831,15 @@ static void section_steps(pp_view_ctx *c, const pp_run_info *run)
 		}
 	}
 	free(d);
+	/* The trend line is the growth rule's own fit (Theil-Sen: the median of
+	 * pairwise slopes), so a few preempted steps cannot tilt the page
+	 * against the finding. */
 	double slope = 0, icpt = 0;
-	if (m >= 3) {
-		double den = m * sxx - sx * sx;
-		if (den != 0) {
-			slope = (m * sxy - sx * sy) / den;
-			icpt = (sy - slope * sx) / m;
-		}
-	}
+	if (m >= 3 && tx && ty &&
+	    diag_theil_sen(tx, ty, m, DIAG_THEIL_SEN_CAP, &slope, &icpt) != 0)
+		slope = icpt = 0;
+	free(tx);
+	free(ty);
 	P("<div class=\"cards\"><div class=\"card\"><div class=\"k\">steps</div>");
 	pp_out_printf(o, "<div class=\"v\">%d</div></div><div class=\"card\"><div class=\"k\">first step</div><div class=\"v\">", n);
 	pdur(o, s[0].dur_ns);
@@ -866,7 +861,7 @@ static void section_steps(pp_view_ctx *c, const pp_run_info *run)
 			      growth > 20 ? " warn" : "");
 		P(slope >= 0 ? "+" : "−");
 		pdur(o, (int64_t)fabs(slope));
-		pp_out_printf(o, "/iter</div><div class=\"d\">%+.0f%% from step 2 to step %d (linear fit)</div></div>", growth, n);
+		pp_out_printf(o, "/iter</div><div class=\"d\">%+.0f%% from step 2 to step %d (Theil–Sen fit)</div></div>", growth, n);
 	}
 	P("</div>\n");
 
@@ -994,7 +989,7 @@ static void section_steps(pp_view_ctx *c, const pp_run_info *run)
 		      X0 + W / 2, Y0 + H + 32);
 	P("</svg><div class=\"legend\"><span><i style=\"background:#e0803c\"></i>first step</span>"
 	  "<span><i style=\"background:#5b8def\"></i>later steps</span><span><i style=\"background:#1e8e5a\"></i>steady median</span>"
-	  "<span><i style=\"background:#c0392b\"></i>linear trend</span></div></div>\n");
+	  "<span><i style=\"background:#c0392b\"></i>trend (Theil–Sen)</span></div></div>\n");
 	free(s);
 }
 
@@ -1605,14 +1600,6 @@ static int flame_depth(const ftree *t, int k)
 	return d + 1;
 }
 
-static uint32_t name_hash(const char *s)
-{
-	uint32_t h = 5381;
-	for (; *s; s++)
-		h = h * 33 + (unsigned char)*s;
-	return h;
-}
-
 typedef struct fkid { const char *name; int node; } fkid;
 
 static int cmp_fkid(const void *a, const void *b)
@@ -1627,7 +1614,7 @@ static void flame_draw(pp_out *o, const ftree *t, int k, double x, double w, int
 	const double RH = 17;
 	double y = (maxd - depth - 1) * RH;
 	const char *name = k == 0 ? "all" : t->names.s[t->v[k].name];
-	uint32_t h = name_hash(name);
+	uint32_t h = pp_hash_str(name);
 	int r = 205 + (int)(h % 50), g = 90 + (int)((h >> 8) % 120), b = 40 + (int)((h >> 16) % 40);
 	P("<g><title>");
 	E(name);
@@ -1897,7 +1884,7 @@ static void section_meta(pp_view_ctx *c, const pp_run_info *run)
 		strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&sec, &tmv));
 		kv(o, "started", b);
 	}
-	kv(o, "duration", pp_fmt_dur(run->duration_ns, b, sizeof b));
+	kv(o, "duration", pp_fmt_dur(b, sizeof b, (double)run->duration_ns));
 	kv(o, "status", run->status);
 	if (run->exit_code >= 0 || run->term_signal) {
 		snprintf(b, sizeof b, "exit code %d%s", run->exit_code, run->term_signal ? ", killed by a signal" : "");

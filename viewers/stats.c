@@ -337,8 +337,8 @@ static void print_imports(pp_store *st, int64_t run_id, FILE *fp, int width)
 		tbl t = {.nc = 3, .head = {"module", "self", "cumulative"}, .right = {0, 1, 1}, .flex = 0};
 		char b[2][64];
 		for (int k = 0; k < n; k++) {
-			pp_fmt_dur(v[k].self_ns, b[0], 64);
-			pp_fmt_dur(v[k].cumulative_ns, b[1], 64);
+			pp_fmt_dur(b[0], 64, (double)v[k].self_ns);
+			pp_fmt_dur(b[1], 64, (double)v[k].cumulative_ns);
 			tbl_add(&t, v[k].module, b[0], b[1]);
 		}
 		tbl_print(&t, fp, width, 2);
@@ -397,7 +397,7 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 		else
 			snprintf(what, sizeof what, "%.150s", r->label[0] ? r->label : r->command);
 		snprintf(b[0], 64, "%lld", (long long)r->id);
-		pp_fmt_dur(r->duration_ns, b[1], 64);
+		pp_fmt_dur(b[1], 64, (double)r->duration_ns);
 		snprintf(b[2], 64, "%d", ns);
 		snprintf(b[3], 64, "%lld", (long long)r->events);
 		snprintf(b[4], 64, "%lld", (long long)(r->events_lost + r->rows_lost));
@@ -414,9 +414,9 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 			fprintf(fp, ": %s", r->label);
 		int64_t first = -1, steady = pp_run_steady_step(st, r->id, &first);
 		if (first >= 0) {
-			fprintf(fp, "  (first step %s", pp_fmt_dur(first, b[0], 64));
+			fprintf(fp, "  (first step %s", pp_fmt_dur(b[0], 64, (double)first));
 			if (steady >= 0)
-				fprintf(fp, ", steady %s", pp_fmt_dur(steady, b[1], 64));
+				fprintf(fp, ", steady %s", pp_fmt_dur(b[1], 64, (double)steady));
 			fputc(')', fp);
 		}
 		fputc('\n', fp);
@@ -435,9 +435,9 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 			double span = r->duration_ns > 0 ? (double)r->duration_ns : 1;
 			for (int k = 0; k < np; k++) {
 				snprintf(b[0], 64, "%lld", (long long)pt[k].count);
-				pp_fmt_dur(pt[k].total_ns, b[1], 64);
+				pp_fmt_dur(b[1], 64, (double)pt[k].total_ns);
 				snprintf(b[2], 64, "%.1f%%", 100.0 * (double)pt[k].total_ns / span);
-				pp_fmt_dur(pt[k].max_ns, b[3], 64);
+				pp_fmt_dur(b[3], 64, (double)pt[k].max_ns);
 				tbl_add(&p, pt[k].kind_name, b[0], b[1], b[2], b[3]);
 			}
 			tbl_print(&p, fp, width, 2);
@@ -454,13 +454,13 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 				 .right = {0, 0, 1, 1, 1, 1}, .flex = 0};
 			for (int k = 0; k < no; k++) {
 				snprintf(b[0], 64, "%lld", (long long)ops[k].calls);
-				pp_fmt_dur(ops[k].total_ns, b[1], 64);
+				pp_fmt_dur(b[1], 64, (double)ops[k].total_ns);
 				if (ops[k].first_step >= 0)
-					pp_fmt_dur(ops[k].first_ns, b[2], 64);
+					pp_fmt_dur(b[2], 64, (double)ops[k].first_ns);
 				else
 					snprintf(b[2], 64, "-");
 				if (ops[k].steady_steps > 0)
-					pp_fmt_dur(ops[k].steady_ns / ops[k].steady_steps, b[3], 64);
+					pp_fmt_dur(b[3], 64, (double)(ops[k].steady_ns / ops[k].steady_steps));
 				else
 					snprintf(b[3], 64, "-");
 				char type[24];

@@ -5,75 +5,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *pp_fmt_dur(int64_t ns, char *buf, size_t n)
-{
-	double v = (double)ns;
-	double a = v < 0 ? -v : v;
-	if (a >= 100e9)
-		snprintf(buf, n, "%.0f s", v / 1e9);
-	else if (a >= 10e9)
-		snprintf(buf, n, "%.1f s", v / 1e9);
-	else if (a >= 1e9)
-		snprintf(buf, n, "%.2f s", v / 1e9);
-	else if (a >= 100e6)
-		snprintf(buf, n, "%.0f ms", v / 1e6);
-	else if (a >= 10e6)
-		snprintf(buf, n, "%.1f ms", v / 1e6);
-	else if (a >= 1e6)
-		snprintf(buf, n, "%.2f ms", v / 1e6);
-	else if (a >= 100e3)
-		snprintf(buf, n, "%.0f us", v / 1e3);
-	else if (a >= 1e3)
-		snprintf(buf, n, "%.1f us", v / 1e3);
-	else
-		snprintf(buf, n, "%lld ns", (long long)ns);
-	return buf;
-}
-
-static uint32_t str_hash(const char *s)
-{
-	uint32_t h = 2166136261u;   /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
 int pp_strtab_add(pp_strtab *t, const char *s)
 {
 	if (!s)
 		s = "";
-	if (t->n * 2 >= t->nslots) {
-		int ns = t->nslots ? t->nslots * 2 : 256;
-		int *slots = calloc((size_t)ns, sizeof *slots);
-		if (!slots)
-			return 0;
-		for (int i = 0; i < t->n; i++) {
-			uint32_t h = str_hash(t->s[i]) & (uint32_t)(ns - 1);
-			while (slots[h])
-				h = (h + 1) & (uint32_t)(ns - 1);
-			slots[h] = i + 1;
-		}
-		free(t->slots);
-		t->slots = slots;
-		t->nslots = ns;
+	uint32_t h = pp_hash_str(s), id;
+	for (uint32_t it = 0; pp_hash_next(&t->index, h, &it, &id);)
+		if (strcmp(t->s[id], s) == 0)
+			return (int)id;
+	if (PP_GROW(t->s, t->n + 1, t->cap) != 0)
+		return 0;
+	char *copy = strdup(s);
+	if (!copy || pp_hash_add(&t->index, h, (uint32_t)t->n) != 0) {
+		free(copy);
+		return 0;
 	}
-	uint32_t h = str_hash(s) & (uint32_t)(t->nslots - 1);
-	while (t->slots[h]) {
-		int i = t->slots[h] - 1;
-		if (strcmp(t->s[i], s) == 0)
-			return i;
-		h = (h + 1) & (uint32_t)(t->nslots - 1);
-	}
-	if (t->n == t->cap) {
-		int nc = t->cap ? t->cap * 2 : 64;
-		char **ns = realloc(t->s, (size_t)nc * sizeof *ns);
-		if (!ns)
-			return 0;
-		t->s = ns;
-		t->cap = nc;
-	}
-	t->s[t->n] = strdup(s);
-	t->slots[h] = t->n + 1;
+	t->s[t->n] = copy;
 	return t->n++;
 }
 
@@ -82,7 +29,7 @@ void pp_strtab_free(pp_strtab *t)
 	for (int i = 0; i < t->n; i++)
 		free(t->s[i]);
 	free(t->s);
-	free(t->slots);
+	pp_hash_free(&t->index);
 	memset(t, 0, sizeof *t);
 }
 

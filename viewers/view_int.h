@@ -6,6 +6,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include "phaseprof.h"
+#include "pp_grow.h"
+#include "pp_hash.h"
 #include "viewers.h"
 
 struct pp_view_ctx {
@@ -44,8 +46,7 @@ extern const pp_view_ops pp_backend_html, pp_backend_chrome, pp_backend_folded,
 typedef struct pp_strtab {
 	char **s;
 	int n, cap;
-	int *slots;               /* open addressing: index+1, 0 = empty */
-	int nslots;
+	pp_hash index;            /* hash of s[i] -> i; zeroed is empty */
 } pp_strtab;
 int pp_strtab_add(pp_strtab *t, const char *s);   /* returns the index */
 void pp_strtab_free(pp_strtab *t);

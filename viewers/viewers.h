@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "pp_fmt.h"
 #include "store.h"
 
 #ifdef __cplusplus
@@ -106,7 +107,6 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp,
 		   char *err, size_t errlen);
 
 /* Formats a duration in ns as "12.3 ms" / "850 µs" / "1.24 s" into buf. */
-const char *pp_fmt_dur(int64_t ns, char *buf, size_t n);
 
 #ifdef __cplusplus
 }

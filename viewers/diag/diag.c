@@ -52,7 +52,7 @@ static const struct rule {
 	 "the run was cut short or lost events/rows, so findings may be incomplete (info)"},
 	/* Last: it skips kinds a specific rule already explained. */
 	{"phase_share", rule_phase_share,
-	 "a phase takes N% of the run or of step time (5% moderate, 20% high, as the TensorFlow profiler)"},
+	 "a phase takes N% of the run or of step time (5% moderate, 20% high, as the TensorFlow profiler) and at least 1 s / 5 s could be won back"},
 };
 #define N_RULES ((int)(sizeof rules / sizeof rules[0]))
 
@@ -80,18 +80,21 @@ int diag_sev_from_name(const char *s)
 	return DIAG_INFO;
 }
 
+int diag_sev_for_win(int sev, double win_ns)
+{
+	if (win_ns < DIAG_WIN_MODERATE_NS)
+		return DIAG_INFO;
+	if (win_ns < DIAG_WIN_HIGH_NS && sev > DIAG_MODERATE)
+		return DIAG_MODERATE;
+	return sev;
+}
+
 pp_finding *diag_emit(diag_ctx *c, const char *rule, int sev, double share,
 		      const char *fix, const char *title_fmt, ...)
 {
-	if (c->n == c->cap) {
-		int cap = c->cap ? c->cap * 2 : 8;
-		pp_finding *f = realloc(c->f, (size_t)cap * sizeof *f);
-		if (!f) {
-			c->oom = 1;
-			return NULL;
-		}
-		c->f = f;
-		c->cap = cap;
+	if (PP_GROW(c->f, c->n + 1, c->cap) != 0) {
+		c->oom = 1;
+		return NULL;
 	}
 	pp_finding *f = &c->f[c->n++];
 	memset(f, 0, sizeof *f);

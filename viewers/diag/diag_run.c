@@ -1,6 +1,7 @@
 /* diag_run.c — loads one run for the rules and derives what they share. */
 #include "diag_internal.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,15 +109,17 @@ int diag_step_containing(const diag_run *r, int64_t start_ns, int64_t end_ns)
 	return -1;
 }
 
-int diag_slot_of(const diag_run *r, int64_t t_ns)
+/* Index of the last element of a sorted array whose int64 key (at byte
+ * offset off) is <= t, or -1: steps by start, counter rows by time. */
+static int last_at_or_before(const void *base, int n, size_t size, size_t off, int64_t t)
 {
-	if (r->n_steps == 0 || t_ns < r->steps[0].start_ns ||
-	    t_ns > r->steps[r->n_steps - 1].end_ns)
-		return -1;
-	int lo = 0, hi = r->n_steps - 1, best = -1;
+	const char *p = base;
+	int lo = 0, hi = n - 1, best = -1;
 	while (lo <= hi) {
-		int mid = (lo + hi) / 2;
-		if (r->steps[mid].start_ns <= t_ns) {
+		int mid = lo + (hi - lo) / 2;
+		int64_t k;
+		memcpy(&k, p + (size_t)mid * size + off, sizeof k);
+		if (k <= t) {
 			best = mid;
 			lo = mid + 1;
 		} else {
@@ -124,6 +127,15 @@ int diag_slot_of(const diag_run *r, int64_t t_ns)
 		}
 	}
 	return best;
+}
+
+int diag_slot_of(const diag_run *r, int64_t t_ns)
+{
+	if (r->n_steps == 0 || t_ns < r->steps[0].start_ns ||
+	    t_ns > r->steps[r->n_steps - 1].end_ns)
+		return -1;
+	return last_at_or_before(r->steps, r->n_steps, sizeof *r->steps,
+				 offsetof(diag_step, start_ns), t_ns);
 }
 
 int diag_has_ancestor(const diag_run *r, int i, int kind)
@@ -356,17 +368,8 @@ int diag_counter(const diag_run *r, const char *name, diag_series *out)
 
 int diag_series_index(const diag_series *s, int64_t t_ns)
 {
-	int lo = 0, hi = s->n - 1, best = -1;
-	while (lo <= hi) {
-		int mid = (lo + hi) / 2;
-		if (s->rows[mid].ts_ns <= t_ns) {
-			best = mid;
-			lo = mid + 1;
-		} else {
-			hi = mid - 1;
-		}
-	}
-	return best;
+	return last_at_or_before(s->rows, s->n, sizeof *s->rows, offsetof(pp_counter_row, ts_ns),
+				 t_ns);
 }
 
 double diag_series_at(const diag_series *s, int64_t t_ns, double fallback)
@@ -375,30 +378,3 @@ double diag_series_at(const diag_series *s, int64_t t_ns, double fallback)
 	return best >= 0 ? s->rows[best].value : fallback;
 }
 
-const char *diag_fmt_ns(char *buf, size_t len, double ns)
-{
-	double a = ns < 0 ? -ns : ns;
-	if (a >= 1e9)
-		snprintf(buf, len, "%.2f s", ns / 1e9);
-	else if (a >= 1e6)
-		snprintf(buf, len, "%.2f ms", ns / 1e6);
-	else if (a >= 1e3)
-		snprintf(buf, len, "%.1f us", ns / 1e3);
-	else
-		snprintf(buf, len, "%.0f ns", ns);
-	return buf;
-}
-
-const char *diag_fmt_bytes(char *buf, size_t len, double b)
-{
-	double a = b < 0 ? -b : b;
-	if (a >= 1024.0 * 1024 * 1024)
-		snprintf(buf, len, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-	else if (a >= 1024.0 * 1024)
-		snprintf(buf, len, "%.2f MiB", b / (1024.0 * 1024));
-	else if (a >= 1024.0)
-		snprintf(buf, len, "%.1f KiB", b / 1024.0);
-	else
-		snprintf(buf, len, "%.0f B", b);
-	return buf;
-}

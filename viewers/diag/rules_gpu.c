@@ -190,9 +190,9 @@ void rule_gpu_idle_gaps(diag_ctx *c)
 			(long long)dev, 100 * frac);
 		diag_evidence(f, "%d activities over %s; %d gaps of at least %d us, %s idle in total; "
 				 "largest gap %s at t=%s",
-			      n, diag_fmt_ns(w, sizeof w, (double)window), ngaps, GAP_MIN_NS / 1000,
-			      diag_fmt_ns(t, sizeof t, (double)idle), diag_fmt_ns(l, sizeof l, (double)largest),
-			      diag_fmt_ns(at, sizeof at, (double)largest_at));
+			      n, pp_fmt_dur(w, sizeof w, (double)window), ngaps, GAP_MIN_NS / 1000,
+			      pp_fmt_dur(t, sizeof t, (double)idle), pp_fmt_dur(l, sizeof l, (double)largest),
+			      pp_fmt_dur(at, sizeof at, (double)largest_at));
 		const pp_span_row *h = host_phase_at(r, largest_at + largest / 2);
 		if (h)
 			diag_evidence(f, ", while the host was in %s '%s'", pp_kind_name((pp_kind)h->kind),
@@ -274,8 +274,8 @@ void rule_gpu_sync_copies(diag_ctx *c)
 	diag_evidence(f, "%d copies (%d host-to-device, %d device-to-host), %s, %s in total "
 			 "(%.0f%% of the GPU's active time); %d from pageable memory, %d issued "
 			 "by synchronous calls.",
-		      n, n_h2d, n_d2h, diag_fmt_bytes(bs, sizeof bs, (double)bytes),
-		      diag_fmt_ns(ts, sizeof ts, (double)t), 100 * share, n_pageable, n_sync);
+		      n, n_h2d, n_d2h, pp_fmt_bytes(bs, sizeof bs, (double)bytes),
+		      pp_fmt_dur(ts, sizeof ts, (double)t), 100 * share, n_pageable, n_sync);
 }
 
 void rule_gpu_step_transfers(diag_ctx *c)
@@ -326,8 +326,8 @@ void rule_gpu_step_transfers(diag_ctx *c)
 		100 * share);
 	diag_evidence(f, "%d host-to-device and %d device-to-host copies inside steady steps; "
 			 "per step median %s in %s.",
-		      n_h2d, n_d2h, diag_fmt_bytes(bs, sizeof bs, diag_median(pb, steady)),
-		      diag_fmt_ns(ts, sizeof ts, diag_median(pt, steady)));
+		      n_h2d, n_d2h, pp_fmt_bytes(bs, sizeof bs, diag_median(pb, steady)),
+		      pp_fmt_dur(ts, sizeof ts, diag_median(pt, steady)));
 out:
 	free(per);
 	free(bytes);
@@ -373,7 +373,7 @@ void rule_gpu_short_kernels(diag_ctx *c)
 		100.0 * shorter / nk);
 	diag_evidence(f, "median kernel %s; launch overhead %s (%s); launching the short kernels "
 			 "costs about %.0f%% of the GPU's active time.",
-		      diag_fmt_ns(ms, sizeof ms, diag_median(kd, nk)), diag_fmt_ns(ls, sizeof ls, launch),
+		      pp_fmt_dur(ms, sizeof ms, diag_median(kd, nk)), pp_fmt_dur(ls, sizeof ls, launch),
 		      measured ? "median of the recorded launch calls" : "typical value, no launch calls recorded",
 		      100 * share);
 out:
