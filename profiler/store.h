@@ -93,8 +93,9 @@ typedef struct pp_span_list {
 int pp_store_spans(pp_store *st, int64_t run_id, int kind_filter, pp_span_list *out);
 void pp_span_list_free(pp_span_list *l);
 
-/* Per-kind totals of a run: time inside top-level phases of each kind
- * (nested phases of the same kind are not double counted). */
+/* Per-kind totals of a run: count and time of the outermost phases of each
+ * kind (a phase nested in one of its own kind is neither counted nor its
+ * time double counted; max_ns is the longest of any). */
 typedef struct pp_phase_total {
 	int kind;
 	const char *kind_name;    /* static */
@@ -102,8 +103,14 @@ typedef struct pp_phase_total {
 } pp_phase_total;
 int pp_store_phase_totals(pp_store *st, int64_t run_id, pp_phase_total **out, int *n);
 
-/* Step durations of a run, ordered by iteration. */
-typedef struct pp_step_row { int64_t step, start_ns, dur_ns; } pp_step_row;
+/* The steps of a run: closed `step` and `first_step` phases that are not
+ * nested inside another step phase on the same thread, in order of start.
+ * Every viewer, rule, scenario and command counts steps through this. */
+typedef struct pp_step_row {
+	int64_t step;             /* iteration; a first_step phase gets the one before the next */
+	int64_t start_ns, dur_ns;
+	int kind;                 /* PP_STEP or PP_FIRST_STEP */
+} pp_step_row;
 int pp_store_steps(pp_store *st, int64_t run_id, pp_step_row **out, int *n);
 
 typedef struct pp_counter_row { int64_t ts_ns; double value; } pp_counter_row;

@@ -215,15 +215,16 @@ int pp_store_phase_totals(pp_store *st, int64_t run_id, pp_phase_total **out, in
 			pid = (*hit)->parent_id;
 		}
 		pp_phase_total *t = &tot[r->kind];
-		t->count++;
-		if (!nested)
+		if (!nested) {
+			t->count++;
 			t->total_ns += dur;
+		}
 		if (dur > t->max_ns)
 			t->max_ns = dur;
 	}
 	int k = 0;
 	for (int i = 0; i < PP_KIND_COUNT; i++) {
-		if (!tot[i].count)
+		if (!tot[i].count && !tot[i].max_ns)
 			continue;
 		tot[k] = tot[i];
 		tot[k].kind = i;
@@ -237,35 +238,79 @@ int pp_store_phase_totals(pp_store *st, int64_t run_id, pp_phase_total **out, in
 	return 0;
 }
 
+static int cmp_step_start(const void *a, const void *b)
+{
+	const pp_step_row *x = a, *y = b;
+	if (x->start_ns != y->start_ns)
+		return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
+	return (x->step > y->step) - (x->step < y->step);
+}
+
+/* The one definition of a step: a closed `step` or `first_step` phase that
+ * is not inside another step phase on its thread. A session or a traced
+ * function opens steps of its own inside the loop's steps; counting those
+ * would double the step count and mix two distributions. */
 int pp_store_steps(pp_store *st, int64_t run_id, pp_step_row **out, int *n)
 {
 	*out = NULL;
 	*n = 0;
 	sqlite3_stmt *s;
+	/* per thread by start, the outer span first when two start together */
 	if (sqlite3_prepare_v2(st->db,
-			       "SELECT step,start_ns,end_ns-start_ns FROM spans WHERE run_id=? AND "
-			       "kind=? AND end_ns IS NOT NULL ORDER BY step,start_ns",
+			       "SELECT tid,kind,step,start_ns,end_ns FROM spans WHERE run_id=?1 AND "
+			       "kind IN (?2,?3) ORDER BY tid,start_ns,depth,end_ns DESC",
 			       -1, &s, NULL) != SQLITE_OK)
 		return -1;
 	sqlite3_bind_int64(s, 1, run_id);
 	sqlite3_bind_int(s, 2, PP_STEP);
-	int cap = 0;
-	while (sqlite3_step(s) == SQLITE_ROW) {
+	sqlite3_bind_int(s, 3, PP_FIRST_STEP);
+	int cap = 0, rc;
+	int64_t tid = 0, outer_end = -1;
+	int have_tid = 0;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		int64_t t = sqlite3_column_int64(s, 0);
+		int open = sqlite3_column_type(s, 4) == SQLITE_NULL;
+		int64_t start = sqlite3_column_int64(s, 3);
+		int64_t end = open ? INT64_MAX : sqlite3_column_int64(s, 4);
+		if (have_tid && t == tid && start < outer_end && end <= outer_end)
+			continue; /* nested in the thread's current outer step */
+		have_tid = 1;
+		tid = t;
+		outer_end = end;
+		if (open)
+			continue; /* still open at the run's end: no duration */
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 256;
 			pp_step_row *r = realloc(*out, (size_t)cap * sizeof *r);
 			if (!r) {
-				sqlite3_finalize(s);
-				return -1;
+				rc = SQLITE_NOMEM;
+				break;
 			}
 			*out = r;
 		}
 		pp_step_row *r = &(*out)[(*n)++];
-		r->step = sqlite3_column_type(s, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 0);
-		r->start_ns = sqlite3_column_int64(s, 1);
-		r->dur_ns = sqlite3_column_int64(s, 2);
+		r->kind = sqlite3_column_int(s, 1);
+		r->step = sqlite3_column_type(s, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 2);
+		r->start_ns = start;
+		r->dur_ns = end - start;
 	}
 	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+		return -1;
+	}
+	if (*n > 1)
+		qsort(*out, (size_t)*n, sizeof **out, cmp_step_start);
+	/* a first-step phase carries no iteration: it is the one before the next */
+	for (int i = 0; i < *n; i++) {
+		pp_step_row *r = &(*out)[i];
+		if (r->kind == PP_FIRST_STEP && r->step < 0) {
+			int64_t it = i + 1 < *n ? (*out)[i + 1].step - 1 : 0;
+			r->step = it < 0 ? 0 : it;
+		}
+	}
 	return 0;
 }
 

@@ -9,43 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_step_start(const void *a, const void *b)
-{
-	const pp_step_row *x = a, *y = b;
-	return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
-}
-
-/* The outermost step phases of a run by start time: a traced function or a
- * session may record steps of its own inside the loop's steps. */
+/* The steps of a run as the store defines them (outermost, by start). */
 static int outer_steps(pp_store *st, int64_t run_id, pp_step_row **out, int *n)
 {
-	*out = NULL;
-	*n = 0;
-	pp_span_list l;
-	if (pp_store_spans(st, run_id, PP_STEP, &l) != 0)
-		return -1;
-	pp_step_row *r = malloc(((size_t)l.n + 1) * sizeof *r);
-	if (!r) {
-		pp_span_list_free(&l);
-		return -1;
-	}
-	int k = 0;
-	int64_t tid = -1, end = -1;
-	for (int i = 0; i < l.n; i++) { /* ordered by (tid, start) */
-		const pp_span_row *s = &l.rows[i];
-		if (s->end_ns < 0)
-			continue;
-		if (s->tid == tid && s->end_ns <= end)
-			continue; /* inside the current outer step */
-		tid = s->tid;
-		end = s->end_ns;
-		r[k++] = (pp_step_row){s->step, s->start_ns, s->end_ns - s->start_ns};
-	}
-	pp_span_list_free(&l);
-	qsort(r, (size_t)k, sizeof *r, cmp_step_start);
-	*out = r;
-	*n = k;
-	return 0;
+	return pp_store_steps(st, run_id, out, n);
 }
 
 void scn_series_free(scn_series *s)
