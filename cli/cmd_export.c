@@ -99,12 +99,6 @@ int cmd_export(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	/* writing the output over the database would destroy the recording */
-	char rdb[4096], rout[4096];
-	if (strcmp(out, "-") != 0 && realpath(db, rdb) && realpath(out, rout) && strcmp(rdb, rout) == 0) {
-		cli_error("export: output %s is the database itself; choose another file", out);
-		return 2;
-	}
 	pp_store *st = cli_open_store(db, PP_STORE_READ);
 	if (!st)
 		return 1;
@@ -113,8 +107,6 @@ int cmd_export(int argc, char **argv)
 	pp_store_close(st, NULL, 0);
 	if (rc != 0) {
 		cli_error("export: %s", err);
-		if (strcmp(out, "-") != 0)
-			remove(out);   /* no half-written file left behind */
 		return 1;
 	}
 	return 0;

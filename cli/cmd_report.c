@@ -93,12 +93,6 @@ int cmd_report(int argc, char **argv)
 		snprintf(deflt, sizeof deflt, "%.*s.html", n, db);
 		out = deflt;
 	}
-	/* writing the output over the database would destroy the recording */
-	char rdb[4096], rout[4096];
-	if (strcmp(out, "-") != 0 && realpath(db, rdb) && realpath(out, rout) && strcmp(rdb, rout) == 0) {
-		cli_error("report: output %s is the database itself; choose another file", out);
-		return 2;
-	}
 	pp_store *st = cli_open_store(db, PP_STORE_READ);
 	if (!st)
 		return 1;

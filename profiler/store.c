@@ -28,6 +28,13 @@ static const char *const index_sql =
 sqlite3 *pp_store_db(pp_store *st) { return st->db; }
 const char *pp_store_path(pp_store *st) { return st->path; }
 
+int pp_store_is_file(pp_store *st, const char *path)
+{
+	struct stat a, b;
+	return stat(st->path, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
 static int exec_sql(pp_store *st, const char *sql, char *err, size_t errlen)
 {
 	char *msg = NULL;

@@ -31,6 +31,9 @@ pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen);
 int pp_store_close(pp_store *st, char *err, size_t errlen);
 sqlite3 *pp_store_db(pp_store *st);
 const char *pp_store_path(pp_store *st);
+/* 1 if path names the database file itself (same device and inode, so also
+ * through a hard or symbolic link), else 0: outputs must never replace it. */
+int pp_store_is_file(pp_store *st, const char *path);
 /* Interns a string; returns its id (or -1 on error). */
 int64_t pp_store_intern(pp_store *st, const char *s);
 
