@@ -117,6 +117,48 @@ static int validate(pp_store *st, int fresh, char *err, size_t errlen)
 	return 0;
 }
 
+/* The phase_kinds table names every kind this build knows; a database made
+ * before the taxonomy grew gets the new kinds when opened for writing. */
+static int fill_kinds(pp_store *st, char *err, size_t errlen)
+{
+	sqlite3_stmt *s;
+	int rc = sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO phase_kinds(id, name) VALUES(?1, ?2)",
+				    -1, &s, NULL);
+	for (int k = 0; rc == SQLITE_OK && k < PP_KIND_COUNT; k++) {
+		sqlite3_bind_int(s, 1, k);
+		sqlite3_bind_text(s, 2, pp_kind_name((pp_kind)k), -1, SQLITE_STATIC);
+		rc = sqlite3_step(s) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(st->db);
+		sqlite3_reset(s);
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "%s: cannot write the phase kinds: %s", st->path,
+			 sqlite3_errmsg(st->db));
+		return -1;
+	}
+	return 0;
+}
+
+/* An existing database is checked before anything is appended to it:
+ * writing into a file with damaged pages spreads the damage. */
+static int check_intact(pp_store *st, char *err, size_t errlen)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db, "PRAGMA quick_check(1)", -1, &s, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: damaged database, not appending to it (%s)", st->path,
+			 sqlite3_errmsg(st->db));
+		return -1;
+	}
+	int rc = sqlite3_step(s);
+	const unsigned char *t = rc == SQLITE_ROW ? sqlite3_column_text(s, 0) : NULL;
+	int ok = t && strcmp((const char *)t, "ok") == 0;
+	if (!ok)
+		snprintf(err, errlen, "%s: damaged database, not appending to it (%s)", st->path,
+			 t ? (const char *)t : sqlite3_errmsg(st->db));
+	sqlite3_finalize(s);
+	return ok ? 0 : -1;
+}
+
 static int create_schema(pp_store *st, char *err, size_t errlen)
 {
 	char sql[256];
@@ -132,15 +174,8 @@ static int create_schema(pp_store *st, char *err, size_t errlen)
 		 PP_SCHEMA_VERSION);
 	if (exec_sql(st, sql, err, errlen) != 0)
 		return -1;
-	sqlite3_stmt *s;
-	sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO phase_kinds VALUES(?,?)", -1, &s, NULL);
-	for (int k = 0; k < PP_KIND_COUNT; k++) {
-		sqlite3_bind_int(s, 1, k);
-		sqlite3_bind_text(s, 2, pp_kind_name((pp_kind)k), -1, SQLITE_STATIC);
-		sqlite3_step(s);
-		sqlite3_reset(s);
-	}
-	sqlite3_finalize(s);
+	if (fill_kinds(st, err, errlen) != 0)
+		return -1;
 	if (exec_sql(st, "COMMIT", err, errlen) != 0)
 		return -1;
 	st->schema_version = PP_SCHEMA_VERSION;
@@ -205,8 +240,10 @@ pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen)
 	if (mode == PP_STORE_WRITE) {
 		if (v == 1 && create_schema(st, err, errlen) != 0)
 			goto fail;
-		/* older-but-compatible files get any tables added since */
-		if (v == 0 && exec_sql(st, pp_schema_sql, err, errlen) != 0)
+		/* older-but-compatible files get any tables and kinds added since */
+		if (v == 0 && (check_intact(st, err, errlen) != 0 ||
+			       exec_sql(st, pp_schema_sql, err, errlen) != 0 ||
+			       fill_kinds(st, err, errlen) != 0))
 			goto fail;
 		if (exec_sql(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
 				 "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;",
