@@ -10,6 +10,7 @@
  */
 #include "cli.h"
 #include "diagnostics.h"
+#include "store_internal.h" /* raw SQL writes, until the store owns them */
 
 #include <dirent.h>
 #include <elf.h>

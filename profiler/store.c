@@ -283,16 +283,31 @@ int pp_store_close(pp_store *st, char *err, size_t errlen)
 
 int pp_store_query(pp_store *st, const char *sql, int64_t run_id, pp_row_cb cb, void *ud)
 {
+	return store_each(st, sql, run_id, 0, NULL, cb, ud);
+}
+
+const char *pp_store_error(pp_store *st) { return sqlite3_errmsg(st->db); }
+
+int store_each(pp_store *st, const char *sql, int64_t a, int64_t b, const char *t,
+	       int (*row)(sqlite3_stmt *s, void *ud), void *ud)
+{
 	sqlite3_stmt *s;
 	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
 		return -1;
-	if (sqlite3_bind_parameter_count(s) >= 1)
-		sqlite3_bind_int64(s, 1, run_id);
-	int rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (cb && cb(s, ud) != 0) {
-			rc = SQLITE_DONE;
-			break;
+	int np = sqlite3_bind_parameter_count(s);
+	int rc = SQLITE_OK;
+	if (np >= 1)
+		rc = sqlite3_bind_int64(s, 1, a);
+	if (rc == SQLITE_OK && np >= 2)
+		rc = sqlite3_bind_int64(s, 2, b);
+	if (rc == SQLITE_OK && np >= 3)
+		rc = sqlite3_bind_text(s, 3, t, -1, SQLITE_TRANSIENT);
+	if (rc == SQLITE_OK) {
+		while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+			if (row && row(s, ud) != 0) {
+				rc = SQLITE_DONE;
+				break;
+			}
 		}
 	}
 	sqlite3_finalize(s);

@@ -165,15 +165,25 @@ typedef struct gl {
 	int n;
 } gl;
 
-static int graph_list_row(sqlite3_stmt *row, void *ud)
+static int graph_list_row(const pp_graph_info *gi, void *ud)
 {
 	gl *g = ud;
 	size_t l = strlen(g->buf);
 	if (g->n++ < 6)
 		snprintf(g->buf + l, sizeof g->buf - l, "%s#%lld v%lld %lld nodes", l ? ", " : "",
-			 (long long)sqlite3_column_int64(row, 0), (long long)sqlite3_column_int64(row, 1),
-			 (long long)sqlite3_column_int64(row, 2));
+			 (long long)gi->id, (long long)gi->version, (long long)gi->n_nodes);
 	return 0;
+}
+
+/* The run's graph snapshots by version, one callback each. */
+static void each_graph(pp_store *st, int64_t run_id, int (*cb)(const pp_graph_info *, void *), void *ud)
+{
+	pp_graph_info *g = NULL;
+	int n = 0;
+	if (pp_store_graphs(st, run_id, 0, &g, &n) == 0)
+		for (int i = 0; i < n && cb(&g[i], ud) == 0; i++)
+			;
+	free(g);
 }
 
 typedef struct json_graphs {
@@ -181,12 +191,11 @@ typedef struct json_graphs {
 	int n;
 } json_graphs;
 
-static int json_graph_row(sqlite3_stmt *row, void *ud)
+static int json_graph_row(const pp_graph_info *g, void *ud)
 {
 	json_graphs *j = ud;
 	pp_out_printf(j->o, "%s{\"id\":%lld,\"version\":%lld,\"nodes\":%lld,\"edges\":%lld}", j->n++ ? "," : "",
-		      (long long)sqlite3_column_int64(row, 0), (long long)sqlite3_column_int64(row, 1),
-		      (long long)sqlite3_column_int64(row, 2), (long long)sqlite3_column_int64(row, 3));
+		      (long long)g->id, (long long)g->version, (long long)g->n_nodes, (long long)g->n_edges);
 	return 0;
 }
 
@@ -245,7 +254,7 @@ static int stats_json(pp_store *st, const pp_run_info *runs, int n, FILE *fp)
 		pp_out_puts(o, "],\"ops\":[");
 		pp_op_stat *ops = NULL;
 		int no = 0;
-		pp_query_ops(st, r->id, 20, &ops, &no);
+		pp_store_ops(st, r->id, 20, &ops, &no);
 		for (int k = 0; k < no; k++) {
 			pp_out_printf(o, "%s{", k ? "," : "");
 			jkey_str(o, "name", ops[k].name, 0);
@@ -261,8 +270,7 @@ static int stats_json(pp_store *st, const pp_run_info *runs, int n, FILE *fp)
 		free(ops);
 		pp_out_puts(o, "],\"graphs\":[");
 		json_graphs jg = {o, 0};
-		pp_store_query(st, "SELECT id, version, n_nodes, n_edges FROM graphs WHERE run_id = ?1 ORDER BY version, id",
-			       r->id, json_graph_row, &jg);
+		each_graph(st, r->id, json_graph_row, &jg);
 		pp_finding *f = NULL;
 		int nf = 0;
 		pp_store_findings(st, r->id, &f, &nf);
@@ -399,7 +407,7 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 		free(pt);
 		pp_op_stat *ops = NULL;
 		int no = 0;
-		pp_query_ops(st, r->id, 10, &ops, &no);
+		pp_store_ops(st, r->id, 10, &ops, &no);
 		if (no) {
 			fputc('\n', fp);
 			tbl q = {.nc = 6, .head = {"op", "type", "calls", "total", "first step", "steady/step"},
@@ -423,8 +431,7 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 		}
 		free(ops);
 		gl g = {"", 0};
-		pp_store_query(st, "SELECT id, version, n_nodes FROM graphs WHERE run_id = ?1 ORDER BY version, id",
-			       r->id, graph_list_row, &g);
+		each_graph(st, r->id, graph_list_row, &g);
 		if (g.n) {
 			char line[256];
 			snprintf(line, sizeof line, "graphs: %s%s", g.buf, g.n > 6 ? ", ..." : "");

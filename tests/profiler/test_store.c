@@ -17,6 +17,7 @@
 #include "phaseprof.h"
 
 #include "store.h"
+#include "store_internal.h"
 
 static char tmpdir[256];
 
@@ -273,12 +274,16 @@ static void test_corrupt_pages(void **state)
 	struct stat sb;
 	assert_int_equal(stat(p, &sb), 0);
 	assert_true(sb.st_size > 8 * 65536);
-	/* garbage over a page in the middle of the counters' b-tree */
+	/* garbage over the second half of the file: the counters' b-trees
+	 * (the first pages hold the schema and the small tables) */
 	FILE *f = fopen(p, "r+b");
 	assert_non_null(f);
-	fseek(f, 6 * 65536 + 100, SEEK_SET);
-	for (int i = 0; i < 60000; i++)
-		fputc(0x5a, f);
+	long pages = (long)(sb.st_size / 65536);
+	for (long pg = pages / 2; pg < pages; pg++) {
+		fseek(f, pg * 65536, SEEK_SET);
+		for (int i = 0; i < 60000; i++)
+			fputc(0x5a, f);
+	}
 	fclose(f);
 	expect_open_error(p, PP_STORE_WRITE, "damaged database, not appending to it");
 	/* a reader that reaches the page says so */

@@ -219,14 +219,14 @@ int pp_diag_run(pp_store *st, int64_t run_id, pp_diag_result *out)
 		return -1;
 	if (pp_store_clear_findings(st, run_id) != 0) {
 		snprintf(r->error, sizeof r->error, "%s: run %lld: cannot replace its findings (%s)",
-			 pp_store_path(st), (long long)run_id, sqlite3_errmsg(pp_store_db(st)));
+			 pp_store_path(st), (long long)run_id, pp_store_error(st));
 		goto fail;
 	}
 	for (int i = 0; i < r->n; i++)
 		if (pp_store_add_finding(st, &r->findings[i]) != 0) {
 			snprintf(r->error, sizeof r->error, "%s: run %lld: cannot store finding %s (%s)",
 				 pp_store_path(st), (long long)run_id, r->findings[i].rule,
-				 sqlite3_errmsg(pp_store_db(st)));
+				 pp_store_error(st));
 			goto fail;
 		}
 	if (!out)
