@@ -139,34 +139,29 @@ static int count_findings(html_state *s, int64_t run_id, int *high)
 
 static void load_findings(pp_view_ctx *c, html_state *s)
 {
-	pp_store_findings(c->st, 0, &s->findings, &s->n_findings);
 #ifdef PP_VIEWERS_HAVE_DIAG
-	/* A database nobody diagnosed yet: run the rules now (read-only) so the
-	 * report still says what is slow. */
-	if (s->n_findings == 0) {
-		free(s->findings);
-		s->findings = NULL;
-		int cap = 0;
-		for (int i = 0; i < c->n_runs; i++) {
-			pp_diag_result r;
-			memset(&r, 0, sizeof r);
-			if (pp_diag_analyze(c->st, c->runs[i].id, &r) != 0)
-				continue;
-			for (int k = 0; k < r.n; k++) {
-				if (s->n_findings == cap) {
-					cap = cap ? cap * 2 : 16;
-					pp_finding *nf = realloc(s->findings, (size_t)cap * sizeof *nf);
-					if (!nf)
-						break;
-					s->findings = nf;
-				}
-				s->findings[s->n_findings] = r.findings[k];
-				s->findings[s->n_findings++].run_id = c->runs[i].id;
+	/* Per run: the stored findings, or (never diagnosed) the rules' now. */
+	int cap = 0;
+	for (int i = 0; i < c->n_runs; i++) {
+		pp_finding *f = NULL;
+		int n = 0, computed = 0;
+		if (pp_diag_findings(c->st, c->runs[i].id, &f, &n, &computed) != 0)
+			continue;
+		s->computed |= computed && n > 0;
+		for (int k = 0; k < n; k++) {
+			if (s->n_findings == cap) {
+				cap = cap ? cap * 2 : 16;
+				pp_finding *nf = realloc(s->findings, (size_t)cap * sizeof *nf);
+				if (!nf)
+					break;
+				s->findings = nf;
 			}
-			pp_diag_result_free(&r);
+			s->findings[s->n_findings++] = f[k];
 		}
-		s->computed = s->n_findings > 0;
+		free(f);
 	}
+#else
+	pp_store_findings(c->st, 0, &s->findings, &s->n_findings);
 #endif
 	if (s->n_findings > 1)
 		pp_sort(s->findings, (size_t)s->n_findings, sizeof *s->findings, cmp_finding);

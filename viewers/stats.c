@@ -272,24 +272,13 @@ static int stats_json(pp_store *st, const pp_run_info *runs, int n, FILE *fp)
 		json_graphs jg = {o, 0};
 		each_graph(st, r->id, json_graph_row, &jg);
 		pp_finding *f = NULL;
-		int nf = 0;
-		pp_store_findings(st, r->id, &f, &nf);
-		const char *src = "stored";
+		int nf = 0, computed = 0;
 #ifdef PP_VIEWERS_HAVE_DIAG
-		if (nf == 0) {
-			pp_diag_result dr;
-			memset(&dr, 0, sizeof dr);
-			free(f);
-			f = NULL;
-			if (pp_diag_analyze(st, r->id, &dr) == 0) {
-				f = dr.findings;
-				nf = dr.n;
-				dr.findings = NULL;
-				src = "computed";
-			}
-			pp_diag_result_free(&dr);
-		}
+		pp_diag_findings(st, r->id, &f, &nf, &computed);
+#else
+		pp_store_findings(st, r->id, &f, &nf);
 #endif
+		const char *src = computed ? "computed" : "stored";
 		pp_out_printf(o, "],\"findings_source\":\"%s\",\"findings\":[", src);
 		for (int k = 0; k < nf; k++) {
 			pp_out_printf(o, "%s{", k ? "," : "");
@@ -439,25 +428,14 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 			wrap(fp, line, 2, width);
 		}
 		pp_finding *f = NULL;
-		int nf = 0;
-		pp_store_findings(st, r->id, &f, &nf);
-		const char *how = "";
+		int nf = 0, computed = 0;
 #ifdef PP_VIEWERS_HAVE_DIAG
-		if (nf == 0) {
-			/* not diagnosed yet: run the rules now, without writing */
-			pp_diag_result dr;
-			memset(&dr, 0, sizeof dr);
-			free(f);
-			f = NULL;
-			if (pp_diag_analyze(st, r->id, &dr) == 0) {
-				f = dr.findings;
-				nf = dr.n;
-				dr.findings = NULL;
-				how = " (computed now, not stored)";
-			}
-			pp_diag_result_free(&dr);
-		}
+		/* not diagnosed yet: the rules run now, without writing */
+		pp_diag_findings(st, r->id, &f, &nf, &computed);
+#else
+		pp_store_findings(st, r->id, &f, &nf);
 #endif
+		const char *how = computed ? " (computed now, not stored)" : "";
 		if (nf) {
 			fprintf(fp, "\n  findings%s:\n", how);
 			for (int k = 0; k < nf; k++) {

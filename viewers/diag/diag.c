@@ -211,6 +211,29 @@ int pp_diag_analyze(pp_store *st, int64_t run_id, pp_diag_result *out)
 	return analyze(st, run_id, out);
 }
 
+int pp_diag_findings(pp_store *st, int64_t run_id, pp_finding **out, int *n, int *computed)
+{
+	*out = NULL;
+	*n = 0;
+	*computed = 0;
+	if (pp_store_findings(st, run_id, out, n) != 0)
+		return -1;
+	if (*n > 0)
+		return 0;
+	free(*out);
+	*out = NULL;
+	pp_diag_result r;
+	memset(&r, 0, sizeof r);
+	if (analyze(st, run_id, &r) != 0)
+		return -1;
+	for (int i = 0; i < r.n; i++)
+		r.findings[i].run_id = run_id;
+	*out = r.findings;
+	*n = r.n;
+	*computed = 1;
+	return 0;
+}
+
 int pp_diag_run(pp_store *st, int64_t run_id, pp_diag_result *out)
 {
 	pp_diag_result local;

@@ -314,7 +314,7 @@ static void load_snaps(const diag_run *r, snaps *s)
 	if (s->v) {
 		for (int i = 0; i < n; i++) {
 			snap *p = &s->v[i];
-			snprintf(p->label, sizeof p->label, "%s", g[i].label);
+			snprintf(p->label, sizeof p->label, "%.63s", g[i].label);
 			p->version = g[i].version;
 			p->n_nodes = g[i].n_nodes;
 			p->ts = g[i].ts_ns;
