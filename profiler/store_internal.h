@@ -46,5 +46,7 @@ static inline int64_t store_i64_or(sqlite3_stmt *s, int col, int64_t dflt)
 	return sqlite3_column_type(s, col) == SQLITE_NULL ? dflt : sqlite3_column_int64(s, col);
 }
 void pp_store_intern_cache_free(pp_store *st);
+/* The id of len bytes at s in `strings` (added if new); -1 on a db error. */
+int64_t pp_store_intern_n(pp_store *st, const char *s, size_t len);
 
 #endif
