@@ -70,6 +70,11 @@ int cmd_info(int argc, char **argv)
 		if (r->parent_run)
 			printf("      child of run %lld (pid %lld)\n", (long long)r->parent_run,
 			       (long long)r->pid);
+		if (r->exit_code > 0)
+			printf("      exit code %d\n", r->exit_code);
+		char py[512];
+		if (pp_store_python_status(st, r->id, py, sizeof py) == 1)
+			printf("      python: %s\n", py);
 	}
 	free(runs);
 	const char *const *tables;
