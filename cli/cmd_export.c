@@ -100,22 +100,20 @@ int cmd_export(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	/* writing the output over the database would destroy the recording */
-	char rdb[4096], rout[4096];
-	if (strcmp(out, "-") != 0 && realpath(db, rdb) && realpath(out, rout) && strcmp(rdb, rout) == 0) {
-		cli_error("export: output %s is the database itself; choose another file", out);
-		return 2;
-	}
 	pp_store *st = cli_open_store(db, PP_STORE_READ);
 	if (!st)
 		return 1;
+	/* writing the output over the database would destroy the recording */
+	if (strcmp(out, "-") != 0 && pp_store_is_file(st, out)) {
+		cli_error("export: %s: is the database being read; choose another output file", out);
+		pp_store_close(st, NULL, 0);
+		return 2;
+	}
 	char err[512];
 	int rc = pp_view_write(st, format, &opts_v, out, err, sizeof err);
 	pp_store_close(st, NULL, 0);
 	if (rc != 0) {
 		cli_error("export: %s", err);
-		if (strcmp(out, "-") != 0)
-			remove(out);   /* no half-written file left behind */
 		return 1;
 	}
 	return 0;

@@ -19,10 +19,6 @@ static void usage(FILE *o)
 	cli_opt_help(o, opts);
 }
 
-static const char *const tables[] = {"spans", "counters", "marks", "ops", "graphs",
-				     "allocations", "libraries", "io", "samples",
-				     "gpu_activity", "findings", NULL};
-
 int cmd_info(int argc, char **argv)
 {
 	const char *db = NULL;
@@ -42,7 +38,7 @@ int cmd_info(int argc, char **argv)
 	pp_run_info *runs;
 	int n;
 	if (pp_store_runs(st, &runs, &n) != 0) {
-		cli_error("%s: cannot read runs: %s", db, sqlite3_errmsg(pp_store_db(st)));
+		cli_error("%s: cannot read runs: %s", db, pp_store_error(st));
 		pp_store_close(st, NULL, 0);
 		return 1;
 	}
@@ -76,19 +72,17 @@ int cmd_info(int argc, char **argv)
 			printf("      python: %s\n", py);
 	}
 	free(runs);
-	printf("\nrows:");
-	for (int i = 0; tables[i]; i++) {
-		char sql[96];
-		snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", tables[i]);
-		sqlite3_stmt *s;
-		long long c = 0;
-		if (sqlite3_prepare_v2(pp_store_db(st), sql, -1, &s, NULL) == SQLITE_OK) {
-			if (sqlite3_step(s) == SQLITE_ROW)
-				c = sqlite3_column_int64(s, 0);
-			sqlite3_finalize(s);
-		}
-		printf(" %s %lld%s", tables[i], c, tables[i + 1] ? "," : "\n");
+	const char *const *tables;
+	int64_t *counts;
+	if (pp_store_table_rows(st, &tables, &counts) != 0) {
+		cli_error("%s: cannot count rows: %s", db, pp_store_error(st));
+		pp_store_close(st, NULL, 0);
+		return 1;
 	}
+	printf("\nrows:");
+	for (int i = 0; tables[i]; i++)
+		printf(" %s %lld%s", tables[i], (long long)counts[i], tables[i + 1] ? "," : "\n");
+	free(counts);
 	pp_store_close(st, NULL, 0);
 	return 0;
 }

@@ -10,43 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_step_start(const void *a, const void *b)
-{
-	const pp_step_row *x = a, *y = b;
-	return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
-}
-
-/* The outermost step phases of a run by start time: a traced function or a
- * session may record steps of its own inside the loop's steps. */
+/* The steps of a run as the store defines them (outermost, by start). */
 static int outer_steps(pp_store *st, int64_t run_id, pp_step_row **out, int *n)
 {
-	*out = NULL;
-	*n = 0;
-	pp_span_list l;
-	if (pp_store_spans(st, run_id, PP_STEP, &l) != 0)
-		return -1;
-	pp_step_row *r = malloc(((size_t)l.n + 1) * sizeof *r);
-	if (!r) {
-		pp_span_list_free(&l);
-		return -1;
-	}
-	int k = 0;
-	int64_t tid = -1, end = -1;
-	for (int i = 0; i < l.n; i++) { /* ordered by (tid, start) */
-		const pp_span_row *s = &l.rows[i];
-		if (s->end_ns < 0)
-			continue;
-		if (s->tid == tid && s->end_ns <= end)
-			continue; /* inside the current outer step */
-		tid = s->tid;
-		end = s->end_ns;
-		r[k++] = (pp_step_row){s->step, s->start_ns, s->end_ns - s->start_ns};
-	}
-	pp_span_list_free(&l);
-	qsort(r, (size_t)k, sizeof *r, cmp_step_start);
-	*out = r;
-	*n = k;
-	return 0;
+	return pp_store_steps(st, run_id, out, n);
 }
 
 void scn_series_free(scn_series *s)
@@ -134,26 +101,11 @@ double scn_counter_sum(pp_store *st, int64_t run_id, const char *name)
 	return sum;
 }
 
-static int text_cb(sqlite3_stmt *row, void *ud)
-{
-	const unsigned char *t = sqlite3_column_text(row, 0);
-	if (t)
-		snprintf(ud, 64, "%s", (const char *)t);
-	return 0;
-}
 
 double scn_meta_num(pp_store *st, int64_t run_id, const char *key, double fallback)
 {
-	/* pp_store_query binds only the run id; the key is quoted by SQLite. */
-	char *sql = sqlite3_mprintf("SELECT value FROM run_meta WHERE run_id = ?1 AND key = %Q "
-				    "ORDER BY rowid DESC LIMIT 1",
-				    key);
-	if (!sql)
-		return fallback;
 	char buf[64] = "";
-	pp_store_query(st, sql, run_id, text_cb, buf);
-	sqlite3_free(sql);
-	if (!buf[0])
+	if (pp_store_run_meta(st, run_id, key, buf, sizeof buf) != 0 || !buf[0])
 		return fallback;
 	char *end;
 	double v = strtod(buf, &end);
@@ -179,32 +131,14 @@ int64_t scn_kind_total(pp_store *st, int64_t run_id, int kind, int64_t *count)
 	return v;
 }
 
-typedef struct span_sum {
-	int64_t total, count;
-} span_sum;
-
-static int span_sum_cb(sqlite3_stmt *row, void *ud)
-{
-	span_sum *s = ud;
-	s->total = sqlite3_column_int64(row, 0);
-	s->count = sqlite3_column_int64(row, 1);
-	return 0;
-}
-
 int64_t scn_span_total(pp_store *st, int64_t run_id, const char *name, int64_t *count)
 {
-	char *sql = sqlite3_mprintf(
-		"SELECT COALESCE(SUM(s.end_ns - s.start_ns), 0), COUNT(*) FROM spans s "
-		"JOIN strings n ON n.id = s.name_id WHERE s.run_id = ?1 AND n.value = %Q "
-		"AND s.end_ns IS NOT NULL",
-		name);
-	span_sum sum = {0, 0};
-	if (sql)
-		pp_store_query(st, sql, run_id, span_sum_cb, &sum);
-	sqlite3_free(sql);
+	int64_t total = 0, n = 0;
+	if (pp_store_span_name_total(st, run_id, name, &total, &n) != 0)
+		total = n = 0;
 	if (count)
-		*count = sum.count;
-	return sum.total;
+		*count = n;
+	return total;
 }
 
 /* The claims' statistics are diag_stats', the rules' own: one verdict
@@ -311,20 +245,12 @@ int pp_scenario_measure(pp_store *st, int64_t run_id, pp_scn_measure *out)
 
 static void store_claim(pp_store *st, int64_t run_id, const pp_scn_claim *c)
 {
-	sqlite3 *db = pp_store_db(st);
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(db, "INSERT INTO run_meta(run_id, key, value) VALUES(?1, ?2, ?3)",
-			       -1, &s, NULL) != SQLITE_OK)
-		return;
 	char key[48], val[900];
 	snprintf(key, sizeof key, "claim.%s", c->id);
 	snprintf(val, sizeof val, "%s: %s -- %s", pp_claim_verdict_name(c->verdict), c->claim,
 		 c->evidence);
-	sqlite3_bind_int64(s, 1, run_id);
-	sqlite3_bind_text(s, 2, key, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 3, val, -1, SQLITE_TRANSIENT);
-	sqlite3_step(s); /* a read-only store refuses: the claims are still printed */
-	sqlite3_finalize(s);
+	/* a read-only store refuses: the claims are still printed */
+	(void)pp_store_set_run_meta(st, run_id, key, val);
 }
 
 int pp_scenario_claims(const pp_scenario *s, pp_store *st, const int64_t *run_ids,

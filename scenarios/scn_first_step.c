@@ -276,13 +276,6 @@ static int fs_missing(scn_env *e)
 
 /* ---- claims ---- */
 
-static int fs_two_int64(sqlite3_stmt *row, void *ud)
-{
-	int64_t *v = ud;
-	v[0] = sqlite3_column_int64(row, 0);
-	v[1] = sqlite3_column_int64(row, 1);
-	return 0;
-}
 
 static int fs_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int max)
 {
@@ -330,18 +323,9 @@ static int fs_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 		/* the model's own variables, not the optimiser's slots (whose
 		 * initialiser runs inside optimizer_setup) */
 		int64_t mv[2] = {0, 0};
-		char *sql = sqlite3_mprintf(
-			"WITH f AS (SELECT start_ns a, end_ns b FROM spans WHERE run_id = ?1 "
-			"AND kind = %d AND end_ns IS NOT NULL ORDER BY start_ns LIMIT 1) "
-			"SELECT COALESCE(SUM(CASE WHEN v.start_ns >= f.a AND v.end_ns <= f.b "
-			"THEN v.end_ns - v.start_ns END), 0), COALESCE(SUM(v.end_ns - v.start_ns), 0) "
-			"FROM spans v JOIN f LEFT JOIN spans p ON p.id = v.parent_id "
-			"WHERE v.run_id = ?1 AND v.kind = %d AND v.end_ns IS NOT NULL "
-			"AND COALESCE(p.kind, -1) NOT IN (%d, %d)",
-			PP_STEP, PP_VARIABLE_INIT, PP_VARIABLE_INIT, PP_OPTIMIZER_SETUP);
-		if (sql)
-			pp_store_query(st, sql, run[0], fs_two_int64, mv);
-		sqlite3_free(sql);
+		if (pp_store_kind_first_step_total(st, run[0], PP_VARIABLE_INIT, PP_OPTIMIZER_SETUP,
+						   &mv[0], &mv[1]) != 0)
+			mv[0] = mv[1] = 0;
 		n = scn_claim(out, n, max, "variable-init",
 			      "the first step initialises the model's variables",
 			      (double)mv[0] >= 0.1 * (first - med) ? PP_CLAIM_SUPPORTED

@@ -165,15 +165,25 @@ typedef struct gl {
 	int n;
 } gl;
 
-static int graph_list_row(sqlite3_stmt *row, void *ud)
+static int graph_list_row(const pp_graph_info *gi, void *ud)
 {
 	gl *g = ud;
 	size_t l = strlen(g->buf);
 	if (g->n++ < 6)
 		snprintf(g->buf + l, sizeof g->buf - l, "%s#%lld v%lld %lld nodes", l ? ", " : "",
-			 (long long)sqlite3_column_int64(row, 0), (long long)sqlite3_column_int64(row, 1),
-			 (long long)sqlite3_column_int64(row, 2));
+			 (long long)gi->id, (long long)gi->version, (long long)gi->n_nodes);
 	return 0;
+}
+
+/* The run's graph snapshots by version, one callback each. */
+static void each_graph(pp_store *st, int64_t run_id, int (*cb)(const pp_graph_info *, void *), void *ud)
+{
+	pp_graph_info *g = NULL;
+	int n = 0;
+	if (pp_store_graphs(st, run_id, 0, &g, &n) == 0)
+		for (int i = 0; i < n && cb(&g[i], ud) == 0; i++)
+			;
+	free(g);
 }
 
 typedef struct json_graphs {
@@ -181,12 +191,11 @@ typedef struct json_graphs {
 	int n;
 } json_graphs;
 
-static int json_graph_row(sqlite3_stmt *row, void *ud)
+static int json_graph_row(const pp_graph_info *g, void *ud)
 {
 	json_graphs *j = ud;
 	pp_out_printf(j->o, "%s{\"id\":%lld,\"version\":%lld,\"nodes\":%lld,\"edges\":%lld}", j->n++ ? "," : "",
-		      (long long)sqlite3_column_int64(row, 0), (long long)sqlite3_column_int64(row, 1),
-		      (long long)sqlite3_column_int64(row, 2), (long long)sqlite3_column_int64(row, 3));
+		      (long long)g->id, (long long)g->version, (long long)g->n_nodes, (long long)g->n_edges);
 	return 0;
 }
 
@@ -245,7 +254,7 @@ static int stats_json(pp_store *st, const pp_run_info *runs, int n, FILE *fp)
 		pp_out_puts(o, "],\"ops\":[");
 		pp_op_stat *ops = NULL;
 		int no = 0;
-		pp_query_ops(st, r->id, 20, &ops, &no);
+		pp_store_ops(st, r->id, 20, &ops, &no);
 		for (int k = 0; k < no; k++) {
 			pp_out_printf(o, "%s{", k ? "," : "");
 			jkey_str(o, "name", ops[k].name, 0);
@@ -280,27 +289,15 @@ static int stats_json(pp_store *st, const pp_run_info *runs, int n, FILE *fp)
 		} else
 			pp_out_puts(o, "],\"graphs\":[");
 		json_graphs jg = {o, 0};
-		pp_store_query(st, "SELECT id, version, n_nodes, n_edges FROM graphs WHERE run_id = ?1 ORDER BY version, id",
-			       r->id, json_graph_row, &jg);
+		each_graph(st, r->id, json_graph_row, &jg);
 		pp_finding *f = NULL;
-		int nf = 0;
-		pp_store_findings(st, r->id, &f, &nf);
-		const char *src = "stored";
+		int nf = 0, computed = 0;
 #ifdef PP_VIEWERS_HAVE_DIAG
-		if (nf == 0) {
-			pp_diag_result dr;
-			memset(&dr, 0, sizeof dr);
-			free(f);
-			f = NULL;
-			if (pp_diag_analyze(st, r->id, &dr) == 0) {
-				f = dr.findings;
-				nf = dr.n;
-				dr.findings = NULL;
-				src = "computed";
-			}
-			pp_diag_result_free(&dr);
-		}
+		pp_diag_findings(st, r->id, &f, &nf, &computed);
+#else
+		pp_store_findings(st, r->id, &f, &nf);
 #endif
+		const char *src = computed ? "computed" : "stored";
 		pp_out_printf(o, "],\"findings_source\":\"%s\",\"findings\":[", src);
 		for (int k = 0; k < nf; k++) {
 			pp_out_printf(o, "%s{", k ? "," : "");
@@ -447,7 +444,7 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 		free(pt);
 		pp_op_stat *ops = NULL;
 		int no = 0;
-		pp_query_ops(st, r->id, 10, &ops, &no);
+		pp_store_ops(st, r->id, 10, &ops, &no);
 		if (no) {
 			fputc('\n', fp);
 			tbl q = {.nc = 6, .head = {"op", "type", "calls", "total", "first step", "steady/step"},
@@ -472,8 +469,7 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 		free(ops);
 		print_imports(st, r->id, fp, width);
 		gl g = {"", 0};
-		pp_store_query(st, "SELECT id, version, n_nodes FROM graphs WHERE run_id = ?1 ORDER BY version, id",
-			       r->id, graph_list_row, &g);
+		each_graph(st, r->id, graph_list_row, &g);
 		if (g.n) {
 			char line[256];
 			snprintf(line, sizeof line, "graphs: %s%s", g.buf, g.n > 6 ? ", ..." : "");
@@ -481,25 +477,14 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 			wrap(fp, line, 2, width);
 		}
 		pp_finding *f = NULL;
-		int nf = 0;
-		pp_store_findings(st, r->id, &f, &nf);
-		const char *how = "";
+		int nf = 0, computed = 0;
 #ifdef PP_VIEWERS_HAVE_DIAG
-		if (nf == 0) {
-			/* not diagnosed yet: run the rules now, without writing */
-			pp_diag_result dr;
-			memset(&dr, 0, sizeof dr);
-			free(f);
-			f = NULL;
-			if (pp_diag_analyze(st, r->id, &dr) == 0) {
-				f = dr.findings;
-				nf = dr.n;
-				dr.findings = NULL;
-				how = " (computed now, not stored)";
-			}
-			pp_diag_result_free(&dr);
-		}
+		/* not diagnosed yet: the rules run now, without writing */
+		pp_diag_findings(st, r->id, &f, &nf, &computed);
+#else
+		pp_store_findings(st, r->id, &f, &nf);
 #endif
+		const char *how = computed ? " (computed now, not stored)" : "";
 		if (nf) {
 			fprintf(fp, "\n  findings%s:\n", how);
 			for (int k = 0; k < nf; k++) {

@@ -14,6 +14,7 @@
 #include "phaseprof.h"
 #include "scn_internal.h"
 #include "scn_testutil.h"
+#include "store_internal.h"
 
 static void test_table(void **state)
 {

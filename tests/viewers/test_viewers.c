@@ -15,6 +15,7 @@
 #include "fixture.h"
 #include "phaseprof.h"
 #include "store.h"
+#include "store_internal.h"
 #include "viewers.h"
 
 #ifndef CHECK_CHROME

@@ -222,6 +222,29 @@ int pp_diag_analyze(pp_store *st, int64_t run_id, pp_diag_result *out)
 	return analyze(st, run_id, out);
 }
 
+int pp_diag_findings(pp_store *st, int64_t run_id, pp_finding **out, int *n, int *computed)
+{
+	*out = NULL;
+	*n = 0;
+	*computed = 0;
+	if (pp_store_findings(st, run_id, out, n) != 0)
+		return -1;
+	if (*n > 0)
+		return 0;
+	free(*out);
+	*out = NULL;
+	pp_diag_result r;
+	memset(&r, 0, sizeof r);
+	if (analyze(st, run_id, &r) != 0)
+		return -1;
+	for (int i = 0; i < r.n; i++)
+		r.findings[i].run_id = run_id;
+	*out = r.findings;
+	*n = r.n;
+	*computed = 1;
+	return 0;
+}
+
 int pp_diag_run(pp_store *st, int64_t run_id, pp_diag_result *out)
 {
 	pp_diag_result local;
@@ -230,14 +253,14 @@ int pp_diag_run(pp_store *st, int64_t run_id, pp_diag_result *out)
 		return -1;
 	if (pp_store_clear_findings(st, run_id) != 0) {
 		snprintf(r->error, sizeof r->error, "%s: run %lld: cannot replace its findings (%s)",
-			 pp_store_path(st), (long long)run_id, sqlite3_errmsg(pp_store_db(st)));
+			 pp_store_path(st), (long long)run_id, pp_store_error(st));
 		goto fail;
 	}
 	for (int i = 0; i < r->n; i++)
 		if (pp_store_add_finding(st, &r->findings[i]) != 0) {
 			snprintf(r->error, sizeof r->error, "%s: run %lld: cannot store finding %s (%s)",
 				 pp_store_path(st), (long long)run_id, r->findings[i].rule,
-				 sqlite3_errmsg(pp_store_db(st)));
+				 pp_store_error(st));
 			goto fail;
 		}
 	if (!out)

@@ -42,6 +42,12 @@ int pp_diag_run(pp_store *st, int64_t run_id, pp_diag_result *out);
 /* Same analysis, nothing written: for read-only stores and tests. */
 int pp_diag_analyze(pp_store *st, int64_t run_id, pp_diag_result *out);
 
+/* The findings a viewer shows for one run: the stored ones, or when the run
+ * was never diagnosed, the rules' findings computed now and not written
+ * (*computed = 1). Ranked; malloc'd (free()). The one place report, stats
+ * and diff get findings from. Returns 0 or -1. */
+int pp_diag_findings(pp_store *st, int64_t run_id, pp_finding **out, int *n, int *computed);
+
 /* pp_diag_run on every run of the store. *n_findings (may be NULL) gets the
  * total. Returns 0, or -1 with a message naming the run in err. */
 int pp_diag_run_all(pp_store *st, int *n_findings, char *err, size_t errlen);

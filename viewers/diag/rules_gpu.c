@@ -46,13 +46,12 @@ static int act_kind(const char *k)
 	return ACT_OTHER;
 }
 
-static void copy_text(char *dst, size_t len, sqlite3_stmt *row, int col)
+static void copy_text(char *dst, size_t len, const char *s)
 {
-	const unsigned char *s = sqlite3_column_text(row, col);
-	snprintf(dst, len, "%s", s ? (const char *)s : "");
+	snprintf(dst, len, "%s", s ? s : "");
 }
 
-static int act_cb(sqlite3_stmt *row, void *ud)
+static int act_cb(const pp_gpu_row *row, void *ud)
 {
 	acts *a = ud;
 	if (a->n == a->cap) {
@@ -64,16 +63,16 @@ static int act_cb(sqlite3_stmt *row, void *ud)
 		a->cap = cap;
 	}
 	act *p = &a->v[a->n++];
-	p->kind = act_kind((const char *)sqlite3_column_text(row, 0));
-	p->start = sqlite3_column_int64(row, 1);
-	p->end = sqlite3_column_int64(row, 2);
-	p->device = sqlite3_column_int64(row, 3);
-	p->corr = sqlite3_column_int64(row, 4);
-	p->bytes = sqlite3_column_int64(row, 5);
-	copy_text(p->name, sizeof p->name, row, 6);
-	copy_text(p->copy_kind, sizeof p->copy_kind, row, 7);
-	copy_text(p->src_kind, sizeof p->src_kind, row, 8);
-	copy_text(p->dst_kind, sizeof p->dst_kind, row, 9);
+	p->kind = act_kind(row->kind);
+	p->start = row->start_ns;
+	p->end = row->end_ns;
+	p->device = row->device;
+	p->corr = row->correlation_id;
+	p->bytes = row->bytes;
+	copy_text(p->name, sizeof p->name, row->name);
+	copy_text(p->copy_kind, sizeof p->copy_kind, row->copy_kind);
+	copy_text(p->src_kind, sizeof p->src_kind, row->src_kind);
+	copy_text(p->dst_kind, sizeof p->dst_kind, row->dst_kind);
 	return 0;
 }
 
@@ -81,14 +80,7 @@ static int act_cb(sqlite3_stmt *row, void *ud)
 static void load_acts(const diag_run *r, acts *a)
 {
 	memset(a, 0, sizeof *a);
-	pp_store_query(r->st,
-		       "SELECT g.kind, g.start_ns, g.end_ns, COALESCE(g.device,0), "
-		       "COALESCE(g.correlation_id,0), COALESCE(g.bytes,0), s.value, g.copy_kind, "
-		       "g.src_kind, g.dst_kind FROM gpu_activity g LEFT JOIN strings s "
-		       "ON s.id = g.name_id WHERE g.run_id = ?1 AND g.end_ns >= g.start_ns "
-		       "AND g.kind IN ('kernel','memcpy','memset','runtime','driver') "
-		       "ORDER BY g.start_ns",
-		       r->run_id, act_cb, a);
+	pp_store_each_gpu(r->st, r->run_id, 1, act_cb, a);
 }
 
 static int on_device(const act *x)

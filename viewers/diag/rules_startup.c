@@ -62,13 +62,6 @@ static int64_t startup_kind_time(const diag_run *r, int kind, int *count)
 	return t;
 }
 
-static int int64_row(sqlite3_stmt *row, void *ud)
-{
-	int64_t *v = ud;
-	for (int i = 0; i < sqlite3_column_count(row); i++)
-		v[i] = sqlite3_column_int64(row, i);
-	return 0;
-}
 
 /* ---- retracing ---- */
 
@@ -185,10 +178,8 @@ void rule_op_registration_startup(diag_ctx *c)
 		diag_evidence(f, "; %.0f ops registered", reg.rows[reg.n - 1].value);
 	free(reg.rows);
 	int64_t used = 0;
-	pp_store_query(r->st,
-		       "SELECT COUNT(DISTINCT n.op_id) FROM graph_nodes n JOIN graphs g "
-		       "ON g.id = n.graph_id WHERE g.run_id = ?1",
-		       r->run_id, int64_row, &used);
+	if (pp_store_graph_op_types(r->st, r->run_id, &used) != 0)
+		used = 0;
 	if (used > 0)
 		diag_evidence(f, "; the recorded graphs use %lld distinct op types", (long long)used);
 	diag_evidence(f, ".");
@@ -310,10 +301,8 @@ void rule_weight_load_small_reads(diag_ctx *c)
 			small = calls;
 	} else {
 		int64_t v[3] = {0, 0, 0};
-		pp_store_query(r->st,
-			       "SELECT COALESCE(SUM(calls),0), COALESCE(SUM(bytes),0), "
-			       "COALESCE(SUM(small_calls),0) FROM io WHERE run_id = ?1 AND op = 'read'",
-			       r->run_id, int64_row, v);
+		if (pp_store_io_op_totals(r->st, r->run_id, "read", &v[0], &v[1], &v[2]) != 0)
+			v[0] = v[1] = v[2] = 0;
 		calls = (double)v[0], bytes = (double)v[1], small = (double)v[2];
 		src = "io rows (every file read of the run)";
 	}
@@ -354,7 +343,7 @@ typedef struct lib_rows {
 	int n, cap;
 } lib_rows;
 
-static int lib_cb(sqlite3_stmt *row, void *ud)
+static int lib_cb(const pp_library_row *row, void *ud)
 {
 	lib_rows *l = ud;
 	if (l->n == l->cap) {
@@ -366,12 +355,11 @@ static int lib_cb(sqlite3_stmt *row, void *ud)
 		l->cap = cap;
 	}
 	lib_row *p = &l->v[l->n++];
-	const unsigned char *s = sqlite3_column_text(row, 0);
-	snprintf(p->path, sizeof p->path, "%s", s ? (const char *)s : "?");
-	p->open_ns = sqlite3_column_int64(row, 1);
-	p->end_ns = sqlite3_column_int64(row, 2);
-	p->size = sqlite3_column_int64(row, 3);
-	p->ctor_ns = sqlite3_column_int64(row, 4);
+	snprintf(p->path, sizeof p->path, "%s", row->path ? row->path : "?");
+	p->open_ns = row->open_ns;
+	p->end_ns = row->end_ns;
+	p->size = row->size;
+	p->ctor_ns = row->ctor_ns;
 	return 0;
 }
 
@@ -411,10 +399,7 @@ void rule_library_load_startup(diag_ctx *c)
 {
 	const diag_run *r = c->run;
 	lib_rows l = {0};
-	pp_store_query(r->st,
-		       "SELECT s.value, l.open_ns, l.end_ns, l.size, l.ctor_ns FROM libraries l "
-		       "LEFT JOIN strings s ON s.id = l.path_id WHERE l.run_id = ?1",
-		       r->run_id, lib_cb, &l);
+	pp_store_each_library(r->st, r->run_id, 0, lib_cb, &l);
 	int nphase = 0;
 	for (int i = 0; i < r->spans.n; i++)
 		nphase += r->spans.rows[i].kind == PP_LIBRARY_LOAD && r->outer[i];

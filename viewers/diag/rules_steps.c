@@ -310,24 +310,28 @@ typedef struct snaps {
 	int n, cap;
 } snaps;
 
-static int snap_row(sqlite3_stmt *row, void *ud)
+/* The run's snapshots by (label, time, version). */
+static void load_snaps(const diag_run *r, snaps *s)
 {
-	snaps *s = ud;
-	if (s->n == s->cap) {
-		int cap = s->cap ? 2 * s->cap : 64;
-		snap *v = realloc(s->v, (size_t)cap * sizeof *v);
-		if (!v)
-			return 1;
-		s->v = v;
-		s->cap = cap;
+	memset(s, 0, sizeof *s);
+	pp_graph_info *g = NULL;
+	int n = 0;
+	if (pp_store_graphs(r->st, r->run_id, 1, &g, &n) != 0 || n == 0) {
+		free(g);
+		return;
 	}
-	snap *p = &s->v[s->n++];
-	const unsigned char *l = sqlite3_column_text(row, 0);
-	snprintf(p->label, sizeof p->label, "%s", l ? (const char *)l : "");
-	p->version = sqlite3_column_int64(row, 1);
-	p->n_nodes = sqlite3_column_int64(row, 2);
-	p->ts = sqlite3_column_int64(row, 3);
-	return 0;
+	s->v = malloc((size_t)n * sizeof *s->v);
+	if (s->v) {
+		for (int i = 0; i < n; i++) {
+			snap *p = &s->v[i];
+			snprintf(p->label, sizeof p->label, "%.63s", g[i].label);
+			p->version = g[i].version;
+			p->n_nodes = g[i].n_nodes;
+			p->ts = g[i].ts_ns;
+		}
+		s->n = s->cap = n;
+	}
+	free(g);
 }
 
 void rule_graph_grows(diag_ctx *c)
@@ -341,11 +345,8 @@ void rule_graph_grows(diag_ctx *c)
 	 * loop only the loop counts (after the first step), plus the last
 	 * snapshot before it as the baseline: building a model in stages
 	 * before the loop is not growth. */
-	snaps s = {0};
-	pp_store_query(r->st,
-		       "SELECT COALESCE(label,''), version, n_nodes, ts_ns FROM graphs "
-		       "WHERE run_id = ?1 ORDER BY label, ts_ns, version",
-		       r->run_id, snap_row, &s);
+	snaps s;
+	load_snaps(r, &s);
 	if (r->n_steps >= 2) {
 		int64_t loop = r->steps[1].start_ns;
 		int k = 0;
