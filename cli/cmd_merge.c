@@ -196,7 +196,7 @@ int cmd_merge(int argc, char **argv)
 		pp_rank_run *rr;
 		int n;
 		if (pp_store_rank_runs(st, &rr, &n) != 0) {
-			cli_error("merge: %s: cannot read its runs: %s", in[f], sqlite3_errmsg(pp_store_db(st)));
+			cli_error("merge: %s: cannot read its runs: %s", in[f], pp_store_error(st));
 			pp_store_close(st, NULL, 0);
 			free(ranks_seen);
 			free(in);
@@ -286,7 +286,7 @@ int cmd_merge(int argc, char **argv)
 			j++;
 		if (align_job(st, rr + i, j - i) != 0) {
 			cli_error("merge: aligning the clocks of job %s failed: %s", rr[i].job,
-				  sqlite3_errmsg(pp_store_db(st)));
+				  pp_store_error(st));
 			free(rr);
 			goto fail;
 		}
