@@ -250,8 +250,8 @@ static void rank_cell(FILE *out, const pp_diff_row *r)
 		fprintf(out, " %24s", "-");
 		return;
 	}
-	fmt_ns(a, sizeof a, (double)r->ns_a);
-	fmt_ns(b, sizeof b, (double)r->ns_b);
+	pp_fmt_dur(a, sizeof a, (double)r->ns_a);
+	pp_fmt_dur(b, sizeof b, (double)r->ns_b);
 	fprintf(out, " %9s -> %-9s%c%c", a, b, r->verdict == PP_DIFF_REGRESSION ? '!' : ' ',
 		r->verdict == PP_DIFF_IMPROVEMENT ? '+' : ' ');
 }

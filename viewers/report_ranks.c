@@ -117,7 +117,7 @@ void pp_report_ranks(pp_view_ctx *c)
 			char b[32];
 			pp_out_printf(o, "<text x=\"90\" y=\"12\" font-size=\"10\" fill=\"#5f6b7d\">0</text>"
 				      "<text x=\"%d\" y=\"12\" font-size=\"10\" fill=\"#5f6b7d\" text-anchor=\"end\">%s</text>",
-				      90 + PX, pp_fmt_dur(span, b, sizeof b));
+				      90 + PX, pp_fmt_dur(b, sizeof b, (double)span));
 			P("</svg></div>\n");
 		}
 		i = j;

@@ -403,11 +403,11 @@ static void print_ranks(pp_store *st, const pp_run_info *runs, int n, FILE *fp, 
 			free(sr);
 			snprintf(b[0], 64, "%d", rr[k].rank);
 			snprintf(b[1], 64, "%lld", (long long)rr[k].run_id);
-			pp_fmt_dur(init, b[2], 64);
-			pp_fmt_dur(comm, b[3], 64);
+			pp_fmt_dur(b[2], 64, (double)init);
+			pp_fmt_dur(b[3], 64, (double)comm);
 			snprintf(b[4], 64, "%d", ns);
 			if (med >= 0)
-				pp_fmt_dur(med, b[5], 64);
+				pp_fmt_dur(b[5], 64, (double)med);
 			else
 				snprintf(b[5], 64, "-");
 			tbl_add(&t, b[0], b[1], rr[k].host, rr[k].status, b[2], b[3], b[4], b[5]);
@@ -424,7 +424,7 @@ static void print_ranks(pp_store *st, const pp_run_info *runs, int n, FILE *fp, 
 						worst = rr[k].clock_uncertainty_ns;
 				}
 			if (aligned)
-				fprintf(fp, " (clocks aligned by merge, worst uncertainty +-%s)", pp_fmt_dur(worst, b[6], 64));
+				fprintf(fp, " (clocks aligned by merge, worst uncertainty +-%s)", pp_fmt_dur(b[6], 64, (double)worst));
 			fputc('\n', fp);
 			tbl_print(&t, fp, width, 2);
 		}

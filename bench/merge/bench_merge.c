@@ -10,6 +10,7 @@
  * then copied per rank with its rank and clock changed.
  */
 #include <errno.h>
+#include <sqlite3.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -266,7 +266,7 @@ static void check_failed(const diag_job *j, diag_ctx *c)
 				  "Rank %d %s%s", k->rank, what, where);
 	char d[32];
 	diag_evidence(f, "Rank %d (run %lld, host %s) ended %s after %s", k->rank, (long long)k->run_id, k->host,
-		      k->status, diag_fmt_ns(d, sizeof d, (double)k->end_ns));
+		      k->status, pp_fmt_dur(d, sizeof d, (double)k->end_ns));
 	if (k->term_signal)
 		diag_evidence(f, " (signal %d)", k->term_signal);
 	diag_evidence(f, "; %d of %d ranks did not complete", nbad, j->n);
@@ -307,8 +307,8 @@ static void late_phase(const diag_job *j, int late, int coll, char *out, size_t 
 			best = ex;
 			char a[32], b[32];
 			snprintf(out, len, "%s '%s' (%s on rank %d, %s more than the other ranks' median)",
-				 pp_kind_name((pp_kind)v[p].kind), v[p].name, diag_fmt_ns(a, sizeof a, (double)v[p].ns),
-				 k->rank, diag_fmt_ns(b, sizeof b, (double)ex));
+				 pp_kind_name((pp_kind)v[p].kind), v[p].name, pp_fmt_dur(a, sizeof a, (double)v[p].ns),
+				 k->rank, pp_fmt_dur(b, sizeof b, (double)ex));
 		}
 	}
 	free(others);
@@ -385,21 +385,21 @@ static void check_skew(const diag_job *j, diag_ctx *c)
 				  "equal (rank-0-only set-up such as downloads or dataset preparation belongs before the "
 				  "job or behind a barrier everyone expects).",
 			"Rank %d reached %s %s after the other ranks%s%s", k->rank, sync,
-			diag_fmt_ns(a, sizeof a, (double)lateness), phase[0] && excess > lateness / 2 ? ": its " : "",
+			pp_fmt_dur(a, sizeof a, (double)lateness), phase[0] && excess > lateness / 2 ? ": its " : "",
 			phase[0] && excess > lateness / 2 ? "set-up phase took longer" : "");
 		diag_evidence(f, "Rank %d (host %s) entered %s %s after the median of the %d other ranks; ", k->rank,
-			      k->host, sync, diag_fmt_ns(b, sizeof b, (double)lateness), m);
+			      k->host, sync, pp_fmt_dur(b, sizeof b, (double)lateness), m);
 		diag_evidence(f, "it started %s %s and spent %s more before %s. ",
-			      diag_fmt_ns(d, sizeof d, (double)(start_late >= 0 ? start_late : -start_late)),
+			      pp_fmt_dur(d, sizeof d, (double)(start_late >= 0 ? start_late : -start_late)),
 			      start_late >= 0 ? "later" : "earlier",
-			      diag_fmt_ns(e, sizeof e, (double)(lateness - start_late)), sync);
+			      pp_fmt_dur(e, sizeof e, (double)(lateness - start_late)), sync);
 		if (phase[0] && excess > lateness / 4)
 			diag_evidence(f, "Phase: %s. ", phase);
 		else
 			diag_evidence(f, "No recorded phase explains it (the time is in the program's own code). ");
 		diag_evidence(f, "The other ranks waited %s in total (%s each on average) in %s; the delay is %.0f%% of the job's "
 			      "wall time.",
-			      diag_fmt_ns(a, sizeof a, (double)wait), diag_fmt_ns(b, sizeof b, (double)wait / m), sync,
+			      pp_fmt_dur(a, sizeof a, (double)wait), pp_fmt_dur(b, sizeof b, (double)wait / m), sync,
 			      share * 100);
 		break; /* the init skew, when there is one, explains the first collective's */
 	}
@@ -482,15 +482,15 @@ static int check_straggler(const diag_job *j, diag_ctx *c)
 				  "and move rank-specific extras (logging, checkpointing, evaluation on rank 0) out "
 				  "of the step or onto every rank in turn.",
 				  "Rank %d is a straggler: %s more compute per step than the others; they wait for it",
-				  k->rank, diag_fmt_ns(a, sizeof a, (double)excess));
+				  k->rank, pp_fmt_dur(a, sizeof a, (double)excess));
 	diag_evidence(f, "Median compute per step (step time minus communication, %d steady steps): rank %d %s, "
 			 "the other %d ranks' median %s; rank %d was the slowest in %d of %d steps. ",
-		      steps - 1, k->rank, diag_fmt_ns(b, sizeof b, (double)(med + excess)), m,
-		      diag_fmt_ns(d, sizeof d, (double)med), k->rank, slowest[st], steps - 1);
+		      steps - 1, k->rank, pp_fmt_dur(b, sizeof b, (double)(med + excess)), m,
+		      pp_fmt_dur(d, sizeof d, (double)med), k->rank, slowest[st], steps - 1);
 	diag_evidence(f, "The other ranks spend a median %s per step in communication (waiting at the collective), "
 			 "%.0f%% of the %s step.",
-		      diag_fmt_ns(e, sizeof e, (double)wait_med), step_med > 0 ? 100.0 * (double)wait_med / (double)step_med : 0,
-		      diag_fmt_ns(a, sizeof a, (double)step_med));
+		      pp_fmt_dur(e, sizeof e, (double)wait_med), step_med > 0 ? 100.0 * (double)wait_med / (double)step_med : 0,
+		      pp_fmt_dur(a, sizeof a, (double)step_med));
 	found = 1;
 out:
 	free(comp);
@@ -537,11 +537,11 @@ static void check_comm_share(const diag_job *j, diag_ctx *c)
 				"Communication takes %.0f%% of every step (median over %d ranks)", share * 100, n);
 			diag_evidence(f, "In the steady steps the ranks spend %s communicating out of %s of step time "
 					 "(all ranks together); median share per rank %.0f%%.",
-				      diag_fmt_ns(a, sizeof a, (double)comm_all), diag_fmt_ns(b, sizeof b, (double)step_all),
+				      pp_fmt_dur(a, sizeof a, (double)comm_all), pp_fmt_dur(b, sizeof b, (double)step_all),
 				      share * 100);
 			if (calls)
 				diag_evidence(f, " %lld communication calls moved %s.", (long long)calls,
-					      diag_fmt_bytes(a, sizeof a, (double)bytes));
+					      pp_fmt_bytes(a, sizeof a, (double)bytes));
 		}
 	}
 	free(share_pm);
@@ -575,7 +575,7 @@ static void check_slow_init(const diag_job *j, diag_ctx *c)
 		"torch.distributed: MASTER_ADDR that resolves quickly, GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME; "
 		"Slurm: launch with srun --mpi=pmix.",
 		"Communicator set-up (%s) takes %s even on the last rank to arrive", k->init_name,
-		diag_fmt_ns(a, sizeof a, (double)d));
+		pp_fmt_dur(a, sizeof a, (double)d));
 	diag_evidence(f, "Rank %d entered %s last, so waited for no other rank, and still spent %s in it "
 			 "(%.0f%% of the job's wall time).",
 		      k->rank, k->init_name, a, share * 100);
