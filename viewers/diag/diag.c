@@ -92,6 +92,17 @@ int diag_sev_for_win(int sev, double win_ns)
 	return sev;
 }
 
+int diag_sev_for_startup(const diag_run *r, int sev, double startup_ns)
+{
+	if (!r->n_steps)
+		return diag_sev_for_win(sev, startup_ns);
+	if (startup_ns < DIAG_STARTUP_MODERATE_NS)
+		return DIAG_INFO;
+	if (startup_ns < DIAG_STARTUP_HIGH_NS && sev > DIAG_MODERATE)
+		return DIAG_MODERATE;
+	return sev;
+}
+
 pp_finding *diag_emit(diag_ctx *c, const char *rule, int sev, double share,
 		      const char *fix, const char *title_fmt, ...)
 {

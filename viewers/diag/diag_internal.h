@@ -67,6 +67,13 @@ typedef struct diag_ctx {
 #define DIAG_WIN_MODERATE_NS 100e6
 #define DIAG_WIN_HIGH_NS 500e6
 int diag_sev_for_win(int sev, double win_ns);
+/* Start-up time spent loading libraries or importing modules: in a program
+ * with a step loop it is the framework's fixed cost, a claim worth raising
+ * only from DIAG_STARTUP_MODERATE_NS (moderate) and DIAG_STARTUP_HIGH_NS
+ * (high); a program without steps (a script, a tool) is judged as a win. */
+#define DIAG_STARTUP_MODERATE_NS 5e9
+#define DIAG_STARTUP_HIGH_NS 15e9
+int diag_sev_for_startup(const diag_run *r, int sev, double startup_ns);
 pp_finding *diag_emit(diag_ctx *c, const char *rule, int sev, double share,
 		      const char *fix, const char *title_fmt, ...)
 	__attribute__((format(printf, 6, 7)));

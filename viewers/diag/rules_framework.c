@@ -310,7 +310,7 @@ void rule_import_startup(diag_ctx *c)
 	}
 	const pp_span_row *t = &r->spans.rows[top];
 	char a[32], b[32], d[32];
-	int sev = share >= 0.5 && total >= 1000000000 ? DIAG_MODERATE : DIAG_INFO;
+	int sev = share >= 0.5 ? diag_sev_for_startup(r, DIAG_MODERATE, (double)total) : DIAG_INFO;
 	pp_finding *f = diag_emit(
 		c, "import_startup", sev, diag_run_share(r, (double)total),
 		"Import what the program needs when it needs it: move heavy imports into the "

@@ -433,7 +433,7 @@ void rule_library_load_startup(diag_ctx *c)
 	char a[32], b[32], d[32];
 	pp_finding *f = diag_emit(
 		c, "library_load_startup",
-		diag_sev_for_win(share >= 0.4 ? DIAG_HIGH : DIAG_MODERATE, (double)t),
+		diag_sev_for_startup(r, share >= 0.4 ? DIAG_HIGH : DIAG_MODERATE, (double)t),
 		diag_run_share(r, (double)t),
 		"Load optional libraries lazily, on first use (TensorFlow cut its import time by "
 		"24% that way, PR #47833); drop unneeded dependencies and heavy static constructors.",
