@@ -74,6 +74,9 @@ int cmd_info(int argc, char **argv)
 		if (r->parent_run)
 			printf("      child of run %lld (pid %lld)\n", (long long)r->parent_run,
 			       (long long)r->pid);
+		char py[256];
+		if (pp_store_python_frames_state(st, r->id, py, sizeof py) == 0)
+			printf("      python frames in samples: %s\n", py);
 	}
 	free(runs);
 	printf("\nrows:");

@@ -439,6 +439,9 @@ static int table_put(table *t, uint64_t a, uint64_t b, int64_t v)
 	return 0;
 }
 
+/* a Python frame (p<id>) among the native addresses: no user address has bit 63 */
+#define PY_TAG (1ull << 63)
+
 typedef struct raw_sample { int64_t rowid; char *ips; } raw_sample;
 typedef struct raw_list { raw_sample *v; int n, cap; } raw_list;
 
@@ -474,6 +477,9 @@ static int symbolise_run(pp_store *st, int64_t run_id, int64_t *n_samples)
 	sym_ctx c = {0};
 	pp_store_query(st, "SELECT p.value, l.base FROM libraries l JOIN strings p ON p.id = l.path_id"
 			   " WHERE l.run_id = ?1 ORDER BY l.base DESC", run_id, lib_row, &c);
+	pp_py_frames pyf = {0};
+	if (pp_store_py_frames(st, run_id, &pyf) != 0)
+		return -1;
 	table frames = {0}, nodes = {0}, sym_frames = {0};
 	int64_t next_frame = 1, next_node = 1;
 	sqlite3_stmt *ins_frame = NULL, *ins_stack = NULL, *upd = NULL;
@@ -483,19 +489,40 @@ static int symbolise_run(pp_store *st, int64_t run_id, int64_t *n_samples)
 	sqlite3_prepare_v2(db, "UPDATE samples SET stack = ? WHERE rowid = ?", -1, &upd, NULL);
 	int rc = 0;
 	for (int s = 0; s < raw.n && ins_frame && ins_stack && upd; s++) {
-		uint64_t ips[128];
+		/* leaf first: native addresses in hex, Python frames as p<id> */
+		uint64_t ips[192];
 		int n = 0;
-		for (char *p = raw.v[s].ips; *p && n < 128;) {
+		for (char *p = raw.v[s].ips; *p && n < 192;) {
 			char *end;
-			ips[n++] = strtoull(p, &end, 16);
-			p = *end == ',' ? end + 1 : end;
-			if (end == p && *p != ',' && !*end)
+			uint64_t v = *p == 'p' ? PY_TAG | strtoull(p + 1, &end, 10) : strtoull(p, &end, 16);
+			if (end == p || (*end && *end != ','))
 				break;
+			ips[n++] = v;
+			p = *end ? end + 1 : end;
 		}
 		int64_t parent = 0;
 		for (int k = n - 1; k >= 0; k--) { /* root first */
 			uint64_t ip = ips[k];
 			int64_t f = table_get(&frames, ip, 0);
+			if (!f && (ip & PY_TAG)) {
+				const pp_py_frame *pf = pp_py_frames_find(&pyf, (int64_t)(ip & ~PY_TAG));
+				int64_t sid = pf ? pf->symbol_id : pp_store_intern(st, "[python frame unreadable]");
+				int64_t mid = pf ? pf->module_id : pp_store_intern(st, "python");
+				f = table_get(&sym_frames, (uint64_t)sid, (uint64_t)mid);
+				if (!f) {
+					f = next_frame++;
+					sqlite3_reset(ins_frame);
+					sqlite3_bind_int64(ins_frame, 1, f);
+					sqlite3_bind_int64(ins_frame, 2, run_id);
+					sqlite3_bind_null(ins_frame, 3);
+					sqlite3_bind_int64(ins_frame, 4, sid);
+					sqlite3_bind_int64(ins_frame, 5, mid);
+					if (sqlite3_step(ins_frame) != SQLITE_DONE)
+						rc = -1;
+					table_put(&sym_frames, (uint64_t)sid, (uint64_t)mid, f);
+				}
+				table_put(&frames, ip, 0, f);
+			}
 			if (!f) {
 				/* return addresses point after the call: look up ip-1 */
 				uint64_t look = k == 0 ? ip : ip - 1;
@@ -565,6 +592,7 @@ static int symbolise_run(pp_store *st, int64_t run_id, int64_t *n_samples)
 	free(frames.e);
 	free(nodes.e);
 	free(sym_frames.e);
+	pp_py_frames_free(&pyf);
 	return rc;
 }
 
@@ -887,7 +915,8 @@ int cmd_record(int argc, char **argv)
 		else if (!strncmp(e, "GLIBC_TUNABLES=", 15))
 			old_tun = e + 15;
 		else if (strncmp(e, "PHASEPROF_", 10) != 0 || !strncmp(e, "PHASEPROF_CLOCK=", 16) ||
-			 !strncmp(e, "PHASEPROF_ALLOC_SAMPLE=", 23) || !strncmp(e, "PHASEPROF_AGENT_PERIOD_MS=", 26))
+			 !strncmp(e, "PHASEPROF_ALLOC_SAMPLE=", 23) || !strncmp(e, "PHASEPROF_AGENT_PERIOD_MS=", 26) ||
+			 !strncmp(e, "PHASEPROF_PYSTACK_FAKE_VERSION=", 31)) /* tests: an unchecked CPython */
 			env[k++] = environ[j];
 	}
 	size_t k_own = k;

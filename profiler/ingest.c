@@ -509,7 +509,7 @@ static int rd_get(rd *r, void *dst, size_t n)
 
 static const char *const row_tables[] = {
 	"libraries", "io", "allocations", "frames", "stacks", "samples", "gpu_activity",
-	"gpu_status", "losses", "run_meta", "threads", "counters", "marks", NULL,
+	"gpu_status", "losses", "run_meta", "threads", "counters", "marks", "py_frames", NULL,
 };
 
 static int table_ncols(sqlite3 *db, const char *table)

@@ -99,3 +99,9 @@ CREATE VIEW IF NOT EXISTS spans_v AS
 CREATE VIEW IF NOT EXISTS ops_v AS
   SELECT o.*, n.value AS name, t.value AS type
   FROM ops o LEFT JOIN strings n ON n.id = o.name_id LEFT JOIN strings t ON t.id = o.type_id;
+
+-- Python frames seen in CPU samples (CPython 3.11): one row per distinct
+-- (code object, line). The agent writes them; symbolisation turns the
+-- samples' "p<id>" entries into `frames` rows with the same symbol/module.
+CREATE TABLE IF NOT EXISTS py_frames (run_id INTEGER, id INTEGER, symbol_id INTEGER,
+  module_id INTEGER, qualname_id INTEGER, line INTEGER);

@@ -124,6 +124,17 @@ int pp_store_findings(pp_store *st, int64_t run_id, pp_finding **out, int *n); /
 
 /* Run a query with one int64 bind (?1 = run_id) and call cb per row; a small
  * helper so viewers don't repeat prepare/step/finalize boilerplate. */
+/* Python frames of CPU samples (py_frames), ordered by id: a sample's
+ * "p<id>" stack entry is the frame (symbol_id, module_id). store_pyframes.c */
+typedef struct pp_py_frame { int64_t id, symbol_id, module_id; } pp_py_frame;
+typedef struct pp_py_frames { pp_py_frame *v; int n; } pp_py_frames;
+int pp_store_py_frames(pp_store *st, int64_t run_id, pp_py_frames *out);
+const pp_py_frame *pp_py_frames_find(const pp_py_frames *f, int64_t id); /* NULL if absent */
+void pp_py_frames_free(pp_py_frames *f);
+/* The run's one line on Python frames in samples ("on: CPython 3.11.2" or
+ * "off: why"): 0 found, 1 none (not Python or no sampling), -1 error. */
+int pp_store_python_frames_state(pp_store *st, int64_t run_id, char *buf, size_t len);
+
 typedef int (*pp_row_cb)(sqlite3_stmt *row, void *ud);
 int pp_store_query(pp_store *st, const char *sql, int64_t run_id, pp_row_cb cb, void *ud);
 

@@ -6,7 +6,8 @@
  * alone. The handler takes a backtrace with libunwind's unw_backtrace into
  * a lock-free ring; the stats thread moves samples into `samples` rows whose
  * stack column temporarily holds the raw addresses as text, and `phaseprof
- * record` symbolises them after the run into frames/stacks.
+ * record` symbolises them after the run into frames/stacks. In a CPython
+ * 3.11 process agent_pystack.c adds the Python frames.
  *
  * libunwind is dlopen'ed RTLD_LOCAL, never linked: linked into a preloaded
  * library its _Unwind_* exports would take over C++ exception handling of
@@ -70,6 +71,7 @@ static void handler(int sig, siginfo_t *si, void *uc)
 	for (int i = SKIP; i < n; i++)
 		s->ip[k++] = (uintptr_t)buf[i];
 	s->n = (uint32_t)k;
+	ppa_pystack_capture((uint32_t)(w % RING));
 	s->tid = ppa_gettid();
 	s->ts = ppa_mono();
 	atomic_store_explicit(&s->ready, 1, memory_order_release);
@@ -131,6 +133,7 @@ int ppa_sampler_start(int hz)
 		}
 		ring = p;
 	}
+	ppa_pystack_start();
 	if (!key_made) {
 		pthread_key_create(&timer_key, timer_gone);
 		key_made = 1;
@@ -166,16 +169,20 @@ void ppa_sampler_drain(void)
 {
 	if (!ring)
 		return;
-	char text[MAX_DEPTH * 19 + 8];
+	char text[MAX_DEPTH * 19 + 64 * 12 + 8];
+	ppa_pystack_poll();
 	while (ring_r < atomic_load(&ring_w)) {
 		sample *s = &ring[ring_r % RING];
 		if (!atomic_load_explicit(&s->ready, memory_order_acquire))
 			break; /* still being written */
 		int n = 0;
 		text[0] = 0;
-		for (uint32_t i = 0; i < s->n && n < (int)sizeof text - 20; i++)
-			n += snprintf(text + n, sizeof text - (size_t)n, "%s%lx", i ? "," : "",
-				      (unsigned long)s->ip[i]);
+		if (ppa_pystack_active())
+			ppa_pystack_format((uint32_t)(ring_r % RING), s->ip, s->n, s->n == MAX_DEPTH, text, sizeof text);
+		else
+			for (uint32_t i = 0; i < s->n && n < (int)sizeof text - 20; i++)
+				n += snprintf(text + n, sizeof text - (size_t)n, "%s%lx", i ? "," : "",
+					      (unsigned long)s->ip[i]);
 		if (atomic_load(&ppa_recording) && s->n)
 			pp_row("samples", "iit", (int64_t)s->tid, ppa_rel(s->ts), text);
 		atomic_store_explicit(&s->ready, 0, memory_order_relaxed);
@@ -187,11 +194,14 @@ void ppa_sampler_drain(void)
 		snprintf(v, sizeof v, "%llu", (unsigned long long)l);
 		pp_meta("agent.samples_lost", v);
 	}
+	if (!atomic_load(&active))
+		ppa_pystack_report(); /* the final drain, after stop */
 }
 
 void ppa_sampler_after_fork(void)
 {
 	/* timers are not inherited: the child's only thread gets a new one */
+	ppa_pystack_after_fork();
 	if (atomic_load(&active) && ppa_cfg.follow_fork)
 		ppa_sampler_thread_start();
 }
