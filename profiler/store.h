@@ -135,6 +135,15 @@ void pp_py_frames_free(pp_py_frames *f);
  * "off: why"): 0 found, 1 none (not Python or no sampling), -1 error. */
 int pp_store_python_frames_state(pp_store *st, int64_t run_id, char *buf, size_t len);
 
+/* CPU samples (store_samples.c): stack nodes in id order (parent 0 for a
+ * root; python = a Python frame), then samples in time order (stack = leaf
+ * node). A callback returning non-zero stops with -1. */
+typedef struct pp_stack_node { int64_t id, parent; const char *symbol; int python; } pp_stack_node;
+typedef int (*pp_stack_node_fn)(void *ud, const pp_stack_node *n);
+typedef int (*pp_sample_fn)(void *ud, int64_t tid, int64_t ts_ns, int64_t stack);
+int pp_store_stack_nodes(pp_store *st, int64_t run_id, pp_stack_node_fn fn, void *ud);
+int pp_store_samples(pp_store *st, int64_t run_id, pp_sample_fn fn, void *ud);
+
 typedef int (*pp_row_cb)(sqlite3_stmt *row, void *ud);
 int pp_store_query(pp_store *st, const char *sql, int64_t run_id, pp_row_cb cb, void *ud);
 

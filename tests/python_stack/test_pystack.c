@@ -4,7 +4,8 @@
  * 3.11), then the folded export. Groups (one ctest case each):
  *   frames   outer;middle;inner_busy with file:line in order, native frames
  *            under the Python frame that called them (sorted → lambda,
- *            numpy.dot → _multiarray_umath), the eval loop replaced
+ *            numpy.dot → _multiarray_umath), the eval loop replaced; the
+ *            same stacks in the Chrome trace (samples + stackFrames)
  *   unknown  a CPython version whose layout was not checked (simulated):
  *            native frames only and the one line that says why
  */
@@ -158,6 +159,15 @@ static void test_frames(void **state)
 	assert_string_equal(ip, "0");
 	free(ip);
 	free(f);
+	/* Chrome trace: sample events named after the innermost Python frame,
+	 * the stack in stackFrames with Python and native frames */
+	assert_int_equal(sh(PP_BIN " export --format chrome -o trace.json run.db"), 0);
+	char *tr = slurp("trace.json");
+	assert_non_null(strstr(tr, "\"cat\":\"sample\""));
+	assert_non_null(strstr(tr, "\"name\":\"inner_busy (" T ":10)\",\"sf\":\"r1n"));
+	assert_non_null(strstr(tr, "\"category\":\"python\",\"name\":\"middle (" T ":15)\",\"parent\":\"r1n"));
+	assert_non_null(strstr(tr, "\"category\":\"native\",\"name\":\"PyEval_EvalCode\""));
+	free(tr);
 	/* info says it in one line */
 	assert_int_equal(sh(PP_BIN " info run.db"), 0);
 	o = slurp("out");
