@@ -66,15 +66,22 @@ enum pp_fork_policy {
 	PP_FORK_DISABLE = 1 /* child's recorder is closed cleanly; it records nothing */
 };
 
+/* What a thread does when all max_buffers are in flight (the writer is behind). */
+enum pp_full_policy {
+	PP_FULL_DRAIN = 0, /* the thread drains the spool itself, then goes on: nothing lost */
+	PP_FULL_DROP = 1   /* the event is dropped and counted: the thread never waits */
+};
+
 typedef struct pp_options {
 	const char *spool_path;   /* NULL: $PHASEPROF_OUT, else "phaseprof-<pid>.spool" */
 	const char *label;        /* free text; stored in runs.label */
 	const char *scenario;     /* stored in runs.scenario */
 	const char *variant;      /* stored in runs.variant */
 	uint32_t buffer_events;   /* events per thread buffer; 0 = 16384 */
-	uint32_t max_buffers;     /* buffers in flight before events are dropped; 0 = 256 */
+	uint32_t max_buffers;     /* buffers in flight (memory bound); 0 = 256 (~100 MB) */
 	int fork_policy;          /* enum pp_fork_policy */
 	uint32_t flush_ms;        /* writer wake-up period; 0 = 50 ms */
+	int full_policy;          /* enum pp_full_policy: when max_buffers are in flight */
 } pp_options;
 
 /* Opens the recorder and its spool file. Returns 0, or -1 with a message
@@ -186,6 +193,7 @@ typedef struct pp_recorder_stats {
 	uint64_t rows_lost;
 	uint64_t bytes_written;   /* spool bytes so far */
 	uint32_t threads;
+	uint64_t self_drains;     /* times a thread drained the spool itself (PP_FULL_DRAIN) */
 } pp_recorder_stats;
 void pp_stats(pp_recorder_stats *out);
 

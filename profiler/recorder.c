@@ -4,8 +4,11 @@
  *
  * Hot path (emit): load the thread's buffer, write 24 bytes, publish the new
  * count with a release store. A full buffer is handed to the writer under a
- * mutex (once per buffer_events events); when no free buffer may be had
- * (max_buffers in flight) the event is dropped and counted.
+ * mutex (once per buffer_events events). When no free buffer may be had
+ * (max_buffers in flight: the writer is behind, e.g. many busy threads on
+ * few cores) the thread drains the spool itself and goes on, so nothing is
+ * lost and memory stays bounded (PP_FULL_DRAIN); with PP_FULL_DROP the
+ * event is dropped and counted instead.
  *
  * Ordering: the writer snapshots every thread's (buffer, count) and takes the
  * full-buffer list under the same lock threads use to hand buffers over, so a
@@ -106,6 +109,7 @@ static struct recorder {
 	_Atomic uint64_t events_total;
 	uint64_t lost_reported_total;  /* events-lost already written as LOSS chunks */
 	uint64_t unwritten;            /* events the spool could not take (write failed) */
+	_Atomic uint64_t self_drains;  /* times a thread drained because every buffer was in flight */
 	pthread_mutex_t write_lock;   /* the spool fd: writer thread vs close/fork */
 	char error[512];
 	int atfork_installed;
@@ -357,6 +361,8 @@ static pp_thread *thread_init(void)
 	return t;
 }
 
+static void drain(int final);
+
 /* The current buffer is full (or missing): hand it to the writer, take another. */
 static pp_buffer *buffer_swap(pp_thread *t)
 {
@@ -367,6 +373,21 @@ static pp_buffer *buffer_swap(pp_thread *t)
 		return old;
 	}
 	pp_buffer *b = buffer_get_locked(t);
+	/* Every buffer is in flight: do the writer's work on this thread.
+	 * write_lock orders us with the writer (one drain at a time, so each
+	 * thread's events stay in order); the drain writes this thread's full
+	 * buffer too, and recycles the queued ones — which another thread may
+	 * take first, hence the (bounded) retries. */
+	for (int tries = 0; !b && R.opts.full_policy == PP_FULL_DRAIN && !R.stopping && tries < 100;
+	     tries++) {
+		pthread_mutex_unlock(&R.lock);
+		pthread_mutex_lock(&R.write_lock);
+		drain(0);
+		pthread_mutex_unlock(&R.write_lock);
+		pthread_mutex_lock(&R.lock);
+		atomic_fetch_add_explicit(&R.self_drains, 1, memory_order_relaxed);
+		b = buffer_get_locked(t);
+	}
 	if (b) {
 		if (old) {
 			if (R.full_tail)
@@ -1161,6 +1182,7 @@ int pp_open(const pp_options *opts)
 	pthread_mutex_unlock(&R.str_lock);
 	R.rows = R.rows_lost = R.rows_lost_reported = 0;
 	R.lost_reported_total = R.unwritten = 0;
+	atomic_store(&R.self_drains, 0);
 	atomic_store(&R.events_total, 0);
 
 	if (start_spool() != 0)
@@ -1256,6 +1278,7 @@ void pp_stats(pp_recorder_stats *out)
 	out->rows = R.rows;
 	out->rows_lost = R.rows_lost;
 	pthread_mutex_unlock(&R.side_lock);
+	out->self_drains = atomic_load(&R.self_drains);
 	out->bytes_written = R.w.bytes;
 	out->events = atomic_load(&R.events_total) + unflushed;
 }

@@ -156,7 +156,7 @@ static int g_addn(flow_graph *g, flow_op *op, const flow_output *dy, flow_output
 static int g_relu(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
 		  flow_status *st)
 {
-	dx[0] = tb_op2(g, "_ReluGrad", dy[0], X(0), st);
+	dx[0] = tb_op2(g, "ReluGrad", dy[0], X(0), st);
 	return done(st);
 }
 
@@ -349,7 +349,7 @@ static int g_minmax(flow_graph *g, flow_op *op, const flow_output *dy, flow_outp
 {
 	const char *cmp = !strcmp(flow_op_type(op), "Maximum") ? "GreaterEqual" : "LessEqual";
 	flow_output mask = tb_op2(g, cmp, X(0), X(1), st);
-	flow_output z = ok(st, mask) ? tb_op1(g, "_ZerosLike", dy[0], st) : NONE;
+	flow_output z = ok(st, mask) ? tb_op1(g, "ZerosLike", dy[0], st) : NONE;
 	flow_output a = ok(st, z) ? tb_op3(g, "SelectV2", mask, dy[0], z, st) : NONE;
 	flow_output b = ok(st, a) ? tb_op3(g, "SelectV2", mask, z, dy[0], st) : NONE;
 	if (ok(st, b)) {
@@ -362,7 +362,7 @@ static int g_minmax(flow_graph *g, flow_op *op, const flow_output *dy, flow_outp
 static int g_select(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
 		    flow_status *st)
 {
-	flow_output z = tb_op1(g, "_ZerosLike", dy[0], st);
+	flow_output z = tb_op1(g, "ZerosLike", dy[0], st);
 	flow_output a = ok(st, z) ? tb_op3(g, flow_op_type(op), X(0), dy[0], z, st) : NONE;
 	flow_output b = ok(st, a) ? tb_op3(g, flow_op_type(op), X(0), z, dy[0], st) : NONE;
 	if (ok(st, b)) {
@@ -615,14 +615,42 @@ static void copy_window_attrs(flow_op_desc *d, flow_op *op, int pool)
 		flow_op_set_attr_string(d, "padding", p);
 }
 
+/* A shape as an i32 Const when it is known at build time (shape inference
+ * then knows the gradient's shape), else a Shape op evaluated per run. */
+static flow_output sizes_of(flow_graph *g, flow_output x, flow_status *st)
+{
+	flow_shape s = flow_op_output_shape(x.op, x.index);
+	if (!flow_shape_is_full(&s)) {
+		flow_op_desc *d = tb_new(g, "Shape");
+		flow_op_add_input(d, x);
+		flow_op_set_attr_type(d, "out_type", FLOW_I32);
+		return flow_out(flow_op_finish(d, st), 0);
+	}
+	int32_t v[FLOW_MAX_DIMS];
+	for (int i = 0; i < s.ndim; i++)
+		v[i] = (int32_t)s.dims[i];
+	int64_t n = s.ndim;
+	flow_tensor *t = flow_tensor_from_data(FLOW_I32, 1, &n, v, st);
+	if (!t)
+		return NONE;
+	char nb[200];
+	flow_output o = flow_const(g, tb_name("Const", nb, sizeof nb), t, st);
+	flow_tensor_unref(t);
+	return o;
+}
+
+/* Conv2DBackpropInput(input_sizes, filter, dy), Conv2DBackpropFilter(input, filter_sizes, dy). */
 static int g_conv2d(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
 		    flow_status *st)
 {
-	static const char *const types[2] = {"_Conv2DBackpropInput", "_Conv2DBackpropFilter"};
+	static const char *const types[2] = {"Conv2DBackpropInput", "Conv2DBackpropFilter"};
 	for (int k = 0; k < 2; k++) {
+		flow_output sizes = sizes_of(g, X(k), st);
+		if (!sizes.op)
+			return -1;
 		flow_op_desc *d = tb_new(g, types[k]);
-		flow_op_add_input(d, X(0));
-		flow_op_add_input(d, X(1));
+		flow_op_add_input(d, k == 0 ? sizes : X(0));
+		flow_op_add_input(d, k == 0 ? X(1) : sizes);
 		flow_op_add_input(d, dy[0]);
 		copy_window_attrs(d, op, 0);
 		dx[k] = flow_out(flow_op_finish(d, st), 0);
@@ -635,8 +663,9 @@ static int g_conv2d(flow_graph *g, flow_op *op, const flow_output *dy, flow_outp
 static int g_maxpool(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
 		     flow_status *st)
 {
-	flow_op_desc *d = tb_new(g, "_MaxPoolGrad");
+	flow_op_desc *d = tb_new(g, "MaxPoolGrad");
 	flow_op_add_input(d, X(0));
+	flow_op_add_input(d, Y(0));
 	flow_op_add_input(d, dy[0]);
 	copy_window_attrs(d, op, 1);
 	dx[0] = flow_out(flow_op_finish(d, st), 0);
@@ -667,7 +696,6 @@ void train_grads_register_builtin(void)
 		{"Neg", g_neg},
 		{"Identity", g_identity},
 		{"AddN", g_addn},
-		{"_AddN", g_addn},
 		{"Relu", g_relu},
 		{"Sigmoid", g_sigmoid},
 		{"Tanh", g_tanh},

@@ -2,7 +2,7 @@
  * gradients.c — symbolic reverse-mode differentiation over a flow graph
  * (TF1's tf.gradients): walk the ops between xs and ys in reverse creation
  * order (creation order is topological: inputs precede their consumers),
- * sum the incoming gradients of each output with _AddN, and call the op's
+ * sum the incoming gradients of each output with AddN, and call the op's
  * gradient function to get the gradients of its inputs.
  *
  * Gradient functions come from the op def (flow_op_def.grad_fn) when the op
@@ -100,7 +100,7 @@ flow_output flow_zeros_like(flow_graph *g, flow_output x, flow_status *st)
 		flow_output none = {NULL, 0};
 		return none;
 	}
-	return tb_op1(g, "_ZerosLike", x, st);
+	return tb_op1(g, "ZerosLike", x, st);
 }
 
 flow_output flow_scalar(flow_graph *g, float v, flow_status *st)
@@ -207,7 +207,7 @@ static flow_output glist_sum(flow_graph *g, glist *l, flow_status *st)
 	if (l->n == 1)
 		return l->v[0];
 	/* The op library's AddN takes every dtype; ours only f32. */
-	flow_op_desc *d = tb_new(g, train_op_exists("AddN") ? "AddN" : "_AddN");
+	flow_op_desc *d = tb_new(g, "AddN");
 	flow_op_add_input_list(d, l->v, l->n);
 	flow_output s = tb_finish(d, st);
 	/* Collapse, so a later read sees the sum and not the parts. */
@@ -285,7 +285,7 @@ int flow_gradients(flow_graph *g, const flow_output *ys, int n_ys, const flow_ou
 			goto out;
 		}
 		flow_output seed = grad_ys && grad_ys[i].op ? grad_ys[i]
-							   : tb_op1(g, "_OnesLike", ys[i], st);
+							   : tb_op1(g, "OnesLike", ys[i], st);
 		if (!seed.op || glist_add(&grads[id][ys[i].index], seed))
 			goto out;
 	}
@@ -362,7 +362,7 @@ int flow_gradients(flow_graph *g, const flow_output *ys, int n_ys, const flow_ou
 					  : (flow_output){NULL, 0};
 		if (!flow_status_ok(st))
 			goto out;
-		dxs[k] = s.op ? s : tb_op1(g, "_ZerosLike", xs[k], st);
+		dxs[k] = s.op ? s : tb_op1(g, "ZerosLike", xs[k], st);
 		if (!dxs[k].op)
 			goto out;
 	}

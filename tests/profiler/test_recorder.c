@@ -168,7 +168,8 @@ static void test_overflow_accounting(void **state)
 	path_in_tmp(db, sizeof db, "overflow.db");
 	/* two tiny buffers and a slow writer: most events must be dropped, and
 	 * every one of them counted */
-	pp_options o = {.spool_path = spool, .buffer_events = 64, .max_buffers = 2, .flush_ms = 1000};
+	pp_options o = {.spool_path = spool, .buffer_events = 64, .max_buffers = 2, .flush_ms = 1000,
+			 .full_policy = PP_FULL_DROP};
 	assert_int_equal(pp_open(&o), 0);
 	const int N = 200000;
 	for (int i = 0; i < N; i++)
@@ -185,6 +186,47 @@ static void test_overflow_accounting(void **state)
 	assert_int_equal(query1(st, "SELECT sum(count) FROM losses WHERE source='events'"),
 			 (int64_t)res.events_lost);
 	assert_int_equal(query1(st, "SELECT events_lost FROM runs"), (int64_t)res.events_lost);
+	assert_int_equal(pp_store_close(st, NULL, 0), 0);
+}
+
+/* Eight busy threads, four tiny buffers beyond their own, a writer that sleeps a second: with
+ * the default policy the threads drain the spool themselves, so every event
+ * arrives and none is dropped (the bound on memory still holds). */
+enum { BUSY_EVENTS = 50000 };
+static void *busy_marks(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < BUSY_EVENTS; i++) {
+		pp_phase_begin(PP_SPAN, "busy");
+		pp_phase_end();
+	}
+	return NULL;
+}
+
+static void test_full_buffers_drain(void **state)
+{
+	(void)state;
+	char spool[512], db[512];
+	path_in_tmp(spool, sizeof spool, "drain.spool");
+	path_in_tmp(db, sizeof db, "drain.db");
+	pp_options o = {.spool_path = spool, .buffer_events = 64, .max_buffers = 12, .flush_ms = 1000};
+	assert_int_equal(pp_open(&o), 0);
+	pthread_t th[8];
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, busy_marks, NULL), 0);
+	for (int i = 0; i < 8; i++)
+		pthread_join(th[i], NULL);
+	pp_recorder_stats rs;
+	pp_stats(&rs);
+	assert_int_equal(rs.events_lost, 0);
+	assert_true(rs.self_drains > 0);
+	assert_int_equal(pp_close(), 0);
+	pp_ingest_result res;
+	pp_store *st = ingest_one(spool, db, &res);
+	assert_int_equal(res.events_lost, 0);
+	assert_int_equal(res.events, (uint64_t)8 * BUSY_EVENTS * 2);
+	assert_int_equal(query1(st, "SELECT count(*) FROM spans"), (int64_t)8 * BUSY_EVENTS);
+	assert_int_equal(query1(st, "SELECT count(*) FROM spans WHERE end_ns IS NULL"), 0);
 	assert_int_equal(pp_store_close(st, NULL, 0), 0);
 }
 
@@ -511,6 +553,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_closed_is_noop), cmocka_unit_test(test_nesting),
 		cmocka_unit_test(test_threads),        cmocka_unit_test(test_overflow_accounting),
+		cmocka_unit_test(test_full_buffers_drain),
 		cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_fork_follow),
 		cmocka_unit_test(test_fork_disable),   cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_corrupt),        cmocka_unit_test(test_phase_hook),

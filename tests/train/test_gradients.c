@@ -281,8 +281,6 @@ static void test_addn(void **state)
 	int diff[2] = {1, 1};
 	cur_op = "AddN";
 	gradcheck("AddN", 2, s, diff, b_addn, -1, 1, 0);
-	cur_op = "_AddN";
-	gradcheck("_AddN", 2, s, diff, b_addn, -1, 1, 0);
 }
 
 static flow_output b_select(flow_graph *g, const flow_output *in, flow_status *st)

@@ -127,7 +127,7 @@ static int64_t record_lossy(void)
 	char spool[1100];
 	snprintf(spool, sizeof spool, "%s/lossy.spool", dir);
 	if (pp_open(&(pp_options){.spool_path = spool, .label = "lossy", .buffer_events = 64, .max_buffers = 1,
-				  .flush_ms = 1000}) != 0)
+				  .flush_ms = 1000, .full_policy = PP_FULL_DROP}) != 0)
 		return -1;
 	for (int i = 0; i < 200000; i++) {
 		pp_phase_begin(PP_SPAN, "tiny");
