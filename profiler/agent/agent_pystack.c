@@ -8,9 +8,9 @@
  * recording only (code object address, instruction index, is_entry) per
  * frame. It never calls Python, never allocates, never locks. Frame memory
  * is read with process_vm_readv on our own pid, which fails with EFAULT on a
- * bad pointer instead of faulting (a frame being pushed may hold garbage for
- * a few instructions), except inside the thread's current data-stack chunk,
- * which is always mapped.
+ * bad pointer instead of faulting (a C frame just entered may not have set
+ * its current_frame yet), except inside the thread's current data-stack
+ * chunk, which is always mapped.
  *
  * The drain (stats thread) resolves each (code, index) once: the code object
  * is read with process_vm_readv and accepted only if its type is
@@ -124,9 +124,9 @@ void ppa_pystack_capture(uint32_t slot)
 	uintptr_t cf = word(ts, TS_CFRAME), chunk = word(ts, TS_CHUNK), csize = 0;
 	if (!cf)
 		return;
-	uintptr_t f;
-	if (self_read(&f, cf + CF_CURRENT, sizeof f) != 0)
-		return;
+	/* cframe is &tstate->root_cframe or a _PyCFrame on this thread's stack
+	 * above us: mapped, though current_frame may not be set yet */
+	uintptr_t f = word((const unsigned char *)cf, CF_CURRENT);
 	if (chunk)
 		memcpy(&csize, (const void *)(chunk + 8), sizeof csize);
 	uint32_t n = 0;
