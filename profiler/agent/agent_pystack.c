@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,7 @@
 /* One Python frame in 8 bytes: code address / 8 (44 bits), instruction
  * index + 1 (19 bits, 0: before the first instruction), entry bit. */
 typedef struct pyslot {
+	_Atomic uint64_t seq;     /* sample index + 1 once written */
 	uint32_t n, truncated;
 	uint64_t f[PY_MAX];
 } pyslot;
@@ -86,6 +88,7 @@ static uintptr_t eval_lo, eval_hi;
 static char version[32];
 static char state_line[224];     /* the run_meta line, again in a forked child's run */
 static int checks_failed;
+static _Atomic int resolver_on, resolver_stop, resolver_busy;
 
 static int self_read(void *dst, uintptr_t src, size_t n)
 {
@@ -102,11 +105,20 @@ static uintptr_t word(const unsigned char *p, int off)
 
 /* ---------------------------------------------------------------- handler */
 
-void ppa_pystack_capture(uint32_t slot)
+static void capture(pyslot *ps);
+
+void ppa_pystack_capture(uint64_t w)
 {
 	if (!pring)
 		return;
-	pyslot *ps = &pring[slot % PY_RING];
+	pyslot *ps = &pring[w % PY_RING];
+	atomic_store_explicit(&ps->seq, 0, memory_order_relaxed);
+	capture(ps);
+	atomic_store_explicit(&ps->seq, w + 1, memory_order_release);
+}
+
+static void capture(pyslot *ps)
+{
 	ps->n = 0;
 	ps->truncated = 0;
 	if (atomic_load_explicit(&py_state, memory_order_acquire) != 1)
@@ -278,6 +290,7 @@ static void poll_state(void)
 
 int ppa_pystack_start(void)
 {
+	atomic_store(&resolver_stop, 0);
 	if (!pring) {
 		void *p = ppa_map(sizeof(pyslot) * PY_RING);
 		if (!p)
@@ -385,6 +398,7 @@ typedef struct centry { uint64_t a, b; int64_t id; } centry;
 static centry *by_word, *by_line;
 static int64_t next_id;
 static size_t n_cached;
+static _Atomic uint64_t resolve_misses;  /* code objects read (cache misses) */
 static uint64_t unreadable;
 
 /* never full: cleared at half load */
@@ -404,7 +418,7 @@ static void cache_clear(void)
 	n_cached = 0;
 }
 
-static int64_t resolve_frame(uint64_t fw)
+static int64_t resolve_frame_locked(uint64_t fw)
 {
 	uint64_t key = fw & ~1ull;
 	int found;
@@ -417,6 +431,7 @@ static int64_t resolve_frame(uint64_t fw)
 	centry *e = cache_slot(by_word, key, 0, &found);
 	if (found)
 		return e->id;
+	resolve_misses++;
 	uintptr_t code = (uintptr_t)(fw >> 20) << 3;
 	int index = (int)((fw >> 1) & ((1u << 19) - 1)) - 1;
 	unsigned char co[CO_CODE];
@@ -456,6 +471,84 @@ static int64_t resolve_frame(uint64_t fw)
 	*e = (centry){key, 0, id};
 	n_cached++;
 	return id;
+}
+
+/* the drain and the resolver thread share the caches */
+static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int64_t resolve_frame(uint64_t fw)
+{
+	pthread_mutex_lock(&resolve_lock);
+	int64_t id = resolve_frame_locked(fw);
+	pthread_mutex_unlock(&resolve_lock);
+	return id;
+}
+
+/* ---------------------------------------------------------------- resolver
+ * A code object can be freed soon after the frame that ran it returns (a
+ * module's top-level code at the end of its import): waiting for the next
+ * drain (20 ms) lost a third of the Python frames while importing numpy.
+ * This thread resolves the code objects of new samples within 0.5 ms
+ * while new code keeps appearing (start-up, imports), backing off to 8 ms
+ * in a steady loop; the drain then finds them cached. */
+static pthread_t resolver;
+static uint64_t resolver_cursor;
+
+static void *resolver_main(void *arg)
+{
+	(void)arg;
+	ppa_guard = 1;
+	long nap = 500000; /* ns: 0.5 ms while new code objects appear, backing off to 8 ms */
+	for (;;) {
+		atomic_store(&resolver_busy, 1);
+		if (atomic_load(&resolver_stop))
+			break;
+		uint64_t hi = ppa_sampler_written(), misses = resolve_misses;
+		if (hi - resolver_cursor > PY_RING)
+			resolver_cursor = hi - PY_RING;
+		for (; resolver_cursor < hi; resolver_cursor++) {
+			const pyslot *ps = &pring[resolver_cursor % PY_RING];
+			if (atomic_load_explicit(&ps->seq, memory_order_acquire) != resolver_cursor + 1)
+				break; /* not written yet */
+			for (uint32_t k = 0; k < ps->n && k < PY_MAX; k++)
+				resolve_frame(ps->f[k]);
+		}
+		atomic_store(&resolver_busy, 0);
+		nap = resolve_misses != misses ? 500000 : nap < 8000000 ? nap * 2 : nap;
+		struct timespec ts = {0, nap};
+		nanosleep(&ts, NULL);
+	}
+	atomic_store(&resolver_busy, 0);
+	return NULL;
+}
+
+static void resolver_start(void)
+{
+	if (atomic_load(&resolver_on) || !by_word)
+		return;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* no program signal lands there */
+	atomic_store(&resolver_stop, 0);
+	resolver_cursor = ppa_sampler_written();
+	if (pthread_create(&resolver, NULL, resolver_main, NULL) == 0) {
+		pthread_detach(resolver);
+		atomic_store(&resolver_on, 1);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Stops the resolver before the recorder closes. No join: this may run in
+ * a fatal-signal handler; wait (bounded) until it is out of its work. */
+void ppa_pystack_stop(void)
+{
+	if (!atomic_exchange(&resolver_on, 0))
+		return;
+	atomic_store(&resolver_stop, 1);
+	for (int i = 0; i < 200 && atomic_load(&resolver_busy); i++) {
+		struct timespec ts = {0, 250000};
+		nanosleep(&ts, NULL);
+	}
 }
 
 int ppa_pystack_active(void)
@@ -517,7 +610,6 @@ void ppa_pystack_poll(void)
 {
 	if (!pring)
 		return;
-	poll_state();
 	if (!by_word) {
 		void *p = ppa_map(sizeof(centry) * CACHE * 2);
 		if (!p)
@@ -525,6 +617,9 @@ void ppa_pystack_poll(void)
 		by_word = p;
 		by_line = by_word + CACHE;
 	}
+	poll_state();
+	if (atomic_load(&py_state) == 1 && atomic_load(&ppa_recording) && !atomic_load(&resolver_stop))
+		resolver_start();
 }
 
 void ppa_pystack_report(void)
@@ -538,6 +633,10 @@ void ppa_pystack_report(void)
 
 void ppa_pystack_after_fork(void)
 {
+	/* threads do not survive fork: the next drain starts a resolver */
+	atomic_store(&resolver_on, 0);
+	atomic_store(&resolver_busy, 0);
+	pthread_mutex_init(&resolve_lock, NULL);
 	/* the child records a new run: its py_frames rows start again */
 	if (by_word)
 		cache_clear();

@@ -71,7 +71,7 @@ static void handler(int sig, siginfo_t *si, void *uc)
 	for (int i = SKIP; i < n; i++)
 		s->ip[k++] = (uintptr_t)buf[i];
 	s->n = (uint32_t)k;
-	ppa_pystack_capture((uint32_t)(w % RING));
+	ppa_pystack_capture(w);
 	s->tid = ppa_gettid();
 	s->ts = ppa_mono();
 	atomic_store_explicit(&s->ready, 1, memory_order_release);
@@ -154,8 +154,14 @@ int ppa_sampler_start(int hz)
 	return 0;
 }
 
+uint64_t ppa_sampler_written(void)
+{
+	return atomic_load(&ring_w);
+}
+
 void ppa_sampler_stop(void)
 {
+	ppa_pystack_stop();
 	if (!atomic_exchange(&active, 0))
 		return;
 	timer_t t = (timer_t)pthread_getspecific(timer_key);
