@@ -34,7 +34,7 @@ test: deps-test
 FUZZ_SECONDS ?= 15
 test-fuzz:
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DPP_FUZZ=ON >/dev/null
-	cmake --build build-fuzz -j$(JOBS) --target fuzz_safetensors fuzz_npy
+	cmake --build build-fuzz -j$(JOBS) --target fuzz_safetensors fuzz_npy fuzz_spool
 	bash tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 test-plain:

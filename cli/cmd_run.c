@@ -233,7 +233,7 @@ static void run_variant(run_ctx *c, const pp_scenario *s, int v, const char *wor
 	uint64_t t0 = mono_ns();
 	int status = spawn_variant(s, v, spool, workdir, c->size);
 	double wall = (double)(mono_ns() - t0) / 1e9;
-	pp_ingest_opts io = {0, NULL, -1, 0};
+	pp_ingest_opts io = {.exit_code = -1};
 	char cmd[256];
 	snprintf(cmd, sizeof cmd, "phaseprof run %s:%s (%s)", pp_scenario_name(s), vn,
 		 pp_scn_size_name(c->size));

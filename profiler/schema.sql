@@ -100,6 +100,15 @@ CREATE VIEW IF NOT EXISTS ops_v AS
   SELECT o.*, n.value AS name, t.value AS type
   FROM ops o LEFT JOIN strings n ON n.id = o.name_id LEFT JOIN strings t ON t.id = o.type_id;
 
+-- Short leaf spans of the high-volume kinds (op, span) beyond the first
+-- 10,000 of a (thread, kind, name), folded into one row per parent span,
+-- kind and name (schema version 2). `record --keep-all-spans` keeps a
+-- spans row for every span instead.
+CREATE TABLE IF NOT EXISTS span_groups (run_id INTEGER, tid INTEGER, kind INTEGER,
+  name_id INTEGER, parent_id INTEGER, depth INTEGER, step INTEGER,
+  count INTEGER, total_ns INTEGER, min_ns INTEGER, max_ns INTEGER,
+  first_start_ns INTEGER, last_end_ns INTEGER);
+
 -- Python frames seen in CPU samples (CPython 3.11): one row per distinct
 -- (code object, line). The agent writes them; symbolisation turns the
 -- samples' "p<id>" entries into `frames` rows with the same symbol/module.

@@ -81,7 +81,10 @@ typedef struct pp_event {
  *   't' u32 len + bytes (stored as TEXT).
  * Ingest inserts into `table` with run_id as the first column. Rows into
  * graphs/graph_nodes/graph_edges are re-keyed by ingest (graph ids are per run
- * in the spool, global in the store).
+ * in the spool, global in the store). A `samples` row of (tid, ts, 't' text
+ * "ip,ip,…" leaf first) is a raw CPU sample: ingest symbolises it against the
+ * run's `libraries` rows and stores the stack id. The one reader of this
+ * format is profiler/spool_reader.h.
  */
 
 #endif

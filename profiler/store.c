@@ -16,6 +16,7 @@ extern const char pp_schema_sql[];
 static const char *const index_sql =
 	"CREATE INDEX IF NOT EXISTS spans_run ON spans(run_id, tid, start_ns);"
 	"CREATE INDEX IF NOT EXISTS spans_kind ON spans(run_id, kind);"
+	"CREATE INDEX IF NOT EXISTS span_groups_run ON span_groups(run_id, tid);"
 	"CREATE INDEX IF NOT EXISTS counters_run ON counters(run_id, name_id, ts_ns);"
 	"CREATE INDEX IF NOT EXISTS marks_run ON marks(run_id, ts_ns);"
 	"CREATE INDEX IF NOT EXISTS ops_run ON ops(run_id, name_id);"
@@ -110,34 +111,49 @@ static int validate(pp_store *st, int fresh, char *err, size_t errlen)
 	return 0;
 }
 
+/* A new database: one transaction, already in WAL mode, so creating it costs
+ * no sync of its own (the close's checkpoint makes everything durable). */
 static int create_schema(pp_store *st, char *err, size_t errlen)
 {
 	char sql[256];
-	if (exec_sql(st, "PRAGMA page_size=65536", err, errlen) != 0)
+	if (exec_sql(st, "PRAGMA page_size=65536; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+		     err, errlen) != 0 ||
+	    exec_sql(st, "BEGIN", err, errlen) != 0)
 		return -1;
 	snprintf(sql, sizeof sql, "PRAGMA application_id=%d", PP_APPLICATION_ID);
-	if (exec_sql(st, sql, err, errlen) != 0 || exec_sql(st, "BEGIN", err, errlen) != 0 ||
-	    exec_sql(st, pp_schema_sql, err, errlen) != 0)
-		return -1;
+	if (exec_sql(st, sql, err, errlen) != 0 || exec_sql(st, pp_schema_sql, err, errlen) != 0)
+		goto fail;
 	snprintf(sql, sizeof sql,
-		 "INSERT OR REPLACE INTO meta VALUES('schema_version','%d');"
-		 "INSERT OR REPLACE INTO meta VALUES('application','phaseprof');",
+		 "INSERT OR REPLACE INTO meta(key,value) VALUES('schema_version','%d');"
+		 "INSERT OR REPLACE INTO meta(key,value) VALUES('application','phaseprof');",
 		 PP_SCHEMA_VERSION);
 	if (exec_sql(st, sql, err, errlen) != 0)
-		return -1;
+		goto fail;
 	sqlite3_stmt *s;
-	sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO phase_kinds VALUES(?,?)", -1, &s, NULL);
-	for (int k = 0; k < PP_KIND_COUNT; k++) {
+	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO phase_kinds(id,name) VALUES(?,?)", -1, &s,
+			       NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: %s", st->path, sqlite3_errmsg(st->db));
+		goto fail;
+	}
+	int rc = SQLITE_DONE;
+	for (int k = 0; k < PP_KIND_COUNT && rc == SQLITE_DONE; k++) {
 		sqlite3_bind_int(s, 1, k);
 		sqlite3_bind_text(s, 2, pp_kind_name((pp_kind)k), -1, SQLITE_STATIC);
-		sqlite3_step(s);
+		rc = sqlite3_step(s);
 		sqlite3_reset(s);
 	}
 	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		snprintf(err, errlen, "%s: %s", st->path, sqlite3_errmsg(st->db));
+		goto fail;
+	}
 	if (exec_sql(st, "COMMIT", err, errlen) != 0)
-		return -1;
+		goto fail;
 	st->schema_version = PP_SCHEMA_VERSION;
 	return 0;
+fail:
+	sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	return -1;
 }
 
 pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen)
@@ -190,7 +206,8 @@ pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen)
 		free(st);
 		return NULL;
 	}
-	sqlite3_busy_timeout(st->db, 5000);
+	/* a writer waits for another one's ingest (concurrent records) */
+	sqlite3_busy_timeout(st->db, mode == PP_STORE_WRITE ? 120000 : 5000);
 	pp_store_register_functions(st->db);
 	int v = validate(st, mode == PP_STORE_WRITE, err, errlen);
 	if (v < 0)
@@ -201,6 +218,14 @@ pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen)
 		/* older-but-compatible files get any tables added since */
 		if (v == 0 && exec_sql(st, pp_schema_sql, err, errlen) != 0)
 			goto fail;
+		if (v == 0 && st->schema_version < PP_SCHEMA_VERSION) {
+			char sql[128];
+			snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta(key,value) VALUES('schema_version','%d')",
+				 PP_SCHEMA_VERSION);
+			if (exec_sql(st, sql, err, errlen) != 0)
+				goto fail;
+			st->schema_version = PP_SCHEMA_VERSION;
+		}
 		if (exec_sql(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
 				 "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;",
 			     err, errlen) != 0)
@@ -222,10 +247,18 @@ int pp_store_close(pp_store *st, char *err, size_t errlen)
 	if (st->mode == PP_STORE_WRITE) {
 		pp_store_intern_cache_free(st);
 		/* indexes after ingest (2.4x faster inserts), then one portable file */
-		if (exec_sql(st, index_sql, e, sizeof e) != 0 ||
-		    exec_sql(st, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;", e,
-			     sizeof e) != 0)
+		if (exec_sql(st, index_sql, e, sizeof e) != 0)
 			rc = -1;
+		else if (sqlite3_exec(st->db, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;",
+				      NULL, NULL, NULL) != SQLITE_OK) {
+			/* another writer still has it open: its close leaves the one
+			 * file; the database is whole either way */
+			int ec = sqlite3_errcode(st->db);
+			if (ec != SQLITE_BUSY && ec != SQLITE_LOCKED) {
+				snprintf(e, sizeof e, "%.300s: %.150s", st->path, sqlite3_errmsg(st->db));
+				rc = -1;
+			}
+		}
 	}
 	if (sqlite3_close(st->db) != SQLITE_OK && rc == 0) {
 		snprintf(e, sizeof e, "%.300s: close failed: %.150s", st->path, sqlite3_errmsg(st->db));

@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-#define PP_SCHEMA_VERSION 1
+#define PP_SCHEMA_VERSION 2
 #define PP_APPLICATION_ID 0x50505246 /* "PPRF" in PRAGMA application_id */
 
 typedef struct pp_store pp_store;
@@ -35,16 +35,27 @@ const char *pp_store_path(pp_store *st);
 int64_t pp_store_intern(pp_store *st, const char *s);
 
 /* ---- ingest ---- */
+/* Called now and then during a long ingest: bytes of work done of total,
+ * and seconds since this spool's ingest began. */
+typedef void (*pp_ingest_progress_fn)(void *ud, const char *spool, uint64_t done, uint64_t total,
+				       double seconds);
+
 typedef struct pp_ingest_opts {
 	int64_t parent_run;      /* 0: none */
 	const char *command;     /* overrides the spool's own command line, if any */
 	int exit_code;           /* -1 unknown */
 	int term_signal;         /* 0 none */
+	int keep_all_spans;      /* 1: a row for every span (default: short leaf op/span
+				  * spans past 10,000 per thread and name go to span_groups) */
+	pp_ingest_progress_fn progress;
+	void *progress_ud;
 } pp_ingest_opts;
 
 typedef struct pp_ingest_result {
 	int64_t run_id;
 	uint64_t chunks, events, rows, spans, open_spans;
+	uint64_t spans_folded;   /* spans counted in span_groups instead of rows */
+	uint64_t samples;        /* CPU samples symbolised */
 	uint64_t events_lost, rows_lost;
 	uint64_t bytes;
 	int truncated;           /* 1 if an incomplete tail was cut */
@@ -58,6 +69,45 @@ typedef struct pp_ingest_result {
  * naming the file and offset). */
 int pp_store_ingest(pp_store *st, const char *spool_path, const pp_ingest_opts *opts,
 		    pp_ingest_result *res, char *err, size_t errlen);
+
+/* Ingests the spools of one recording session (a program, its forks, its
+ * execs), parents first: ordered by start, each run linked to the image it
+ * came from (the previous image of its pid, else its parent pid's). The last
+ * image of top_pid (0: none) takes exit_code/term_signal; the others take
+ * the agent's account from their spool. A spool that cannot be ingested is
+ * reported in its slot and the others still are. */
+typedef struct pp_session_spool {
+	const char *path;        /* in */
+	int64_t run_id;          /* out: 0 if not ingested */
+	int is_top;              /* out: an image of top_pid; last_top: its last one */
+	int is_last_top;
+	pp_ingest_result res;
+	char err[512];           /* out: why it was not ingested */
+} pp_session_spool;
+
+typedef struct pp_session_opts {
+	uint32_t top_pid;
+	int exit_code, term_signal;
+	int keep_all_spans;
+	pp_ingest_progress_fn progress;
+	void *progress_ud;
+} pp_session_opts;
+
+/* Returns the number of spools ingested; the array is reordered. */
+int pp_store_ingest_session(pp_store *st, pp_session_spool *spools, int n, const pp_session_opts *o);
+
+/* What `record` prints about a run's start-up (profiler/store_startup.c).
+ * Times in ns relative to the run's start; INT64_MIN where not recorded. */
+typedef struct pp_startup_summary {
+	int64_t loader_ns, main_ns, end_ns;  /* loader start, main (or la_preinit), agent end */
+	int64_t libs, libs_dlopen, dlopen_calls;
+	int64_t startup_map_ns, startup_init_ns, startup_batches;
+	int64_t dlopen_map_ns, dlopen_init_ns;
+	int64_t reloc_ns, ctor_ns, split_loads;  /* load time split by CPU samples */
+	int64_t allocs, alloc_bytes, alloc_ns, alloc_peak, frees;
+	int64_t files_opened, failed_opens, reads, read_bytes, small_reads, io_ns;
+} pp_startup_summary;
+int pp_store_startup_summary(pp_store *st, int64_t run_id, pp_startup_summary *out);
 
 /* ---- read API (viewers, diagnostics, CLI) ---- */
 typedef struct pp_run_info {

@@ -23,5 +23,7 @@ struct pp_store {
 
 void pp_store_register_functions(sqlite3 *db);
 void pp_store_intern_cache_free(pp_store *st);
+/* The id of len bytes at s in `strings` (added if new); -1 on a db error. */
+int64_t pp_store_intern_n(pp_store *st, const char *s, size_t len);
 
 #endif

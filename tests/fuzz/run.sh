@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs each weight-file fuzz target for N seconds (default 20) over a copy of
+# Runs each fuzz target (weight files, spools) for N seconds (default 20) over a copy of
 # the committed seed corpus. Builds nothing: configure a clang build with
-#   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DPP_FUZZ=ON && cmake --build build-fuzz --target fuzz_safetensors fuzz_npy -j2
+#   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DPP_FUZZ=ON && cmake --build build-fuzz --target fuzz_safetensors fuzz_npy fuzz_spool -j2
 # Usage: tests/fuzz/run.sh BUILD_DIR [SECONDS]
 set -euo pipefail
 build=${1:?usage: run.sh BUILD_DIR [SECONDS]}
@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
-for t in safetensors npy; do
+for t in safetensors npy spool; do
   exe=$(find "$build" -type f -name "fuzz_$t" -perm -u+x | head -n1)
   if [ -z "$exe" ]; then
     echo "run.sh: fuzz_$t not found under $build (configure with CC=clang -DPP_FUZZ=ON and build it)" >&2

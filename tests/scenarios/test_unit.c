@@ -135,7 +135,7 @@ static void test_readback(void **state)
 	pp_store *st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
 	assert_non_null(st);
 	pp_ingest_result res;
-	pp_ingest_opts io = {0, NULL, 0, 0};
+	pp_ingest_opts io = {.exit_code = 0};
 	assert_int_equal(pp_store_ingest(st, spool, &io, &res, err, sizeof err), 0);
 	int64_t run = res.run_id;
 	assert_int_equal(scn_t_run_id(st, "repeated-init", "slow"), run);

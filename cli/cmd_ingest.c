@@ -1,0 +1,101 @@
+/*
+ * cmd_ingest.c — `phaseprof ingest [-o run.db] FILE.spool…`
+ *
+ * Ingests spool files left behind (a recording whose `record` could not
+ * finish, `--keep-spools`, a program that wrote its own spool) as one
+ * session: runs in start order, children linked to their parents. The
+ * spools are left where they are; `--rm` removes the ones ingested.
+ */
+#include "cli.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char cmd_ingest_summary[] = "store leftover spool files as runs";
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: phaseprof ingest [-o run.db] [--keep-all-spans] [--rm] FILE.spool...\n"
+		"\n"
+		"Stores each spool file as a run in run.db (default phaseprof.db; runs are\n"
+		"appended): spools of one session (a program, its forks and execs) are\n"
+		"linked parent to child. A damaged tail is cut and the run marked truncated.\n"
+		"\n"
+		"  -o FILE            database to write (appended to if it exists)\n"
+		"  --keep-all-spans   a row for every span (see 'phaseprof record --help')\n"
+		"  --rm               remove each spool once it is stored\n"
+		"\n"
+		"Exit status: 0 if every spool was stored, 1 if any was not.\n");
+}
+
+int cmd_ingest(int argc, char **argv)
+{
+	const char *out = "phaseprof.db";
+	int keep_all = 0, rm = 0, i;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (cli_is_help(a)) {
+			usage(stdout);
+			return 0;
+		}
+		if (strcmp(a, "-o") == 0 && i + 1 < argc)
+			out = argv[++i];
+		else if (strcmp(a, "--keep-all-spans") == 0)
+			keep_all = 1;
+		else if (strcmp(a, "--rm") == 0)
+			rm = 1;
+		else if (a[0] == '-') {
+			cli_error("ingest: unknown option '%s' (see 'phaseprof ingest --help')", a);
+			return 2;
+		} else
+			break;
+	}
+	int n = argc - i;
+	if (n <= 0) {
+		cli_error("ingest: no spool files given (phaseprof ingest [-o run.db] FILE.spool...)");
+		return 2;
+	}
+	pp_session_spool *sp = calloc((size_t)n, sizeof *sp);
+	if (!sp) {
+		cli_error("ingest: out of memory");
+		return 1;
+	}
+	for (int k = 0; k < n; k++)
+		sp[k].path = argv[i + k];
+	/* a full disk (RLIMIT_FSIZE) must fail the write, not kill us mid-commit */
+	signal(SIGXFSZ, SIG_IGN);
+	pp_store *st = cli_open_store(out, PP_STORE_WRITE);
+	if (!st) {
+		free(sp);
+		return 1;
+	}
+	pp_session_opts so = {0, -1, 0, keep_all, NULL, NULL};
+	int done = pp_store_ingest_session(st, sp, n, &so);
+	for (int k = 0; k < n; k++) {
+		if (!sp[k].run_id) {
+			cli_error("ingest: %s", sp[k].err);
+			continue;
+		}
+		pp_run_info ri;
+		const char *status = pp_store_run(st, sp[k].run_id, &ri) == 0 ? ri.status : "?";
+		printf("%s: run %lld, %s, %llu events", sp[k].path, (long long)sp[k].run_id, status,
+		       (unsigned long long)sp[k].res.events);
+		if (sp[k].res.note[0])
+			printf(" (%s)", sp[k].res.note);
+		printf("\n");
+	}
+	int rc = cli_close_store(st);
+	/* removed only once the database is closed and whole */
+	for (int k = 0; rm && rc == 0 && k < n; k++)
+		if (sp[k].run_id && unlink(sp[k].path) != 0)
+			cli_error("ingest: cannot remove %s", sp[k].path);
+	free(sp);
+	return rc || done < n ? 1 : 0;
+}

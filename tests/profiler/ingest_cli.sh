@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# `phaseprof ingest` and `record`'s post-run path end to end: leftover spools
+# ingested, bad input refused with the file named, a full disk (RLIMIT_FSIZE)
+# fails cleanly keeping earlier runs, nothing recorded is an error, and two
+# concurrent records each report exactly their own runs.
+# Usage: ingest_cli.sh PHASEPROF T_SPANS
+set -u
+pp=$1 spans=$2
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+ok() { echo "ok: $*"; }
+
+# a leftover spool, kept by record
+"$pp" record --keep-spools -o "$t/a.db" -- "$spans" 200000 1 >/dev/null 2>"$t/rec.err"
+dir=$(sed -n 's/^phaseprof: spool files kept in \([^ ]*\).*/\1/p' "$t/rec.err")
+spool=$(ls "$dir"/*.spool 2>/dev/null | head -n1)
+[ -f "$spool" ] || { bad "record --keep-spools left no spool: $(cat "$t/rec.err")"; exit 1; }
+cp "$spool" "$t/left.spool"
+rm -rf "$dir"
+
+out=$("$pp" ingest -o "$t/b.db" "$t/left.spool" 2>&1); rc=$?
+if [ $rc = 0 ] && grep -q "left.spool: run 1, complete, 2002.. events" <<<"$out"; then ok "ingest a leftover spool"
+else bad "ingest: rc=$rc $out"; fi
+[ "$(sqlite3 "$t/b.db" "SELECT count(*) FROM spans") " != "0 " ] || bad "ingest stored no spans"
+
+out=$("$pp" ingest -o "$t/b.db" /etc/hostname 2>&1); rc=$?
+if [ $rc = 1 ] && grep -q "/etc/hostname: not a phaseprof spool" <<<"$out" && [ "$(wc -l <<<"$out")" = 1 ]; then ok "ingest refuses a non-spool"
+else bad "ingest /etc/hostname: rc=$rc $out"; fi
+
+# a disk that fills up: the ingest fails with a message, no signal kills
+# it, the database keeps its earlier run and stays valid
+"$pp" ingest -o "$t/c.db" "$t/left.spool" >/dev/null 2>&1
+kb=$(( $(stat -c %s "$t/c.db") / 1024 + 64 ))
+out=$( (ulimit -f "$kb"; "$pp" ingest --keep-all-spans -o "$t/c.db" "$t/left.spool") 2>&1); rc=$?
+if [ $rc = 1 ] && grep -q "left.spool failed" <<<"$out"; then ok "ingest on a full disk fails cleanly"
+else bad "full disk: rc=$rc (want 1, not 128+SIGXFSZ) $out"; fi
+chk=$(sqlite3 "$t/c.db" "PRAGMA integrity_check; SELECT count(*) FROM runs;" 2>&1 | tr '\n' ' ')
+[ "$chk" = "ok 1 " ] && ok "database valid with its earlier run" || bad "after a full disk: $chk"
+
+# nothing recorded: the program removed the spool folder under the agent
+out=$("$pp" record -o "$t/d.db" -- /bin/sh -c 'rm -rf "$PHASEPROF_SPOOL_DIR"' 2>&1); rc=$?
+if [ $rc = 3 ] && grep -q "nothing was recorded" <<<"$out"; then ok "record with nothing recorded exits 3"
+else bad "nothing recorded: rc=$rc $out"; fi
+
+# two records at once into one database, each with 6 processes: each names
+# exactly its own runs
+for k in 1 2; do
+  "$pp" record -o "$t/e.db" -- /bin/sh -c "/bin/true m$k; /bin/true; /bin/true; /bin/true; /bin/true" \
+    2>"$t/e$k.err" >/dev/null &
+done
+wait
+ids() { sed -n 's/.* recorded into [^ ]* (runs* \([0-9., ]*\)).*/\1/p' "$1" |
+  tr ',' '\n' | awk -F'[.][.]' '{ if (NF == 2) for (i = $1; i <= $2; i++) print i; else if ($1 != "") print $1+0 }' | sort -n; }
+ids "$t/e1.err" > "$t/ids1"; ids "$t/e2.err" > "$t/ids2"
+all=$(sqlite3 "$t/e.db" "SELECT id FROM runs ORDER BY id" | tr '\n' ' ')
+mine=$(sort -n "$t/ids1" "$t/ids2" | tr '\n' ' ')
+both=$(comm -12 <(sort "$t/ids1") <(sort "$t/ids2") | tr '\n' ' ')
+if [ -z "$both" ] && [ "$mine" = "$all" ] && [ "$(wc -l <"$t/ids1")" = 6 ]; then ok "concurrent records report their own runs"
+else bad "concurrent: record 1 [$(tr '\n' ' ' <"$t/ids1")] record 2 [$(tr '\n' ' ' <"$t/ids2")] db [$all]"; cat "$t/e1.err" "$t/e2.err"; fi
+# and each listed run belongs to its own session (same top-level pid tree)
+for k in 1 2; do
+  top=$(head -n1 "$t/ids$k")
+  n=$(sqlite3 "$t/e.db" "WITH RECURSIVE d(id) AS (SELECT $top UNION ALL SELECT r.id FROM runs r JOIN d ON r.parent_run = d.id) SELECT count(*) FROM d WHERE id IN ($(paste -sd, "$t/ids$k"))")
+  [ "$n" = 6 ] || bad "record $k: its runs are not one session ($n of 6)"
+done
+# a program whose ELF section-header offset overflows (it still runs: the
+# loader needs no section headers): sampling it symbolises against a file
+# that must be bounds-checked, not read through
+cp "$spans" "$t/hostile"
+/usr/bin/python3 - "$t/hostile" <<'PY'
+import struct, sys
+f = open(sys.argv[1], 'r+b')
+f.seek(0x28); f.write(struct.pack('<Q', 2**64 - 64))  # e_shoff: + e_shnum * 64 wraps
+PY
+out=$("$pp" record --sample 2000 -o "$t/h.db" -- "$t/hostile" 3000000 1 2>&1); rc=$?
+n=$(sqlite3 "$t/h.db" "SELECT count(*) FROM samples WHERE typeof(stack) = 'integer'" 2>/dev/null)
+if [ $rc = 0 ] && [ "${n:-0}" -gt 0 ]; then ok "record --sample on an ELF with an overflowing section-header offset ($n samples)"
+else bad "hostile ELF: rc=$rc samples=$n $out"; fi
+exit $fail

@@ -1,0 +1,349 @@
+/* Ingest on hand-made and recorded spools: allocations bounded by the file,
+ * killed vs truncated, CRC-checked summaries, samples stored as stack ids,
+ * span folding, failed writes reported, hostile ELF files refused. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#define _GNU_SOURCE 1
+#include <dlfcn.h>
+#include <elf.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "elf_file.h"
+#include "phaseprof.h"
+#include "spool_build.h"
+#include "spool_reader.h"
+#include "store.h"
+#include "symbols.h"
+
+static char tmpdir[256];
+
+static void tmp(char *out, size_t n, const char *name)
+{
+	snprintf(out, n, "%s/%s", tmpdir, name);
+}
+
+static int64_t q1(pp_store *st, const char *sql)
+{
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_prepare_v2(pp_store_db(st), sql, -1, &s, NULL), SQLITE_OK);
+	int64_t v = -1;
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+static pp_store *fresh(const char *name)
+{
+	char db[512], err[512];
+	tmp(db, sizeof db, name);
+	unlink(db);
+	pp_store *st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
+	if (!st)
+		fail_msg("%s", err);
+	return st;
+}
+
+/* A 240-byte spool naming string and graph ids near 2^24 made ingest
+ * allocate ~517 MB (dense maps sized by the largest id). */
+static void test_sparse_ids_bounded(void **state)
+{
+	(void)state;
+	char spool[512];
+	tmp(spool, sizeof spool, "sparse.spool");
+	sb b = {0};
+	sb_header(&b, 10, 1, 1000);
+	sb_string(&b, 0xfffffe, "x");
+	sb_row(&b, "graphs", "itiiii", (int64_t)0xfffffe, "g", (int64_t)1, (int64_t)5, (int64_t)0, (int64_t)0);
+	sb_end(&b, 2000);
+	assert_true(b.n <= 256);
+	assert_int_equal(sb_write(&b, spool), 0);
+	free(b.p);
+	pid_t pid = fork();
+	if (pid == 0) {
+		pp_store *st = fresh("sparse.db");
+		char err[512];
+		pp_ingest_result r;
+		int rc = pp_store_ingest(st, spool, NULL, &r, err, sizeof err);
+		pp_store_close(st, NULL, 0);
+		_exit(rc == 0 && r.rows == 1 ? 0 : 1);
+	}
+	int status;
+	struct rusage ru;
+	assert_int_equal(wait4(pid, &status, 0, &ru), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* ru_maxrss in KiB: well below the 517 MB the dense maps took */
+	assert_true(ru.ru_maxrss < 200 * 1024);
+}
+
+/* A process killed by SIGKILL leaves whole chunks and no close record: its
+ * run is "killed", not "truncated". */
+static void test_killed_not_truncated(void **state)
+{
+	(void)state;
+	char spool[512];
+	tmp(spool, sizeof spool, "killed.spool");
+	unlink(spool);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (pp_open(&(pp_options){.spool_path = spool, .flush_ms = 5}) != 0)
+			_exit(2);
+		pp_phase_begin(PP_RUNTIME_INIT, "init");
+		pp_mark("before the kill");
+		usleep(300 * 1000);
+		raise(SIGKILL);
+		_exit(3);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	assert_true(WIFSIGNALED(status));
+	pp_store *st = fresh("killed.db");
+	pp_ingest_result r;
+	char err[512];
+	assert_int_equal(pp_store_ingest(st, spool, NULL, &r, err, sizeof err), 0);
+	pp_run_info ri;
+	assert_int_equal(pp_store_run(st, r.run_id, &ri), 0);
+	assert_string_equal(ri.status, "killed");
+	assert_non_null(strstr(ri.note, "without closing"));
+	/* a torn tail is still "truncated" */
+	sb b = {0};
+	sb_header(&b, 11, 1, 0);
+	sb_meta(&b, "k", "v", 0);
+	sb_put(&b, "CHNK", 4);
+	char torn[512];
+	tmp(torn, sizeof torn, "torn.spool");
+	assert_int_equal(sb_write(&b, torn), 0);
+	free(b.p);
+	assert_int_equal(pp_store_ingest(st, torn, NULL, &r, err, sizeof err), 0);
+	assert_int_equal(pp_store_run(st, r.run_id, &ri), 0);
+	assert_string_equal(ri.status, "truncated");
+	assert_non_null(strstr(ri.note, "offset 112"));
+	pp_store_close(st, NULL, 0);
+}
+
+/* record's view of a spool (exit status from the agent's metadata) goes
+ * through the same checks as ingest: a chunk failing its CRC is not read. */
+static void test_summary_checks_crc(void **state)
+{
+	(void)state;
+	char spool[512], err[512];
+	tmp(spool, sizeof spool, "crc.spool");
+	sb b = {0};
+	sb_header(&b, 12, 1, 0);
+	sb_meta(&b, "agent.exit_code", "7", 1); /* damaged */
+	sb_meta(&b, "agent.exit_signal", "9", 0);
+	sb_end(&b, 10);
+	assert_int_equal(sb_write(&b, spool), 0);
+	free(b.p);
+	pp_spool_summary s;
+	assert_int_equal(pp_spool_summarise(spool, &s, err, sizeof err), 0);
+	assert_int_equal(s.pid, 12);
+	assert_int_equal(s.exit_code, -1);
+	assert_int_equal(s.exit_signal, 9);
+	/* and a spool of another version is refused with the file named */
+	b = (sb){0};
+	sb_header(&b, 12, 1, 0);
+	((pp_spool_header *)(void *)b.p)->version = 99;
+	assert_int_equal(sb_write(&b, spool), 0);
+	free(b.p);
+	assert_int_equal(pp_spool_summarise(spool, &s, err, sizeof err), -1);
+	assert_non_null(strstr(err, "crc.spool: spool version 99"));
+}
+
+__attribute__((noinline)) int pp_test_leaf_function(int x);
+__attribute__((noinline)) int pp_test_leaf_function(int x)
+{
+	return x * 3 + 1;
+}
+
+/* Raw samples ("ip,ip,…" text from the agent) are symbolised by ingest and
+ * stored once, as stack ids. */
+static void test_samples_symbolised(void **state)
+{
+	(void)state;
+	Dl_info di;
+	assert_true(dladdr((void *)pp_test_leaf_function, &di) != 0);
+	char self[512];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	assert_true(n > 0);
+	self[n] = 0;
+	uintptr_t ip = (uintptr_t)pp_test_leaf_function + 4, caller = (uintptr_t)test_samples_symbolised + 8;
+	char text[64];
+	snprintf(text, sizeof text, "%lx,%lx", (unsigned long)ip, (unsigned long)caller);
+	char spool[512], err[512];
+	tmp(spool, sizeof spool, "samples.spool");
+	sb b = {0};
+	sb_header(&b, 13, 1, 0);
+	sb_row(&b, "libraries", "siiiiinnit", self, (int64_t)(uintptr_t)di.dli_fbase, (int64_t)1 << 20,
+	       (int64_t)0, (int64_t)1, (int64_t)2, (int64_t)0, "exec");
+	for (int i = 0; i < 3; i++)
+		sb_row(&b, "samples", "iit", (int64_t)13, (int64_t)(100 + i), text);
+	sb_end(&b, 1000);
+	assert_int_equal(sb_write(&b, spool), 0);
+	free(b.p);
+	pp_store *st = fresh("samples.db");
+	pp_ingest_result r;
+	assert_int_equal(pp_store_ingest(st, spool, NULL, &r, err, sizeof err), 0);
+	assert_int_equal(r.samples, 3);
+	assert_int_equal(q1(st, "SELECT count(*) FROM samples WHERE typeof(stack) = 'integer'"), 3);
+	assert_int_equal(q1(st, "SELECT count(DISTINCT stack) FROM samples"), 1);
+	assert_int_equal(q1(st, "SELECT count(*) FROM stacks"), 2);
+	assert_int_equal(q1(st, "SELECT count(*) FROM samples s JOIN stacks k ON k.run_id = s.run_id AND k.id = s.stack"
+				" JOIN frames f ON f.run_id = k.run_id AND f.id = k.frame"
+				" JOIN strings y ON y.id = f.symbol_id WHERE y.value = 'pp_test_leaf_function'"), 3);
+	assert_int_equal(q1(st, "SELECT count(*) FROM stacks k JOIN frames f ON f.run_id = k.run_id AND f.id = k.frame"
+				" JOIN strings y ON y.id = f.symbol_id WHERE k.parent IS NULL"
+				" AND y.value = 'test_samples_symbolised'"), 1);
+	pp_store_close(st, NULL, 0);
+}
+
+/* Short leaf op spans past 10,000 per thread and name go to span_groups by
+ * default; every span is kept on request. */
+static void test_span_folding(void **state)
+{
+	(void)state;
+	char spool[512], err[512];
+	tmp(spool, sizeof spool, "fold.spool");
+	assert_int_equal(pp_open(&(pp_options){.spool_path = spool, .max_buffers = 4096}), 0);
+	pp_step_begin(0);
+	for (int i = 0; i < 25000; i++) {
+		pp_phase_begin(PP_OP, "matmul");
+		pp_phase_end();
+	}
+	pp_step_end();
+	assert_int_equal(pp_close(), 0);
+	pp_store *st = fresh("fold.db");
+	pp_ingest_result r;
+	assert_int_equal(pp_store_ingest(st, spool, NULL, &r, err, sizeof err), 0);
+	assert_int_equal(r.spans, 10001);
+	assert_int_equal(r.spans_folded, 15000);
+	assert_int_equal(q1(st, "SELECT count(*) FROM spans WHERE kind = 21"), 10000);
+	assert_int_equal(q1(st, "SELECT count(*) FROM span_groups"), 1);
+	assert_int_equal(q1(st, "SELECT sum(count) FROM span_groups g JOIN spans p ON p.id = g.parent_id"
+				" WHERE p.kind = 16 AND g.step = 0 AND g.depth = 1"), 15000);
+	assert_int_equal(q1(st, "SELECT count(*) FROM span_groups WHERE min_ns <= max_ns AND total_ns >= count * min_ns"), 1);
+	pp_ingest_opts o = {.exit_code = -1, .keep_all_spans = 1};
+	assert_int_equal(pp_store_ingest(st, spool, &o, &r, err, sizeof err), 0);
+	assert_int_equal(r.spans, 25001);
+	assert_int_equal(r.spans_folded, 0);
+	pp_store_close(st, NULL, 0);
+}
+
+/* A write that fails (here the losses row, refused by a trigger) fails the
+ * ingest with the spool named; nothing of the run is kept. */
+static void test_failed_write_is_an_error(void **state)
+{
+	(void)state;
+	char spool[512], err[512];
+	tmp(spool, sizeof spool, "loss.spool");
+	sb b = {0};
+	sb_header(&b, 14, 1, 0);
+	unsigned char loss[16] = {5};
+	memcpy(loss + 8, "events", 6);
+	sb_chunk(&b, PP_CHUNK_LOSS, 3, loss, 14, 0);
+	sb_end(&b, 10);
+	assert_int_equal(sb_write(&b, spool), 0);
+	free(b.p);
+	pp_store *st = fresh("loss.db");
+	assert_int_equal(sqlite3_exec(pp_store_db(st), "CREATE TRIGGER no_losses BEFORE INSERT ON losses"
+				      " BEGIN SELECT RAISE(ABORT, 'disk says no'); END;", NULL, NULL, NULL), SQLITE_OK);
+	pp_ingest_result r;
+	assert_int_equal(pp_store_ingest(st, spool, NULL, &r, err, sizeof err), -1);
+	assert_non_null(strstr(err, "loss.spool"));
+	assert_non_null(strstr(err, "losses"));
+	assert_null(strchr(err, '\n'));
+	assert_int_equal(q1(st, "SELECT count(*) FROM runs"), 0);
+	assert_int_equal(sqlite3_exec(pp_store_db(st), "DROP TRIGGER no_losses", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(pp_store_ingest(st, spool, NULL, &r, err, sizeof err), 0);
+	assert_int_equal(q1(st, "SELECT count FROM losses"), 5);
+	pp_store_close(st, NULL, 0);
+}
+
+/* ELF headers whose table offsets overflow when added to their sizes are
+ * refused (record --sample read through them and crashed). */
+static void test_hostile_elf(void **state)
+{
+	(void)state;
+	unsigned char f[4096];
+	memset(f, 0, sizeof f);
+	Elf64_Ehdr *h = (Elf64_Ehdr *)(void *)f;
+	memcpy(h->e_ident, ELFMAG, SELFMAG);
+	h->e_ident[EI_CLASS] = ELFCLASS64;
+	h->e_phentsize = sizeof(Elf64_Phdr);
+	h->e_shentsize = sizeof(Elf64_Shdr);
+	h->e_shoff = UINT64_MAX - 63; /* + shnum * 64 wraps to a small number */
+	h->e_shnum = 2;
+	pp_elf e;
+	assert_int_equal(pp_elf_open_mem(f, sizeof f, &e), -2);
+	h->e_shoff = 0;
+	h->e_shnum = 0;
+	h->e_phoff = UINT64_MAX - 55;
+	h->e_phnum = 1;
+	assert_int_equal(pp_elf_open_mem(f, sizeof f, &e), -2);
+	/* a symbol table whose offset + size wraps: skipped, not read */
+	h->e_phoff = 0;
+	h->e_phnum = 0;
+	h->e_shoff = 512;
+	h->e_shnum = 2;
+	Elf64_Shdr *sh = (Elf64_Shdr *)(void *)(f + 512);
+	sh[0].sh_type = SHT_SYMTAB;
+	sh[0].sh_link = 1;
+	sh[0].sh_offset = UINT64_MAX - 8;
+	sh[0].sh_size = 4096;
+	sh[1].sh_type = SHT_STRTAB;
+	sh[1].sh_offset = 0;
+	sh[1].sh_size = 64;
+	assert_int_equal(pp_elf_open_mem(f, sizeof f, &e), 0);
+	pp_elf_sym *syms;
+	size_t n;
+	assert_int_equal(pp_elf_functions(&e, &syms, &n), 0);
+	assert_int_equal(n, 0);
+	/* and the same file on disk through symbolisation */
+	char path[512];
+	tmp(path, sizeof path, "hostile.so");
+	h->e_shoff = UINT64_MAX - 63;
+	FILE *o = fopen(path, "wb");
+	assert_non_null(o);
+	assert_int_equal(fwrite(f, 1, sizeof f, o), sizeof f);
+	fclose(o);
+	pp_symbols *s = pp_symbols_new();
+	assert_int_equal(pp_symbols_add_module(s, path, 0x400000), 0);
+	const char *name, *module;
+	char buf[128];
+	pp_symbols_lookup(s, 0x400100, &name, &module, buf, sizeof buf);
+	assert_string_equal(module, "?");
+	pp_symbols_free(s);
+}
+
+int main(void)
+{
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/pp-test-ingest-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return 1;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sparse_ids_bounded),
+		cmocka_unit_test(test_killed_not_truncated),
+		cmocka_unit_test(test_summary_checks_crc),
+		cmocka_unit_test(test_samples_symbolised),
+		cmocka_unit_test(test_span_folding),
+		cmocka_unit_test(test_failed_write_is_an_error),
+		cmocka_unit_test(test_hostile_elf),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+	if (system(cmd) != 0)
+		return 1;
+	return rc;
+}
