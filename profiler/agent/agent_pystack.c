@@ -399,7 +399,7 @@ static centry *by_word, *by_line;
 static int64_t next_id;
 static size_t n_cached;
 static _Atomic uint64_t resolve_misses;  /* code objects read (cache misses) */
-static uint64_t unreadable;
+static uint64_t unreadable;      /* Python frames written as p0 (drain only) */
 
 /* never full: cleared at half load */
 static centry *cache_slot(centry *t, uint64_t a, uint64_t b, int *found)
@@ -438,10 +438,8 @@ static int64_t resolve_frame_locked(uint64_t fw)
 	char qual[512], file[1024];
 	if (self_read(co, code, sizeof co) != 0 || word(co, OB_TYPE) != code_type ||
 	    read_str(word(co, CO_QUALNAME), qual, sizeof qual) != 0 ||
-	    read_str(word(co, CO_FILENAME), file, sizeof file) != 0) {
-		unreadable++;
+	    read_str(word(co, CO_FILENAME), file, sizeof file) != 0)
 		return 0;
-	}
 	int first;
 	memcpy(&first, co + CO_FIRSTLINENO, sizeof first);
 	int line = first;
@@ -600,6 +598,7 @@ size_t ppa_pystack_format(uint32_t slot, const uintptr_t *ips, uint32_t n, int n
 		}
 		for (uint32_t k = gstart[g]; k < gstart[g + 1] && w + 24 < cap; k++) {
 			int64_t id = resolve_frame(ps->f[k]);
+			unreadable += id == 0;
 			w += (size_t)snprintf(out + w, cap - w, "%sp%lld", w ? "," : "", (long long)id);
 		}
 	}
