@@ -74,9 +74,14 @@ int cmd_info(int argc, char **argv)
 		if (r->parent_run)
 			printf("      child of run %lld (pid %lld)\n", (long long)r->parent_run,
 			       (long long)r->pid);
-		char py[256];
-		if (pp_store_python_frames_state(st, r->id, py, sizeof py) == 0)
-			printf("      python frames in samples: %s\n", py);
+		if (r->exit_code > 0)
+			printf("      exit code %d\n", r->exit_code);
+		char py[512];
+		if (pp_store_python_status(st, r->id, py, sizeof py) == 1)
+			printf("      python: %s\n", py);
+		char pyf[256];
+		if (pp_store_python_frames_state(st, r->id, pyf, sizeof pyf) == 0)
+			printf("      python frames in samples: %s\n", pyf);
 	}
 	free(runs);
 	printf("\nrows:");

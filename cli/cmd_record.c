@@ -10,6 +10,7 @@
  */
 #include "cli.h"
 #include "diagnostics.h"
+#include "phaseprof.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -35,7 +36,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: phaseprof record [-o run.db] [--sample HZ] [--mode default|detailed]\n"
 		"                        [--no-follow-fork] [--keep-spools] [--keep-all-spans]\n"
-		"                        -- CMD [ARGS...]\n"
+		"                        [--no-python] -- CMD [ARGS...]\n"
 		"\n"
 		"Runs CMD with the phaseprof agent preloaded and records start-up (time to\n"
 		"main, every shared object loaded: mapping vs relocation+constructors),\n"
@@ -50,6 +51,9 @@ static void usage(FILE *out)
 		"  --keep-spools      keep the raw spool files and print their folder\n"
 		"  --keep-all-spans   a row for every span (default: short leaf op/span spans\n"
 		"                     past 10,000 per thread and name are kept as per-name groups)\n"
+		"  --no-python        do not look inside CPython (start-up, import tree, the\n"
+		"                     phaseprof module and framework adapters); native recording\n"
+		"                     goes on\n"
 		"\n"
 		"Exit status: the program's (128 + signal if it was killed); 3 if it exited 0\n"
 		"but nothing was recorded.\n");
@@ -160,6 +164,37 @@ static void human_bytes(int64_t b, char *out, size_t len)
 	snprintf(out, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
+/* What the Python layer saw: start-up, imports, steps. */
+static void summarise_python(pp_store *st, int64_t run)
+{
+	char py[512];
+	if (pp_store_python_status(st, run, py, sizeof py) != 1)
+		return;
+	fprintf(stderr, "  python        %s\n", py);
+	pp_phase_total *pt = NULL;
+	int np = 0;
+	int64_t startup = -1, imports = 0, n_imp = 0;
+	if (pp_store_phase_totals(st, run, &pt, &np) == 0)
+		for (int k = 0; k < np; k++) {
+			if (pt[k].kind == PP_PROCESS_START)
+				startup = pt[k].total_ns;
+			if (pt[k].kind == PP_IMPORT)
+				imports = pt[k].total_ns;
+		}
+	free(pt);
+	if (startup >= 0)
+		fprintf(stderr, "    start-up    %8.1f ms  (to the program's first line)\n", ms(startup));
+	pp_import_time *im = NULL;
+	int ni = 0;
+	if (pp_store_import_times(st, run, 0, 0, &im, &ni) == 0 && ni) {
+		for (int k = 0; k < ni; k++)
+			n_imp += im[k].count;
+		fprintf(stderr, "    imports     %8.1f ms  %lld modules; slowest %s (%.1f ms with what it imported)\n",
+			ms(imports), (long long)n_imp, im[0].module, ms(im[0].cumulative_ns));
+	}
+	free(im);
+}
+
 /* The start-up question for one run, on stderr. */
 static void summarise_run(pp_store *st, int64_t run, int64_t wall_ns)
 {
@@ -199,6 +234,7 @@ static void summarise_run(pp_store *st, int64_t run, int64_t wall_ns)
 			ms(s.io_ns), (long long)s.files_opened, (long long)s.failed_opens, (long long)s.reads, b1,
 			(long long)s.small_reads);
 	}
+	summarise_python(st, run);
 	if (wall_ns > 0) {
 		int64_t before = have_main ? s.main_ns - s.loader_ns : 0;
 		int64_t rest = wall_ns - before - s.dlopen_map_ns - s.dlopen_init_ns - s.alloc_ns - s.io_ns;
@@ -429,12 +465,13 @@ typedef struct record_opts {
 	const char *out;
 	int hz, detailed, follow, keep, keep_all;
 	int cmd;                   /* index of the command in argv */
+	int python;                /* the CPython layer (--no-python: 0) */
 } record_opts;
 
 /* Returns -1 to go on, else the exit status (help, bad option). */
 static int parse_options(int argc, char **argv, record_opts *o)
 {
-	*o = (record_opts){"phaseprof.db", 0, 0, 1, 0, 0, 0};
+	*o = (record_opts){"phaseprof.db", 0, 0, 1, 0, 0, 0, 1};
 	int i;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -471,6 +508,8 @@ static int parse_options(int argc, char **argv, record_opts *o)
 			o->keep = 1;
 		else if (strcmp(a, "--keep-all-spans") == 0)
 			o->keep_all = 1;
+		else if (strcmp(a, "--no-python") == 0)
+			o->python = 0;
 		else if (a[0] != '-')
 			break; /* the command, without a "--" */
 		else {
@@ -525,6 +564,7 @@ int cmd_record(int argc, char **argv)
 		return prc;
 	const char *out = ro.out;
 	int hz = ro.hz, detailed = ro.detailed, follow = ro.follow, keep = ro.keep, keep_all = ro.keep_all;
+	int python = ro.python;
 	int i = ro.cmd;
 	char **cmd = argv + i;
 	char resolved[PATH_MAX];
@@ -566,6 +606,7 @@ int cmd_record(int argc, char **argv)
 			old_tun = e + 15;
 		else if (strncmp(e, "PHASEPROF_", 10) != 0 || !strncmp(e, "PHASEPROF_CLOCK=", 16) ||
 			 !strncmp(e, "PHASEPROF_ALLOC_SAMPLE=", 23) || !strncmp(e, "PHASEPROF_AGENT_PERIOD_MS=", 26) ||
+			 (python && !strncmp(e, "PHASEPROF_PYTHON=", 17)) ||
 			 !strncmp(e, "PHASEPROF_PYSTACK_FAKE_VERSION=", 31)) /* tests: an unchecked CPython */
 			env[k++] = environ[j];
 	}
@@ -581,6 +622,8 @@ int cmd_record(int argc, char **argv)
 	env[k++] = env_join("PHASEPROF_AGENT", agent, NULL);
 	env[k++] = env_join("PHASEPROF_FOLLOW_FORK", follow ? "1" : "0", NULL);
 	env[k++] = env_join("PHASEPROF_MODE", detailed ? "detailed" : "default", NULL);
+	if (!python)
+		env[k++] = env_join("PHASEPROF_PYTHON", "0", NULL);
 	if (hz) {
 		snprintf(hzs, sizeof hzs, "%d", hz);
 		env[k++] = env_join("PHASEPROF_SAMPLE_HZ", hzs, NULL);

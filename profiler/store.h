@@ -172,6 +172,22 @@ int pp_store_add_finding(pp_store *st, const pp_finding *f);
 int pp_store_clear_findings(pp_store *st, int64_t run_id);
 int pp_store_findings(pp_store *st, int64_t run_id, pp_finding **out, int *n); /* run_id 0: all */
 
+/* Recorded Python programs (store_python.c): imports by module, slowest
+ * first by self time (by_self) or cumulative time; limit <= 0: all. Self
+ * time excludes the module's nested imports, as `python -X importtime`. */
+typedef struct pp_import_time {
+	char module[256];
+	int64_t count;            /* times imported (a failed import can be retried) */
+	int64_t self_ns, cumulative_ns;
+	int depth;                /* shallowest nesting among its spans */
+} pp_import_time;
+int pp_store_import_times(pp_store *st, int64_t run_id, int by_self, int limit,
+			  pp_import_time **out, int *n);
+/* What the agent saw of a Python program, one line (run_meta `python`):
+ * "CPython 3.11.2: start-up, imports, ..." or "not recognised: <why>" or
+ * "off (--no-python)...". 1 found, 0 not a Python run, -1 error. */
+int pp_store_python_status(pp_store *st, int64_t run_id, char *out, size_t n);
+
 /* Run a query with one int64 bind (?1 = run_id) and call cb per row; a small
  * helper so viewers don't repeat prepare/step/finalize boilerplate. */
 /* Python frames of CPU samples (py_frames), ordered by id: a sample's

@@ -259,7 +259,26 @@ static int stats_json(pp_store *st, const pp_run_info *runs, int n, FILE *fp)
 			pp_out_puts(o, "}");
 		}
 		free(ops);
-		pp_out_puts(o, "],\"graphs\":[");
+		pp_out_puts(o, "],\"imports\":[");
+		pp_import_time *im = NULL;
+		int ni = 0;
+		pp_store_import_times(st, r->id, 0, 0, &im, &ni);
+		for (int k = 0; k < ni; k++) {
+			pp_out_printf(o, "%s{", k ? "," : "");
+			jkey_str(o, "module", im[k].module, 0);
+			jkey_i64(o, "count", im[k].count);
+			jkey_i64(o, "self_ns", im[k].self_ns);
+			jkey_i64(o, "cumulative_ns", im[k].cumulative_ns);
+			pp_out_puts(o, "}");
+		}
+		free(im);
+		char py[512];
+		if (pp_store_python_status(st, r->id, py, sizeof py) == 1) {
+			pp_out_puts(o, "]");
+			jkey_str(o, "python", py, 1);
+			pp_out_puts(o, ",\"graphs\":[");
+		} else
+			pp_out_puts(o, "],\"graphs\":[");
 		json_graphs jg = {o, 0};
 		pp_store_query(st, "SELECT id, version, n_nodes, n_edges FROM graphs WHERE run_id = ?1 ORDER BY version, id",
 			       r->id, json_graph_row, &jg);
@@ -302,6 +321,29 @@ static int stats_json(pp_store *st, const pp_run_info *runs, int n, FILE *fp)
 	int rc = fwrite(d, 1, len, fp) == len ? 0 : -1;
 	pp_out_close(o, NULL, 0);
 	return rc;
+}
+
+/* The slowest imports of a Python run, by self and by cumulative time. */
+static void print_imports(pp_store *st, int64_t run_id, FILE *fp, int width)
+{
+	for (int by_self = 1; by_self >= 0; by_self--) {
+		pp_import_time *v = NULL;
+		int n = 0;
+		if (pp_store_import_times(st, run_id, by_self, 10, &v, &n) != 0 || !n) {
+			free(v);
+			return;
+		}
+		fprintf(fp, "\n  slowest imports by %s time\n", by_self ? "self" : "cumulative");
+		tbl t = {.nc = 3, .head = {"module", "self", "cumulative"}, .right = {0, 1, 1}, .flex = 0};
+		char b[2][64];
+		for (int k = 0; k < n; k++) {
+			pp_fmt_dur(v[k].self_ns, b[0], 64);
+			pp_fmt_dur(v[k].cumulative_ns, b[1], 64);
+			tbl_add(&t, v[k].module, b[0], b[1]);
+		}
+		tbl_print(&t, fp, width, 2);
+		free(v);
+	}
 }
 
 int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, char *err, size_t errlen)
@@ -378,6 +420,12 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 			fputc(')', fp);
 		}
 		fputc('\n', fp);
+		char py[512];
+		if (pp_store_python_status(st, r->id, py, sizeof py) == 1) {
+			char line[540];
+			snprintf(line, sizeof line, "python: %s", py);
+			wrap(fp, line, 2, width);
+		}
 		pp_phase_total *pt = NULL;
 		int np = 0;
 		pp_store_phase_totals(st, r->id, &pt, &np);
@@ -422,6 +470,7 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 			tbl_print(&q, fp, width, 2);
 		}
 		free(ops);
+		print_imports(st, r->id, fp, width);
 		gl g = {"", 0};
 		pp_store_query(st, "SELECT id, version, n_nodes FROM graphs WHERE run_id = ?1 ORDER BY version, id",
 			       r->id, graph_list_row, &g);

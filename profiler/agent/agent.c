@@ -359,6 +359,7 @@ void ppa_after_fork_child(void)
 	pp_meta("agent", "libphaseprof-agent");
 	pp_meta("agent.mode", ppa_cfg.detailed ? "detailed" : "default");
 	pp_meta("agent.forked", "1");
+	ppa_python_after_fork();
 	stats_start();
 }
 
@@ -373,6 +374,7 @@ __attribute__((destructor)) static void ppa_fini(void)
 {
 	if (ppa_is_audit_copy || getpid() != ppa_pid)
 		return;
+	ppa_python_at_exit();
 	ppa_close_recorder("exit");
 }
 
@@ -487,6 +489,7 @@ __attribute__((constructor)) static void ppa_init(void)
 		snprintf(v, sizeof v, "%lld", (long long)ppa_rel(t_ctor));
 		pp_meta("agent.ctor_ns", v);
 		ppa_proc_after_open();
+		ppa_python_init();
 	}
 	install_fatal_handlers();
 }

@@ -161,4 +161,9 @@ void ppa_proc_init(void);
 void ppa_proc_after_open(void);   /* registers the atfork handlers (after the recorder's) */
 void ppa_after_fork_child(void);  /* agent.c */
 
+/* agent_python.c: CPython start-up, imports, the phaseprof module */
+void ppa_python_init(void);       /* after the recorder opened, before Py_Initialize */
+void ppa_python_after_fork(void);
+void ppa_python_at_exit(void);    /* a start-up that never reached the first line ends */
+
 #endif

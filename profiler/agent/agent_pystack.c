@@ -86,6 +86,8 @@ static const char *rt;           /* &_PyRuntime */
 static uintptr_t code_type, str_type, bytes_type;
 static uintptr_t eval_lo, eval_hi;
 static char version[32];
+static char fake_version[32];    /* PHASEPROF_PYSTACK_FAKE_VERSION */
+static int no_python;            /* record --no-python */
 static char state_line[224];     /* the run_meta line, again in a forked child's run */
 static int checks_failed;
 static _Atomic int resolver_on, resolver_stop, resolver_busy;
@@ -190,9 +192,8 @@ static int detect(void)
 	const unsigned long *hex = dlsym(RTLD_DEFAULT, "Py_Version");
 	const char *(*getver)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
 	unsigned maj = 0, min = 0, mic = 0;
-	const char *fake = getenv("PHASEPROF_PYSTACK_FAKE_VERSION"); /* tests: an unknown version */
-	if (fake && *fake)
-		parse_version(fake, &maj, &min, &mic);
+	if (fake_version[0])
+		parse_version(fake_version, &maj, &min, &mic);
 	else if (hex) {
 		maj = (unsigned)(*hex >> 24) & 0xff;
 		min = (unsigned)(*hex >> 16) & 0xff;
@@ -201,6 +202,11 @@ static int detect(void)
 		parse_version(getver(), &maj, &min, &mic);
 	snprintf(version, sizeof version, "%u.%u.%u", maj, min, mic);
 	char why[200];
+	if (no_python) {
+		snprintf(why, sizeof why, "off (--no-python): CPython %s; native frames only", version);
+		set_off(why);
+		return -1;
+	}
 	if (maj != 3 || min != 11) {
 		snprintf(why, sizeof why, "off: CPython %s frame layout not checked by this build (checked: 3.11); "
 			 "native frames only", version);
@@ -290,6 +296,15 @@ static void poll_state(void)
 
 int ppa_pystack_start(void)
 {
+	static int env_read;
+	if (!env_read) {
+		/* read once, before the program can touch its environment */
+		const char *v = getenv("PHASEPROF_PYSTACK_FAKE_VERSION"); /* tests: an unchecked version */
+		snprintf(fake_version, sizeof fake_version, "%s", v ? v : "");
+		v = getenv("PHASEPROF_PYTHON");
+		no_python = v && strcmp(v, "0") == 0;
+		env_read = 1;
+	}
 	atomic_store(&resolver_stop, 0);
 	if (!pring) {
 		void *p = ppa_map(sizeof(pyslot) * PY_RING);

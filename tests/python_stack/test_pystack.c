@@ -6,8 +6,9 @@
  *            under the Python frame that called them (sorted → lambda,
  *            numpy.dot → _multiarray_umath), the eval loop replaced; the
  *            same stacks in the Chrome trace (samples + stackFrames)
- *   unknown  a CPython version whose layout was not checked (simulated):
- *            native frames only and the one line that says why
+ *   unknown  a CPython version whose layout was not checked (simulated),
+ *            and --no-python: native frames only and the one line that
+ *            says why
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -200,6 +201,15 @@ static void test_unknown(void **state)
 	o = slurp("out");
 	assert_non_null(strstr(o, "python frames in samples: off: CPython 3.99.0 frame layout not checked"));
 	free(o);
+	/* record --no-python: off too, said so */
+	assert_int_equal(sh("rm -f run.db && " PP_BIN " record -o run.db --no-python --sample 1000 -- /usr/bin/python3 "
+			    PP_SRC "/" T " 300000"), 0);
+	m = q_text("SELECT group_concat(value, '|') FROM run_meta WHERE key = 'agent.python_frames'");
+	assert_string_equal(m, "off (--no-python): CPython 3.11.2; native frames only");
+	free(m);
+	n = q_text("SELECT count(*) FROM py_frames");
+	assert_string_equal(n, "0");
+	free(n);
 }
 
 int main(int argc, char **argv)

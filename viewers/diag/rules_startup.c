@@ -531,6 +531,10 @@ void rule_phase_share(diag_ctx *c)
 		if (k == PP_STEP || k == PP_FIRST_STEP || k == PP_OP || k == PP_RETRACE ||
 		    explained(c, k))
 			continue;
+		/* Every Python run starts its interpreter and imports modules: a
+		 * share of the run alone says nothing about a healthy program. */
+		if (k == PP_PROCESS_START || k == PP_IMPORT)
+			continue;
 		/* Exclusive time, as the TF profiler's step-time categories: a
 		 * runtime_init that contains op_registration is charged only for
 		 * the rest. */

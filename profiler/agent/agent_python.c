@@ -1,0 +1,697 @@
+/*
+ * agent_python.c — the CPython layer of the agent: interpreter start-up,
+ * the import tree and the `phaseprof` Python module, in an unmodified
+ * `python3 prog.py`.
+ *
+ * Nothing here links against libpython: the agent is preloaded into every
+ * program, so the C API is looked up with dlsym(RTLD_DEFAULT) and used only
+ * when the program is a CPython whose version was checked (3.11). From the
+ * constructor we add an audit hook (it must precede Py_Initialize, and
+ * survives it). The hook:
+ *   - at the first `import` event, replaces importlib's `_find_and_load`
+ *     (what the interpreter calls for every import that misses sys.modules,
+ *     the same set `-X importtime` reports) by a C function that wraps the
+ *     original in a PP_IMPORT phase. Being C, it adds no traceback frame
+ *     and costs two clock reads per import. Library loads an import causes
+ *     (the dlopen phases) nest inside it on the same thread;
+ *   - at `sys.excepthook` (an uncaught exception), records its type and
+ *     message (run_meta python.exception) and a mark;
+ *   - at the program's first line (`cpython.run_file`, `run_command`,
+ *     `run_module`, `run_stdin`), ends the "python start-up" phase opened
+ *     in the constructor, puts the `_phaseprof_native` module in
+ *     sys.modules and loads the `phaseprof` package from the project's
+ *     python/ folder by absolute path (sys.path, os.environ and __main__
+ *     are not touched), then runs its boot (adapters on import).
+ * The hook ignores every other event after one character test, is guarded
+ * against re-entry per thread, never raises and leaves any pending
+ * exception as it found it.
+ */
+#include "agent_internal.h"
+#include "phaseprof.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* ---- the slice of the C API used here (stable ABI where it exists) ---- */
+typedef struct py_object py_object;
+typedef ssize_t py_ssize;
+typedef py_object *(*py_fast)(py_object *self, py_object *const *args, py_ssize n);
+typedef struct py_method_def {
+	const char *name;
+	void *meth;
+	int flags;
+	const char *doc;
+} py_method_def;
+#define PY_METH_FASTCALL 0x0080
+#define PY_FILE_INPUT 257
+
+static struct {
+	const char *(*GetVersion)(void);
+	int (*AddAuditHook)(int (*)(const char *, py_object *, void *), void *);
+	const char *(*UnicodeAsUTF8)(py_object *);
+	py_object *(*UnicodeFromString)(const char *);
+	py_object *(*UnicodeDecodeFS)(const char *);
+	long long (*LongAsLongLong)(py_object *);
+	py_object *(*LongFromLongLong)(long long);
+	double (*FloatAsDouble)(py_object *);
+	py_object *(*TuplePack)(py_ssize, ...);
+	py_object *(*TupleGetItem)(py_object *, py_ssize);
+	py_object *(*ErrOccurred)(void);
+	void (*ErrClear)(void);
+	void (*ErrFetch)(py_object **, py_object **, py_object **);
+	void (*ErrRestore)(py_object *, py_object *, py_object *);
+	py_object *(*ModuleNew)(const char *);
+	py_object *(*CFunctionNewEx)(py_method_def *, py_object *, py_object *);
+	int (*SetAttrString)(py_object *, const char *, py_object *);
+	py_object *(*GetAttrString)(py_object *, const char *);
+	py_object *(*GetModuleDict)(void);
+	py_object *(*DictGetItemString)(py_object *, const char *);
+	py_object *(*DictGetItem)(py_object *, py_object *);
+	int (*DictSetItemString)(py_object *, const char *, py_object *);
+	py_object *(*DictNew)(void);
+	py_object *(*RunString)(const char *, int, py_object *, py_object *, void *);
+	py_object *(*Call)(py_object *, py_object *, py_object *);
+	py_object *(*CallObject)(py_object *, py_object *);
+	py_object *(*Str)(py_object *);
+	py_object *(*EvalGetBuiltins)(void);
+	void (*IncRef)(py_object *);
+	void (*DecRef)(py_object *);
+	py_object *None;
+} P;
+
+#define SYM(field, name)                                                       \
+	do {                                                                   \
+		*(void **)&P.field = dlsym(RTLD_DEFAULT, name);                \
+		if (!P.field)                                                  \
+			missing = name;                                        \
+	} while (0)
+
+static const char *resolve_api(void)
+{
+	const char *missing = NULL;
+	SYM(UnicodeAsUTF8, "PyUnicode_AsUTF8");
+	SYM(UnicodeFromString, "PyUnicode_FromString");
+	SYM(UnicodeDecodeFS, "PyUnicode_DecodeFSDefault");
+	SYM(LongAsLongLong, "PyLong_AsLongLong");
+	SYM(LongFromLongLong, "PyLong_FromLongLong");
+	SYM(FloatAsDouble, "PyFloat_AsDouble");
+	SYM(TuplePack, "PyTuple_Pack");
+	SYM(TupleGetItem, "PyTuple_GetItem");
+	SYM(ErrOccurred, "PyErr_Occurred");
+	SYM(ErrClear, "PyErr_Clear");
+	SYM(ErrFetch, "PyErr_Fetch");
+	SYM(ErrRestore, "PyErr_Restore");
+	SYM(ModuleNew, "PyModule_New");
+	SYM(CFunctionNewEx, "PyCFunction_NewEx");
+	SYM(SetAttrString, "PyObject_SetAttrString");
+	SYM(GetAttrString, "PyObject_GetAttrString");
+	SYM(GetModuleDict, "PyImport_GetModuleDict");
+	SYM(DictGetItemString, "PyDict_GetItemString");
+	SYM(DictGetItem, "PyDict_GetItem");
+	SYM(DictSetItemString, "PyDict_SetItemString");
+	SYM(DictNew, "PyDict_New");
+	SYM(RunString, "PyRun_StringFlags");
+	SYM(Call, "PyObject_Call");
+	SYM(CallObject, "PyObject_CallObject");
+	SYM(Str, "PyObject_Str");
+	SYM(EvalGetBuiltins, "PyEval_GetBuiltins");
+	SYM(IncRef, "Py_IncRef");
+	SYM(DecRef, "Py_DecRef");
+	SYM(None, "_Py_NoneStruct");
+	return missing;
+}
+
+/* ---- state ---- */
+static int py_on;                 /* hook installed */
+static int startup_open;          /* the start-up phase is open on the main thread */
+static int first_line_seen;
+static int importer_patched;
+static char py_dir[4096];         /* the project's python/ folder */
+static char py_version[32];
+static py_object *native_mod;     /* _phaseprof_native */
+static py_object *orig_find_and_load;
+static __thread int in_hook PPA_TLS;
+
+/* watched module names (adapters) and their callback */
+#define MAX_WATCH 16
+static char watch_names[MAX_WATCH][128];
+static int watch_fired[MAX_WATCH];
+static int n_watch;
+static py_object *watch_cb;
+
+static py_object *none_ref(void)
+{
+	P.IncRef(P.None);
+	return P.None;
+}
+
+/* A failed conversion in the module's functions is the caller's mistake,
+ * not the program's: drop the event, never raise. */
+static const char *arg_str(py_object *o)
+{
+	const char *s = o ? P.UnicodeAsUTF8(o) : NULL;
+	if (!s)
+		P.ErrClear();
+	return s;
+}
+
+/* ---- _phaseprof_native ---- */
+static py_object *n_begin(py_object *self, py_object *const *a, py_ssize n)
+{
+	(void)self;
+	if (n == 2) {
+		long long k = P.LongAsLongLong(a[0]);
+		const char *s = arg_str(a[1]);
+		if (k == -1 && P.ErrOccurred())
+			P.ErrClear();
+		else if (s && k >= 0 && k < PP_KIND_COUNT)
+			pp_phase_begin((pp_kind)k, s);
+	}
+	return none_ref();
+}
+
+static py_object *n_end(py_object *self, py_object *const *a, py_ssize n)
+{
+	(void)self, (void)a, (void)n;
+	pp_phase_end();
+	return none_ref();
+}
+
+/* The first step of the process is wrapped in a first_step phase around
+ * step 0, the shape the flow runtime records and the rules read. */
+static int first_done, first_open, step_open;
+
+static py_object *n_step_begin(py_object *self, py_object *const *a, py_ssize n)
+{
+	(void)self;
+	long long i = n >= 1 ? P.LongAsLongLong(a[0]) : 0;
+	if (i == -1 && P.ErrOccurred()) {
+		P.ErrClear();
+		i = 0;
+	}
+	if (step_open) {
+		pp_step_end();
+		step_open = 0;
+		if (first_open) {
+			pp_phase_end();
+			first_open = 0;
+		}
+	}
+	if (!first_done) {
+		first_done = first_open = 1;
+		pp_phase_begin(PP_FIRST_STEP, "first_step");
+	}
+	pp_step_begin(i);
+	step_open = 1;
+	return none_ref();
+}
+
+static py_object *n_step_end(py_object *self, py_object *const *a, py_ssize n)
+{
+	(void)self, (void)a, (void)n;
+	if (step_open) {
+		pp_step_end();
+		step_open = 0;
+		if (first_open) {
+			pp_phase_end();
+			first_open = 0;
+		}
+	}
+	return none_ref();
+}
+
+static py_object *n_mark(py_object *self, py_object *const *a, py_ssize n)
+{
+	(void)self;
+	const char *s = n >= 1 ? arg_str(a[0]) : NULL;
+	if (s)
+		pp_mark(s);
+	return none_ref();
+}
+
+static py_object *n_counter(py_object *self, py_object *const *a, py_ssize n)
+{
+	(void)self;
+	if (n == 2) {
+		const char *s = arg_str(a[0]);
+		double v = P.FloatAsDouble(a[1]);
+		if (v == -1.0 && P.ErrOccurred())
+			P.ErrClear();
+		else if (s)
+			pp_counter(s, v);
+	}
+	return none_ref();
+}
+
+static py_object *n_meta(py_object *self, py_object *const *a, py_ssize n)
+{
+	(void)self;
+	if (n == 2) {
+		const char *k = arg_str(a[0]), *v = arg_str(a[1]);
+		if (k && v)
+			pp_meta(k, v);
+	}
+	return none_ref();
+}
+
+static void sum_alloc(ppa_tstats *t, void *ud)
+{
+	uint64_t *s = ud;
+	s[0] += ppa_get(&t->alloc_calls);
+	s[1] += ppa_get(&t->alloc_usable);
+}
+
+static py_object *n_alloc_totals(py_object *self, py_object *const *a, py_ssize n)
+{
+	(void)self, (void)a, (void)n;
+	uint64_t s[2] = {0, 0};
+	ppa_for_each_tstats(sum_alloc, s);
+	py_object *c = P.LongFromLongLong((long long)s[0]);
+	py_object *b = P.LongFromLongLong((long long)s[1]);
+	py_object *t = c && b ? P.TuplePack(2, c, b) : NULL;
+	if (c)
+		P.DecRef(c);
+	if (b)
+		P.DecRef(b);
+	return t; /* NULL only with MemoryError set: the interpreter's own */
+}
+
+/* Resident set size from /proc/self/statm through raw system calls: the
+ * agent's open/read hooks would count it as the program's I/O. */
+static long long rss_bytes(void)
+{
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[128];
+	long r = syscall(SYS_read, fd, buf, sizeof buf - 1);
+	syscall(SYS_close, fd);
+	if (r <= 0)
+		return 0;
+	buf[r] = 0;
+	char *p = strchr(buf, ' ');
+	return p ? atoll(p + 1) * (long long)sysconf(_SC_PAGESIZE) : 0;
+}
+
+static py_object *n_rss(py_object *self, py_object *const *a, py_ssize n)
+{
+	(void)self, (void)a, (void)n;
+	return P.LongFromLongLong(rss_bytes());
+}
+
+static py_object *n_now(py_object *self, py_object *const *a, py_ssize n)
+{
+	(void)self, (void)a, (void)n;
+	return P.LongFromLongLong((long long)pp_now());
+}
+
+/* watch_imports(names: tuple[str], callback(name, module)) */
+static py_object *n_watch_imports(py_object *self, py_object *const *a, py_ssize n)
+{
+	(void)self;
+	if (n != 2)
+		return none_ref();
+	n_watch = 0;
+	for (int i = 0; i < MAX_WATCH; i++) {
+		py_object *idx = P.LongFromLongLong(i);
+		py_object *item = NULL;
+		if (idx) {
+			py_object *getitem = P.GetAttrString(a[0], "__getitem__");
+			if (getitem) {
+				py_object *args = P.TuplePack(1, idx);
+				if (args) {
+					item = P.CallObject(getitem, args);
+					P.DecRef(args);
+				}
+				P.DecRef(getitem);
+			}
+			P.DecRef(idx);
+		}
+		if (!item) {
+			P.ErrClear(); /* IndexError: the end of the names */
+			break;
+		}
+		const char *s = arg_str(item);
+		if (s && strlen(s) < sizeof watch_names[0]) {
+			snprintf(watch_names[n_watch], sizeof watch_names[0], "%s", s);
+			watch_fired[n_watch++] = 0;
+		}
+		P.DecRef(item);
+	}
+	if (watch_cb)
+		P.DecRef(watch_cb);
+	P.IncRef(a[1]);
+	watch_cb = a[1];
+	return none_ref();
+}
+
+static py_method_def native_defs[] = {
+	{"begin", (void *)n_begin, PY_METH_FASTCALL, "begin(kind, name): open a phase"},
+	{"end", (void *)n_end, PY_METH_FASTCALL, "end(): close the innermost phase"},
+	{"step_begin", (void *)n_step_begin, PY_METH_FASTCALL, "step_begin(i)"},
+	{"step_end", (void *)n_step_end, PY_METH_FASTCALL, "step_end()"},
+	{"mark", (void *)n_mark, PY_METH_FASTCALL, "mark(name)"},
+	{"counter", (void *)n_counter, PY_METH_FASTCALL, "counter(name, value)"},
+	{"meta", (void *)n_meta, PY_METH_FASTCALL, "meta(key, value): a run_meta line"},
+	{"alloc_totals", (void *)n_alloc_totals, PY_METH_FASTCALL, "(malloc calls, bytes) so far"},
+	{"rss", (void *)n_rss, PY_METH_FASTCALL, "resident set size, bytes"},
+	{"now", (void *)n_now, PY_METH_FASTCALL, "recorder clock, ns"},
+	{"watch_imports", (void *)n_watch_imports, PY_METH_FASTCALL,
+	 "watch_imports(names, callback): callback(name, module) once after each import"},
+};
+
+/* ---- the import wrapper ---- */
+static void fire_watch(const char *name, py_object *mod)
+{
+	for (int i = 0; i < n_watch; i++) {
+		if (watch_fired[i] || strcmp(watch_names[i], name) != 0)
+			continue;
+		watch_fired[i] = 1;
+		py_object *nm = P.UnicodeFromString(name);
+		py_object *args = nm ? P.TuplePack(2, nm, mod) : NULL;
+		py_object *r = args ? P.CallObject(watch_cb, args) : NULL;
+		if (!r) {
+			P.ErrClear();
+			pp_mark("phaseprof: adapter trigger failed");
+		} else
+			P.DecRef(r);
+		if (args)
+			P.DecRef(args);
+		if (nm)
+			P.DecRef(nm);
+	}
+}
+
+static py_object *find_and_load(py_object *orig, py_object *const *a, py_ssize n)
+{
+	py_object *args = NULL, *r;
+	const char *name = NULL;
+	if (n >= 1) {
+		/* importlib.import_module of a module already imported: no import */
+		py_object *mods = P.GetModuleDict();
+		if (!(mods && P.DictGetItem(mods, a[0])))
+			name = arg_str(a[0]);
+	}
+	if (n == 2)
+		args = P.TuplePack(2, a[0], a[1]);
+	else if (n == 1)
+		args = P.TuplePack(1, a[0]);
+	else
+		args = P.TuplePack(0);
+	if (!args)
+		return NULL;
+	if (name)
+		pp_phase_begin(PP_IMPORT, name);
+	r = P.Call(orig, args, NULL);
+	if (name)
+		pp_phase_end();
+	P.DecRef(args);
+	/* the callback runs the adapter (which may import a watched module
+	 * itself: each name fires once); a failure stays ours */
+	if (r && name && n_watch && watch_cb)
+		fire_watch(name, r);
+	return r;
+}
+
+static py_method_def find_and_load_def = {"_find_and_load", (void *)find_and_load,
+					  PY_METH_FASTCALL, NULL};
+
+static void patch_importer(void)
+{
+	importer_patched = 1;
+	py_object *mods = P.GetModuleDict();
+	py_object *bs = mods ? P.DictGetItemString(mods, "_frozen_importlib") : NULL;
+	py_object *f = bs ? P.GetAttrString(bs, "_find_and_load") : NULL;
+	py_object *w = f ? P.CFunctionNewEx(&find_and_load_def, f, NULL) : NULL;
+	if (w && P.SetAttrString(bs, "_find_and_load", w) == 0) {
+		orig_find_and_load = f; /* kept: the wrapper's self */
+		f = NULL;
+	} else {
+		P.ErrClear();
+		pp_meta("python.imports", "not seen: importlib's _find_and_load was not found");
+	}
+	if (w)
+		P.DecRef(w);
+	if (f)
+		P.DecRef(f);
+}
+
+/* ---- the program's first line: the boot ---- */
+/* The package's modules are loaded from their files one by one and put in
+ * sys.modules before any import statement names them: nothing goes through
+ * the import system, so none of them shows in the program's import tree
+ * or in its `-X importtime` output, and sys.path is never consulted. */
+static const char boot_code[] =
+	"import sys\n"
+	"_b = sys.modules['_frozen_importlib']\n"
+	"_e = sys.modules['_frozen_importlib_external']\n"
+	"def load(name, path, pkg=None, run=True):\n"
+	"    s = _e.spec_from_file_location(name, path, submodule_search_locations=pkg)\n"
+	"    m = _b.module_from_spec(s)\n"
+	"    sys.modules[name] = m\n"
+	"    if run:\n"
+	"        try:\n"
+	"            s.loader.exec_module(m)\n"
+	"        except BaseException:\n"
+	"            sys.modules.pop(name, None)\n"
+	"            raise\n"
+	"    return m\n"
+	"_d = ROOT + '/phaseprof'\n"
+	"_p = load('phaseprof', _d + '/__init__.py', [_d], run=False)\n"
+	"try:\n"
+	"    for _n, _f, _k in (('kinds', '/kinds.py', None), ('_native', '/_native.py', None),\n"
+	"                       ('adapters', '/adapters/__init__.py', [_d + '/adapters']),\n"
+	"                       ('_boot', '/_boot.py', None)):\n"
+	"        setattr(_p, _n, load('phaseprof.' + _n, _d + _f, _k))\n"
+	"    _p.__spec__.loader.exec_module(_p)\n"
+	"except BaseException:\n"
+	"    for _n in [k for k in sys.modules if k == 'phaseprof' or k.startswith('phaseprof.')]:\n"
+	"        del sys.modules[_n]\n"
+	"    raise\n"
+	"_p._boot.boot(load)\n";
+
+static void record_py_error(const char *what)
+{
+	py_object *t = NULL, *v = NULL, *tb = NULL;
+	P.ErrFetch(&t, &v, &tb);
+	char msg[512];
+	const char *s = NULL;
+	py_object *str = v ? P.Str(v) : NULL;
+	if (str)
+		s = P.UnicodeAsUTF8(str);
+	P.ErrClear();
+	snprintf(msg, sizeof msg, "%s: %s", what, s ? s : "unknown error");
+	pp_meta("python.boot", msg);
+	if (str)
+		P.DecRef(str);
+	if (t)
+		P.DecRef(t);
+	if (v)
+		P.DecRef(v);
+	if (tb)
+		P.DecRef(tb);
+}
+
+static void boot(void)
+{
+	py_object *mods = P.GetModuleDict();
+	if (!mods)
+		return;
+	native_mod = P.ModuleNew("_phaseprof_native");
+	if (!native_mod) {
+		record_py_error("phaseprof module not created");
+		return;
+	}
+	for (size_t i = 0; i < sizeof native_defs / sizeof native_defs[0]; i++) {
+		py_object *f = P.CFunctionNewEx(&native_defs[i], NULL, native_mod);
+		if (!f || P.SetAttrString(native_mod, native_defs[i].name, f) != 0) {
+			if (f)
+				P.DecRef(f);
+			record_py_error("phaseprof module not created");
+			return;
+		}
+		P.DecRef(f);
+	}
+	if (P.DictSetItemString(mods, "_phaseprof_native", native_mod) != 0) {
+		record_py_error("phaseprof module not registered");
+		return;
+	}
+	py_object *g = P.DictNew();
+	py_object *root = P.UnicodeDecodeFS(py_dir);
+	if (!g || !root || P.DictSetItemString(g, "__builtins__", P.EvalGetBuiltins()) != 0 ||
+	    P.DictSetItemString(g, "ROOT", root) != 0) {
+		record_py_error("boot failed");
+	} else {
+		pp_phase_begin(PP_SPAN, "phaseprof boot");
+		py_object *r = P.RunString(boot_code, PY_FILE_INPUT, g, g, NULL);
+		pp_phase_end();
+		if (r) {
+			P.DecRef(r);
+			pp_meta("python.boot", "ok");
+		} else
+			record_py_error("phaseprof package not loaded");
+	}
+	if (root)
+		P.DecRef(root);
+	if (g)
+		P.DecRef(g);
+}
+
+static void first_line(void)
+{
+	first_line_seen = 1;
+	if (startup_open) {
+		startup_open = 0;
+		pp_phase_end();
+	}
+	if (py_dir[0])
+		boot();
+}
+
+/* An exception nobody caught reaches sys.excepthook: the run failed in
+ * Python. Its type and message go to run_meta, with a mark at that time. */
+static void uncaught(py_object *args)
+{
+	py_object *type = P.TupleGetItem(args, 1), *val = P.TupleGetItem(args, 2);
+	py_object *tn = type ? P.GetAttrString(type, "__name__") : NULL;
+	py_object *vs = val ? P.Str(val) : NULL;
+	const char *a = tn ? P.UnicodeAsUTF8(tn) : NULL, *b = vs ? P.UnicodeAsUTF8(vs) : NULL;
+	char msg[512];
+	snprintf(msg, sizeof msg, "%s%s%s", a ? a : "?", b && *b ? ": " : "", b ? b : "");
+	pp_meta("python.exception", msg);
+	pp_mark("python: uncaught exception");
+	if (tn)
+		P.DecRef(tn);
+	if (vs)
+		P.DecRef(vs);
+}
+
+static int audit_hook(const char *ev, py_object *args, void *ud)
+{
+	(void)ud;
+	/* cheap for what we ignore: "import", "cpython.run_*" and
+	 * "sys.excepthook" only */
+	if (ev[0] != 'i' && ev[0] != 'c' && ev[0] != 's')
+		return 0;
+	if (in_hook || !atomic_load_explicit(&ppa_recording, memory_order_relaxed))
+		return 0;
+	if (ev[0] == 'i') {
+		if (importer_patched || strcmp(ev, "import") != 0)
+			return 0;
+	} else if (ev[0] == 's') {
+		if (strcmp(ev, "sys.excepthook") != 0)
+			return 0;
+	} else if (first_line_seen || strncmp(ev, "cpython.run_", 12) != 0 ||
+		   (strcmp(ev + 12, "file") && strcmp(ev + 12, "command") &&
+		    strcmp(ev + 12, "module") && strcmp(ev + 12, "stdin"))) {
+		return 0;
+	}
+	in_hook = 1;
+	int g = ppa_guard;
+	py_object *t, *v, *tb;
+	P.ErrFetch(&t, &v, &tb);
+	if (ev[0] == 'i')
+		patch_importer();
+	else if (ev[0] == 's')
+		uncaught(args);
+	else
+		first_line();
+	if (P.ErrOccurred())
+		P.ErrClear();
+	P.ErrRestore(t, v, tb);
+	ppa_guard = g;
+	in_hook = 0;
+	return 0;
+}
+
+/* The executable looks like a Python when the C API is absent: say why the
+ * layer is off instead of staying silent. */
+static int exe_is_python(void)
+{
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return 0;
+	exe[n] = 0;
+	const char *b = strrchr(exe, '/');
+	b = b ? b + 1 : exe;
+	return strncmp(b, "python", 6) == 0;
+}
+
+void ppa_python_init(void)
+{
+	const char *setting = getenv("PHASEPROF_PYTHON");
+	const char *(*ver)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
+	void *add = dlsym(RTLD_DEFAULT, "PySys_AddAuditHook");
+	if (!ver || !add) {
+		if (exe_is_python())
+			pp_meta("python", "not recognised: the executable exports no CPython C API "
+				"(static libpython?): imports, start-up and phaseprof.* not seen");
+		return;
+	}
+	const char *v = ver();
+	size_t vl = strcspn(v, " ");
+	snprintf(py_version, sizeof py_version, "%.*s", (int)(vl < 31 ? vl : 31), v);
+	char msg[256];
+	if (setting && strcmp(setting, "0") == 0) {
+		snprintf(msg, sizeof msg, "off (--no-python): CPython %s", py_version);
+		pp_meta("python", msg);
+		return;
+	}
+	if (strncmp(py_version, "3.11.", 5) != 0) {
+		snprintf(msg, sizeof msg,
+			 "not recognised: CPython %s (checked: 3.11): imports, start-up and phaseprof.* not seen",
+			 py_version);
+		pp_meta("python", msg);
+		return;
+	}
+	const char *missing = resolve_api();
+	if (missing) {
+		snprintf(msg, sizeof msg, "not recognised: CPython %s without %s", py_version, missing);
+		pp_meta("python", msg);
+		return;
+	}
+	snprintf(py_dir, sizeof py_dir, "%s", setting && *setting ? setting : PPA_PYTHON_DIR);
+	P.GetVersion = ver;
+	*(void **)&P.AddAuditHook = add;
+	if (P.AddAuditHook(audit_hook, NULL) != 0) {
+		snprintf(msg, sizeof msg, "not recognised: CPython %s refused an audit hook", py_version);
+		pp_meta("python", msg);
+		return;
+	}
+	py_on = 1;
+	snprintf(msg, sizeof msg, "CPython %s: start-up, imports, phaseprof module", py_version);
+	pp_meta("python", msg);
+	pp_meta("python.dir", py_dir);
+	/* A program embedding Python (gdb, a server) may never run a script:
+	 * the start-up phase is only for the python executable itself. */
+	if (exe_is_python()) {
+		pp_phase_begin(PP_PROCESS_START, "python start-up");
+		startup_open = 1;
+	}
+}
+
+void ppa_python_at_exit(void)
+{
+	/* exit before the first line (no such file, a bad option): the phase
+	 * ends here, on the thread that opened it */
+	if (startup_open && ppa_gettid() == (uint32_t)getpid()) {
+		startup_open = 0;
+		pp_phase_end();
+		pp_meta("python.first_line", "never reached");
+	}
+}
+
+/* A forked child keeps the interpreter and the hook; its recorder is new. */
+void ppa_python_after_fork(void)
+{
+	if (!py_on)
+		return;
+	startup_open = 0;
+	step_open = first_open = 0;
+}

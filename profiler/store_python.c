@@ -1,0 +1,93 @@
+/*
+ * store_python.c — the store's reads for recorded Python programs: the
+ * import tree's slowest modules.
+ */
+#include "phaseprof.h"
+#include "store_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Self time: the import's own duration less its direct child imports, as
+ * `python -X importtime` counts it (library loads it caused stay in it). */
+static const char import_sql[] =
+	"SELECT n.value, COUNT(*), SUM(s.end_ns - s.start_ns),"
+	" SUM(s.end_ns - s.start_ns - COALESCE((SELECT SUM(c.end_ns - c.start_ns) FROM spans c"
+	"   WHERE c.run_id = s.run_id AND c.parent_id = s.id AND c.kind = ?2"
+	"   AND c.end_ns IS NOT NULL), 0)),"
+	" MIN(s.depth)"
+	" FROM spans s JOIN strings n ON n.id = s.name_id"
+	" WHERE s.run_id = ?1 AND s.kind = ?2 AND s.end_ns IS NOT NULL"
+	" GROUP BY n.value ORDER BY %s DESC, n.value LIMIT ?3";
+
+int pp_store_import_times(pp_store *st, int64_t run_id, int by_self, int limit,
+			  pp_import_time **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	char sql[sizeof import_sql + 16];
+	snprintf(sql, sizeof sql, import_sql, by_self ? "4" : "3");
+	sqlite3_stmt *s = NULL;
+	pp_import_time *v = NULL;
+	int rc = -1, cap = 0, k = 0;
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		goto out;
+	if (sqlite3_bind_int64(s, 1, run_id) != SQLITE_OK ||
+	    sqlite3_bind_int(s, 2, PP_IMPORT) != SQLITE_OK ||
+	    sqlite3_bind_int(s, 3, limit > 0 ? limit : -1) != SQLITE_OK)
+		goto out;
+	int r;
+	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+		if (k == cap) {
+			cap = cap ? cap * 2 : 16;
+			pp_import_time *g = realloc(v, (size_t)cap * sizeof *v);
+			if (!g)
+				goto out;
+			v = g;
+		}
+		pp_import_time *t = &v[k];
+		memset(t, 0, sizeof *t);
+		const unsigned char *name = sqlite3_column_text(s, 0);
+		snprintf(t->module, sizeof t->module, "%s", name ? (const char *)name : "?");
+		t->count = sqlite3_column_int64(s, 1);
+		t->cumulative_ns = sqlite3_column_int64(s, 2);
+		t->self_ns = sqlite3_column_int64(s, 3);
+		t->depth = sqlite3_column_int(s, 4);
+		k++;
+	}
+	if (r != SQLITE_DONE)
+		goto out;
+	*out = v;
+	*n = k;
+	v = NULL;
+	rc = 0;
+out:
+	free(v);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int pp_store_python_status(pp_store *st, int64_t run_id, char *out, size_t n)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = -1;
+	if (n)
+		out[0] = 0;
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT value FROM run_meta WHERE run_id = ?1 AND key = 'python'"
+			       " ORDER BY rowid DESC LIMIT 1",
+			       -1, &s, NULL) != SQLITE_OK ||
+	    sqlite3_bind_int64(s, 1, run_id) != SQLITE_OK)
+		goto out;
+	int r = sqlite3_step(s);
+	if (r == SQLITE_ROW) {
+		const unsigned char *v = sqlite3_column_text(s, 0);
+		snprintf(out, n, "%s", v ? (const char *)v : "");
+		rc = 1;
+	} else if (r == SQLITE_DONE)
+		rc = 0;
+out:
+	sqlite3_finalize(s);
+	return rc;
+}
