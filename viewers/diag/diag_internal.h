@@ -142,5 +142,14 @@ void rule_gpu_short_kernels(diag_ctx *c);
 void rule_repeated_phase_grows(diag_ctx *c);
 void rule_phase_share(diag_ctx *c);
 void rule_recording_incomplete(diag_ctx *c);
+void rule_memory_grows_per_step(diag_ctx *c);
+void rule_data_starvation(diag_ctx *c);
+void rule_weight_load_slow(diag_ctx *c);
+void rule_import_startup(diag_ctx *c);
+/* Evidence from the per-step counters of programs recorded from outside
+ * (rules_framework.c): what grows with a growing step time, what the first
+ * step allocated. */
+void diag_growth_causes(const diag_run *r, pp_finding *f);
+void diag_first_step_causes(const diag_run *r, pp_finding *f);
 
 #endif

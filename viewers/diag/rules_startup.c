@@ -486,7 +486,7 @@ static int explained(const diag_ctx *c, int kind)
 	case PP_VARIABLE_INIT:
 		return diag_has(c, "initializer_dominates_init");
 	case PP_WEIGHT_LOAD:
-		return diag_has(c, "weight_load_small_reads");
+		return diag_has(c, "weight_load_small_reads") || diag_has(c, "weight_load_slow");
 	case PP_LIBRARY_LOAD:
 		return diag_has(c, "library_load_startup");
 	}
@@ -528,8 +528,11 @@ void rule_phase_share(diag_ctx *c)
 	for (int k = 1; k < PP_KIND_COUNT; k++) {
 		/* Retracing has its own rule, which knows one trace per signature
 		 * is the normal cost. */
+		/* The anatomy of a step (forward, backward, optimizer) always
+		 * fills it; data waits and imports have their own rules. */
 		if (k == PP_STEP || k == PP_FIRST_STEP || k == PP_OP || k == PP_RETRACE ||
-		    explained(c, k))
+		    k == PP_FORWARD || k == PP_BACKWARD || k == PP_OPTIMIZER_STEP ||
+		    k == PP_DATA_WAIT || k == PP_IMPORT || explained(c, k))
 			continue;
 		/* Every Python run starts its interpreter and imports modules: a
 		 * share of the run alone says nothing about a healthy program. */

@@ -123,6 +123,7 @@ void rule_iteration_time_grows(diag_ctx *c)
 		      t.q_ratio, k,
 		      diag_fmt_ns(m1, sizeof m1, first_med), k, diag_fmt_ns(m2, sizeof m2, last_med),
 		      sum > 0 ? 100.0 * excess / sum : 0);
+	diag_growth_causes(r, f);
 	free(y);
 }
 
@@ -199,6 +200,10 @@ void rule_first_step_slow(diag_ctx *c)
 	double share = r->total_ns > 0 ? (first - med) / (double)r->total_ns : 0;
 	/* high only when the extra time is also a visible part of the run */
 	int sev = ratio >= 5.0 && share >= 0.02 ? DIAG_HIGH : DIAG_MODERATE;
+	/* Under 1% of the run (a framework's lazy first-call set-up in a long
+	 * loop) it is worth knowing, not worth fixing. */
+	if (share < 0.01)
+		sev = DIAG_INFO;
 	pp_finding *f;
 	if (top >= 0 && (double)by_kind[top] >= untracked) {
 		f = diag_emit(c, "first_step_slow", sev, share, first_step_fix(top),
@@ -236,6 +241,7 @@ void rule_first_step_slow(diag_ctx *c)
 	}
 	diag_evidence(f, "%s untracked %s (%.0f%%).", shown ? "," : "",
 		      diag_fmt_ns(ts, sizeof ts, untracked), 100.0 * untracked / first);
+	diag_first_step_causes(r, f);
 }
 
 void rule_session_per_iteration(diag_ctx *c)

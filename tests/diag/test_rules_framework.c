@@ -1,0 +1,304 @@
+/* The rules for programs recorded from outside (rules_framework.c) on
+ * hand-built recordings shaped as the PyTorch adapter records them: each
+ * fires on its pattern and stays quiet on the healthy look-alike. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diagnostics.h"
+#include "testutil.h"
+
+static trec T;
+static pp_diag_result R;
+
+static int setup(void **state)
+{
+	(void)state;
+	trec_open(&T, "rules_framework.db");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	pp_diag_result_free(&R);
+	trec_close(&T);
+	return 0;
+}
+
+static void analyze(void)
+{
+	pp_diag_result_free(&R);
+	if (pp_diag_analyze(T.st, T.run, &R) != 0)
+		fail_msg("pp_diag_analyze: %s", R.error);
+}
+
+static const pp_finding *get(const char *rule)
+{
+	int i = pp_diag_find(R.findings, R.n, rule);
+	return i >= 0 ? &R.findings[i] : NULL;
+}
+
+static const pp_finding *must(const char *rule)
+{
+	const pp_finding *f = get(rule);
+	if (!f) {
+		pp_diag_print(stderr, R.findings, R.n, 0);
+		fail_msg("expected a %s finding", rule);
+	}
+	return f;
+}
+
+static void quiet(const char *rule)
+{
+	if (get(rule)) {
+		pp_diag_print(stderr, R.findings, R.n, 0);
+		fail_msg("unexpected %s finding", rule);
+	}
+}
+
+/* No finding of moderate or high severity at all. */
+static void all_quiet(void)
+{
+	for (int i = 0; i < R.n; i++)
+		if (strcmp(R.findings[i].severity, "info") != 0) {
+			pp_diag_print(stderr, R.findings, R.n, 0);
+			fail_msg("unexpected %s finding %s", R.findings[i].severity, R.findings[i].rule);
+		}
+}
+
+#define contains(hay, needle)                                                              \
+	do {                                                                               \
+		if (!strstr((hay), (needle)))                                              \
+			fail_msg("'%s' does not contain '%s'", (hay), (needle));           \
+	} while (0)
+
+/* A training loop as the adapter records it: n steps of step_ns (the first
+ * first_ns), each with data_wait (wait_ns), forward, backward and
+ * optimizer_step, and the per-step counters at each step's end: rss grows
+ * by rss_step bytes, hooks by hook_step, allocs fixed unless first. */
+typedef struct loop {
+	int n;
+	int64_t step_ns, first_ns, wait_ns, slope_ns;
+	double rss_step, hook_step;
+} loop;
+
+static int64_t record_loop(const loop *l, int64_t t0)
+{
+	uint64_t seed = 7;
+	int64_t now = t0;
+	for (int i = 0; i < l->n; i++) {
+		double noise = 1 + 0.03 * trand_normal(&seed);
+		int64_t d = i == 0 ? l->first_ns : (int64_t)((l->step_ns + l->slope_ns * i) * noise);
+		int64_t st = trec_span(&T, PP_STEP, "step", now, now + d, 0, i);
+		int64_t w = l->wait_ns < d ? l->wait_ns : d * 7 / 10;
+		if (w > 0)
+			trec_span(&T, PP_DATA_WAIT, "DataLoader.__next__", now, now + w, st, i);
+		int64_t rest = d - w;
+		trec_span(&T, PP_FORWARD, "MLP", now + w, now + w + rest / 3, st, i);
+		trec_span(&T, PP_BACKWARD, "backward", now + w + rest / 3, now + w + 2 * rest / 3, st, i);
+		trec_span(&T, PP_OPTIMIZER_STEP, "Adam.step", now + w + 2 * rest / 3, now + d - 1000,
+			  st, i);
+		int64_t e = now + d - 500;
+		trec_counter(&T, "step.allocs", e, i == 0 ? 20000 : 400 + (i % 3));
+		trec_counter(&T, "step.alloc_bytes", e, 2e6);
+		trec_counter(&T, "step.rss_bytes", e,
+			     300e6 + (i < 3 ? 1e6 * i : 3e6) + l->rss_step * i + 4096.0 * (i % 2));
+		trec_counter(&T, "torch.hooks", e, 1 + (int)(l->hook_step * i));
+		trec_counter(&T, "torch.graph_nodes", e, 12);
+		now += d + 20 * US;
+	}
+	return now;
+}
+
+static void test_healthy_loop_quiet(void **state)
+{
+	(void)state;
+	loop l = {.n = 30, .step_ns = 5 * MS, .first_ns = 12 * MS, .wait_ns = 300 * US};
+	trec_run(&T, "healthy", 0);
+	record_loop(&l, 10 * MS);
+	analyze();
+	all_quiet();
+	quiet("memory_grows_per_step");
+	quiet("data_starvation");
+}
+
+static void test_memory_grows(void **state)
+{
+	(void)state;
+	loop l = {.n = 30, .step_ns = 5 * MS, .first_ns = 6 * MS, .wait_ns = 300 * US,
+		  .rss_step = 3e6};
+	trec_run(&T, "loss kept with its graph", 0);
+	record_loop(&l, 10 * MS);
+	analyze();
+	const pp_finding *f = must("memory_grows_per_step");
+	contains(f->title, "per step");
+	contains(f->fix, "loss.item()");
+	contains(f->evidence, "step.rss_bytes");
+	quiet("data_starvation");
+}
+
+static void test_memory_small_growth_quiet(void **state)
+{
+	(void)state;
+	/* 100 KiB per step over 30 steps: 3 MiB, allocator noise */
+	loop l = {.n = 30, .step_ns = 5 * MS, .first_ns = 6 * MS, .rss_step = 100e3};
+	trec_run(&T, "small rss drift", 0);
+	record_loop(&l, 10 * MS);
+	analyze();
+	quiet("memory_grows_per_step");
+}
+
+static void test_growth_names_hooks(void **state)
+{
+	(void)state;
+	loop l = {.n = 40, .step_ns = 2 * MS, .first_ns = 3 * MS, .slope_ns = 100 * US,
+		  .hook_step = 1};
+	trec_run(&T, "hook per step", 0);
+	record_loop(&l, 10 * MS);
+	analyze();
+	const pp_finding *f = must("iteration_time_grows");
+	contains(f->evidence, "module hooks");
+	contains(f->evidence, "torch.hooks");
+	quiet("memory_grows_per_step");
+}
+
+static void test_growth_fixed_twin_quiet(void **state)
+{
+	(void)state;
+	loop l = {.n = 40, .step_ns = 2 * MS, .first_ns = 3 * MS};
+	trec_run(&T, "hook once", 0);
+	record_loop(&l, 10 * MS);
+	analyze();
+	quiet("iteration_time_grows");
+	all_quiet();
+}
+
+static void test_first_step_allocations(void **state)
+{
+	(void)state;
+	loop l = {.n = 20, .step_ns = 2 * MS, .first_ns = 40 * MS};
+	trec_run(&T, "slow first step", 0);
+	record_loop(&l, 10 * MS);
+	analyze();
+	const pp_finding *f = must("first_step_slow");
+	contains(f->evidence, "Allocations: 20000 malloc calls in the first step");
+}
+
+static void test_first_step_small_share_info(void **state)
+{
+	(void)state;
+	/* 13x the median step, but 40 ms of a 9 s run: PyTorch's lazy set-up
+	 * on the first call, worth knowing, not a problem */
+	loop l = {.n = 20, .step_ns = 3 * MS, .first_ns = 43 * MS};
+	trec_run(&T, "framework first step", 9000 * MS);
+	record_loop(&l, 7000 * MS);
+	analyze();
+	assert_string_equal(must("first_step_slow")->severity, "info");
+	all_quiet();
+}
+
+static void test_data_starvation(void **state)
+{
+	(void)state;
+	loop l = {.n = 20, .step_ns = 5 * MS, .first_ns = 6 * MS, .wait_ns = 7 * MS / 2};
+	trec_run(&T, "starved", 0);
+	record_loop(&l, 10 * MS);
+	analyze();
+	const pp_finding *f = must("data_starvation");
+	assert_string_equal(f->severity, "high");
+	contains(f->fix, "num_workers");
+	quiet("phase_share.data_wait");
+}
+
+static void test_data_between_steps(void **state)
+{
+	(void)state;
+	/* a loader of unknown length: waits before each step, not inside */
+	trec_run(&T, "iterable loader", 0);
+	int64_t now = 10 * MS;
+	for (int i = 0; i < 12; i++) {
+		trec_span(&T, PP_DATA_WAIT, "DataLoader.__next__", now, now + 3 * MS, 0, -1);
+		now += 3 * MS;
+		trec_span(&T, PP_STEP, "step", now, now + 2 * MS, 0, i);
+		now += 2 * MS;
+	}
+	analyze();
+	must("data_starvation");
+}
+
+static void test_weight_load_slow(void **state)
+{
+	(void)state;
+	trec_run(&T, "slow load", 1000 * MS);
+	trec_span(&T, PP_WEIGHT_LOAD, "torch.load big.pt", 100 * MS, 600 * MS, 0, -1);
+	trec_counter(&T, "weight_load.bytes", 600 * MS, 50e6);
+	analyze();
+	const pp_finding *f = must("weight_load_slow");
+	contains(f->evidence, "MB/s");
+	quiet("phase_share.weight_load");
+}
+
+static void test_weight_load_fast_quiet(void **state)
+{
+	(void)state;
+	trec_run(&T, "fast load", 1000 * MS);
+	trec_span(&T, PP_WEIGHT_LOAD, "torch.load small.pt", 100 * MS, 105 * MS, 0, -1);
+	analyze();
+	quiet("weight_load_slow");
+}
+
+static void test_import_startup(void **state)
+{
+	(void)state;
+	trec_run(&T, "import torch", 2000 * MS);
+	int64_t json = trec_span(&T, PP_IMPORT, "json", 10 * MS, 15 * MS, 0, -1);
+	(void)json;
+	int64_t torch = trec_span(&T, PP_IMPORT, "torch", 20 * MS, 1400 * MS, 0, -1);
+	int64_t tc = trec_span(&T, PP_IMPORT, "torch._C", 100 * MS, 900 * MS, torch, -1);
+	trec_span(&T, PP_LIBRARY_LOAD, "libtorch_cpu.so", 120 * MS, 700 * MS, tc, -1);
+	trec_span(&T, PP_IMPORT, "torch.nn", 900 * MS, 1300 * MS, torch, -1);
+	trec_steps(&T, 1500 * MS, (const int64_t[]){50 * MS, 5 * MS, 5 * MS, 5 * MS}, 4, 0, NULL,
+		   NULL);
+	analyze();
+	const pp_finding *f = must("import_startup");
+	contains(f->title, "'torch'");
+	contains(f->evidence, "'torch.nn'");
+	contains(f->evidence, "libtorch_cpu.so");
+	assert_string_equal(f->severity, "moderate");
+	quiet("phase_share.import");
+}
+
+static void test_import_small_quiet(void **state)
+{
+	(void)state;
+	trec_run(&T, "import json", 400 * MS);
+	trec_span(&T, PP_IMPORT, "json", 10 * MS, 30 * MS, 0, -1);
+	analyze();
+	quiet("import_startup");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_healthy_loop_quiet),
+		cmocka_unit_test(test_memory_grows),
+		cmocka_unit_test(test_memory_small_growth_quiet),
+		cmocka_unit_test(test_growth_names_hooks),
+		cmocka_unit_test(test_growth_fixed_twin_quiet),
+		cmocka_unit_test(test_first_step_allocations),
+		cmocka_unit_test(test_first_step_small_share_info),
+		cmocka_unit_test(test_data_starvation),
+		cmocka_unit_test(test_data_between_steps),
+		cmocka_unit_test(test_weight_load_slow),
+		cmocka_unit_test(test_weight_load_fast_quiet),
+		cmocka_unit_test(test_import_startup),
+		cmocka_unit_test(test_import_small_quiet),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

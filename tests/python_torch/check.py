@@ -1,0 +1,225 @@
+"""Records one small PyTorch program under `phaseprof record` and asserts
+exact facts about the recording (spans, counters, findings, runs).
+
+usage: check.py PHASEPROF CASE   (cases: see CASES at the end)
+Exit 0 when every assertion holds, 77 when torch is missing (skip), else 1.
+"""
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = "/usr/bin/python3"
+
+
+class Rec:
+    """One recording: the program's output and the database."""
+
+    def __init__(self, phaseprof, prog, *args, expect_rc=0):
+        self.dir = tempfile.mkdtemp(prefix="pp-torch-")
+        self.db = os.path.join(self.dir, "run.db")
+        cmd = [phaseprof, "record", "-o", self.db, "--", PY,
+               os.path.join(HERE, "progs", prog)] + [a.replace("@DIR", self.dir) for a in args]
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=300)
+        self.out, self.err, self.rc = p.stdout, p.stderr, p.returncode
+        if p.returncode != expect_rc:
+            fail("%s exited %d (expected %d)\nstdout:\n%s\nstderr:\n%s"
+                 % (prog, p.returncode, expect_rc, p.stdout, p.stderr))
+        self.con = sqlite3.connect(self.db)
+        self.run = self.one("SELECT MIN(id) FROM runs")
+
+    def rows(self, sql, *a):
+        return self.con.execute(sql, a).fetchall()
+
+    def one(self, sql, *a):
+        r = self.con.execute(sql, a).fetchone()
+        return r[0] if r else None
+
+    def spans(self, kind, run=None):
+        return self.rows("SELECT name, start_ns, end_ns, step, id, parent_id FROM spans_v "
+                         "WHERE run_id = ? AND kind_name = ? ORDER BY start_ns",
+                         run or self.run, kind)
+
+    def steps(self):
+        return [s for s in self.spans("step") if s[2] is not None]
+
+    def counter(self, name):
+        return [v for (v,) in self.rows(
+            "SELECT c.value FROM counters c JOIN strings s ON s.id = c.name_id "
+            "WHERE c.run_id = ? AND s.value = ? ORDER BY c.ts_ns", self.run, name)]
+
+    def findings(self):
+        return self.rows("SELECT rule, severity, title, evidence FROM findings WHERE run_id = ?",
+                         self.run)
+
+    def finding(self, rule):
+        for f in self.findings():
+            if f[0] == rule:
+                return f
+        return None
+
+    def inside(self, child, parent):
+        return parent[1] <= child[1] and child[2] is not None and child[2] <= parent[2]
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def check(cond, msg, rec=None):
+    if not cond:
+        if rec is not None:
+            msg += "\nfindings: %r\nstderr tail: %s" % (rec.findings(), rec.err[-2000:])
+        fail(msg)
+
+
+def adapter_installed(r):
+    v = r.one("SELECT value FROM run_meta WHERE run_id = ? AND key = 'python.adapter.torch'",
+              r.run)
+    check(v == "installed", "torch adapter not installed: %r" % (v,), r)
+
+
+def per_step(r, kinds):
+    """Every closed step contains one outermost span of each kind."""
+    steps = r.steps()
+    for k in kinds:
+        sp = r.spans(k)
+        for s in steps:
+            check(any(r.inside(x, s) for x in sp), "step %d has no %s span" % (s[3], k), r)
+
+
+# Start-up rules describe `import torch` itself, not the loop.
+STARTUP = ("library_load_startup", "import_startup")
+
+
+def healthy(r):
+    bad = [f for f in r.findings() if f[1] in ("moderate", "high") and f[0] not in STARTUP]
+    check(not bad, "moderate/high findings on a healthy loop: %r" % bad, r)
+
+
+def case_mlp(pp):
+    r = Rec(pp, "mlp.py")
+    check("trained 20 steps, loss finite: True" in r.out, "program output changed: " + r.out)
+    adapter_installed(r)
+    steps = r.steps()
+    check([s[3] for s in steps] == list(range(20)), "steps %r" % [s[3] for s in steps], r)
+    first = r.spans("first_step")
+    check(len(first) == 1 and r.inside(steps[0], first[0]), "first step not marked", r)
+    check([s[0] for s in r.spans("model_build")] == ["MLP"], "model_build %r" % r.spans("model_build"))
+    check([s[0] for s in r.spans("optimizer_setup")] == ["Adam", "Adam lazy state"],
+          "optimizer_setup %r" % r.spans("optimizer_setup"))
+    lazy = r.spans("optimizer_setup")[1]
+    check(r.inside(lazy, steps[0]), "lazy optimizer state not inside the first step")
+    check(r.one("SELECT COUNT(*) FROM marks m JOIN strings s ON s.id = m.name_id WHERE m.run_id = ? "
+                "AND s.value LIKE 'optimizer state created: Adam, 12 tensors, %'", r.run) == 1,
+          "no optimizer-state mark")
+    per_step(r, ("data_wait", "forward", "backward"))
+    check(len(r.spans("optimizer_step")) == 19, "optimizer_step spans: %d" % len(r.spans("optimizer_step")))
+    for c in ("step.allocs", "step.alloc_bytes", "step.rss_bytes", "torch.hooks", "torch.graph_nodes"):
+        check(len(r.counter(c)) == 20, "counter %s: %d samples" % (c, len(r.counter(c))), r)
+    check(min(r.counter("step.rss_bytes")) > 10e6, "rss not measured")
+    check(min(r.counter("step.allocs")) > 0, "allocations not measured")
+    check(set(r.counter("torch.hooks")) == {0}, "hooks %r" % r.counter("torch.hooks"))
+    healthy(r)
+
+
+def case_hooks_bug(pp):
+    r = Rec(pp, "hooks.py", "bug")
+    check(len(r.steps()) == 60, "steps: %d" % len(r.steps()), r)
+    hooks = r.counter("torch.hooks")
+    check(hooks == list(range(1, 61)), "torch.hooks %r" % hooks)
+    f = r.finding("iteration_time_grows")
+    check(f is not None, "no iteration_time_grows finding", r)
+    check("module hooks" in f[3], "growth evidence does not name the hooks: " + f[3])
+
+
+def case_hooks_fixed(pp):
+    r = Rec(pp, "hooks.py", "fixed")
+    check(len(r.steps()) == 60, "steps: %d" % len(r.steps()), r)
+    check(set(r.counter("torch.hooks")) == {1}, "torch.hooks %r" % r.counter("torch.hooks"))
+    check(r.finding("iteration_time_grows") is None, "growth finding on the fixed twin", r)
+    healthy(r)
+
+
+def case_loss_graph(pp):
+    r = Rec(pp, "loss_graph.py")
+    check(len(r.steps()) == 30, "steps: %d" % len(r.steps()), r)
+    f = r.finding("memory_grows_per_step")
+    check(f is not None and f[1] in ("moderate", "high"), "no memory growth finding", r)
+
+
+def case_script(pp):
+    r = Rec(pp, "script.py")
+    check(len(r.steps()) == 20, "steps: %d" % len(r.steps()), r)
+    comp = r.spans("compile")
+    check(comp and comp[0][0] == "torch.jit.script Net", "no torch.jit.script compile: %r" % comp)
+    runs = [c for c in comp if c[0].startswith("torchscript profiling run")]
+    steps = r.steps()
+    check(len(runs) == 2 and r.inside(runs[0], steps[0]) and r.inside(runs[1], steps[1]),
+          "profiling-executor runs not in the first two steps: %r" % runs, r)
+    flagged = [f for f in r.findings() if "compile" in f[2] or "compile" in f[3]]
+    check(flagged, "compile in the first steps not flagged", r)
+
+
+def case_checkpoint(pp):
+    r = Rec(pp, "checkpoint.py", "@DIR/ckpt.pt")
+    check("same: True" in r.out, "program output changed: " + r.out)
+    size = os.path.getsize(os.path.join(r.dir, "ckpt.pt"))
+    names = [s[0] for s in r.spans("weight_load")]
+    check(names == ["torch.load ckpt.pt", "load_state_dict Sequential"], "weight_load %r" % names)
+    got = r.counter("weight_load.bytes")
+    tensors = (256 * 512 + 512 + 512 * 10 + 10) * 4
+    check(got == [size, tensors], "weight_load.bytes %r, file %d, tensors %d" % (got, size, tensors))
+
+
+def case_workers(pp):
+    r = Rec(pp, "workers.py")
+    check("batches: 12" in r.out, "program output changed: " + r.out)
+    check(len(r.steps()) == 12, "steps: %d" % len(r.steps()), r)
+    kids = r.one("SELECT COUNT(*) FROM runs WHERE parent_run = ?", r.run)
+    check(kids >= 2, "worker processes in the tree: %r" % kids, r)
+    per_step(r, ("data_wait",))
+    waits = [s for s in r.spans("data_wait") if s[2] is not None]
+    check(sum(s[2] - s[1] for s in waits) > 0, "data wait not measured")
+
+
+def case_profiler(pp):
+    r = Rec(pp, "profiler.py")
+    check("profiler saw Optimizer.step: True" in r.out and "profiler saw aten::addmm: True" in r.out,
+          "torch.profiler output changed: " + r.out)
+    check(len(r.steps()) == 10, "steps: %d" % len(r.steps()), r)
+
+
+def case_inference(pp):
+    r = Rec(pp, "inference.py")
+    check("predictions: 16" in r.out, "program output changed: " + r.out)
+    steps = r.steps()
+    check([s[3] for s in steps] == list(range(15)), "steps %r" % [s[3] for s in steps], r)
+    fwd = r.spans("forward")
+    check(len(fwd) == 16 and not any(r.inside(fwd[0], s) for s in steps),
+          "forward spans %d; the shape check must not be a step" % len(fwd), r)
+    per_step(r, ("forward",))
+
+
+def case_raises(pp):
+    r = Rec(pp, "raises.py", expect_rc=1)
+    check("RuntimeError: bad batch at step 5" in r.err, "traceback changed: " + r.err[-500:])
+    steps = r.steps()
+    check([s[3] for s in steps] == list(range(5)), "closed steps %r" % [s[3] for s in steps], r)
+    st, code = r.rows("SELECT status, exit_code FROM runs WHERE id = ?", r.run)[0]
+    check(code == 1, "exit code %r (status %r)" % (code, st))
+
+
+CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
+
+if __name__ == "__main__":
+    try:
+        subprocess.run([PY, "-c", "import torch"], check=True, capture_output=True)
+    except Exception:
+        print("SKIP: /usr/bin/python3 cannot import torch")
+        sys.exit(77)
+    CASES[sys.argv[2]](sys.argv[1])
+    print("ok", sys.argv[2])

@@ -1,0 +1,335 @@
+/* rules_framework.c — rules over programs recorded from outside (Python
+ * frameworks): memory growing per step, data starvation, slow weight load,
+ * start-up dominated by imports; and what grows with a step time that
+ * grows, or what a slow first step paid for, from the per-step counters
+ * (step.allocs, step.alloc_bytes, step.rss_bytes, torch.hooks,
+ * torch.graph_nodes). */
+#include "diag_internal.h"
+#include "diag_stats.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A counter's value at the end of each step from `from` on (NAN where the
+ * step has none of its own: a sample taken inside the step). */
+static int at_step_ends(const diag_run *r, const diag_series *s, int from, double *y)
+{
+	int m = 0;
+	for (int i = from; i < r->n_steps; i++) {
+		int k = diag_series_index(s, r->steps[i].end_ns);
+		y[m++] = k >= 0 && s->rows[k].ts_ns >= r->steps[i].start_ns ? s->rows[k].value : NAN;
+	}
+	return m;
+}
+
+/* Drops NANs in place; returns the new count. */
+static int compact(double *y, int n)
+{
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		if (!isnan(y[i]))
+			y[m++] = y[i];
+	return m;
+}
+
+/* Steady-state series of a per-step counter: from the second step on. */
+static int steady_series(const diag_run *r, const char *name, double **out)
+{
+	*out = NULL;
+	if (r->n_steps < 2)
+		return 0;
+	diag_series s = {0};
+	if (diag_counter(r, name, &s) != 0 || s.n == 0) {
+		free(s.rows);
+		return 0;
+	}
+	double *y = malloc((size_t)r->n_steps * sizeof *y);
+	int m = 0;
+	if (y)
+		m = compact(y, at_step_ends(r, &s, 1, y));
+	free(s.rows);
+	*out = y;
+	return m;
+}
+
+typedef struct rise {
+	double first, last;       /* medians of the first and last fifth */
+	double slope;             /* Theil-Sen, per point */
+	double p_up;              /* Mann-Kendall */
+	int ups, n;               /* points above the previous one, points */
+} rise;
+
+/* A rising series: significant (Mann-Kendall p < 0.001), positive
+ * Theil-Sen slope, rising in at least half the consecutive pairs or
+ * never falling. */
+static int rises(const double *y, int n, rise *o)
+{
+	memset(o, 0, sizeof *o);
+	if (n < 8)
+		return 0;
+	double *x = malloc((size_t)n * sizeof *x);
+	if (!x)
+		return 0;
+	int downs = 0;
+	for (int i = 0; i < n; i++) {
+		x[i] = i;
+		if (i) {
+			o->ups += y[i] > y[i - 1];
+			downs += y[i] < y[i - 1];
+		}
+	}
+	diag_mk mk;
+	double icpt = 0;
+	int ok = diag_mann_kendall(y, n, &mk) == 0 &&
+		 diag_theil_sen(x, y, n, 600, &o->slope, &icpt) == 0;
+	free(x);
+	if (!ok)
+		return 0;
+	int k = n / 5 > 0 ? n / 5 : 1;
+	o->first = diag_median(y, k);
+	o->last = diag_median(y + n - k, k);
+	o->p_up = mk.p_up;
+	o->n = n;
+	return mk.p_up < 0.001 && o->slope > 0 && o->last > o->first &&
+	       (2 * o->ups >= n - 1 || downs == 0);
+}
+
+/* ---- memory growing per step ---- */
+
+#define MEM_MIN_GROWTH (8.0 * 1048576)
+
+void rule_memory_grows_per_step(diag_ctx *c)
+{
+	const diag_run *r = c->run;
+	double *y = NULL;
+	int n = steady_series(r, "step.rss_bytes", &y);
+	rise g;
+	if (!rises(y, n, &g) || g.slope * (n - 1) < MEM_MIN_GROWTH) {
+		free(y);
+		return;
+	}
+	double growth = g.slope * (n - 1);
+	double rel = y[0] > 0 ? growth / y[0] : 1;
+	char a[32], b[32], s[32];
+	pp_finding *f = diag_emit(
+		c, "memory_grows_per_step", rel >= 0.25 ? DIAG_HIGH : DIAG_MODERATE,
+		rel < 1 ? rel : 1,
+		"Something keeps each step's tensors alive. A loss or an output accumulated across "
+		"steps with its graph (total_loss += loss) keeps every step's autograd graph and "
+		"activations: accumulate loss.item() or loss.detach() instead; do not keep outputs, "
+		"hidden states or hook results across steps without .detach().",
+		"Resident memory grows by %s per step: from %s to %s over %d steps",
+		diag_fmt_bytes(s, sizeof s, g.slope), diag_fmt_bytes(a, sizeof a, y[0]),
+		diag_fmt_bytes(b, sizeof b, y[n - 1]), n);
+	diag_evidence(f, "step.rss_bytes at the end of %d steady steps (the first left out): higher "
+			 "than the step before in %d of %d, Theil-Sen slope %s per step, "
+			 "Mann-Kendall p=%.2g; %.0f%% more than at the first steady step",
+		      n, g.ups, n - 1, s, g.p_up, 100 * rel);
+	double *ab = NULL;
+	int na = steady_series(r, "step.alloc_bytes", &ab);
+	if (na > 0)
+		diag_evidence(f, "; %s allocated per step (median)",
+			      diag_fmt_bytes(a, sizeof a, diag_median(ab, na)));
+	free(ab);
+	double *gn = NULL;
+	int ng = steady_series(r, "torch.graph_nodes", &gn);
+	rise gg;
+	if (rises(gn, ng, &gg))
+		diag_evidence(f, "; the autograd graph grows with it: %.0f -> %.0f nodes", gg.first,
+			      gg.last);
+	free(gn);
+	diag_evidence(f, ".");
+	free(y);
+}
+
+/* ---- what grows with a growing step time (called by
+ * rule_iteration_time_grows) and what a slow first step paid for ---- */
+
+static const struct grower {
+	const char *counter, *what;
+} growers[] = {
+	{"torch.hooks", "module hooks (a hook registered in every step runs once more each step)"},
+	{"step.allocs", "allocations per step"},
+	{"torch.graph_nodes", "autograd graph nodes"},
+	{"step.alloc_bytes", "bytes allocated per step"},
+};
+
+void diag_growth_causes(const diag_run *r, pp_finding *f)
+{
+	int said = 0;
+	for (size_t i = 0; i < sizeof growers / sizeof growers[0]; i++) {
+		double *y = NULL;
+		int n = steady_series(r, growers[i].counter, &y);
+		rise g;
+		if (rises(y, n, &g) && g.last >= 1.25 * g.first) {
+			diag_evidence(f, "%s %s: %.0f -> %.0f over the steady steps (%s, rising in %d "
+					 "of %d)",
+				      said ? ";" : " Growing with it:", growers[i].what, g.first, g.last,
+				      growers[i].counter, g.ups, n - 1);
+			said++;
+		}
+		free(y);
+	}
+	if (said)
+		diag_evidence(f, ".");
+}
+
+void diag_first_step_causes(const diag_run *r, pp_finding *f)
+{
+	if (r->n_steps < 3)
+		return;
+	diag_series s = {0};
+	if (diag_counter(r, "step.allocs", &s) != 0 || s.n == 0) {
+		free(s.rows);
+		return;
+	}
+	double *y = malloc((size_t)r->n_steps * sizeof *y);
+	if (y) {
+		at_step_ends(r, &s, 0, y);
+		double first = y[0];
+		int n = compact(y + 1, r->n_steps - 1);
+		double med = diag_median(y + 1, n);
+		if (!isnan(first) && n > 0 && first >= 2 * med + 100)
+			diag_evidence(f, " Allocations: %.0f malloc calls in the first step, %.0f in "
+					 "a median later step.",
+				      first, med);
+	}
+	free(y);
+	free(s.rows);
+}
+
+/* ---- data starvation ---- */
+
+void rule_data_starvation(diag_ctx *c)
+{
+	const diag_run *r = c->run;
+	if (r->n_steps < 5)
+		return;
+	int n_in = 0;
+	int64_t wait = diag_kind_time(r, PP_DATA_WAIT, DIAG_IN_STEADY, &n_in);
+	int64_t steady = diag_steady_time(r);
+	int with = diag_steps_with(r, PP_DATA_WAIT, 1, NULL, NULL);
+	/* waits between steps (a loader of unknown length) count too */
+	int n_between = 0;
+	int64_t between = 0;
+	diag_slots_with_ex(r, PP_DATA_WAIT, PP_STEP, 1, &n_between, &between);
+	int64_t loop = steady + between;
+	if (loop <= 0 || n_in + n_between < 4)
+		return;
+	double share = (double)(wait + between) / loop;
+	if (share < 0.3)
+		return;
+	char a[32], b[32];
+	int iters = r->n_steps - 1;
+	pp_finding *f = diag_emit(
+		c, "data_starvation", share >= 0.6 ? DIAG_HIGH : DIAG_MODERATE,
+		diag_run_share(r, (double)(wait + between)),
+		"The steps wait for their data: load batches in parallel (DataLoader num_workers > 0, "
+		"persistent_workers=True, a larger prefetch_factor), move decoding and augmentation "
+		"out of __getitem__ or precompute them, and use pin_memory for a GPU.",
+		"Steps wait for data %.0f%% of the time (%s per step on average)", 100 * share,
+		diag_fmt_ns(a, sizeof a, (double)(wait + between) / iters));
+	diag_evidence(f, "data_wait phases: %d inside %d of %d steady steps (%s), %d between steps; "
+			 "%s of %s in the loop after the first step.",
+		      n_in, with, iters, diag_fmt_ns(a, sizeof a, (double)wait), n_between,
+		      diag_fmt_ns(b, sizeof b, (double)(wait + between)),
+		      diag_fmt_ns(a, sizeof a, (double)loop));
+}
+
+/* ---- slow weight load ---- */
+
+void rule_weight_load_slow(diag_ctx *c)
+{
+	const diag_run *r = c->run;
+	int n = 0;
+	int64_t t = diag_kind_time(r, PP_WEIGHT_LOAD, DIAG_ANYWHERE, &n);
+	double share = diag_run_share(r, (double)t);
+	if (n == 0 || t < 200000000 || share < 0.1)
+		return;
+	double bytes = 0;
+	diag_series s = {0};
+	if (diag_counter(r, "weight_load.bytes", &s) == 0)
+		for (int i = 0; i < s.n; i++)
+			bytes += s.rows[i].value;
+	free(s.rows);
+	char a[32], b[32];
+	pp_finding *f = diag_emit(
+		c, "weight_load_slow", share >= 0.3 ? DIAG_HIGH : DIAG_MODERATE, share,
+		"Load weights without unpickling and copying: memory-map them (safetensors, or "
+		"torch.load(mmap=True) from PyTorch 2.1), load straight onto the target device "
+		"(map_location), load each checkpoint once, and keep them on local storage.",
+		"Loading weights takes %s, %.0f%% of the run", diag_fmt_ns(a, sizeof a, (double)t),
+		100 * share);
+	diag_evidence(f, "%d weight_load phases, %s", n, a);
+	if (bytes > 0)
+		diag_evidence(f, ", %s (%.0f MB/s)", diag_fmt_bytes(b, sizeof b, bytes),
+			      bytes / 1e6 / ((double)t / 1e9));
+	diag_evidence(f, ".");
+}
+
+/* ---- start-up dominated by imports ---- */
+
+void rule_import_startup(diag_ctx *c)
+{
+	const diag_run *r = c->run;
+	int64_t su = r->startup_end_ns > 0 ? r->startup_end_ns : r->total_ns;
+	int64_t total = 0;
+	int top = -1, n = 0;
+	for (int i = 0; i < r->spans.n; i++) {
+		const pp_span_row *s = &r->spans.rows[i];
+		if (s->kind != PP_IMPORT || !r->outer[i] || !diag_span_closed(s) || s->start_ns >= su)
+			continue;
+		total += diag_span_dur(s);
+		n++;
+		if (top < 0 || diag_span_dur(s) > diag_span_dur(&r->spans.rows[top]))
+			top = i;
+	}
+	double share = su > 0 ? (double)total / su : 0;
+	if (top < 0 || share < 0.5 || total < 300000000)
+		return;
+	/* Inside the slowest import: the import with the most self time and
+	 * the slowest library load under it. */
+	int self_imp = -1, lib = -1;
+	for (int i = 0; i < r->spans.n; i++) {
+		int p = i, under = 0;
+		for (int d = 0; d < 256 && p >= 0; d++, p = r->parent[p])
+			if (p == top) {
+				under = 1;
+				break;
+			}
+		if (!under)
+			continue;
+		const pp_span_row *s = &r->spans.rows[i];
+		if (s->kind == PP_IMPORT && (self_imp < 0 || r->self_ns[i] > r->self_ns[self_imp]))
+			self_imp = i;
+		if (s->kind == PP_LIBRARY_LOAD &&
+		    (lib < 0 || diag_span_dur(s) > diag_span_dur(&r->spans.rows[lib])))
+			lib = i;
+	}
+	const pp_span_row *t = &r->spans.rows[top];
+	char a[32], b[32], d[32];
+	int sev = share >= 0.5 && total >= 1000000000 ? DIAG_MODERATE : DIAG_INFO;
+	pp_finding *f = diag_emit(
+		c, "import_startup", sev, diag_run_share(r, (double)total),
+		"Import what the program needs when it needs it: move heavy imports into the "
+		"functions that use them (or use importlib.util.LazyLoader), avoid importing a "
+		"framework only for a small helper, and keep short-lived tools free of it. "
+		"python -X importtime shows the same tree.",
+		"Imports take %.0f%% of start-up (%s); '%s' alone %s", 100 * share,
+		diag_fmt_ns(a, sizeof a, (double)total), t->name ? t->name : "?",
+		diag_fmt_ns(b, sizeof b, (double)diag_span_dur(t)));
+	diag_evidence(f, "%d top-level imports before the first step, %s of %s of start-up",
+		      n, a, diag_fmt_ns(d, sizeof d, (double)su));
+	if (self_imp >= 0)
+		diag_evidence(f, "; inside '%s' the most self time is in '%s' (%s)",
+			      t->name ? t->name : "?",
+			      r->spans.rows[self_imp].name ? r->spans.rows[self_imp].name : "?",
+			      diag_fmt_ns(b, sizeof b, (double)r->self_ns[self_imp]));
+	if (lib >= 0)
+		diag_evidence(f, "; the slowest library it loads is %s (%s)",
+			      r->spans.rows[lib].name ? r->spans.rows[lib].name : "?",
+			      diag_fmt_ns(b, sizeof b, (double)diag_span_dur(&r->spans.rows[lib])));
+	diag_evidence(f, ".");
+}
