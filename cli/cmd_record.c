@@ -587,6 +587,16 @@ int cmd_record(int argc, char **argv)
 		cli_error("record: cannot create a spool folder %s: %s", dir, strerror(errno));
 		return 2;
 	}
+	/* the agent gets an absolute folder: processes chdir before they fork */
+	if (dir[0] != '/') {
+		char abs[PATH_MAX];
+		if (!realpath(dir, abs)) {
+			cli_error("record: cannot resolve the spool folder %s: %s", dir, strerror(errno));
+			rmdir(dir);
+			return 2;
+		}
+		snprintf(dir, sizeof dir, "%s", abs);
+	}
 
 	/* the child's environment */
 	size_t ne = 0;

@@ -20,6 +20,10 @@
 extern "C" {
 #endif
 
+/* The recording API is the library's interface: exported even where the
+ * rest is built with hidden visibility (the LD_PRELOAD agent). */
+#pragma GCC visibility push(default)
+
 /* The fixed phase taxonomy. PP_SPAN is a free-form named span; PP_OP is one
  * op execution (ingested into the `ops` table, not `spans`). Values are stored
  * in the database: append, never renumber. */
@@ -196,6 +200,8 @@ typedef struct pp_recorder_stats {
 	uint64_t self_drains;     /* times a thread drained the spool itself (PP_FULL_DRAIN) */
 } pp_recorder_stats;
 void pp_stats(pp_recorder_stats *out);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -1070,10 +1070,14 @@ static void atfork_child(void)
 {
 	if (!is_open())
 		return;
-	pthread_mutex_unlock(&R.side_lock);
-	pthread_mutex_unlock(&R.str_lock);
-	pthread_mutex_unlock(&R.lock);
-	pthread_mutex_unlock(&R.write_lock);
+	/* Re-initialised, not unlocked: a condition variable copied from a
+	 * parent whose writer was waiting on it holds that phantom waiter, and
+	 * the child's first signal on it can block forever. */
+	pthread_mutex_init(&R.side_lock, NULL);
+	pthread_mutex_init(&R.str_lock, NULL);
+	pthread_mutex_init(&R.lock, NULL);
+	pthread_mutex_init(&R.write_lock, NULL);
+	pthread_cond_init(&R.wake, NULL);
 	/* The parent owns every buffered event and the spool fd: drop our copies
 	 * (leaked on purpose: other threads' states are unreachable in a child). */
 	R.generation++;
@@ -1089,8 +1093,7 @@ static void atfork_child(void)
 	atomic_store(&R.events_total, 0);
 	tls_thread = NULL;
 	tls_gen = 0;
-	close(R.w.fd);
-	R.w.fd = -1;
+	pp_spool_close(&R.w);
 	if (R.opts.fork_policy == PP_FORK_DISABLE) {
 		atomic_store(&R.open, 0);
 		return;
@@ -1222,6 +1225,11 @@ int pp_close(void)
 	}
 	pthread_mutex_lock(&R.write_lock);
 	drain(1);
+	if (R.w.reclaimed) {
+		char v[32];
+		snprintf(v, sizeof v, "%u", R.w.reclaimed);
+		write_meta_direct("recorder.spool_fd_reclaimed", v);
+	}
 	pp_spool_write_chunk(&R.w, PP_CHUNK_END, 0, &end, sizeof end);
 	int failed = R.w.failed;
 	pp_spool_close(&R.w);
@@ -1256,6 +1264,13 @@ int pp_close(void)
 		return -1;
 	}
 	return 0;
+}
+
+int pp_exit_note_signal_safe(int32_t code, int32_t sig)
+{
+	if (!is_open())
+		return -1;
+	return pp_spool_write_exit_signal_safe(&R.w, code, sig);
 }
 
 void pp_stats(pp_recorder_stats *out)

@@ -20,6 +20,9 @@ static inline uint64_t pp_ticks(void)
 }
 #else
 static inline uint64_t pp_ticks(void) { return pp_mono_ns(); }
+/* recorder.c: the process's exit or fatal signal, from a signal handler */
+int pp_exit_note_signal_safe(int32_t code, int32_t sig);
+
 #endif
 
 /* spool_writer.c: append-only chunk writer over a file descriptor. */
@@ -27,6 +30,8 @@ typedef struct pp_spool_writer {
 	int fd;
 	uint64_t bytes;
 	int failed;               /* a write failed (disk full…): further writes are counted as lost */
+	uint64_t dev, ino;        /* the spool file fd must still refer to */
+	uint32_t reclaimed;       /* times the program closed/replaced fd and the spool was reopened */
 	char path[4096];
 } pp_spool_writer;
 
@@ -39,5 +44,10 @@ int pp_spool_write_chunk(pp_spool_writer *w, uint16_t type, uint32_t tid, const 
 int pp_spool_write_chunk2(pp_spool_writer *w, uint16_t type, uint32_t tid, const void *p1,
 			  uint32_t n1, const void *p2, uint32_t n2);
 void pp_spool_close(pp_spool_writer *w);
+/* An EXIT chunk from a signal handler: no allocation, no lock, one write(2). */
+int pp_spool_write_exit_signal_safe(pp_spool_writer *w, int32_t code, int32_t sig);
+
+/* recorder.c: the process's exit or fatal signal, from a signal handler */
+int pp_exit_note_signal_safe(int32_t code, int32_t sig);
 
 #endif

@@ -1,31 +1,106 @@
+/*
+ * spool_writer.c — the spool file: created without following links, its
+ * descriptor kept high and close-on-exec, and re-validated before every
+ * write, because it lives in a program that owns the descriptor table
+ * (daemons close or dup2 over inherited descriptors; shells run
+ * `exec 3>file`). A descriptor that no longer refers to our spool is
+ * abandoned (it is the program's now) and the spool reopened by name.
+ */
 #include "recorder_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <zlib.h>
+
+/* The lowest descriptor the spool may take: far above what programs use
+ * or hand to their children, below the descriptor limit. */
+static int high_floor(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 4096)
+		return 1000;
+	return rl.rlim_cur > 64 ? (int)(rl.rlim_cur * 3 / 4) : 3;
+}
+
+/* Moves fd above the program's range (close-on-exec). Returns the new fd. */
+static int move_high(int fd)
+{
+	int h = fcntl(fd, F_DUPFD_CLOEXEC, high_floor());
+	if (h < 0)
+		return fd; /* no room up there: keep it where it is, still validated */
+	close(fd);
+	return h;
+}
+
+static int adopt(pp_spool_writer *w, int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		close(fd);
+		return -1;
+	}
+	w->fd = move_high(fd);
+	w->dev = (uint64_t)st.st_dev;
+	w->ino = (uint64_t)st.st_ino;
+	return 0;
+}
 
 int pp_spool_create(pp_spool_writer *w, const char *path, int exclusive, char *err, size_t errlen)
 {
 	memset(w, 0, sizeof *w);
 	w->fd = -1;
-	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND | (exclusive ? O_EXCL : O_TRUNC);
-	int fd = open(path, flags, 0644);
-	if (fd < 0) {
+	/* never through a link, never someone else's file (0600) */
+	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND | O_NOFOLLOW | (exclusive ? O_EXCL : O_TRUNC);
+	int fd = open(path, flags, 0600);
+	if (fd < 0 || adopt(w, fd) != 0) {
 		snprintf(err, errlen, "cannot create spool %s: %s", path, strerror(errno));
 		return -1;
 	}
-	w->fd = fd;
 	snprintf(w->path, sizeof w->path, "%s", path);
+	return 0;
+}
+
+/* 1 if w->fd still refers to the spool we created (async-signal-safe). */
+static int fd_is_ours(const pp_spool_writer *w)
+{
+	struct stat st;
+	return w->fd >= 0 && fstat(w->fd, &st) == 0 && (uint64_t)st.st_dev == w->dev &&
+	       (uint64_t)st.st_ino == w->ino;
+}
+
+/* The program closed or replaced our descriptor: reopen the spool by name
+ * (the same file, checked), or give up and let the writes count as lost. */
+static int reclaim(pp_spool_writer *w)
+{
+	w->fd = -1; /* whatever is at that number now is not ours to close */
+	int fd = open(w->path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		w->failed = errno ? errno : EBADF;
+		return -1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != w->dev || (uint64_t)st.st_ino != w->ino) {
+		close(fd);
+		w->failed = ESTALE;
+		return -1;
+	}
+	w->fd = move_high(fd);
+	w->reclaimed++;
 	return 0;
 }
 
 static int write_all(pp_spool_writer *w, struct iovec *iov, int n)
 {
-	if (w->failed || w->fd < 0)
+	if (w->failed)
+		return -1;
+	if (!fd_is_ours(w) && reclaim(w) != 0)
 		return -1;
 	size_t total = 0;
 	for (int i = 0; i < n; i++)
@@ -89,9 +164,42 @@ int pp_spool_write_chunk(pp_spool_writer *w, uint16_t type, uint32_t tid, const 
 	return pp_spool_write_chunk2(w, type, tid, payload, size, NULL, 0);
 }
 
+/* Bitwise CRC-32 (zlib's polynomial): for the few bytes of the signal path,
+ * where neither zlib nor a table lookup through a relocation is wanted. */
+static uint32_t crc32_small(const unsigned char *p, size_t n)
+{
+	uint32_t c = 0xffffffffu;
+	while (n--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
+	}
+	return ~c;
+}
+
+int pp_spool_write_exit_signal_safe(pp_spool_writer *w, int32_t code, int32_t sig)
+{
+	struct {
+		pp_chunk_header h;
+		int32_t v[2];
+	} c;
+	memset(&c, 0, sizeof c);
+	c.v[0] = code;
+	c.v[1] = sig;
+	c.h.magic = PP_CHUNK_MAGIC;
+	c.h.type = PP_CHUNK_EXIT;
+	c.h.size = sizeof c.v;
+	c.h.crc = crc32_small((const unsigned char *)c.v, sizeof c.v);
+	if (w->failed || !fd_is_ours(w))
+		return -1;
+	/* raw system call: no hook, no lazy symbol lookup */
+	long r = syscall(SYS_write, w->fd, &c, sizeof c);
+	return r == (long)sizeof c ? 0 : -1;
+}
+
 void pp_spool_close(pp_spool_writer *w)
 {
-	if (w->fd >= 0)
+	if (fd_is_ours(w))
 		close(w->fd);
 	w->fd = -1;
 }

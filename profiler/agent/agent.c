@@ -9,12 +9,14 @@
  */
 #include "agent_internal.h"
 #include "phaseprof.h"
+#include "recorder_internal.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +49,8 @@ void *ppa_map(size_t n)
 			 (long)(MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE), -1L, 0L);
 	return r == -1 ? NULL : (void *)r;
 }
+
+void ppa_unmap(void *p, size_t n) { syscall(SYS_munmap, p, n); }
 
 uint32_t ppa_gettid(void) { return (uint32_t)syscall(SYS_gettid); }
 
@@ -135,12 +139,21 @@ static void add_totals(ppa_tstats *t, void *ud)
 
 static uint64_t peak_in_use;
 
-/* Estimated time inside the allocator: the timed sample scaled to all calls. */
-static uint64_t est_ns(uint64_t calls, uint64_t timed_calls, uint64_t timed_ns)
+/* Estimated time inside the allocator: the timed sample scaled to all
+ * calls, never more than the time there was: the run's wall time for one
+ * thread, wall time x the threads that could run at once for the total. */
+static uint64_t est_ns(uint64_t calls, uint64_t timed_calls, uint64_t timed_ns, uint64_t cap)
 {
 	if (!timed_calls)
 		return 0;
-	return (uint64_t)((double)timed_ns * (double)calls / (double)timed_calls);
+	double e = (double)timed_ns * (double)calls / (double)timed_calls;
+	return e > (double)cap ? cap : (uint64_t)e;
+}
+
+static void count_alloc_threads(ppa_tstats *t, void *ud)
+{
+	if (ppa_get(&t->alloc_calls) || ppa_get(&t->free_calls))
+		(*(uint64_t *)ud)++;
 }
 
 static void emit_thread_rows(ppa_tstats *t, void *ud)
@@ -151,7 +164,8 @@ static void emit_thread_rows(ppa_tstats *t, void *ud)
 		int64_t in_use = (int64_t)ppa_get(&t->alloc_usable) - (int64_t)ppa_get(&t->free_usable);
 		pp_row("allocations", "iistiiiinn", (int64_t)t->tid, ts, "malloc", "summary",
 		       (int64_t)calls, (int64_t)ppa_get(&t->alloc_usable),
-		       (int64_t)est_ns(calls + frees, ppa_get(&t->timed_calls), ppa_get(&t->timed_ns)),
+		       (int64_t)est_ns(calls + frees, ppa_get(&t->timed_calls), ppa_get(&t->timed_ns),
+				       (uint64_t)(ts > 0 ? ts : 0)),
 		       in_use);
 		pp_row("allocations", "iistiiinnn", (int64_t)t->tid, ts, "malloc", "free",
 		       (int64_t)frees, (int64_t)ppa_get(&t->free_usable), (int64_t)0);
@@ -172,13 +186,19 @@ static void emit_alloc_rows(void)
 	ppa_for_each_tstats(add_totals, &s);
 	int64_t ts = (int64_t)pp_now();
 	ppa_for_each_tstats(emit_thread_rows, &ts);
+	uint64_t nthreads = 0;
+	ppa_for_each_tstats(count_alloc_threads, &nthreads);
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu > 0 && nthreads > (uint64_t)ncpu)
+		nthreads = (uint64_t)ncpu;
+	uint64_t total_cap = (uint64_t)(ts > 0 ? ts : 0) * (nthreads ? nthreads : 1);
 	/* process-wide row (tid 0): totals, final bytes in use, sampled peak */
 	int64_t in_use = (int64_t)s.alloc_usable - (int64_t)s.free_usable;
 	if ((uint64_t)(in_use > 0 ? in_use : 0) > peak_in_use)
 		peak_in_use = (uint64_t)in_use;
 	pp_row("allocations", "iistiiiiin", (int64_t)0, ts, "malloc", "total",
 	       (int64_t)s.alloc_calls, (int64_t)s.alloc_usable,
-	       (int64_t)est_ns(s.alloc_calls + s.free_calls, s.timed_calls, s.timed_ns), in_use,
+	       (int64_t)est_ns(s.alloc_calls + s.free_calls, s.timed_calls, s.timed_ns, total_cap), in_use,
 	       (int64_t)peak_in_use);
 	for (int k = 0; k < PPA_SIZE_CLASSES; k++)
 		if (s.hist[k])
@@ -191,12 +211,16 @@ static void emit_alloc_rows(void)
 	pp_meta("agent.realloc_calls", v);
 }
 
-/* ---- the stats thread: bytes in use over time, periodic drains ---- */
+/* ---- the stats thread: bytes in use over time, periodic drains ----
+ * It sleeps on a semaphore (sem_post is async-signal-safe): the fatal
+ * signal handler wakes it to write the final rows while the crashed
+ * thread waits, bounded, without allocating. */
 static pthread_t stats_thread;
 static int stats_running;
-static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t stats_cond = PTHREAD_COND_INITIALIZER;
-static int stats_stop;
+static sem_t stats_sem;
+static _Atomic int stats_stop;
+static _Atomic int final_sig;   /* a fatal signal asks for the final rows */
+static _Atomic int final_done;
 
 static void stats_tick(void)
 {
@@ -228,44 +252,78 @@ static void *stats_main(void *arg)
 	(void)arg;
 	ppa_guard = 1; /* our own work is not the program's */
 	pp_thread_name("phaseprof-agent");
-	pthread_mutex_lock(&stats_lock);
-	while (!stats_stop) {
+	for (;;) {
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
 		uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)ppa_cfg.period_ms * 1000000ull;
 		ts.tv_sec += (time_t)(ns / 1000000000ull);
 		ts.tv_nsec = (long)(ns % 1000000000ull);
-		pthread_cond_timedwait(&stats_cond, &stats_lock, &ts);
-		if (stats_stop)
+		sem_clockwait(&stats_sem, CLOCK_MONOTONIC, &ts);
+		int sig = atomic_load(&final_sig);
+		if (sig) {
+			ppa_close_recorder(sig == SIGTERM ? "killed" : "crashed");
+			atomic_store(&final_done, 1);
 			break;
-		pthread_mutex_unlock(&stats_lock);
+		}
+		if (atomic_load(&stats_stop))
+			break;
 		stats_tick();
-		pthread_mutex_lock(&stats_lock);
 	}
-	pthread_mutex_unlock(&stats_lock);
 	return NULL;
+}
+
+/* Our threads: every signal blocked (none of the program's lands there), a
+ * small stack, no name in the program's thread count. */
+int ppa_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setstacksize(&at, PPA_THREAD_STACK);
+	int r = ppa_real_pthread_create(th, &at, fn, arg);
+	pthread_attr_destroy(&at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
 }
 
 static void stats_start(void)
 {
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits: no program signal lands there */
-	stats_stop = 0;
-	stats_running = pthread_create(&stats_thread, NULL, stats_main, NULL) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	sem_init(&stats_sem, 0, 0);
+	atomic_store(&stats_stop, 0);
+	atomic_store(&final_sig, 0);
+	atomic_store(&final_done, 0);
+	stats_running = ppa_thread_start(&stats_thread, stats_main, NULL) == 0;
 }
 
 static void stats_end(void)
 {
 	if (!stats_running || pthread_equal(pthread_self(), stats_thread))
 		return;
-	pthread_mutex_lock(&stats_lock);
-	stats_stop = 1;
-	pthread_cond_signal(&stats_cond);
-	pthread_mutex_unlock(&stats_lock);
+	atomic_store(&stats_stop, 1);
+	sem_post(&stats_sem);
 	pthread_join(stats_thread, NULL);
 	stats_running = 0;
+}
+
+/* From the fatal signal handler (async-signal-safe): the status first, in
+ * one write; then the final rows by the stats thread, waited for at most
+ * a second (it may need a lock the crashed thread holds). */
+void ppa_final_from_signal(int sig)
+{
+	if (!atomic_load(&ppa_recording) || getpid() != ppa_pid)
+		return;
+	ppa_exit_status(-1, sig);
+	pp_exit_note_signal_safe(-1, sig);
+	if (!stats_running || pthread_equal(pthread_self(), stats_thread))
+		return;
+	atomic_store(&final_sig, sig);
+	sem_post(&stats_sem);
+	for (int i = 0; i < 400 && !atomic_load(&final_done); i++) {
+		struct timespec t = {0, 2500000};
+		nanosleep(&t, NULL);
+	}
 }
 
 /* ---- recorder open / close ---- */
@@ -279,6 +337,13 @@ void ppa_exit_status(int code, int sig)
 
 void ppa_open_recorder(void)
 {
+	/* never a spool in the program's working directory: `record` always
+	 * hands the agent an absolute private folder (or an explicit file) */
+	if (ppa_cfg.spool_dir[0] != '/' && !getenv("PHASEPROF_OUT")) {
+		static const char msg[] = "phaseprof agent: PHASEPROF_SPOOL_DIR is not an absolute folder; not recording\n";
+		(void)!write(2, msg, sizeof msg - 1);
+		return;
+	}
 	int g = ppa_guard;
 	ppa_guard = 1;
 	pp_options o;
@@ -348,8 +413,6 @@ void ppa_close_recorder(const char *why)
 void ppa_after_fork_child(void)
 {
 	stats_running = 0;
-	pthread_mutex_init(&stats_lock, NULL);
-	pthread_cond_init(&stats_cond, NULL);
 	peak_in_use = 0;
 	if (!pp_is_open()) {
 		atomic_store(&ppa_recording, 0);
@@ -376,54 +439,6 @@ __attribute__((destructor)) static void ppa_fini(void)
 		return;
 	ppa_python_at_exit();
 	ppa_close_recorder("exit");
-}
-
-static int crash_sig;
-static void watchdog(int sig)
-{
-	/* flushing from a crashed thread can deadlock (a lock held at the
-	 * crash): die with the original signal rather than hang */
-	(void)sig;
-	signal(crash_sig, SIG_DFL);
-	sigset_t s;
-	sigemptyset(&s);
-	sigaddset(&s, crash_sig);
-	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
-	raise(crash_sig);
-	_exit(128 + crash_sig);
-}
-
-static void on_fatal(int sig)
-{
-	int saved = errno;
-	ppa_guard = 1;
-	crash_sig = sig;
-	signal(SIGALRM, watchdog);
-	alarm(2);
-	ppa_exit_status(-1, sig);
-	ppa_close_recorder(sig == SIGTERM ? "killed" : "crashed");
-	alarm(0);
-	/* SA_RESETHAND restored the default; re-raise (delivered on return) */
-	signal(sig, SIG_DFL);
-	raise(sig);
-	errno = saved;
-}
-
-static void install_fatal_handlers(void)
-{
-	static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM};
-	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
-		struct sigaction old;
-		if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
-		    (old.sa_flags & SA_SIGINFO))
-			continue; /* the program (or its parent) chose already: leave it */
-		struct sigaction sa;
-		memset(&sa, 0, sizeof sa);
-		sa.sa_handler = on_fatal;
-		sigemptyset(&sa.sa_mask);
-		sa.sa_flags = SA_RESETHAND | SA_NODEFER | SA_ONSTACK;
-		sigaction(sigs[i], &sa, NULL);
-	}
 }
 
 /* ---- settings ---- */
@@ -491,5 +506,5 @@ __attribute__((constructor)) static void ppa_init(void)
 		ppa_proc_after_open();
 		ppa_python_init();
 	}
-	install_fatal_handlers();
+	ppa_signals_install();
 }

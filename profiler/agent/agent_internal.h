@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -73,6 +74,7 @@ static inline void *ppa_next(void **slot, const char *name)
 /* Anonymous memory for the agent's tables, straight from the kernel: the
  * agent's own mmap symbol is a hook. NULL on failure. */
 void *ppa_map(size_t n);
+void ppa_unmap(void *p, size_t n);
 
 /* Settings from PHASEPROF_* (copied at start-up: the program may rewrite
  * its environment, exec must still carry them). */
@@ -155,6 +157,20 @@ size_t ppa_pystack_format(uint32_t slot, const uintptr_t *ips, uint32_t n, int n
 void ppa_pystack_report(void);
 void ppa_pystack_after_fork(void);
 int ppa_py_line(const unsigned char *tab, size_t len, int firstlineno, int index);
+
+/* agent_signal.c */
+int ppa_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+void ppa_signal_hold(int sig, int sampling);  /* 0 none, 1 fatal, 2 sampling */
+void ppa_signals_install(void);
+void ppa_final_from_signal(int sig);          /* agent.c */
+void ppa_sampler_yield(int sig);              /* agent_sample.c: the program took our signal */
+
+/* Stack of the agent's own threads (stats, writer): they run no program
+ * code, and 8 MiB each of address space breaks tight RLIMIT_AS budgets. */
+#define PPA_THREAD_STACK (256u << 10)
+#include <pthread.h>
+int ppa_thread_start(pthread_t *th, void *(*fn)(void *), void *arg); /* agent.c */
+int ppa_real_pthread_create(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
 /* agent_proc.c */
 void ppa_proc_init(void);

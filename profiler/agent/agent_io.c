@@ -90,6 +90,44 @@ static uint32_t hash_str(const char *s)
 	return h;
 }
 
+/* Tables and path copies come from raw anonymous mappings, never malloc:
+ * read/write/close are async-signal-safe, so these hooks run inside the
+ * program's signal handlers, possibly while the interrupted thread holds
+ * the allocator's lock. */
+static void *map_grow(void *old, size_t old_bytes, size_t new_bytes)
+{
+	void *p = ppa_map(new_bytes);
+	if (!p)
+		return NULL;
+	if (old) {
+		memcpy(p, old, old_bytes);
+		ppa_unmap(old, old_bytes);
+	}
+	return p;
+}
+
+#define STR_CHUNK (64u << 10)
+static char *str_arena;
+static size_t str_left;
+
+static char *str_copy(const char *s, size_t n)
+{
+	if (n + 1 > str_left) {
+		size_t want = n + 1 > STR_CHUNK ? n + 1 : STR_CHUNK;
+		char *a = ppa_map(want);
+		if (!a)
+			return NULL;
+		str_arena = a;
+		str_left = want;
+	}
+	char *d = str_arena;
+	memcpy(d, s, n);
+	d[n] = 0;
+	str_arena += n + 1;
+	str_left -= n + 1;
+	return d;
+}
+
 /* Interns a path; returns id + 1 (0 on failure). Caller holds paths_lock. */
 static uint32_t path_intern_locked(const char *path)
 {
@@ -105,7 +143,7 @@ static uint32_t path_intern_locked(const char *path)
 	}
 	if (n_paths == cap_paths) {
 		uint32_t cap = cap_paths ? cap_paths * 2 : 256;
-		pathent *p = ppa_real_realloc(paths, cap * sizeof *p);
+		pathent *p = map_grow(paths, cap_paths * sizeof *p, cap * sizeof *p);
 		if (!p)
 			return 0;
 		paths = p;
@@ -113,7 +151,7 @@ static uint32_t path_intern_locked(const char *path)
 	}
 	if ((n_paths + 1) * 2 > hash_cap) {
 		uint32_t cap = hash_cap ? hash_cap * 2 : 512;
-		uint32_t *t = ppa_real_calloc(cap, sizeof *t);
+		uint32_t *t = ppa_map(cap * sizeof *t); /* zeroed */
 		if (!t)
 			return 0;
 		for (uint32_t j = 0; j < n_paths; j++) {
@@ -122,15 +160,14 @@ static uint32_t path_intern_locked(const char *path)
 				i = (i + 1) & (cap - 1);
 			t[i] = j + 1;
 		}
-		ppa_real_free(path_hash);
+		if (path_hash)
+			ppa_unmap(path_hash, hash_cap * sizeof *path_hash);
 		path_hash = t;
 		hash_cap = cap;
 	}
-	size_t n = strlen(path);
-	char *copy = ppa_real_malloc(n + 1);
+	char *copy = str_copy(path, strlen(path));
 	if (!copy)
 		return 0;
-	memcpy(copy, path, n + 1);
 	pathent *e = &paths[n_paths];
 	memset(e, 0, sizeof *e);
 	e->path = copy;
@@ -142,24 +179,51 @@ static uint32_t path_intern_locked(const char *path)
 	return n_paths;
 }
 
+/* Bounded string building without stdio (snprintf is not async-signal-safe). */
+static size_t put_str(char *out, size_t outlen, size_t at, const char *s)
+{
+	while (*s && at + 1 < outlen)
+		out[at++] = *s++;
+	out[at] = 0;
+	return at;
+}
+
+static size_t put_int(char *out, size_t outlen, size_t at, int v)
+{
+	char d[16];
+	int n = 0;
+	unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+	do
+		d[n++] = (char)('0' + u % 10);
+	while ((u /= 10) && n < 15);
+	if (v < 0)
+		d[n++] = '-';
+	while (n && at + 1 < outlen)
+		out[at++] = d[--n];
+	out[at] = 0;
+	return at;
+}
+
 /* An absolute-ish name for a path opened relative to dirfd. */
 static void full_path(int dirfd, const char *path, char *out, size_t outlen)
 {
 	if (!path) {
-		snprintf(out, outlen, "?");
+		put_str(out, outlen, 0, "?");
 		return;
 	}
 	if (path[0] == '/' || dirfd == AT_FDCWD) {
-		snprintf(out, outlen, "%s", path);
+		put_str(out, outlen, 0, path);
 		return;
 	}
 	fdent *d = fd_slot(dirfd);
 	uint32_t id = d ? atomic_load(&d->path) : 0;
 	pthread_mutex_lock(&paths_lock);
-	if (id && id <= n_paths)
-		snprintf(out, outlen, "%s/%s", paths[id - 1].path, path);
-	else
-		snprintf(out, outlen, "%s", path);
+	size_t at = 0;
+	if (id && id <= n_paths) {
+		at = put_str(out, outlen, 0, paths[id - 1].path);
+		at = put_str(out, outlen, at, "/");
+	}
+	put_str(out, outlen, at, path);
 	pthread_mutex_unlock(&paths_lock);
 }
 
@@ -179,10 +243,10 @@ static uint32_t fd_path(int fd, fdent *e)
 	if (PPA_LIKELY(id))
 		return id;
 	char link[64], buf[512];
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	put_int(link, sizeof link, put_str(link, sizeof link, 0, "/proc/self/fd/"), fd);
 	ssize_t n = readlink(link, buf, sizeof buf - 1);
 	if (n <= 0)
-		snprintf(buf, sizeof buf, "<fd %d>", fd);
+		put_str(buf, sizeof buf, put_int(buf, sizeof buf, put_str(buf, sizeof buf, 0, "<fd "), fd), ">");
 	else {
 		buf[n] = 0;
 		/* pipe:[1234] → pipe: one row for all pipes, not one per inode */

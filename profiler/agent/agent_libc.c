@@ -111,6 +111,24 @@ int ppa_libc_munmap(void *a, size_t n)
 	return p_(a, n);
 }
 
+/* zlib's crc32, looked up in zlib itself: a program (with exported
+ * symbols, as python's are) may define its own crc32, and the global
+ * lookup would find the program's first. */
+unsigned long ppa_libc_crc32(unsigned long crc, const unsigned char *buf, unsigned int len)
+{
+	static unsigned long (*z)(unsigned long, const unsigned char *, unsigned int);
+	if (!z) {
+		void *h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+		if (!h)
+			h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+		if (h)
+			z = (unsigned long (*)(unsigned long, const unsigned char *, unsigned int))dlsym(h, "crc32");
+		if (!z)
+			return 0; /* unreachable: the agent is linked against zlib */
+	}
+	return z(crc, buf, len);
+}
+
 /* The recorder's writer thread: marked as ours for its whole life. */
 typedef struct start { void *(*fn)(void *); void *arg; } start;
 
@@ -130,7 +148,14 @@ int ppa_libc_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(v
 		return p_(t, a, fn, arg);
 	s->fn = fn;
 	s->arg = arg;
-	int r = p_(t, a, own_thread, s);
+	pthread_attr_t small;
+	if (!a) {
+		pthread_attr_init(&small);
+		pthread_attr_setstacksize(&small, PPA_THREAD_STACK);
+	}
+	int r = p_(t, a ? a : &small, own_thread, s);
+	if (!a)
+		pthread_attr_destroy(&small);
 	if (r)
 		ppa_real_free(s);
 	return r;

@@ -2,9 +2,13 @@
  * agent_proc.c — processes and threads: fork, exec, posix_spawn, _exit,
  * pthread_create, thread names.
  *
- * exec: the settings are put back into the new image's environment even
- * when the program rewrote its own (uftrace does the same); the recorder is
- * closed first so the spool is complete, and reopened if the exec fails.
+ * exec: the new image is recorded when the environment it is given still
+ * preloads the agent (the settings are then completed, e.g. if the program
+ * dropped PHASEPROF_*); a program that cleared or replaced the environment
+ * (clearenv, an explicit envp without it) decided what its children get:
+ * they are exec'd with that environment, unrecorded, and the run says so.
+ * The recorder is closed first so the spool is complete, and reopened if
+ * the exec fails.
  * A vfork child shares our memory: it is recognised by its pid and must not
  * touch the recorder.
  */
@@ -77,10 +81,40 @@ static void path_list(char *out, size_t outlen, const char *name, const char *va
  * cmd_record.c); the tunable must reach every image. */
 #define TLS_TUNABLE "glibc.rtld.optional_static_tls=65536"
 
-/* Fills out[] (cap entries) with envp plus our settings; returns out. */
+/* Does envp still preload this agent? */
+static int env_has_agent(char *const envp[])
+{
+	for (size_t i = 0; envp && envp[i]; i++)
+		if (name_is(envp[i], "LD_PRELOAD") && ppa_cfg.agent_path[0] &&
+		    strstr(envp[i] + 11, ppa_cfg.agent_path))
+			return 1;
+	return 0;
+}
+
+static int owns_recorder(void);
+
+static void note_unrecorded_child(void)
+{
+	static int noted;
+	if (noted || !owns_recorder())
+		return;
+	noted = 1;
+	int g = ppa_guard;
+	ppa_guard = 1;
+	pp_meta("agent.children_unrecorded",
+		"the program cleared or replaced the environment: children exec'd without the agent");
+	ppa_guard = g;
+}
+
+/* Fills out[] (cap entries) with envp plus our settings; returns out, or
+ * envp untouched when the program removed the agent from it. */
 static char **fix_env(char *const envp[], char **out, size_t cap, char *pre, char *aud,
 		      size_t buflen)
 {
+	if (following && !env_has_agent(envp)) {
+		note_unrecorded_child();
+		return (char **)envp;
+	}
 	size_t k = 0;
 	const char *preload = NULL, *audit = NULL;
 	static char tun_default[] = "GLIBC_TUNABLES=" TLS_TUNABLE;
@@ -334,6 +368,11 @@ static void *tramp_main(void *p)
 		ppa_guard = 0;
 	}
 	return t.fn(t.arg);
+}
+
+int ppa_real_pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	return REAL(pthread_create)(th, attr, fn, arg);
 }
 
 PPA_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)

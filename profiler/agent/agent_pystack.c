@@ -638,7 +638,9 @@ void ppa_pystack_poll(void)
 
 void ppa_pystack_report(void)
 {
-	if (unreadable && atomic_load(&ppa_recording)) {
+	static uint64_t said;
+	if (unreadable && unreadable != said && atomic_load(&ppa_recording)) {
+		said = unreadable;
 		char v[32];
 		snprintf(v, sizeof v, "%llu", (unsigned long long)unreadable);
 		pp_meta("agent.python_frames_unreadable", v);

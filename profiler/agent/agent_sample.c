@@ -1,9 +1,13 @@
 /*
  * agent_sample.c — optional CPU sampling (--sample HZ).
  *
- * One POSIX timer per thread (CLOCK_MONOTONIC, SIGEV_THREAD_ID) delivering
- * a real-time signal, so a program's own SIGPROF/ITIMER_PROF use is left
- * alone. The handler takes a backtrace with libunwind's unw_backtrace into
+ * One POSIX timer per thread on the thread's own CPU clock
+ * (CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID): a sleeping thread uses no CPU
+ * and so gets no signal (its usleep/select/nanosleep/sem_timedwait never
+ * return EINTR because of us). The signal is a real-time signal the program
+ * does not use, chosen at start; if the program installs a handler for it
+ * later, sampling stops (timers deleted, pending ticks discarded) and the
+ * run says so. A program's own SIGPROF/ITIMER_PROF use is left alone. The handler takes a backtrace with libunwind's unw_backtrace into
  * a lock-free ring; the stats thread moves samples into `samples` rows whose
  * stack column temporarily holds the raw addresses as text, and `phaseprof
  * record` symbolises them after the run into frames/stacks. In a CPython
@@ -48,6 +52,21 @@ static _Atomic int active;
 static pthread_key_t timer_key;
 static int key_made;
 
+/* every live timer, so all can be deleted when the program takes our signal */
+#define MAX_TIMERS 4096
+static _Atomic(uintptr_t) *timers; /* timer id + 1; 0 free */
+static int timer_slot_add(timer_t t)
+{
+	if (!timers)
+		return -1;
+	for (int i = 0; i < MAX_TIMERS; i++) {
+		uintptr_t zero = 0;
+		if (atomic_compare_exchange_strong(&timers[i], &zero, (uintptr_t)t + 1))
+			return i;
+	}
+	return -1;
+}
+
 static void handler(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
@@ -56,10 +75,16 @@ static void handler(int sig, siginfo_t *si, void *uc)
 	if (!atomic_load_explicit(&active, memory_order_relaxed))
 		return;
 	int saved = errno;
+	/* libunwind calls read/write/mmap (its memory-validation pipe): they
+	 * must reach libc untouched, not the hooks, which may be what this
+	 * signal interrupted */
+	int g = ppa_guard;
+	ppa_guard = 1;
 	uint64_t w = atomic_load_explicit(&ring_w, memory_order_relaxed);
 	do {
 		if (w - ring_r >= RING) { /* ring_r is only read: a stale value only drops more */
 			atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
+			ppa_guard = g;
 			errno = saved;
 			return;
 		}
@@ -75,13 +100,17 @@ static void handler(int sig, siginfo_t *si, void *uc)
 	s->tid = ppa_gettid();
 	s->ts = ppa_mono();
 	atomic_store_explicit(&s->ready, 1, memory_order_release);
+	ppa_guard = g;
 	errno = saved;
 }
 
+/* the thread-specific value is the slot + 1: whoever empties the slot deletes the timer */
 static void timer_gone(void *p)
 {
-	timer_t t = (timer_t)p;
-	timer_delete(t);
+	int slot = (int)(uintptr_t)p - 1;
+	uintptr_t v = slot >= 0 && timers ? atomic_exchange(&timers[slot], 0) : 0;
+	if (v)
+		timer_delete((timer_t)(v - 1));
 }
 
 void ppa_sampler_thread_start(void)
@@ -94,15 +123,20 @@ void ppa_sampler_thread_start(void)
 	sev.sigev_signo = sig_no;
 	sev._sigev_un._tid = (pid_t)ppa_gettid();
 	timer_t t;
-	if (timer_create(CLOCK_MONOTONIC, &sev, &t) != 0)
+	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t) != 0)
 		return;
+	int slot = timer_slot_add(t);
+	if (slot < 0) {
+		timer_delete(t);
+		return;
+	}
 	struct itimerspec its;
 	memset(&its, 0, sizeof its);
 	its.it_interval.tv_sec = period_ns / 1000000000L;
 	its.it_interval.tv_nsec = period_ns % 1000000000L;
 	its.it_value = its.it_interval;
+	pthread_setspecific(timer_key, (void *)(uintptr_t)(slot + 1));
 	timer_settime(t, 0, &its, NULL);
-	pthread_setspecific(timer_key, (void *)t);
 }
 
 int ppa_sampler_start(int hz)
@@ -134,22 +168,47 @@ int ppa_sampler_start(int hz)
 		ring = p;
 	}
 	ppa_pystack_start();
+	if (!timers) {
+		timers = ppa_map(sizeof *timers * MAX_TIMERS);
+		if (!timers) {
+			pp_meta("agent.sampling", "unavailable: no memory for the timer table");
+			return -1;
+		}
+	}
 	if (!key_made) {
 		pthread_key_create(&timer_key, timer_gone);
 		key_made = 1;
 	}
-	sig_no = SIGRTMIN + 4;
+	/* a real-time signal nobody handles yet (glibc's own are below SIGRTMIN;
+	 * programs that use one usually take the first few) */
+	sig_no = 0;
+	for (int s = SIGRTMAX - 1; s >= SIGRTMIN + 2 && !sig_no; s--) {
+		struct sigaction cur;
+		if (ppa_real_sigaction(s, NULL, &cur) == 0 && cur.sa_handler == SIG_DFL &&
+		    !(cur.sa_flags & SA_SIGINFO))
+			sig_no = s;
+	}
+	if (!sig_no) {
+		pp_meta("agent.sampling", "unavailable: every real-time signal is in use by the program");
+		return -1;
+	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	sigaction(sig_no, &sa, NULL);
+	if (ppa_real_sigaction(sig_no, &sa, NULL) != 0) {
+		pp_meta("agent.sampling", "unavailable: cannot install the sampling signal handler");
+		return -1;
+	}
+	ppa_signal_hold(sig_no, 2);
 	period_ns = 1000000000L / hz;
 	atomic_store(&active, 1);
 	char v[64];
 	snprintf(v, sizeof v, "%d", hz);
 	pp_meta("agent.sample_hz", v);
+	snprintf(v, sizeof v, "%d", sig_no);
+	pp_meta("agent.sample_signal", v);
 	ppa_sampler_thread_start();
 	return 0;
 }
@@ -159,16 +218,35 @@ uint64_t ppa_sampler_written(void)
 	return atomic_load(&ring_w);
 }
 
+static void delete_all_timers(void)
+{
+	if (!timers)
+		return;
+	for (int i = 0; i < MAX_TIMERS; i++) {
+		uintptr_t v = atomic_exchange(&timers[i], 0);
+		if (v)
+			timer_delete((timer_t)(v - 1)); /* also discards its pending signal */
+	}
+}
+
 void ppa_sampler_stop(void)
 {
 	ppa_pystack_stop();
 	if (!atomic_exchange(&active, 0))
 		return;
-	timer_t t = (timer_t)pthread_getspecific(timer_key);
-	if (t) {
-		timer_delete(t);
-		pthread_setspecific(timer_key, NULL);
-	}
+	delete_all_timers();
+}
+
+static _Atomic int yielded;
+
+/* The program installs a handler for our signal: it is theirs from now on. */
+void ppa_sampler_yield(int sig)
+{
+	if (sig != sig_no)
+		return;
+	atomic_store(&active, 0);
+	delete_all_timers();
+	atomic_store(&yielded, sig);
 }
 
 void ppa_sampler_drain(void)
@@ -194,6 +272,12 @@ void ppa_sampler_drain(void)
 		atomic_store_explicit(&s->ready, 0, memory_order_relaxed);
 		ring_r++;
 	}
+	int y = atomic_exchange(&yielded, 0);
+	if (y && atomic_load(&ppa_recording)) {
+		char v[96];
+		snprintf(v, sizeof v, "stopped: the program installed its own handler for signal %d", y);
+		pp_meta("agent.sampling", v);
+	}
 	uint64_t l = atomic_exchange(&lost, 0);
 	if (l && atomic_load(&ppa_recording)) {
 		char v[32];
@@ -206,8 +290,13 @@ void ppa_sampler_drain(void)
 
 void ppa_sampler_after_fork(void)
 {
-	/* timers are not inherited: the child's only thread gets a new one */
 	ppa_pystack_after_fork();
+	/* timers are not inherited: forget the parent's ids (they may name
+	 * the child's own timers later); the child's only thread gets a new one */
+	if (timers)
+		memset((void *)timers, 0, sizeof *timers * MAX_TIMERS);
+	if (key_made)
+		pthread_setspecific(timer_key, NULL);
 	if (atomic_load(&active) && ppa_cfg.follow_fork)
 		ppa_sampler_thread_start();
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -547,6 +548,51 @@ static void test_closed_is_noop(void **state)
 	assert_string_equal(pp_kind_name(PP_FIRST_STEP), "first_step");
 }
 
+/* The spool never follows a link (a planted symlink cannot redirect it
+ * onto someone's file), is private (0600), and its descriptor sits high,
+ * close-on-exec, out of the program's range. */
+static void test_spool_safety(void **state)
+{
+	(void)state;
+	char victim[512], link[512], spool[512];
+	path_in_tmp(victim, sizeof victim, "victim.txt");
+	path_in_tmp(link, sizeof link, "planted.spool");
+	FILE *f = fopen(victim, "w");
+	assert_non_null(f);
+	fputs("precious\n", f);
+	fclose(f);
+	assert_int_equal(symlink(victim, link), 0);
+	assert_int_equal(pp_open(&(pp_options){.spool_path = link}), -1);
+	assert_non_null(strstr(pp_last_error(), "planted.spool"));
+	f = fopen(victim, "r");
+	char buf[64] = {0};
+	assert_non_null(fgets(buf, sizeof buf, f));
+	fclose(f);
+	assert_string_equal(buf, "precious\n");
+
+	path_in_tmp(spool, sizeof spool, "safe.spool");
+	assert_int_equal(pp_open(&(pp_options){.spool_path = spool}), 0);
+	struct stat st;
+	assert_int_equal(stat(spool, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	/* its descriptor: high and close-on-exec */
+	int spool_fd = -1;
+	for (int fd = 0; fd < 4096 && spool_fd < 0; fd++) {
+		char lp[64], target[600];
+		snprintf(lp, sizeof lp, "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(lp, target, sizeof target - 1);
+		if (n > 0) {
+			target[n] = 0;
+			if (strcmp(target, spool) == 0)
+				spool_fd = fd;
+		}
+	}
+	assert_true(spool_fd >= 64);
+	assert_true(fcntl(spool_fd, F_GETFD) & FD_CLOEXEC);
+	pp_mark("safe");
+	assert_int_equal(pp_close(), 0);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/pp-test-recorder-XXXXXX");
@@ -559,7 +605,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_fork_follow),
 		cmocka_unit_test(test_fork_disable),   cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_corrupt),        cmocka_unit_test(test_phase_hook),
-		cmocka_unit_test(test_clock_alignment),
+		cmocka_unit_test(test_clock_alignment), cmocka_unit_test(test_spool_safety),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char cmd[300];

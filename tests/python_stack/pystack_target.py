@@ -37,5 +37,5 @@ def matmul_caller(n):
 if __name__ == "__main__":
     outer(int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000)
     sorter(100_000)
-    matmul_caller(300)
+    matmul_caller(400)
     print("done")
