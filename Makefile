@@ -30,11 +30,12 @@ demo: build
 test: deps-test
 	$(MAKE) --no-print-directory test-plain test-fuzz test-asan
 
-# libFuzzer over the weight-file readers, briefly (seconds per target).
+# libFuzzer over the weight-file readers and the database reader, briefly
+# (seconds per target).
 FUZZ_SECONDS ?= 15
 test-fuzz:
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DPP_FUZZ=ON >/dev/null
-	cmake --build build-fuzz -j$(JOBS) --target fuzz_safetensors fuzz_npy fuzz_spool
+	cmake --build build-fuzz -j$(JOBS) --target fuzz_safetensors fuzz_npy fuzz_spool fuzz_db
 	bash tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 test-plain:

@@ -3,6 +3,8 @@
 #define PP_CLI_H
 
 #include <stdio.h>
+#include "pp_fmt.h"
+#include "pp_json.h"
 #include "store.h"
 
 /* Every subcommand: int cmd_<name>(int argc, char **argv), argv[0] = name;

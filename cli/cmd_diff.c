@@ -2,29 +2,47 @@
  * viewers/diag (pp_diag_diff); this file parses arguments and prints through
  * an ops struct, one backend per output format (uftrace style). */
 #include "cli.h"
+#include "cli_opt.h"
 #include "diagnostics.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 const char cmd_diff_summary[] = "compare two runs phase by phase, flag regressions beyond step noise";
 
+enum { OPT_RUNS = 1, OPT_JSON, OPT_FAIL_ON };
+static const cli_opt opts[] = {
+	{OPT_RUNS, 0, "runs", 2, "RA RB", "run ids (RA in A.db, RB in B.db, or both in RUN.db)", "two run ids"},
+	{OPT_JSON, 0, "json", 0, NULL, "one JSON object on stdout", NULL},
+	{OPT_FAIL_ON, 0, "fail-on", 1, "KIND=PCT,...",
+	 "regression gate: exit 1 when a named row regressed\n"
+	 "beyond noise AND grew by more than PCT%; KIND is a\n"
+	 "phase kind (compile, weight_load, ...), total (run\n"
+	 "duration), step (median step) or any; repeatable", NULL},
+	{0},
+};
+
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: phaseprof diff A.db B.db [--runs RA RB] [--json]\n"
-		"       phaseprof diff RUN.db --runs RA RB [--json]\n"
+		"usage: phaseprof diff A.db B.db [--runs RA RB] [--json] [--fail-on KIND=PCT,...]\n"
+		"       phaseprof diff RUN.db --runs RA RB [--json] [--fail-on KIND=PCT,...]\n"
 		"       phaseprof diff RUN.db            (a database holding exactly two runs)\n"
 		"\n"
 		"Compares run A (baseline) with run B: run total, median steady step (the first\n"
 		"step is left out), and the total time of every phase kind. A row is flagged\n"
 		"when its change exceeds the noise seen between repeated steps: 3x the robust\n"
 		"spread of step-to-step differences (1.4826 x MAD / sqrt 2, relative to the\n"
-		"median step), at least 5%%, and at least 0.1%% of the run (10 us minimum).\n"
+		"median step), at least 5%%, and at least 0.1%% of the run (10 us minimum);\n"
+		"a phase's change also beyond 3x the steps' absolute spread (a preemption\n"
+		"adds time, not a share).\n"
 		"Without --runs, each database's last run is used.\n"
 		"\n"
-		"  --runs RA RB   run ids (RA in A.db, RB in B.db, or both in RUN.db)\n"
-		"  --json         one JSON object on stdout\n");
+		"Exit status: 0, or 1 on bad input. With --fail-on: 0 not regressed,\n"
+		"1 regressed, 2 bad usage or input.\n"
+		"\n");
+	cli_opt_help(out, opts);
 }
 
 struct diff_src {
@@ -40,20 +58,6 @@ struct diff_ops {
 };
 
 /* ---- text ---- */
-
-static const char *fmt_ns(char *buf, size_t len, double ns)
-{
-	double a = ns < 0 ? -ns : ns;
-	if (a >= 1e9)
-		snprintf(buf, len, "%.3f s", ns / 1e9);
-	else if (a >= 1e6)
-		snprintf(buf, len, "%.2f ms", ns / 1e6);
-	else if (a >= 1e3)
-		snprintf(buf, len, "%.1f us", ns / 1e3);
-	else
-		snprintf(buf, len, "%.0f ns", ns);
-	return buf;
-}
 
 static void run_line(FILE *out, const char *tag, const pp_run_info *r, const struct diff_src *s,
 		     int steps)
@@ -93,9 +97,9 @@ static void text_row(FILE *out, const pp_diff_row *r, int index)
 {
 	(void)index;
 	char a[32], b[32], d[32], ratio[16];
-	fmt_ns(a, sizeof a, (double)r->ns_a);
-	fmt_ns(b, sizeof b, (double)r->ns_b);
-	fmt_ns(d + 1, sizeof d - 1, (double)(r->ns_b - r->ns_a));
+	pp_fmt_dur(a, sizeof a, (double)r->ns_a);
+	pp_fmt_dur(b, sizeof b, (double)r->ns_b);
+	pp_fmt_dur(d + 1, sizeof d - 1, (double)(r->ns_b - r->ns_a));
 	d[0] = r->ns_b >= r->ns_a ? '+' : ' ';
 	const char *dp = d[0] == ' ' ? d + 1 : d;
 	if (r->ns_a > 0)
@@ -119,60 +123,112 @@ static const struct diff_ops text_ops = {text_begin, text_row, text_end};
 
 /* ---- JSON ---- */
 
-static void json_str(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(out, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(out, "\\u%04x", *p);
-		else
-			fputc(*p, out);
-	}
-	fputc('"', out);
-}
+static pp_json jw;
 
-static void json_run(FILE *out, const pp_run_info *r, const struct diff_src *s, int steps)
+static void json_run(const pp_run_info *r, const struct diff_src *s, int steps)
 {
-	fprintf(out, "{\"db\":");
-	json_str(out, s->path);
-	fprintf(out, ",\"run\":%lld,\"label\":", (long long)r->id);
-	json_str(out, r->label);
-	fprintf(out, ",\"scenario\":");
-	json_str(out, r->scenario);
-	fprintf(out, ",\"variant\":");
-	json_str(out, r->variant);
-	fprintf(out, ",\"steps\":%d,\"duration_ns\":%lld}", steps, (long long)r->duration_ns);
+	pp_json_obj(&jw);
+	pp_json_kstr(&jw, "db", s->path);
+	pp_json_kint(&jw, "run", r->id);
+	pp_json_kstr(&jw, "label", r->label);
+	pp_json_kstr(&jw, "scenario", r->scenario);
+	pp_json_kstr(&jw, "variant", r->variant);
+	pp_json_kint(&jw, "steps", steps);
+	pp_json_kint(&jw, "duration_ns", r->duration_ns);
+	pp_json_end(&jw);
 }
 
 static void json_begin(FILE *out, const pp_diff *d, const struct diff_src *a, const struct diff_src *b)
 {
-	fprintf(out, "{\"a\":");
-	json_run(out, &d->a, a, d->n_steps_a);
-	fprintf(out, ",\"b\":");
-	json_run(out, &d->b, b, d->n_steps_b);
-	fprintf(out, ",\"noise_rel\":%.6g,\"noise_from_steps\":%s,\"rows\":[", d->noise_rel,
-		d->noise_from_steps ? "true" : "false");
+	pp_json_init_file(&jw, out);
+	pp_json_obj(&jw);
+	pp_json_key(&jw, "a");
+	json_run(&d->a, a, d->n_steps_a);
+	pp_json_key(&jw, "b");
+	json_run(&d->b, b, d->n_steps_b);
+	pp_json_knum(&jw, "noise_rel", d->noise_rel);
+	pp_json_kbool(&jw, "noise_from_steps", d->noise_from_steps);
+	pp_json_key(&jw, "rows");
+	pp_json_arr(&jw);
 }
 
 static void json_row(FILE *out, const pp_diff_row *r, int index)
 {
-	fprintf(out, "%s{\"name\":", index ? "," : "");
-	json_str(out, r->name);
-	fprintf(out, ",\"kind\":%d,\"count_a\":%lld,\"count_b\":%lld,\"a_ns\":%lld,\"b_ns\":%lld,"
-		     "\"delta_ns\":%lld,\"ratio\":%.6g,\"threshold_ns\":%lld,\"verdict\":\"%s\"}",
-		r->kind, (long long)r->count_a, (long long)r->count_b, (long long)r->ns_a,
-		(long long)r->ns_b, (long long)(r->ns_b - r->ns_a), r->ratio,
-		(long long)r->threshold_ns, pp_diff_verdict_name(r->verdict));
+	(void)out;
+	(void)index;
+	pp_json_obj(&jw);
+	pp_json_kstr(&jw, "name", r->name);
+	pp_json_kint(&jw, "kind", r->kind);
+	pp_json_kint(&jw, "count_a", r->count_a);
+	pp_json_kint(&jw, "count_b", r->count_b);
+	pp_json_kint(&jw, "a_ns", r->ns_a);
+	pp_json_kint(&jw, "b_ns", r->ns_b);
+	pp_json_kint(&jw, "delta_ns", r->ns_b - r->ns_a);
+	pp_json_knum(&jw, "ratio", r->ratio);
+	pp_json_kint(&jw, "threshold_ns", r->threshold_ns);
+	pp_json_kstr(&jw, "verdict", pp_diff_verdict_name(r->verdict));
+	pp_json_end(&jw);
 }
 
 static void json_end(FILE *out, const pp_diff *d)
 {
-	fprintf(out, "],\"regressions\":%d,\"improvements\":%d}\n", d->regressions, d->improvements);
+	pp_json_end(&jw);
+	pp_json_kint(&jw, "regressions", d->regressions);
+	pp_json_kint(&jw, "improvements", d->improvements);
+	(void)out;
 }
 
 static const struct diff_ops json_ops = {json_begin, json_row, json_end};
+
+/* ---- the gate's verdict ---- */
+
+static void gate_text(FILE *out, const pp_gate_check *c, int n, int failed)
+{
+	fprintf(out, "\ngate (--fail-on): ");
+	if (failed)
+		fprintf(out, "REGRESSED, %d of %d check%s failed\n", failed, n, n == 1 ? "" : "s");
+	else
+		fprintf(out, "not regressed, %d check%s passed\n", n, n == 1 ? "" : "s");
+	for (int i = 0; i < n; i++) {
+		char ch[32];
+		if (!c[i].present)
+			snprintf(ch, sizeof ch, "absent");
+		else if (isinf(c[i].change_pct))
+			snprintf(ch, sizeof ch, "new");
+		else
+			snprintf(ch, sizeof ch, "%+.1f%%", c[i].change_pct);
+		fprintf(out, "  %-*s %9s  limit %g%%  %s\n", name_width, c[i].name, ch, c[i].limit_pct,
+			c[i].failed		? "FAIL"
+			: !c[i].present		? "ok (in neither run)"
+			: c[i].verdict == PP_DIFF_REGRESSION ? "ok (within the limit)"
+							      : "ok (within noise)");
+	}
+}
+
+static void gate_json(const pp_gate_check *c, int n, int failed)
+{
+	pp_json_key(&jw, "gate");
+	pp_json_obj(&jw);
+	pp_json_kbool(&jw, "regressed", failed > 0);
+	pp_json_kint(&jw, "failed", failed);
+	pp_json_key(&jw, "checks");
+	pp_json_arr(&jw);
+	for (int i = 0; i < n; i++) {
+		pp_json_obj(&jw);
+		pp_json_kstr(&jw, "name", c[i].name);
+		pp_json_knum(&jw, "limit_pct", c[i].limit_pct);
+		pp_json_key(&jw, "change_pct");
+		if (c[i].present)
+			pp_json_num(&jw, c[i].change_pct); /* null for a new phase */
+		else
+			pp_json_null(&jw);
+		pp_json_kstr(&jw, "verdict", c[i].present ? pp_diff_verdict_name(c[i].verdict) : "absent");
+		pp_json_kbool(&jw, "failed", c[i].failed);
+		pp_json_end(&jw);
+	}
+	pp_json_end(&jw);
+	pp_json_end(&jw);
+}
 
 /* ---- arguments ---- */
 
@@ -223,52 +279,58 @@ static int two_runs(pp_store *st, const char *path, int64_t *a, int64_t *b)
 int cmd_diff(int argc, char **argv)
 {
 	const char *paths[2] = {NULL, NULL};
-	int npaths = 0, json = 0, have_runs = 0;
+	int npaths = 0, json = 0, have_runs = 0, n_rules = 0;
 	long long ra = 0, rb = 0;
-	for (int i = 1; i < argc; i++) {
-		if (cli_is_help(argv[i])) {
-			usage(stdout);
-			return 0;
-		}
-		if (strcmp(argv[i], "--json") == 0) {
+	pp_gate_rule rules[PP_GATE_MAX];
+	char err[256];
+	cli_parse p;
+	cli_parse_init(&p, "diff", opts, usage, argc, argv, 0);
+	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
+		switch (c) {
+		case CLI_EXIT:
+			return p.status;
+		case OPT_JSON:
 			json = 1;
-		} else if (strcmp(argv[i], "--runs") == 0) {
-			if (i + 2 >= argc) {
-				cli_error("diff: --runs needs two run ids");
-				return 2;
-			}
-			if (cli_parse_int64("diff: --runs", argv[i + 1], &ra) != 0 ||
-			    cli_parse_int64("diff: --runs", argv[i + 2], &rb) != 0)
+			break;
+		case OPT_RUNS:
+			if (cli_parse_int64("diff: --runs", p.val[0], &ra) != 0 ||
+			    cli_parse_int64("diff: --runs", p.val[1], &rb) != 0)
 				return 2;
 			have_runs = 1;
-			i += 2;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			cli_error("diff: unknown option '%s' (see 'phaseprof diff --help')", argv[i]);
-			return 2;
-		} else if (npaths < 2) {
-			paths[npaths++] = argv[i];
-		} else {
-			cli_error("diff: too many databases ('%s'); give one or two", argv[i]);
-			return 2;
+			break;
+		case OPT_FAIL_ON:
+			if (pp_gate_parse(p.val[0], rules, PP_GATE_MAX, &n_rules, err, sizeof err) != 0) {
+				cli_error("diff: %s", err);
+				return 2;
+			}
+			break;
+		default:
+			if (npaths == 2) {
+				cli_error("diff: too many databases ('%s'); give one or two", p.val[0]);
+				return 2;
+			}
+			paths[npaths++] = p.val[0];
 		}
 	}
 	if (npaths == 0) {
 		usage(stderr);
 		return 2;
 	}
+	/* With a gate, 1 means "regressed": every input error is 2. */
+	const int input_error = n_rules ? 2 : 1;
 	pp_store *sa = cli_open_store(paths[0], PP_STORE_READ);
 	if (!sa)
-		return 1;
+		return input_error;
 	pp_store *sb = sa;
 	if (npaths == 2) {
 		sb = cli_open_store(paths[1], PP_STORE_READ);
 		if (!sb) {
 			pp_store_close(sa, NULL, 0);
-			return 1;
+			return input_error;
 		}
 	}
 	struct diff_src a = {paths[0], ra}, b = {npaths == 2 ? paths[1] : paths[0], rb};
-	int rc = 1, na = 0, nb = 0;
+	int rc = input_error, na = 0, nb = 0;
 	if (!have_runs) {
 		if (npaths == 1) {
 			if (two_runs(sa, paths[0], &a.run, &b.run) != 0)
@@ -284,15 +346,33 @@ int cmd_diff(int argc, char **argv)
 		pp_diff_free(&d);
 		goto out;
 	}
+	pp_gate_check checks[PP_GATE_MAX * 4];
+	int n_checks = 0, failed = 0;
+	if (n_rules)
+		failed = pp_gate_eval(&d, rules, n_rules, checks, (int)(sizeof checks / sizeof checks[0]),
+				      &n_checks);
 	const struct diff_ops *ops = json ? &json_ops : &text_ops;
 	ops->begin(stdout, &d, &a, &b);
 	for (int i = 0; i < d.n; i++)
 		ops->row(stdout, &d.rows[i], i);
 	ops->end(stdout, &d);
-	if (!json && (na > 1 || nb > 1))
-		fprintf(stdout, "(compared the last run of each database; --runs picks others)\n");
+	if (json) {
+		if (n_rules)
+			gate_json(checks, n_checks, failed);
+		pp_json_end(&jw);
+		fputc('\n', stdout);
+	} else {
+		if (na > 1 || nb > 1)
+			fprintf(stdout, "(compared the last run of each database; --runs picks others)\n");
+		if (n_rules)
+			gate_text(stdout, checks, n_checks, failed);
+	}
 	pp_diff_free(&d);
-	rc = 0;
+	rc = failed ? 1 : 0;
+	if (fflush(stdout) != 0) {
+		cli_error("diff: cannot write the output");
+		rc = input_error;
+	}
 out:
 	if (sb != sa)
 		pp_store_close(sb, NULL, 0);

@@ -3,6 +3,7 @@
  * then checks that CUPTI can be attached, and says in plain words what will
  * and won't be recorded. */
 #include "cli.h"
+#include "cli_opt.h"
 #include "ppgpu.h"
 
 #include <stdio.h>
@@ -11,56 +12,52 @@
 
 const char cmd_doctor_summary[] = "check GPU tracing: NVIDIA driver, device, CUPTI, NVTX injection";
 
+enum { OPT_LIBCUDA = 1, OPT_LIBCUPTI, OPT_JSON, OPT_CHECK };
+static const cli_opt opts[] = {
+	{OPT_LIBCUDA, 0, "libcuda", 1, "PATH", "driver library to probe (default $PHASEPROF_LIBCUDA, libcuda.so.1)", NULL},
+	{OPT_LIBCUPTI, 0, "libcupti", 1, "PATH", "CUPTI library to try (default $PHASEPROF_LIBCUPTI, the loader path,\n"
+	 "then the toolkit phaseprof was built against)", NULL},
+	{OPT_JSON, 0, "json", 0, NULL, "one JSON object instead of text", NULL},
+	{OPT_CHECK, 0, "check", 0, NULL, "exit status 0 only if GPU tracing is available (else 3)", NULL},
+	{0},
+};
+
 static void usage(FILE *f)
 {
 	fputs("usage: phaseprof doctor [--libcuda PATH] [--libcupti PATH] [--json] [--check]\n"
 	      "  Probes the NVIDIA driver (dlopen + cuInit) and CUPTI and prints what GPU\n"
-	      "  tracing will and won't record here.\n"
-	      "  --libcuda PATH   driver library to probe (default $PHASEPROF_LIBCUDA, libcuda.so.1)\n"
-	      "  --libcupti PATH  CUPTI library to try (default $PHASEPROF_LIBCUPTI, the loader path,\n"
-	      "                   then the toolkit phaseprof was built against)\n"
-	      "  --json           one JSON object instead of text\n"
-	      "  --check          exit status 0 only if GPU tracing is available (else 3)\n",
+	      "  tracing will and won't record here.\n",
 	      f);
-}
-
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
+	cli_opt_help(f, opts);
 }
 
 int cmd_doctor(int argc, char **argv)
 {
 	const char *libcuda = NULL, *libcupti = NULL;
 	int json = 0, check = 0;
-	for (int i = 1; i < argc; i++) {
-		if (cli_is_help(argv[i])) {
-			usage(stdout);
-			return 0;
-		} else if (strcmp(argv[i], "--libcuda") == 0 && i + 1 < argc) {
-			libcuda = argv[++i];
-		} else if (strcmp(argv[i], "--libcupti") == 0 && i + 1 < argc) {
-			libcupti = argv[++i];
-		} else if (strcmp(argv[i], "--json") == 0) {
+	cli_parse p;
+	cli_parse_init(&p, "doctor", opts, usage, argc, argv, 0);
+	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
+		switch (c) {
+		case CLI_EXIT:
+			return p.status;
+		case OPT_LIBCUDA:
+			libcuda = p.val[0];
+			break;
+		case OPT_LIBCUPTI:
+			libcupti = p.val[0];
+			break;
+		case OPT_JSON:
 			json = 1;
-		} else if (strcmp(argv[i], "--check") == 0) {
+			break;
+		case OPT_CHECK:
 			check = 1;
-		} else {
-			cli_error("doctor: unknown argument '%s' (see phaseprof doctor --help)", argv[i]);
+			break;
+		default:
+			cli_error("doctor: unexpected argument '%s' (see phaseprof doctor --help)", p.val[0]);
 			return 2;
 		}
 	}
-
 	ppgpu_probe_result r;
 	ppgpu_probe_driver(libcuda, &r);
 	int driver_state = r.state;
@@ -79,22 +76,22 @@ int cmd_doctor(int argc, char **argv)
 
 	if (json) {
 		printf("{\"available\":%s,\"state\":", r.state == PPGPU_OK ? "true" : "false");
-		json_str(ppgpu_state_name(r.state));
+		pp_json_fputs(stdout, ppgpu_state_name(r.state));
 		printf(",\"reason\":");
-		json_str(r.reason);
+		pp_json_fputs(stdout, r.reason);
 		printf(",\"driver\":{\"library\":");
-		json_str(r.driver_path);
+		pp_json_fputs(stdout, r.driver_path);
 		printf(",\"cuInit\":%d,\"cuInit_name\":", r.cu_result);
-		json_str(r.cu_result >= 0 ? ppgpu_cu_result_name(r.cu_result) : "");
+		pp_json_fputs(stdout, r.cu_result >= 0 ? ppgpu_cu_result_name(r.cu_result) : "");
 		printf(",\"version\":%d,\"devices\":%d,\"device0\":", r.driver_version, r.device_count);
-		json_str(r.device_name);
+		pp_json_fputs(stdout, r.device_name);
 		printf("},\"cupti\":{\"library\":");
-		json_str(r.cupti_path);
+		pp_json_fputs(stdout, r.cupti_path);
 		printf(",\"version\":%u,\"result\":%d,\"holder\":", r.cupti_version, r.cupti_result);
-		json_str(r.holder);
+		pp_json_fputs(stdout, r.holder);
 		printf("},\"built\":{\"cupti_collector\":%s,\"nvtx_injection\":%s},\"agent\":",
 		       feat & PPGPU_HAVE_CUPTI ? "true" : "false", feat & PPGPU_HAVE_NVTX ? "true" : "false");
-		json_str(have_agent ? agent : "");
+		pp_json_fputs(stdout, have_agent ? agent : "");
 		printf("}\n");
 	} else {
 		printf("GPU tracing: %s\n", r.state == PPGPU_OK ? "available" : "unavailable");

@@ -1,6 +1,7 @@
 /* phaseprof export --format F DB -o FILE — Chrome trace, folded stacks,
  * graph DOT/SVG, phase CSV (and the HTML report). */
 #include "cli.h"
+#include "cli_opt.h"
 #include "viewers.h"
 
 #include <limits.h>
@@ -8,6 +9,20 @@
 #include <string.h>
 
 const char cmd_export_summary[] = "export a run as Chrome trace JSON, folded stacks, DOT/SVG or CSV";
+
+enum { OPT_FORMAT = 1, OPT_OUTPUT, OPT_RUN, OPT_GZIP, OPT_GRAPH, OPT_MAX_NODES, OPT_SOURCE };
+static const cli_opt opts[] = {
+	{OPT_FORMAT, 'f', "format", 1, "FORMAT", "one of the formats above (required)", NULL},
+	{OPT_OUTPUT, 'o', "output", 1, "FILE", "output file (default: standard output)", NULL},
+	{OPT_RUN, 0, "run", 1, "N", "only run N (default: every run; dot/svg: the latest graph)", NULL},
+	{OPT_GZIP, 'z', "gzip", 0, NULL, "compress the output with gzip (Perfetto opens .json.gz)", NULL},
+	{OPT_GRAPH, 0, "graph", 1, "ID", "dot/svg: graphs.id of the snapshot (see 'phaseprof stats')", NULL},
+	{OPT_MAX_NODES, 0, "max-nodes", 1, "N", "dot/svg: group nodes above N (svg default "
+	 CLI_STR(PP_GRAPH_DEFAULT_CAP) ", dot: no cap)", NULL},
+	{OPT_SOURCE, 0, "source", 1, "S", "folded: 'samples' (CPU samples) or 'spans' (phase self time, us);\n"
+	 "default: samples when the run has them", NULL},
+	{0},
+};
 
 static void usage(FILE *o)
 {
@@ -17,74 +32,60 @@ static void usage(FILE *o)
 	const pp_view_ops *const *b = pp_view_backends();
 	for (int i = 0; b[i]; i++)
 		fprintf(o, "  %-8s %s\n", b[i]->name, b[i]->description);
-	fprintf(o, "\n  -f, --format FORMAT   one of the formats above (required)\n"
-		   "  -o, --output FILE     output file (default: standard output)\n"
-		   "  --run N               only run N (default: every run; dot/svg: the latest graph)\n"
-		   "  --gzip                compress the output with gzip (Perfetto opens .json.gz)\n"
-		   "  --graph ID            dot/svg: graphs.id of the snapshot (see 'phaseprof stats')\n"
-		   "  --max-nodes N         dot/svg: group nodes above N (svg default %d, dot: no cap)\n"
-		   "  --source S            folded: 'samples' (CPU samples) or 'spans' (phase self time, us);\n"
-		   "                        default: samples when the run has them\n",
-		PP_GRAPH_DEFAULT_CAP);
+	fprintf(o, "\n");
+	cli_opt_help(o, opts);
 }
 
 int cmd_export(int argc, char **argv)
 {
 	const char *db = NULL, *out = "-", *format = NULL;
-	pp_view_opts opts = {0};
+	pp_view_opts opts_v = {0};
 	long long v;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		int has_val = i + 1 < argc;
-		if (cli_is_help(a)) {
-			usage(stdout);
-			return 0;
-		} else if (!strcmp(a, "--gzip") || !strcmp(a, "-z")) {
-			opts.gzip = 1;
-		} else if (!strcmp(a, "-f") || !strcmp(a, "--format") || !strcmp(a, "-o") || !strcmp(a, "--output") ||
-			   !strcmp(a, "--run") || !strcmp(a, "--graph") || !strcmp(a, "--max-nodes") ||
-			   !strcmp(a, "--source")) {
-			if (!has_val) {
-				cli_error("export: %s needs a value", a);
+	cli_parse p;
+	cli_parse_init(&p, "export", opts, usage, argc, argv, 0);
+	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
+		const char *val = p.val[0];
+		switch (c) {
+		case CLI_EXIT:
+			return p.status;
+		case OPT_GZIP:
+			opts_v.gzip = 1;
+			break;
+		case OPT_FORMAT:
+			format = val;
+			break;
+		case OPT_OUTPUT:
+			out = val;
+			break;
+		case OPT_SOURCE:
+			if (!strcmp(val, "samples"))
+				opts_v.folded_source = PP_FOLDED_SAMPLES;
+			else if (!strcmp(val, "spans"))
+				opts_v.folded_source = PP_FOLDED_SPANS;
+			else {
+				cli_error("export: --source must be 'samples' or 'spans', not '%s'", val);
 				return 2;
 			}
-			const char *val = argv[++i];
-			if (a[1] == 'f' || !strcmp(a, "--format")) {
-				format = val;
-			} else if (a[1] == 'o' || !strcmp(a, "--output")) {
-				out = val;
-			} else if (!strcmp(a, "--source")) {
-				if (!strcmp(val, "samples"))
-					opts.folded_source = PP_FOLDED_SAMPLES;
-				else if (!strcmp(val, "spans"))
-					opts.folded_source = PP_FOLDED_SPANS;
-				else {
-					cli_error("export: --source must be 'samples' or 'spans', not '%s'", val);
-					return 2;
-				}
-			} else {
-				if (cli_parse_int64(a, val, &v) != 0)
-					return 2;
-				if (v <= 0 || v > 2000000000) {
-					cli_error("export: %s must be a positive number, not %lld", a, v);
-					return 2;
-				}
-				if (!strcmp(a, "--run"))
-					opts.run_id = v;
-				else if (!strcmp(a, "--graph"))
-					opts.graph_id = v;
-				else
-					opts.max_graph_nodes = (int)v;
+			break;
+		case OPT_RUN:
+		case OPT_GRAPH:
+		case OPT_MAX_NODES:
+			if (cli_parse_int64(p.name, val, &v) != 0)
+				return 2;
+			if (v <= 0 || v > 2000000000) {
+				cli_error("export: %s must be a positive number, not %lld", p.name, v);
+				return 2;
 			}
-		} else if (a[0] == '-' && a[1]) {
-			cli_error("export: unknown option '%s'", a);
-			usage(stderr);
-			return 2;
-		} else if (!db) {
-			db = a;
-		} else {
-			cli_error("export: unexpected argument '%s'", a);
-			return 2;
+			if (c == OPT_RUN)
+				opts_v.run_id = v;
+			else if (c == OPT_GRAPH)
+				opts_v.graph_id = v;
+			else
+				opts_v.max_graph_nodes = (int)v;
+			break;
+		default:
+			if (cli_parse_one_arg(&p, &db) != 0)
+				return p.status;
 		}
 	}
 	if (!format) {
@@ -99,22 +100,20 @@ int cmd_export(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	/* writing the output over the database would destroy the recording */
-	char rdb[4096], rout[4096];
-	if (strcmp(out, "-") != 0 && realpath(db, rdb) && realpath(out, rout) && strcmp(rdb, rout) == 0) {
-		cli_error("export: output %s is the database itself; choose another file", out);
-		return 2;
-	}
 	pp_store *st = cli_open_store(db, PP_STORE_READ);
 	if (!st)
 		return 1;
+	/* writing the output over the database would destroy the recording */
+	if (strcmp(out, "-") != 0 && pp_store_is_file(st, out)) {
+		cli_error("export: %s: is the database being read; choose another output file", out);
+		pp_store_close(st, NULL, 0);
+		return 2;
+	}
 	char err[512];
-	int rc = pp_view_write(st, format, &opts, out, err, sizeof err);
+	int rc = pp_view_write(st, format, &opts_v, out, err, sizeof err);
 	pp_store_close(st, NULL, 0);
 	if (rc != 0) {
 		cli_error("export: %s", err);
-		if (strcmp(out, "-") != 0)
-			remove(out);   /* no half-written file left behind */
 		return 1;
 	}
 	return 0;

@@ -1,6 +1,7 @@
 /* phaseprof info DB — what a database holds: runs, their status and losses,
  * and row counts per table. */
 #include "cli.h"
+#include "cli_opt.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -8,34 +9,24 @@
 
 const char cmd_info_summary[] = "what a database holds: runs, status, losses, table sizes";
 
+static const cli_opt opts[] = {{0}};
+
 static void usage(FILE *o)
 {
 	fprintf(o, "usage: phaseprof info DB\n\n"
 		   "Lists the runs in a phaseprof database (label, scenario/variant, status,\n"
-		   "duration, events and losses) and how many rows each table holds.\n");
+		   "duration, events and losses) and how many rows each table holds.\n\n");
+	cli_opt_help(o, opts);
 }
-
-static const char *const tables[] = {"spans", "counters", "marks", "ops", "graphs",
-				     "allocations", "libraries", "io", "samples",
-				     "gpu_activity", "findings", NULL};
 
 int cmd_info(int argc, char **argv)
 {
 	const char *db = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (cli_is_help(argv[i])) {
-			usage(stdout);
-			return 0;
-		} else if (argv[i][0] == '-') {
-			cli_error("info: unknown option '%s'", argv[i]);
-			usage(stderr);
-			return 2;
-		} else if (!db) {
-			db = argv[i];
-		} else {
-			cli_error("info: unexpected argument '%s'", argv[i]);
-			return 2;
-		}
+	cli_parse p;
+	cli_parse_init(&p, "info", opts, usage, argc, argv, 0);
+	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
+		if (c == CLI_EXIT || cli_parse_one_arg(&p, &db) != 0)
+			return p.status;
 	}
 	if (!db) {
 		usage(stderr);
@@ -47,7 +38,7 @@ int cmd_info(int argc, char **argv)
 	pp_run_info *runs;
 	int n;
 	if (pp_store_runs(st, &runs, &n) != 0) {
-		cli_error("%s: cannot read runs: %s", db, sqlite3_errmsg(pp_store_db(st)));
+		cli_error("%s: cannot read runs: %s", db, pp_store_error(st));
 		pp_store_close(st, NULL, 0);
 		return 1;
 	}
@@ -84,19 +75,17 @@ int cmd_info(int argc, char **argv)
 			printf("      python frames in samples: %s\n", pyf);
 	}
 	free(runs);
-	printf("\nrows:");
-	for (int i = 0; tables[i]; i++) {
-		char sql[96];
-		snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", tables[i]);
-		sqlite3_stmt *s;
-		long long c = 0;
-		if (sqlite3_prepare_v2(pp_store_db(st), sql, -1, &s, NULL) == SQLITE_OK) {
-			if (sqlite3_step(s) == SQLITE_ROW)
-				c = sqlite3_column_int64(s, 0);
-			sqlite3_finalize(s);
-		}
-		printf(" %s %lld%s", tables[i], c, tables[i + 1] ? "," : "\n");
+	const char *const *tables;
+	int64_t *counts;
+	if (pp_store_table_rows(st, &tables, &counts) != 0) {
+		cli_error("%s: cannot count rows: %s", db, pp_store_error(st));
+		pp_store_close(st, NULL, 0);
+		return 1;
 	}
+	printf("\nrows:");
+	for (int i = 0; tables[i]; i++)
+		printf(" %s %lld%s", tables[i], (long long)counts[i], tables[i + 1] ? "," : "\n");
+	free(counts);
 	pp_store_close(st, NULL, 0);
 	return 0;
 }

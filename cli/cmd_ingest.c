@@ -7,6 +7,7 @@
  * spools are left where they are; `--rm` removes the ones ingested.
  */
 #include "cli.h"
+#include "cli_opt.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -14,6 +15,14 @@
 #include <unistd.h>
 
 const char cmd_ingest_summary[] = "store leftover spool files as runs";
+
+enum { OPT_OUTPUT = 1, OPT_KEEP_ALL, OPT_RM };
+static const cli_opt opts[] = {
+	{OPT_OUTPUT, 'o', "output", 1, "FILE", "database to write (appended to if it exists)", NULL},
+	{OPT_KEEP_ALL, 0, "keep-all-spans", 0, NULL, "a row for every span (see 'phaseprof record --help')", NULL},
+	{OPT_RM, 0, "rm", 0, NULL, "remove each spool once it is stored", NULL},
+	{0},
+};
 
 static void usage(FILE *out)
 {
@@ -23,40 +32,28 @@ static void usage(FILE *out)
 		"Stores each spool file as a run in run.db (default phaseprof.db; runs are\n"
 		"appended): spools of one session (a program, its forks and execs) are\n"
 		"linked parent to child. A damaged tail is cut and the run marked truncated.\n"
-		"\n"
-		"  -o FILE            database to write (appended to if it exists)\n"
-		"  --keep-all-spans   a row for every span (see 'phaseprof record --help')\n"
-		"  --rm               remove each spool once it is stored\n"
-		"\n"
-		"Exit status: 0 if every spool was stored, 1 if any was not.\n");
+		"\n");
+	cli_opt_help(out, opts);
+	fprintf(out, "\nExit status: 0 if every spool was stored, 1 if any was not.\n");
 }
 
 int cmd_ingest(int argc, char **argv)
 {
 	const char *out = "phaseprof.db";
-	int keep_all = 0, rm = 0, i;
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--") == 0) {
-			i++;
-			break;
-		}
-		if (cli_is_help(a)) {
-			usage(stdout);
-			return 0;
-		}
-		if (strcmp(a, "-o") == 0 && i + 1 < argc)
-			out = argv[++i];
-		else if (strcmp(a, "--keep-all-spans") == 0)
+	int keep_all = 0, rm = 0;
+	cli_parse p;
+	cli_parse_init(&p, "ingest", opts, usage, argc, argv, CLI_STOP_AT_ARG);
+	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
+		if (c == CLI_EXIT)
+			return p.status;
+		else if (c == OPT_OUTPUT)
+			out = p.val[0];
+		else if (c == OPT_KEEP_ALL)
 			keep_all = 1;
-		else if (strcmp(a, "--rm") == 0)
+		else if (c == OPT_RM)
 			rm = 1;
-		else if (a[0] == '-') {
-			cli_error("ingest: unknown option '%s' (see 'phaseprof ingest --help')", a);
-			return 2;
-		} else
-			break;
 	}
+	int i = p.i; /* the spools: from the first positional, or after "--" */
 	int n = argc - i;
 	if (n <= 0) {
 		cli_error("ingest: no spool files given (phaseprof ingest [-o run.db] FILE.spool...)");

@@ -1,6 +1,7 @@
 /* phaseprof list — the built-in scenarios: complaint, variants, and whether
  * each can run on this machine (and why not). */
 #include "cli.h"
+#include "cli_opt.h"
 #include "scenarios.h"
 
 #include <stdlib.h>
@@ -8,12 +9,19 @@
 
 const char cmd_list_summary[] = "the built-in slowdown scenarios and whether they run here";
 
+enum { OPT_JSON = 1 };
+static const cli_opt opts[] = {
+	{OPT_JSON, 0, "json", 0, NULL, "one JSON array instead of text", NULL},
+	{0},
+};
+
 static void usage(FILE *o)
 {
 	fprintf(o, "usage: phaseprof list [--json]\n\n"
 		   "Lists the built-in scenarios ('phaseprof run <scenario>' runs one): the\n"
 		   "complaint each reproduces, its slow variant and fixes, the diagnostics rule\n"
-		   "expected to name the cause, and whether it can run on this machine.\n");
+		   "expected to name the cause, and whether it can run on this machine.\n\n");
+	cli_opt_help(o, opts);
 }
 
 /* Output backends (as uftrace's dump ops): one call per scenario. */
@@ -53,21 +61,6 @@ static void text_footer(FILE *o)
 	fprintf(o, "\n'phaseprof run <scenario>…' or 'phaseprof run --all' runs them.\n");
 }
 
-static void json_str(FILE *o, const char *s)
-{
-	fputc('"', o);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(o, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(o, "\\u%04x", c);
-		else
-			fputc(c, o);
-	}
-	fputc('"', o);
-}
-
 static void json_header(FILE *o)
 {
 	fprintf(o, "[");
@@ -77,23 +70,23 @@ static void json_scenario(FILE *o, const pp_scenario *s, int first, int availabl
 			  const char *why)
 {
 	fprintf(o, "%s\n {\"name\": ", first ? "" : ",");
-	json_str(o, pp_scenario_name(s));
+	pp_json_fputs(o, pp_scenario_name(s));
 	fprintf(o, ", \"complaint\": ");
-	json_str(o, pp_scenario_complaint(s));
+	pp_json_fputs(o, pp_scenario_complaint(s));
 	fprintf(o, ", \"source\": ");
-	json_str(o, pp_scenario_source(s));
+	pp_json_fputs(o, pp_scenario_source(s));
 	fprintf(o, ", \"available\": %s, \"unavailable_reason\": ", available ? "true" : "false");
-	json_str(o, available ? "" : why);
+	pp_json_fputs(o, available ? "" : why);
 	fprintf(o, ", \"variants\": [");
 	for (int v = 0; v < pp_scenario_num_variants(s); v++) {
 		fprintf(o, "%s{\"name\": ", v ? ", " : "");
-		json_str(o, pp_scenario_variant_name(s, v));
+		pp_json_fputs(o, pp_scenario_variant_name(s, v));
 		fprintf(o, ", \"kind\": \"%s\", \"what\": ",
 			pp_scn_variant_kind_name(pp_scenario_variant_kind(s, v)));
-		json_str(o, pp_scenario_variant_what(s, v));
+		pp_json_fputs(o, pp_scenario_variant_what(s, v));
 		fprintf(o, ", \"expect\": ");
 		if (pp_scenario_variant_expect(s, v))
-			json_str(o, pp_scenario_variant_expect(s, v));
+			pp_json_fputs(o, pp_scenario_variant_expect(s, v));
 		else
 			fprintf(o, "null");
 		fprintf(o, "}");
@@ -103,7 +96,7 @@ static void json_scenario(FILE *o, const pp_scenario *s, int first, int availabl
 	const char *const *rules = pp_scenario_rules(s, &nr);
 	for (int i = 0; i < nr; i++) {
 		fprintf(o, "%s", i ? ", " : "");
-		json_str(o, rules[i]);
+		pp_json_fputs(o, rules[i]);
 	}
 	fprintf(o, "]}");
 }
@@ -119,14 +112,15 @@ static const struct list_ops json_ops = {json_header, json_scenario, json_footer
 int cmd_list(int argc, char **argv)
 {
 	const struct list_ops *ops = &text_ops;
-	for (int i = 1; i < argc; i++) {
-		if (cli_is_help(argv[i])) {
-			usage(stdout);
-			return 0;
-		} else if (strcmp(argv[i], "--json") == 0) {
+	cli_parse p;
+	cli_parse_init(&p, "list", opts, usage, argc, argv, 0);
+	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
+		if (c == CLI_EXIT) {
+			return p.status;
+		} else if (c == OPT_JSON) {
 			ops = &json_ops;
 		} else {
-			cli_error("list: unknown argument '%s' (valid: --json, --help)", argv[i]);
+			cli_error("list: unexpected argument '%s' (valid: --json, --help)", p.val[0]);
 			return 2;
 		}
 	}

@@ -9,6 +9,7 @@
  * exits with the program's status (128 + signal when it was killed).
  */
 #include "cli.h"
+#include "cli_opt.h"
 #include "diagnostics.h"
 #include "phaseprof.h"
 
@@ -31,6 +32,21 @@ const char cmd_record_summary[] = "run a program under the LD_PRELOAD agent and 
 
 extern char **environ;
 
+enum { OPT_OUTPUT = 1, OPT_SAMPLE, OPT_MODE, OPT_NO_FOLLOW, OPT_KEEP, OPT_KEEP_ALL, OPT_NO_PYTHON };
+static const cli_opt opts[] = {
+	{OPT_OUTPUT, 'o', "output", 1, "FILE", "database to write (appended to if it exists)", NULL},
+	{OPT_SAMPLE, 0, "sample", 1, "HZ", "CPU sampling at HZ per thread (libunwind), 1..10000", NULL},
+	{OPT_MODE, 0, "mode", 1, "MODE", "default, or detailed: also record one allocation event in\n"
+	 "PHASEPROF_ALLOC_SAMPLE (1000)", NULL},
+	{OPT_NO_FOLLOW, 0, "no-follow-fork", 0, NULL, "record only the first process (and what it execs)", NULL},
+	{OPT_KEEP, 0, "keep-spools", 0, NULL, "keep the raw spool files and print their folder", NULL},
+	{OPT_KEEP_ALL, 0, "keep-all-spans", 0, NULL, "a row for every span (default: short leaf op/span spans\n"
+	 "past 10,000 per thread and name are kept as per-name groups)", NULL},
+	{OPT_NO_PYTHON, 0, "no-python", 0, NULL, "do not look inside CPython (start-up, import tree, the\n"
+	 "phaseprof module and framework adapters); native recording\ngoes on", NULL},
+	{0},
+};
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -43,20 +59,11 @@ static void usage(FILE *out)
 		"allocations, file I/O, mmap, threads, forks/execs and optional CPU samples\n"
 		"into run.db (default phaseprof.db; runs are appended). CMD's input, output\n"
 		"and exit status are left as they are.\n"
-		"\n"
-		"  -o FILE            database to write (appended to if it exists)\n"
-		"  --sample HZ        CPU sampling at HZ per thread (libunwind), 1..10000\n"
-		"  --mode detailed    also record one allocation event in PHASEPROF_ALLOC_SAMPLE (1000)\n"
-		"  --no-follow-fork   record only the first process (and what it execs)\n"
-		"  --keep-spools      keep the raw spool files and print their folder\n"
-		"  --keep-all-spans   a row for every span (default: short leaf op/span spans\n"
-		"                     past 10,000 per thread and name are kept as per-name groups)\n"
-		"  --no-python        do not look inside CPython (start-up, import tree, the\n"
-		"                     phaseprof module and framework adapters); native recording\n"
-		"                     goes on\n"
-		"\n"
-		"Exit status: the program's (128 + signal if it was killed); 3 if it exited 0\n"
-		"but nothing was recorded.\n");
+		"\n");
+	cli_opt_help(out, opts);
+	fprintf(out, "\n"
+		     "Exit status: the program's (128 + signal if it was killed); 3 if it exited 0\n"
+		     "but nothing was recorded.\n");
 }
 
 /* ---------------------------------------------------------------- checks */
@@ -152,18 +159,6 @@ static int check_command(const char *cmd, char *resolved, size_t len)
 
 static double ms(int64_t ns) { return (double)ns / 1e6; }
 
-static void human_bytes(int64_t b, char *out, size_t len)
-{
-	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double v = (double)b;
-	int i = 0;
-	while (v >= 1024 && i < 4) {
-		v /= 1024;
-		i++;
-	}
-	snprintf(out, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
-}
-
 /* What the Python layer saw: start-up, imports, steps. */
 static void summarise_python(pp_store *st, int64_t run)
 {
@@ -223,13 +218,13 @@ static void summarise_run(pp_store *st, int64_t run, int64_t wall_ns)
 		fprintf(stderr, "    split by CPU samples: %.1f ms relocation / symbol lookup, %.1f ms constructors"
 			" (%lld loads)\n", ms(s.reloc_ns), ms(s.ctor_ns), (long long)s.split_loads);
 	if (s.allocs) {
-		human_bytes(s.alloc_bytes, b1, sizeof b1);
-		human_bytes(s.alloc_peak, b2, sizeof b2);
+		pp_fmt_bytes(b1, sizeof b1, (double)s.alloc_bytes);
+		pp_fmt_bytes(b2, sizeof b2, (double)s.alloc_peak);
 		fprintf(stderr, "  allocation   ~%8.1f ms  %lld allocations (%s), %lld frees, peak %s in use\n",
 			ms(s.alloc_ns), (long long)s.allocs, b1, (long long)s.frees, b2);
 	}
 	if (s.files_opened || s.reads || s.failed_opens) {
-		human_bytes(s.read_bytes, b1, sizeof b1);
+		pp_fmt_bytes(b1, sizeof b1, (double)s.read_bytes);
 		fprintf(stderr, "  file I/O      %8.1f ms  %lld files opened (%lld failed opens), %lld reads of %s, %lld of them <= 4 KiB\n",
 			ms(s.io_ns), (long long)s.files_opened, (long long)s.failed_opens, (long long)s.reads, b1,
 			(long long)s.small_reads);
@@ -472,56 +467,53 @@ typedef struct record_opts {
 static int parse_options(int argc, char **argv, record_opts *o)
 {
 	*o = (record_opts){"phaseprof.db", 0, 0, 1, 0, 0, 0, 1};
-	int i;
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--") == 0) {
-			i++;
+	cli_parse p;
+	long long v;
+	cli_parse_init(&p, "record", opts, usage, argc, argv, CLI_STOP_AT_ARG);
+	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
+		switch (c) {
+		case CLI_EXIT:
+			return p.status;
+		case OPT_OUTPUT:
+			o->out = p.val[0];
 			break;
-		}
-		if (cli_is_help(a)) {
-			usage(stdout);
-			return 0;
-		}
-		if (strcmp(a, "-o") == 0 && i + 1 < argc)
-			o->out = argv[++i];
-		else if (strcmp(a, "--sample") == 0 && i + 1 < argc) {
-			long long v;
-			if (cli_parse_int64("--sample", argv[++i], &v) != 0)
+		case OPT_SAMPLE:
+			if (cli_parse_int64("--sample", p.val[0], &v) != 0)
 				return 2;
 			if (v < 1 || v > 10000) {
 				cli_error("record: --sample %lld: the rate must be 1..10000 Hz", v);
 				return 2;
 			}
 			o->hz = (int)v;
-		} else if (strcmp(a, "--mode") == 0 && i + 1 < argc) {
-			const char *m = argv[++i];
-			if (strcmp(m, "detailed") == 0)
+			break;
+		case OPT_MODE:
+			if (strcmp(p.val[0], "detailed") == 0) {
 				o->detailed = 1;
-			else if (strcmp(m, "default") != 0) {
-				cli_error("record: --mode %s: expected default or detailed", m);
+			} else if (strcmp(p.val[0], "default") != 0) {
+				cli_error("record: --mode %s: expected default or detailed", p.val[0]);
 				return 2;
 			}
-		} else if (strcmp(a, "--no-follow-fork") == 0)
+			break;
+		case OPT_NO_FOLLOW:
 			o->follow = 0;
-		else if (strcmp(a, "--keep-spools") == 0)
+			break;
+		case OPT_KEEP:
 			o->keep = 1;
-		else if (strcmp(a, "--keep-all-spans") == 0)
+			break;
+		case OPT_KEEP_ALL:
 			o->keep_all = 1;
-		else if (strcmp(a, "--no-python") == 0)
+			break;
+		case OPT_NO_PYTHON:
 			o->python = 0;
-		else if (a[0] != '-')
-			break; /* the command, without a "--" */
-		else {
-			cli_error("record: unknown option '%s' (see 'phaseprof record --help')", a);
-			return 2;
+			break;
 		}
 	}
-	if (i >= argc) {
+	/* the command starts at the first positional, or after "--" */
+	if (p.i >= argc) {
 		cli_error("record: no command given (phaseprof record [-o run.db] -- CMD ARGS...)");
 		return 2;
 	}
-	o->cmd = i;
+	o->cmd = p.i;
 	return -1;
 }
 

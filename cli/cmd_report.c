@@ -1,5 +1,6 @@
 /* phaseprof report DB -o report.html — the self-contained HTML report. */
 #include "cli.h"
+#include "cli_opt.h"
 #include "viewers.h"
 
 #include <limits.h>
@@ -9,6 +10,18 @@
 
 const char cmd_report_summary[] = "write the self-contained HTML report of a database";
 
+enum { OPT_OUTPUT = 1, OPT_RUN, OPT_TITLE, OPT_MAX_GRAPH_NODES, OPT_TIMELINE_BUDGET };
+static const cli_opt opts[] = {
+	{OPT_OUTPUT, 'o', "output", 1, "FILE", "output file (default: DB with .html)", NULL},
+	{OPT_RUN, 0, "run", 1, "N", "only run N (default: every run)", NULL},
+	{OPT_TITLE, 0, "title", 1, "TEXT", "page title (default: the database name)", NULL},
+	{OPT_MAX_GRAPH_NODES, 0, "max-graph-nodes", 1, "N",
+	 "group graph nodes above N (default " CLI_STR(PP_GRAPH_DEFAULT_CAP) ")", NULL},
+	{OPT_TIMELINE_BUDGET, 0, "timeline-budget", 1, "N",
+	 "timeline items kept before merging short ones (default " CLI_STR(PP_TIMELINE_DEFAULT_BUDGET) ")", NULL},
+	{0},
+};
+
 static void usage(FILE *o)
 {
 	fprintf(o, "usage: phaseprof report DB [-o FILE] [--run N] [--title TEXT]\n"
@@ -16,70 +29,52 @@ static void usage(FILE *o)
 		   "Writes one HTML file (inline SVG and script, no network access) with the\n"
 		   "findings, scenario variants side by side, phase waterfall, step chart,\n"
 		   "zoomable timeline, ops, memory, Graphviz graph renderings, CPU flame graph,\n"
-		   "libraries / I/O and run metadata.\n\n"
-		   "  -o, --output FILE       output file (default: DB with .html)\n"
-		   "  --run N                 only run N (default: every run)\n"
-		   "  --title TEXT            page title (default: the database name)\n"
-		   "  --max-graph-nodes N     group graph nodes above N (default %d)\n"
-		   "  --timeline-budget N     timeline items kept before merging short ones (default %d)\n",
-		PP_GRAPH_DEFAULT_CAP, PP_TIMELINE_DEFAULT_BUDGET);
-}
-
-static int need_arg(int i, int argc, char **argv)
-{
-	if (i + 1 >= argc) {
-		cli_error("report: %s needs a value", argv[i]);
-		return 0;
-	}
-	return 1;
+		   "libraries / I/O and run metadata.\n\n");
+	cli_opt_help(o, opts);
 }
 
 int cmd_report(int argc, char **argv)
 {
 	const char *db = NULL, *out = NULL;
-	pp_view_opts opts = {0};
+	pp_view_opts opts_v = {0};
 	long long v;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (cli_is_help(a)) {
-			usage(stdout);
-			return 0;
-		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-			if (!need_arg(i, argc, argv))
-				return 2;
-			out = argv[++i];
-		} else if (!strcmp(a, "--run")) {
-			if (!need_arg(i, argc, argv) || cli_parse_int64("--run", argv[++i], &v) != 0)
+	cli_parse p;
+	cli_parse_init(&p, "report", opts, usage, argc, argv, 0);
+	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
+		switch (c) {
+		case CLI_EXIT:
+			return p.status;
+		case OPT_OUTPUT:
+			out = p.val[0];
+			break;
+		case OPT_RUN:
+			if (cli_parse_int64("--run", p.val[0], &v) != 0)
 				return 2;
 			if (v <= 0) {
 				cli_error("report: --run: run ids start at 1, not %lld", v);
 				return 2;
 			}
-			opts.run_id = v;
-		} else if (!strcmp(a, "--title")) {
-			if (!need_arg(i, argc, argv))
-				return 2;
-			opts.title = argv[++i];
-		} else if (!strcmp(a, "--max-graph-nodes") || !strcmp(a, "--timeline-budget")) {
-			if (!need_arg(i, argc, argv) || cli_parse_int64(a, argv[++i], &v) != 0)
+			opts_v.run_id = v;
+			break;
+		case OPT_TITLE:
+			opts_v.title = p.val[0];
+			break;
+		case OPT_MAX_GRAPH_NODES:
+		case OPT_TIMELINE_BUDGET:
+			if (cli_parse_int64(p.name, p.val[0], &v) != 0)
 				return 2;
 			if (v < 1 || v > 100000000) {
-				cli_error("report: %s must be between 1 and 100000000", a);
+				cli_error("report: %s must be between 1 and 100000000", p.name);
 				return 2;
 			}
-			if (a[2] == 'm')
-				opts.max_graph_nodes = (int)v;
+			if (c == OPT_MAX_GRAPH_NODES)
+				opts_v.max_graph_nodes = (int)v;
 			else
-				opts.timeline_budget = (int)v;
-		} else if (a[0] == '-' && a[1]) {
-			cli_error("report: unknown option '%s'", a);
-			usage(stderr);
-			return 2;
-		} else if (!db) {
-			db = a;
-		} else {
-			cli_error("report: unexpected argument '%s'", a);
-			return 2;
+				opts_v.timeline_budget = (int)v;
+			break;
+		default:
+			if (cli_parse_one_arg(&p, &db) != 0)
+				return p.status;
 		}
 	}
 	if (!db) {
@@ -93,19 +88,19 @@ int cmd_report(int argc, char **argv)
 		snprintf(deflt, sizeof deflt, "%.*s.html", n, db);
 		out = deflt;
 	}
-	/* writing the output over the database would destroy the recording */
-	char rdb[4096], rout[4096];
-	if (strcmp(out, "-") != 0 && realpath(db, rdb) && realpath(out, rout) && strcmp(rdb, rout) == 0) {
-		cli_error("report: output %s is the database itself; choose another file", out);
-		return 2;
-	}
 	pp_store *st = cli_open_store(db, PP_STORE_READ);
 	if (!st)
 		return 1;
+	/* writing the output over the database would destroy the recording */
+	if (strcmp(out, "-") != 0 && pp_store_is_file(st, out)) {
+		cli_error("report: %s: is the database being read; choose another output file", out);
+		pp_store_close(st, NULL, 0);
+		return 2;
+	}
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	char err[512];
-	int rc = pp_view_write(st, "html", &opts, out, err, sizeof err);
+	int rc = pp_view_write(st, "html", &opts_v, out, err, sizeof err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	pp_store_close(st, NULL, 0);
 	if (rc != 0) {

@@ -4,6 +4,7 @@
  * diagnostics run on each, and a short summary: per-variant totals, each
  * fix's speed-up, the findings, and which claimed causes the numbers support. */
 #include "cli.h"
+#include "cli_opt.h"
 #include "scenarios.h"
 #ifdef PP_HAVE_DIAG
 #include "diagnostics.h"
@@ -25,6 +26,17 @@ const char cmd_run_summary[] = "run built-in scenarios (slow variant and fixes) 
 #define DEFAULT_DB "phaseprof-run.db"
 #define MAX_VARIANTS 16
 
+enum { OPT_ALL = 1, OPT_OUTPUT, OPT_QUICK, OPT_KEEP, OPT_NO_DIAG, OPT_SIZE };
+static const cli_opt opts[] = {
+	{OPT_ALL, 0, "all", 0, NULL, "every scenario that can run on this machine", NULL},
+	{OPT_OUTPUT, 'o', "output", 1, "DB", "database to write", "a database path"},
+	{OPT_QUICK, 0, "quick", 0, NULL, "smaller workloads (the tests' size)", NULL},
+	{OPT_KEEP, 0, "keep-spools", 0, NULL, "keep the per-variant spool files (their folder is printed)", NULL},
+	{OPT_NO_DIAG, 0, "no-diag", 0, NULL, "do not run the diagnostics", NULL},
+	{OPT_SIZE, 0, "size", 1, "S", NULL, "full, quick or smoke"}, /* hidden: smoke for sanitizer builds */
+	{0},
+};
+
 static void usage(FILE *o)
 {
 	fprintf(o,
@@ -34,13 +46,9 @@ static void usage(FILE *o)
 		"fresh process, records all of them into DB (default %s, runs are\n"
 		"appended), runs the diagnostics on every run and prints a summary: totals,\n"
 		"the speed-up of each fix, the findings, and which of the write-up's claimed\n"
-		"causes the numbers support.\n\n"
-		"  --all           every scenario that can run on this machine\n"
-		"  -o, --output DB database to write\n"
-		"  --quick         smaller workloads (the tests' size)\n"
-		"  --keep-spools   keep the per-variant spool files (their folder is printed)\n"
-		"  --no-diag       do not run the diagnostics\n",
+		"causes the numbers support.\n\n",
 		DEFAULT_DB);
+	cli_opt_help(o, opts);
 }
 
 static void list_valid(FILE *o)
@@ -60,33 +68,47 @@ static uint64_t mono_ns(void)
 
 /* ---- child: one variant in this fresh process ---- */
 
+enum { CH_CHILD = 1, CH_SPOOL, CH_WORKDIR, CH_SIZE, CH_FORK_NS };
+static const cli_opt child_opts[] = {
+	{CH_CHILD, 0, "child", 1, "SCENARIO:VARIANT", NULL, NULL},
+	{CH_SPOOL, 0, "spool", 1, "PATH", NULL, NULL},
+	{CH_WORKDIR, 0, "workdir", 1, "DIR", NULL, NULL},
+	{CH_SIZE, 0, "size", 1, "S", NULL, NULL},
+	{CH_FORK_NS, 0, "fork-ns", 1, "NS", NULL, NULL},
+	{0},
+};
+
 static int run_child(int argc, char **argv)
 {
 	const char *which = NULL, *spool = NULL, *workdir = NULL;
 	int size = PP_SCN_FULL;
 	unsigned long long fork_ns = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!v) {
-			cli_error("run --child: '%s' needs a value", a);
-			return 2;
-		}
-		if (strcmp(a, "--child") == 0)
+	cli_parse p;
+	cli_parse_init(&p, "run --child", child_opts, NULL, argc, argv, 0);
+	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
+		const char *v = p.val[0];
+		switch (c) {
+		case CH_CHILD:
 			which = v;
-		else if (strcmp(a, "--spool") == 0)
+			break;
+		case CH_SPOOL:
 			spool = v;
-		else if (strcmp(a, "--workdir") == 0)
+			break;
+		case CH_WORKDIR:
 			workdir = v;
-		else if (strcmp(a, "--size") == 0)
+			break;
+		case CH_SIZE:
 			size = pp_scn_size_from_name(v);
-		else if (strcmp(a, "--fork-ns") == 0)
+			break;
+		case CH_FORK_NS:
 			fork_ns = strtoull(v, NULL, 10);
-		else {
-			cli_error("run --child: unknown argument '%s'", a);
+			break;
+		case CLI_EXIT:
+			return p.status;
+		default:
+			cli_error("run --child: unexpected argument '%s'", p.val[0] ? p.val[0] : "--help");
 			return 2;
 		}
-		i++;
 	}
 	const char *colon = which ? strchr(which, ':') : NULL;
 	if (!which || !colon || !spool || !workdir || size < 0) {
@@ -432,36 +454,27 @@ int cmd_run(int argc, char **argv)
 	int all = 0, keep = 0, size = PP_SCN_FULL, diag = 1;
 	selection sel[64];
 	int nsel = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (cli_is_help(a)) {
-			usage(stdout);
-			return 0;
-		} else if (strcmp(a, "--all") == 0) {
+	cli_parse p;
+	cli_parse_init(&p, "run", opts, usage, argc, argv, 0);
+	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
+		const char *a = p.val[0];
+		if (c == CLI_EXIT) {
+			return p.status;
+		} else if (c == OPT_ALL) {
 			all = 1;
-		} else if (strcmp(a, "--quick") == 0) {
+		} else if (c == OPT_QUICK) {
 			size = PP_SCN_QUICK;
-		} else if (strcmp(a, "--size") == 0) { /* hidden: smoke for sanitizer builds */
-			if (i + 1 >= argc || (size = pp_scn_size_from_name(argv[i + 1])) < 0) {
+		} else if (c == OPT_SIZE) {
+			if ((size = pp_scn_size_from_name(a)) < 0) {
 				cli_error("run: --size needs full, quick or smoke");
 				return 2;
 			}
-			i++;
-		} else if (strcmp(a, "--keep-spools") == 0) {
+		} else if (c == OPT_KEEP) {
 			keep = 1;
-		} else if (strcmp(a, "--no-diag") == 0) {
+		} else if (c == OPT_NO_DIAG) {
 			diag = 0;
-		} else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-			if (i + 1 >= argc) {
-				cli_error("run: %s needs a database path", a);
-				return 2;
-			}
-			db = argv[++i];
-		} else if (a[0] == '-') {
-			cli_error("run: unknown option '%s' (valid: --all, -o DB, --quick, "
-				  "--keep-spools, --no-diag, --help)",
-				  a);
-			return 2;
+		} else if (c == OPT_OUTPUT) {
+			db = a;
 		} else {
 			char name[128];
 			const char *colon = strchr(a, ':');

@@ -1,5 +1,6 @@
 /* phaseprof stats DB — terminal tables: runs, phase totals, ops, findings. */
 #include "cli.h"
+#include "cli_opt.h"
 #include "viewers.h"
 
 #include <stdlib.h>
@@ -9,14 +10,20 @@
 
 const char cmd_stats_summary[] = "terminal tables: runs, phase totals, top ops, findings (--json)";
 
+enum { OPT_RUN = 1, OPT_JSON, OPT_WIDTH };
+static const cli_opt opts[] = {
+	{OPT_RUN, 0, "run", 1, "N", "only run N", NULL},
+	{OPT_JSON, 0, "json", 0, NULL, "one JSON document instead of tables", NULL},
+	{OPT_WIDTH, 0, "width", 1, "N", "table width in columns (default: the terminal's, at most 80 when piped)", NULL},
+	{0},
+};
+
 static void usage(FILE *o)
 {
 	fprintf(o, "usage: phaseprof stats DB [--run N] [--json] [--width N]\n\n"
 		   "Prints aligned tables that fit the terminal (80 columns by default): the runs,\n"
-		   "phase totals per run, the top ops (first step vs steady) and the findings.\n\n"
-		   "  --run N     only run N\n"
-		   "  --json      one JSON document instead of tables\n"
-		   "  --width N   table width in columns (default: the terminal's, at most 80 when piped)\n");
+		   "phase totals per run, the top ops (first step vs steady) and the findings.\n\n");
+	cli_opt_help(o, opts);
 }
 
 int cmd_stats(int argc, char **argv)
@@ -24,34 +31,28 @@ int cmd_stats(int argc, char **argv)
 	const char *db = NULL;
 	long long run = 0, width = 0;
 	int json = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (cli_is_help(a)) {
-			usage(stdout);
-			return 0;
-		} else if (!strcmp(a, "--json")) {
+	cli_parse p;
+	cli_parse_init(&p, "stats", opts, usage, argc, argv, 0);
+	for (int c; (c = cli_parse_next(&p)) != CLI_END;) {
+		long long *dst = c == OPT_RUN ? &run : &width;
+		switch (c) {
+		case CLI_EXIT:
+			return p.status;
+		case OPT_JSON:
 			json = 1;
-		} else if (!strcmp(a, "--run") || !strcmp(a, "--width")) {
-			if (i + 1 >= argc) {
-				cli_error("stats: %s needs a value", a);
-				return 2;
-			}
-			long long *dst = a[2] == 'r' ? &run : &width;
-			if (cli_parse_int64(a, argv[++i], dst) != 0)
+			break;
+		case OPT_RUN:
+		case OPT_WIDTH:
+			if (cli_parse_int64(p.name, p.val[0], dst) != 0)
 				return 2;
 			if (*dst <= 0 || (dst == &width && *dst > 1000)) {
-				cli_error("stats: %s out of range: %lld", a, *dst);
+				cli_error("stats: %s out of range: %lld", p.name, *dst);
 				return 2;
 			}
-		} else if (a[0] == '-' && a[1]) {
-			cli_error("stats: unknown option '%s'", a);
-			usage(stderr);
-			return 2;
-		} else if (!db) {
-			db = a;
-		} else {
-			cli_error("stats: unexpected argument '%s'", a);
-			return 2;
+			break;
+		default:
+			if (cli_parse_one_arg(&p, &db) != 0)
+				return p.status;
 		}
 	}
 	if (!db) {

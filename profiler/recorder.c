@@ -18,6 +18,8 @@
  */
 #include "phaseprof.h"
 #include "recorder_internal.h"
+#include "pp_grow.h"
+#include "pp_hash.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -65,10 +67,6 @@ typedef struct pp_thread {
 } pp_thread;
 
 
-typedef struct intern_entry {
-	char *text;
-	uint32_t hash, id;
-} intern_entry;
 
 static struct recorder {
 	_Atomic int open;
@@ -93,8 +91,7 @@ static struct recorder {
 	int writer_running;
 
 	pthread_mutex_t str_lock;     /* interning table + pending strings */
-	intern_entry *table;
-	uint32_t table_cap, table_n;
+	pp_hash index;                /* hash of by_id[id] -> id */
 	uint32_t next_id;
 	uint32_t *pending;            /* ids not yet written */
 	uint32_t pending_n, pending_cap;
@@ -191,80 +188,30 @@ uint64_t pp_now(void)
 
 /* ---------------------------------------------------------------- strings */
 
-static uint32_t hash_str(const char *s)
-{
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h ? h : 1;
-}
-
-static int table_grow(void)
-{
-	uint32_t cap = R.table_cap ? R.table_cap * 2 : 1024;
-	intern_entry *t = calloc(cap, sizeof *t);
-	if (!t)
-		return -1;
-	for (uint32_t i = 0; i < R.table_cap; i++) {
-		if (!R.table[i].text)
-			continue;
-		uint32_t j = R.table[i].hash & (cap - 1);
-		while (t[j].text)
-			j = (j + 1) & (cap - 1);
-		t[j] = R.table[i];
-	}
-	free(R.table);
-	R.table = t;
-	R.table_cap = cap;
-	return 0;
-}
-
 /* Returns the id of `s` (0 on allocation failure); the interned copy in *text. */
 static uint32_t intern_locked(const char *s, const char **text)
 {
-	uint32_t h = hash_str(s);
-	if (R.table_n * 2 >= R.table_cap && table_grow() != 0)
-		return 0;
-	uint32_t j = h & (R.table_cap - 1);
-	while (R.table[j].text) {
-		if (R.table[j].hash == h && strcmp(R.table[j].text, s) == 0) {
-			*text = R.table[j].text;
-			return R.table[j].id;
+	uint32_t h = pp_hash_str(s), id;
+	for (uint32_t it = 0; pp_hash_next(&R.index, h, &it, &id);)
+		if (strcmp(R.by_id[id], s) == 0) {
+			*text = R.by_id[id];
+			return id;
 		}
-		j = (j + 1) & (R.table_cap - 1);
-	}
+	/* room first, so a failure leaves nothing half-added */
+	if (PP_GROW(R.by_id, R.next_id + 2, R.by_id_cap) != 0 ||
+	    PP_GROW(R.pending, R.pending_n + 1, R.pending_cap) != 0)
+		return 0;
 	char *copy = strdup(s);
 	if (!copy)
 		return 0;
-	uint32_t id = ++R.next_id;
-	if (id >= R.by_id_cap) {
-		uint32_t cap = R.by_id_cap ? R.by_id_cap * 2 : 1024;
-		char **b = realloc(R.by_id, cap * sizeof *b);
-		if (!b) {
-			free(copy);
-			R.next_id--;
-			return 0;
-		}
-		R.by_id = b;
-		R.by_id_cap = cap;
+	id = R.next_id + 1;
+	if (pp_hash_add(&R.index, h, id) != 0) {
+		free(copy);
+		return 0;
 	}
-	if (R.pending_n == R.pending_cap) {
-		uint32_t cap = R.pending_cap ? R.pending_cap * 2 : 256;
-		uint32_t *p = realloc(R.pending, cap * sizeof *p);
-		if (!p) {
-			free(copy);
-			R.next_id--;
-			return 0;
-		}
-		R.pending = p;
-		R.pending_cap = cap;
-	}
+	R.next_id = id;
 	R.by_id[id] = copy;
 	R.pending[R.pending_n++] = id;
-	R.table[j].text = copy;
-	R.table[j].hash = h;
-	R.table[j].id = id;
-	R.table_n++;
 	*text = copy;
 	return id;
 }
@@ -1106,14 +1053,8 @@ static void atfork_child(void)
 	/* every string the child may refer to must be in its own spool */
 	R.pending_n = 0;
 	for (uint32_t id = 1; id <= R.next_id; id++) {
-		if (R.pending_n == R.pending_cap) {
-			uint32_t cap = R.pending_cap ? R.pending_cap * 2 : 256;
-			uint32_t *p = realloc(R.pending, cap * sizeof *p);
-			if (!p)
-				break;
-			R.pending = p;
-			R.pending_cap = cap;
-		}
+		if (PP_GROW(R.pending, R.pending_n + 1, R.pending_cap) != 0)
+			break;
 		R.pending[R.pending_n++] = id;
 	}
 	if (start_spool() != 0 || start_writer() != 0)
@@ -1175,11 +1116,9 @@ int pp_open(const pp_options *opts)
 	R.generation++;
 	/* a fresh string table per recording: ids restart at 1 */
 	pthread_mutex_lock(&R.str_lock);
-	for (uint32_t i = 0; i < R.table_cap; i++)
-		free(R.table[i].text);
-	free(R.table);
-	R.table = NULL;
-	R.table_cap = R.table_n = 0;
+	for (uint32_t id = 1; id <= R.next_id; id++)
+		free(R.by_id[id]);
+	pp_hash_free(&R.index);
 	R.next_id = 0;
 	R.pending_n = 0;
 	pthread_mutex_unlock(&R.str_lock);

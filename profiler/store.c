@@ -29,6 +29,13 @@ static const char *const index_sql =
 sqlite3 *pp_store_db(pp_store *st) { return st->db; }
 const char *pp_store_path(pp_store *st) { return st->path; }
 
+int pp_store_is_file(pp_store *st, const char *path)
+{
+	struct stat a, b;
+	return stat(st->path, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
 static int exec_sql(pp_store *st, const char *sql, char *err, size_t errlen)
 {
 	char *msg = NULL;
@@ -111,6 +118,48 @@ static int validate(pp_store *st, int fresh, char *err, size_t errlen)
 	return 0;
 }
 
+/* The phase_kinds table names every kind this build knows; a database made
+ * before the taxonomy grew gets the new kinds when opened for writing. */
+static int fill_kinds(pp_store *st, char *err, size_t errlen)
+{
+	sqlite3_stmt *s;
+	int rc = sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO phase_kinds(id, name) VALUES(?1, ?2)",
+				    -1, &s, NULL);
+	for (int k = 0; rc == SQLITE_OK && k < PP_KIND_COUNT; k++) {
+		sqlite3_bind_int(s, 1, k);
+		sqlite3_bind_text(s, 2, pp_kind_name((pp_kind)k), -1, SQLITE_STATIC);
+		rc = sqlite3_step(s) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(st->db);
+		sqlite3_reset(s);
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "%s: cannot write the phase kinds: %s", st->path,
+			 sqlite3_errmsg(st->db));
+		return -1;
+	}
+	return 0;
+}
+
+/* An existing database is checked before anything is appended to it:
+ * writing into a file with damaged pages spreads the damage. */
+static int check_intact(pp_store *st, char *err, size_t errlen)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db, "PRAGMA quick_check(1)", -1, &s, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: damaged database, not appending to it (%s)", st->path,
+			 sqlite3_errmsg(st->db));
+		return -1;
+	}
+	int rc = sqlite3_step(s);
+	const unsigned char *t = rc == SQLITE_ROW ? sqlite3_column_text(s, 0) : NULL;
+	int ok = t && strcmp((const char *)t, "ok") == 0;
+	if (!ok)
+		snprintf(err, errlen, "%s: damaged database, not appending to it (%s)", st->path,
+			 t ? (const char *)t : sqlite3_errmsg(st->db));
+	sqlite3_finalize(s);
+	return ok ? 0 : -1;
+}
+
 /* A new database: one transaction, already in WAL mode, so creating it costs
  * no sync of its own (the close's checkpoint makes everything durable). */
 static int create_schema(pp_store *st, char *err, size_t errlen)
@@ -129,24 +178,8 @@ static int create_schema(pp_store *st, char *err, size_t errlen)
 		 PP_SCHEMA_VERSION);
 	if (exec_sql(st, sql, err, errlen) != 0)
 		goto fail;
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO phase_kinds(id,name) VALUES(?,?)", -1, &s,
-			       NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "%s: %s", st->path, sqlite3_errmsg(st->db));
+	if (fill_kinds(st, err, errlen) != 0)
 		goto fail;
-	}
-	int rc = SQLITE_DONE;
-	for (int k = 0; k < PP_KIND_COUNT && rc == SQLITE_DONE; k++) {
-		sqlite3_bind_int(s, 1, k);
-		sqlite3_bind_text(s, 2, pp_kind_name((pp_kind)k), -1, SQLITE_STATIC);
-		rc = sqlite3_step(s);
-		sqlite3_reset(s);
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		snprintf(err, errlen, "%s: %s", st->path, sqlite3_errmsg(st->db));
-		goto fail;
-	}
 	if (exec_sql(st, "COMMIT", err, errlen) != 0)
 		goto fail;
 	st->schema_version = PP_SCHEMA_VERSION;
@@ -215,8 +248,10 @@ pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen)
 	if (mode == PP_STORE_WRITE) {
 		if (v == 1 && create_schema(st, err, errlen) != 0)
 			goto fail;
-		/* older-but-compatible files get any tables added since */
-		if (v == 0 && exec_sql(st, pp_schema_sql, err, errlen) != 0)
+		/* older-but-compatible files get any tables and kinds added since */
+		if (v == 0 && (check_intact(st, err, errlen) != 0 ||
+			       exec_sql(st, pp_schema_sql, err, errlen) != 0 ||
+			       fill_kinds(st, err, errlen) != 0))
 			goto fail;
 		if (v == 0 && st->schema_version < PP_SCHEMA_VERSION) {
 			char sql[128];
@@ -272,16 +307,31 @@ int pp_store_close(pp_store *st, char *err, size_t errlen)
 
 int pp_store_query(pp_store *st, const char *sql, int64_t run_id, pp_row_cb cb, void *ud)
 {
+	return store_each(st, sql, run_id, 0, NULL, cb, ud);
+}
+
+const char *pp_store_error(pp_store *st) { return sqlite3_errmsg(st->db); }
+
+int store_each(pp_store *st, const char *sql, int64_t a, int64_t b, const char *t,
+	       int (*row)(sqlite3_stmt *s, void *ud), void *ud)
+{
 	sqlite3_stmt *s;
 	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
 		return -1;
-	if (sqlite3_bind_parameter_count(s) >= 1)
-		sqlite3_bind_int64(s, 1, run_id);
-	int rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (cb && cb(s, ud) != 0) {
-			rc = SQLITE_DONE;
-			break;
+	int np = sqlite3_bind_parameter_count(s);
+	int rc = SQLITE_OK;
+	if (np >= 1)
+		rc = sqlite3_bind_int64(s, 1, a);
+	if (rc == SQLITE_OK && np >= 2)
+		rc = sqlite3_bind_int64(s, 2, b);
+	if (rc == SQLITE_OK && np >= 3)
+		rc = sqlite3_bind_text(s, 3, t, -1, SQLITE_TRANSIENT);
+	if (rc == SQLITE_OK) {
+		while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+			if (row && row(s, ud) != 0) {
+				rc = SQLITE_DONE;
+				break;
+			}
 		}
 	}
 	sqlite3_finalize(s);

@@ -7,7 +7,6 @@
 
 #include <stdint.h>
 #include <stddef.h>
-#include <sqlite3.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,8 +28,13 @@ enum pp_store_mode {
 pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen);
 /* Builds indexes, checkpoints the WAL and leaves one portable file. */
 int pp_store_close(pp_store *st, char *err, size_t errlen);
-sqlite3 *pp_store_db(pp_store *st);
+/* The last SQLite error of this connection (e.g. "database disk image is
+ * malformed"), for a message after a read function returned -1. */
+const char *pp_store_error(pp_store *st);
 const char *pp_store_path(pp_store *st);
+/* 1 if path names the database file itself (same device and inode, so also
+ * through a hard or symbolic link), else 0: outputs must never replace it. */
+int pp_store_is_file(pp_store *st, const char *path);
 /* Interns a string; returns its id (or -1 on error). */
 int64_t pp_store_intern(pp_store *st, const char *s);
 
@@ -143,8 +147,9 @@ typedef struct pp_span_list {
 int pp_store_spans(pp_store *st, int64_t run_id, int kind_filter, pp_span_list *out);
 void pp_span_list_free(pp_span_list *l);
 
-/* Per-kind totals of a run: time inside top-level phases of each kind
- * (nested phases of the same kind are not double counted). */
+/* Per-kind totals of a run: count and time of the outermost phases of each
+ * kind (a phase nested in one of its own kind is neither counted nor its
+ * time double counted; max_ns is the longest of any). */
 typedef struct pp_phase_total {
 	int kind;
 	const char *kind_name;    /* static */
@@ -152,8 +157,14 @@ typedef struct pp_phase_total {
 } pp_phase_total;
 int pp_store_phase_totals(pp_store *st, int64_t run_id, pp_phase_total **out, int *n);
 
-/* Step durations of a run, ordered by iteration. */
-typedef struct pp_step_row { int64_t step, start_ns, dur_ns; } pp_step_row;
+/* The steps of a run: closed `step` and `first_step` phases that are not
+ * nested inside another step phase on the same thread, in order of start.
+ * Every viewer, rule, scenario and command counts steps through this. */
+typedef struct pp_step_row {
+	int64_t step;             /* iteration; a first_step phase gets the one before the next */
+	int64_t start_ns, dur_ns;
+	int kind;                 /* PP_STEP or PP_FIRST_STEP */
+} pp_step_row;
 int pp_store_steps(pp_store *st, int64_t run_id, pp_step_row **out, int *n);
 
 typedef struct pp_counter_row { int64_t ts_ns; double value; } pp_counter_row;
@@ -172,6 +183,132 @@ int pp_store_add_finding(pp_store *st, const pp_finding *f);
 int pp_store_clear_findings(pp_store *st, int64_t run_id);
 int pp_store_findings(pp_store *st, int64_t run_id, pp_finding **out, int *n); /* run_id 0: all */
 
+/*
+ * Typed reads by area. Every function returns 0, or -1 when the database
+ * could not be read (pp_store_error says why: a damaged page is an error,
+ * never a short answer). Callbacks (pp_store_each_*) get one row at a time
+ * — strings in a row live until the callback returns — and stop the scan by
+ * returning non-zero (then the function returns 0). Arrays are malloc'd.
+ */
+
+/* ---- runs: metadata, losses, threads, marks, counters (store_read.c) ---- */
+/* latest value of one run_meta key: 0 found, 1 missing, -1 error */
+int pp_store_run_meta(pp_store *st, int64_t run_id, const char *key, char *buf, size_t len);
+int pp_store_set_run_meta(pp_store *st, int64_t run_id, const char *key, const char *value);
+typedef struct pp_kv_row { const char *key, *value; } pp_kv_row;
+int pp_store_each_run_meta(pp_store *st, int64_t run_id, int (*cb)(const pp_kv_row *, void *), void *ud);
+typedef struct pp_loss_row { const char *source; int64_t count; const char *detail; } pp_loss_row;
+int pp_store_each_loss(pp_store *st, int64_t run_id, int (*cb)(const pp_loss_row *, void *), void *ud);
+typedef struct pp_thread_row { int64_t tid; char name[64]; } pp_thread_row;
+int pp_store_threads(pp_store *st, int64_t run_id, pp_thread_row **out, int *n); /* by first activity */
+typedef struct pp_mark_row { int64_t ts_ns; const char *name; } pp_mark_row;
+/* marks by time, at most limit (<= 0: all) */
+int pp_store_each_mark(pp_store *st, int64_t run_id, int limit, int (*cb)(const pp_mark_row *, void *), void *ud);
+typedef struct pp_counter_sample { const char *name; int64_t ts_ns; double value; } pp_counter_sample;
+/* every counter sample of a run by time (value NaN when stored as NULL) */
+int pp_store_each_counter(pp_store *st, int64_t run_id, int (*cb)(const pp_counter_sample *, void *), void *ud);
+/* Time and count of the closed spans called name. */
+int pp_store_span_name_total(pp_store *st, int64_t run_id, const char *name, int64_t *total_ns, int64_t *count);
+/* Closed spans of kind not directly under a span of kind or of other_kind:
+ * their total, and the part inside the run's first step phase. */
+int pp_store_kind_first_step_total(pp_store *st, int64_t run_id, int kind, int other_kind,
+				   int64_t *in_first_step_ns, int64_t *total_ns);
+/* Rows of each table of the schema, for `phaseprof info`: names[i] and
+ * counts[i] up to a NULL name. */
+int pp_store_table_rows(pp_store *st, const char *const **names, int64_t **counts);
+
+/* ---- ops (store_ops.c) ---- */
+typedef struct pp_op_stat {
+	char name[128], type[64];
+	int64_t name_id;          /* strings.id of the node name */
+	int64_t calls, total_ns, max_ns;
+	int64_t first_ns;         /* time in the first step that ran it */
+	int64_t steady_calls, steady_ns;  /* later steps */
+	int64_t steady_steps;     /* distinct later steps in the run */
+	int64_t first_step;       /* the run's first step number, -1 if none */
+} pp_op_stat;
+/* Ops of a run grouped by (name, type), by total time; top limit (<= 0: all). */
+int pp_store_ops(pp_store *st, int64_t run_id, int limit, pp_op_stat **out, int *n);
+typedef struct pp_op_row { int64_t tid; const char *name; int64_t start_ns, end_ns, step; } pp_op_row;
+/* end_ns -1 when open, step -1 when none */
+int pp_store_each_op(pp_store *st, int64_t run_id, int (*cb)(const pp_op_row *, void *), void *ud);
+typedef struct pp_op_time { int64_t name_id; double ns; } pp_op_time;
+/* Total closed-op time per node name id. */
+int pp_store_op_times(pp_store *st, int64_t run_id, pp_op_time **out, int *n);
+
+/* ---- graph snapshots (store_graphs.c) ---- */
+typedef struct pp_graph_info {
+	int64_t id, run_id, version, n_nodes, n_edges, ts_ns;
+	char label[128];
+} pp_graph_info;
+/* order: 0 by (version, id); 1 by (label, ts_ns, version) */
+int pp_store_graphs(pp_store *st, int64_t run_id, int order, pp_graph_info **out, int *n);
+int pp_store_graph(pp_store *st, int64_t graph_id, pp_graph_info *out); /* 1 if missing */
+/* Latest snapshot of a run (run_id 0: of the database); *graph_id 0 if none. */
+int pp_store_last_graph(pp_store *st, int64_t run_id, int64_t *graph_id);
+typedef struct pp_graph_node_row {
+	int64_t name_id;
+	const char *name, *op, *device, *shape;
+	int64_t cost_ns;
+} pp_graph_node_row;
+int pp_store_each_graph_node(pp_store *st, int64_t graph_id, int (*cb)(const pp_graph_node_row *, void *), void *ud);
+int pp_store_each_graph_edge(pp_store *st, int64_t graph_id, int (*cb)(int64_t src, int64_t dst, void *), void *ud);
+/* Distinct op types used by the run's graphs. */
+int pp_store_graph_op_types(pp_store *st, int64_t run_id, int64_t *n);
+
+/* ---- CPU samples (store_samples.c) ---- */
+typedef struct pp_stack_row {
+	int64_t id, parent;       /* parent -1 at a root */
+	const char *symbol, *module; /* NULL when unknown */
+	int64_t ip;
+} pp_stack_row;
+int pp_store_each_stack(pp_store *st, int64_t run_id, int (*cb)(const pp_stack_row *, void *), void *ud);
+/* samples per leaf stack id */
+int pp_store_each_sample_count(pp_store *st, int64_t run_id, int (*cb)(int64_t stack, int64_t count, void *), void *ud);
+int pp_store_has_samples(pp_store *st, int64_t run_id, int *has);
+
+/* ---- GPU (store_gpu.c) ---- */
+typedef struct pp_gpu_row {
+	const char *kind, *name, *copy_kind, *src_kind, *dst_kind; /* NULL when absent */
+	int64_t start_ns, end_ns, device, stream, correlation_id, bytes, tid; /* correlation -1: none */
+} pp_gpu_row;
+/* Activity by start time. device_only: closed kernel/memcpy/memset/runtime/driver rows. */
+int pp_store_each_gpu(pp_store *st, int64_t run_id, int device_only, int (*cb)(const pp_gpu_row *, void *), void *ud);
+typedef struct pp_gpu_status { int available; const char *reason; int64_t records_dropped; } pp_gpu_status;
+int pp_store_each_gpu_status(pp_store *st, int64_t run_id, int (*cb)(const pp_gpu_status *, void *), void *ud);
+
+/* ---- libraries, file I/O, allocations (store_system.c) ---- */
+typedef struct pp_library_row {
+	const char *path, *via;
+	int64_t open_ns, end_ns, reloc_ns, ctor_ns, size, depth;
+} pp_library_row;
+/* by load time, longest first; limit <= 0: all (then in table order) */
+int pp_store_each_library(pp_store *st, int64_t run_id, int limit, int (*cb)(const pp_library_row *, void *), void *ud);
+/* all libraries, and the top-level (depth <= 1) ones with their load time */
+int pp_store_library_totals(pp_store *st, int64_t run_id, int64_t *n_all, int64_t *n_top, int64_t *top_ns);
+typedef struct pp_io_row {
+	const char *path, *op;
+	int64_t calls, time_ns, small_calls;
+	double bytes;
+} pp_io_row;
+/* grouped by (path, op), costliest first; limit <= 0: all */
+int pp_store_each_io(pp_store *st, int64_t run_id, int limit, int (*cb)(const pp_io_row *, void *), void *ud);
+/* rows and time of all I/O; calls/bytes/small calls of one op (NULL: skip) */
+int pp_store_io_totals(pp_store *st, int64_t run_id, int64_t *rows, int64_t *time_ns);
+int pp_store_io_op_totals(pp_store *st, int64_t run_id, const char *op, int64_t *calls, int64_t *bytes,
+			  int64_t *small_calls);
+/* bytes in use over time, from allocation records */
+int pp_store_alloc_in_use(pp_store *st, int64_t run_id, pp_counter_row **out, int *n);
+typedef struct pp_alloc_source {
+	const char *source, *kind;
+	int64_t count, time_ns;
+	double bytes;
+	int has_in_use, has_peak;
+	double in_use, peak;
+} pp_alloc_source;
+/* grouped by (source, kind), most bytes first */
+int pp_store_each_alloc_source(pp_store *st, int64_t run_id, int (*cb)(const pp_alloc_source *, void *), void *ud);
+
 /* Recorded Python programs (store_python.c): imports by module, slowest
  * first by self time (by_self) or cumulative time; limit <= 0: all. Self
  * time excludes the module's nested imports, as `python -X importtime`. */
@@ -188,8 +325,6 @@ int pp_store_import_times(pp_store *st, int64_t run_id, int by_self, int limit,
  * "off (--no-python)...". 1 found, 0 not a Python run, -1 error. */
 int pp_store_python_status(pp_store *st, int64_t run_id, char *out, size_t n);
 
-/* Run a query with one int64 bind (?1 = run_id) and call cb per row; a small
- * helper so viewers don't repeat prepare/step/finalize boilerplate. */
 /* Python frames of CPU samples (py_frames), ordered by id: a sample's
  * "p<id>" stack entry is the frame (symbol_id, module_id). store_pyframes.c */
 typedef struct pp_py_frame { int64_t id, symbol_id, module_id; } pp_py_frame;
@@ -210,8 +345,6 @@ typedef int (*pp_sample_fn)(void *ud, int64_t tid, int64_t ts_ns, int64_t stack)
 int pp_store_stack_nodes(pp_store *st, int64_t run_id, pp_stack_node_fn fn, void *ud);
 int pp_store_samples(pp_store *st, int64_t run_id, pp_sample_fn fn, void *ud);
 
-typedef int (*pp_row_cb)(sqlite3_stmt *row, void *ud);
-int pp_store_query(pp_store *st, const char *sql, int64_t run_id, pp_row_cb cb, void *ud);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,8 @@
 
 #include "store.h"
 
+#include <sqlite3.h>
+
 typedef struct intern_slot {
 	char *text;
 	int64_t id;
@@ -22,6 +24,27 @@ struct pp_store {
 };
 
 void pp_store_register_functions(sqlite3 *db);
+
+/* The connection and raw SQL, for the store's own files and white-box tests
+ * only: everything else reads through the typed functions of store.h. */
+sqlite3 *pp_store_db(pp_store *st);
+typedef int (*pp_row_cb)(sqlite3_stmt *row, void *ud);
+int pp_store_query(pp_store *st, const char *sql, int64_t run_id, pp_row_cb cb, void *ud);
+
+/* Prepares sql, binds ?1 = a, ?2 = b and ?3 = t (those the statement has),
+ * calls row per result row (non-zero stops) and finalizes. 0, or -1 on any
+ * SQLite error. */
+int store_each(pp_store *st, const char *sql, int64_t a, int64_t b, const char *t,
+	       int (*row)(sqlite3_stmt *s, void *ud), void *ud);
+/* Column text or NULL / or "" */
+static inline const char *store_text(sqlite3_stmt *s, int col)
+{
+	return (const char *)sqlite3_column_text(s, col);
+}
+static inline int64_t store_i64_or(sqlite3_stmt *s, int col, int64_t dflt)
+{
+	return sqlite3_column_type(s, col) == SQLITE_NULL ? dflt : sqlite3_column_int64(s, col);
+}
 void pp_store_intern_cache_free(pp_store *st);
 /* The id of len bytes at s in `strings` (added if new); -1 on a db error. */
 int64_t pp_store_intern_n(pp_store *st, const char *s, size_t len);

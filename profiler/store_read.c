@@ -52,20 +52,26 @@ int pp_store_runs(pp_store *st, pp_run_info **out, int *n)
 	if (sqlite3_prepare_v2(st->db, "SELECT " RUN_COLS " FROM runs ORDER BY id", -1, &s, NULL) !=
 	    SQLITE_OK)
 		return -1;
-	int cap = 0;
-	while (sqlite3_step(s) == SQLITE_ROW) {
+	int cap = 0, rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
 			pp_run_info *r = realloc(*out, (size_t)cap * sizeof *r);
 			if (!r) {
-				sqlite3_finalize(s);
-				return -1;
+				rc = SQLITE_NOMEM;
+				break;
 			}
 			*out = r;
 		}
 		read_run(s, &(*out)[(*n)++]);
 	}
 	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+		return -1;
+	}
 	return 0;
 }
 
@@ -77,7 +83,7 @@ int pp_store_run(pp_store *st, int64_t run_id, pp_run_info *out)
 		return -1;
 	sqlite3_bind_int64(s, 1, run_id);
 	int rc = -1;
-	if (sqlite3_step(s) == SQLITE_ROW) {
+	if (sqlite3_step(s) == SQLITE_ROW) { /* missing and unreadable: -1 */
 		read_run(s, out);
 		rc = 0;
 	}
@@ -107,7 +113,8 @@ int pp_store_spans(pp_store *st, int64_t run_id, int kind_filter, pp_span_list *
 	size_t scap = 0, sn = 0;
 	/* names are stored as offsets while the string pool may move */
 	size_t *name_off = NULL;
-	while (sqlite3_step(s) == SQLITE_ROW) {
+	int src;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
 		if (out->n == cap) {
 			cap = cap ? cap * 2 : 256;
 			pp_span_row *r = realloc(out->rows, (size_t)cap * sizeof *r);
@@ -155,6 +162,11 @@ int pp_store_spans(pp_store *st, int64_t run_id, int kind_filter, pp_span_list *
 		out->n++;
 	}
 	sqlite3_finalize(s);
+	if (src != SQLITE_DONE) {
+		free(name_off);
+		pp_span_list_free(out);
+		return -1;
+	}
 	for (int i = 0; i < out->n; i++)
 		out->rows[i].name = out->strings + name_off[i];
 	free(name_off);
@@ -215,15 +227,16 @@ int pp_store_phase_totals(pp_store *st, int64_t run_id, pp_phase_total **out, in
 			pid = (*hit)->parent_id;
 		}
 		pp_phase_total *t = &tot[r->kind];
-		t->count++;
-		if (!nested)
+		if (!nested) {
+			t->count++;
 			t->total_ns += dur;
+		}
 		if (dur > t->max_ns)
 			t->max_ns = dur;
 	}
 	int k = 0;
 	for (int i = 0; i < PP_KIND_COUNT; i++) {
-		if (!tot[i].count)
+		if (!tot[i].count && !tot[i].max_ns)
 			continue;
 		tot[k] = tot[i];
 		tot[k].kind = i;
@@ -237,35 +250,79 @@ int pp_store_phase_totals(pp_store *st, int64_t run_id, pp_phase_total **out, in
 	return 0;
 }
 
+static int cmp_step_start(const void *a, const void *b)
+{
+	const pp_step_row *x = a, *y = b;
+	if (x->start_ns != y->start_ns)
+		return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
+	return (x->step > y->step) - (x->step < y->step);
+}
+
+/* The one definition of a step: a closed `step` or `first_step` phase that
+ * is not inside another step phase on its thread. A session or a traced
+ * function opens steps of its own inside the loop's steps; counting those
+ * would double the step count and mix two distributions. */
 int pp_store_steps(pp_store *st, int64_t run_id, pp_step_row **out, int *n)
 {
 	*out = NULL;
 	*n = 0;
 	sqlite3_stmt *s;
+	/* per thread by start, the outer span first when two start together */
 	if (sqlite3_prepare_v2(st->db,
-			       "SELECT step,start_ns,end_ns-start_ns FROM spans WHERE run_id=? AND "
-			       "kind=? AND end_ns IS NOT NULL ORDER BY step,start_ns",
+			       "SELECT tid,kind,step,start_ns,end_ns FROM spans WHERE run_id=?1 AND "
+			       "kind IN (?2,?3) ORDER BY tid,start_ns,depth,end_ns DESC",
 			       -1, &s, NULL) != SQLITE_OK)
 		return -1;
 	sqlite3_bind_int64(s, 1, run_id);
 	sqlite3_bind_int(s, 2, PP_STEP);
-	int cap = 0;
-	while (sqlite3_step(s) == SQLITE_ROW) {
+	sqlite3_bind_int(s, 3, PP_FIRST_STEP);
+	int cap = 0, rc;
+	int64_t tid = 0, outer_end = -1;
+	int have_tid = 0;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		int64_t t = sqlite3_column_int64(s, 0);
+		int open = sqlite3_column_type(s, 4) == SQLITE_NULL;
+		int64_t start = sqlite3_column_int64(s, 3);
+		int64_t end = open ? INT64_MAX : sqlite3_column_int64(s, 4);
+		if (have_tid && t == tid && start < outer_end && end <= outer_end)
+			continue; /* nested in the thread's current outer step */
+		have_tid = 1;
+		tid = t;
+		outer_end = end;
+		if (open)
+			continue; /* still open at the run's end: no duration */
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 256;
 			pp_step_row *r = realloc(*out, (size_t)cap * sizeof *r);
 			if (!r) {
-				sqlite3_finalize(s);
-				return -1;
+				rc = SQLITE_NOMEM;
+				break;
 			}
 			*out = r;
 		}
 		pp_step_row *r = &(*out)[(*n)++];
-		r->step = sqlite3_column_type(s, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 0);
-		r->start_ns = sqlite3_column_int64(s, 1);
-		r->dur_ns = sqlite3_column_int64(s, 2);
+		r->kind = sqlite3_column_int(s, 1);
+		r->step = sqlite3_column_type(s, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 2);
+		r->start_ns = start;
+		r->dur_ns = end - start;
 	}
 	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+		return -1;
+	}
+	if (*n > 1)
+		qsort(*out, (size_t)*n, sizeof **out, cmp_step_start);
+	/* a first-step phase carries no iteration: it is the one before the next */
+	for (int i = 0; i < *n; i++) {
+		pp_step_row *r = &(*out)[i];
+		if (r->kind == PP_FIRST_STEP && r->step < 0) {
+			int64_t it = i + 1 < *n ? (*out)[i + 1].step - 1 : 0;
+			r->step = it < 0 ? 0 : it;
+		}
+	}
 	return 0;
 }
 
@@ -280,18 +337,30 @@ char **pp_store_counter_names(pp_store *st, int64_t run_id)
 	sqlite3_bind_int64(s, 1, run_id);
 	size_t n = 0, cap = 8;
 	char **names = calloc(cap, sizeof *names);
-	while (names && sqlite3_step(s) == SQLITE_ROW) {
+	int rc = SQLITE_NOMEM;
+	while (names && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (n + 1 >= cap) {
 			cap *= 2;
 			char **p = realloc(names, cap * sizeof *p);
-			if (!p)
+			if (!p) {
+				rc = SQLITE_NOMEM;
 				break;
+			}
 			names = p;
 		}
-		names[n++] = strdup((const char *)sqlite3_column_text(s, 0));
-		names[n] = NULL;
+		const char *t = (const char *)sqlite3_column_text(s, 0);
+		names[n] = strdup(t ? t : "");
+		if (!names[n]) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		names[++n] = NULL;
 	}
 	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		pp_store_free_names(names);
+		return NULL;
+	}
 	return names;
 }
 
@@ -314,14 +383,14 @@ int pp_store_counter(pp_store *st, int64_t run_id, const char *name, pp_counter_
 		return -1;
 	sqlite3_bind_int64(s, 1, run_id);
 	sqlite3_bind_text(s, 2, name, -1, SQLITE_TRANSIENT);
-	int cap = 0;
-	while (sqlite3_step(s) == SQLITE_ROW) {
+	int cap = 0, rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 256;
 			pp_counter_row *r = realloc(*out, (size_t)cap * sizeof *r);
 			if (!r) {
-				sqlite3_finalize(s);
-				return -1;
+				rc = SQLITE_NOMEM;
+				break;
 			}
 			*out = r;
 		}
@@ -330,6 +399,12 @@ int pp_store_counter(pp_store *st, int64_t run_id, const char *name, pp_counter_
 		(*n)++;
 	}
 	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+		return -1;
+	}
 	return 0;
 }
 
@@ -378,14 +453,14 @@ int pp_store_findings(pp_store *st, int64_t run_id, pp_finding **out, int *n)
 		return -1;
 	if (run_id)
 		sqlite3_bind_int64(s, 1, run_id);
-	int cap = 0;
-	while (sqlite3_step(s) == SQLITE_ROW) {
+	int cap = 0, rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
 			pp_finding *r = realloc(*out, (size_t)cap * sizeof *r);
 			if (!r) {
-				sqlite3_finalize(s);
-				return -1;
+				rc = SQLITE_NOMEM;
+				break;
 			}
 			*out = r;
 		}
@@ -399,6 +474,12 @@ int pp_store_findings(pp_store *st, int64_t run_id, pp_finding **out, int *n)
 		copy_col(f->fix, sizeof f->fix, s, 6);
 	}
 	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+		return -1;
+	}
 	return 0;
 }
 
@@ -472,4 +553,214 @@ void pp_store_register_functions(sqlite3 *db)
 {
 	sqlite3_create_function(db, "median", 1, SQLITE_UTF8, NULL, NULL, agg_step, median_final);
 	sqlite3_create_function(db, "stdev", 1, SQLITE_UTF8, NULL, NULL, agg_step, stdev_final);
+}
+
+/* ---- run metadata, losses, threads, marks, counters ---- */
+
+typedef struct text_buf { char *buf; size_t len; int found; } text_buf;
+
+static int text_row(sqlite3_stmt *s, void *ud)
+{
+	text_buf *t = ud;
+	const char *v = store_text(s, 0);
+	snprintf(t->buf, t->len, "%s", v ? v : "");
+	t->found = 1;
+	return 1;
+}
+
+int pp_store_run_meta(pp_store *st, int64_t run_id, const char *key, char *buf, size_t len)
+{
+	text_buf t = {buf, len, 0};
+	if (len)
+		buf[0] = 0;
+	if (store_each(st, "SELECT value FROM run_meta WHERE run_id = ?1 AND key = ?3 ORDER BY rowid DESC LIMIT 1",
+		       run_id, 0, key, text_row, &t) != 0)
+		return -1;
+	return t.found ? 0 : 1;
+}
+
+int pp_store_set_run_meta(pp_store *st, int64_t run_id, const char *key, const char *value)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db, "INSERT INTO run_meta(run_id, key, value) VALUES(?1, ?2, ?3)", -1,
+			       &s, NULL) != SQLITE_OK)
+		return -1;
+	int rc = sqlite3_bind_int64(s, 1, run_id);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_text(s, 2, key, -1, SQLITE_TRANSIENT);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_text(s, 3, value, -1, SQLITE_TRANSIENT);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+typedef struct cb_ctx { void *cb, *ud; int failed; } cb_ctx;
+
+static int kv_row(sqlite3_stmt *s, void *ud)
+{
+	cb_ctx *c = ud;
+	pp_kv_row r = {store_text(s, 0), store_text(s, 1)};
+	return ((int (*)(const pp_kv_row *, void *))c->cb)(&r, c->ud);
+}
+
+int pp_store_each_run_meta(pp_store *st, int64_t run_id, int (*cb)(const pp_kv_row *, void *), void *ud)
+{
+	cb_ctx c = {(void *)cb, ud, 0};
+	return store_each(st, "SELECT key, value FROM run_meta WHERE run_id = ?1 ORDER BY rowid", run_id, 0,
+			  NULL, kv_row, &c);
+}
+
+static int loss_row(sqlite3_stmt *s, void *ud)
+{
+	cb_ctx *c = ud;
+	pp_loss_row r = {store_text(s, 0), sqlite3_column_int64(s, 1), store_text(s, 2)};
+	return ((int (*)(const pp_loss_row *, void *))c->cb)(&r, c->ud);
+}
+
+int pp_store_each_loss(pp_store *st, int64_t run_id, int (*cb)(const pp_loss_row *, void *), void *ud)
+{
+	cb_ctx c = {(void *)cb, ud, 0};
+	return store_each(st, "SELECT source, count, detail FROM losses WHERE run_id = ?1 ORDER BY rowid",
+			  run_id, 0, NULL, loss_row, &c);
+}
+
+typedef struct thr_acc { pp_thread_row *v; int n, cap, failed; } thr_acc;
+
+static int thr_row(sqlite3_stmt *s, void *ud)
+{
+	thr_acc *a = ud;
+	if (a->n == a->cap) {
+		int nc = a->cap ? a->cap * 2 : 16;
+		pp_thread_row *nv = realloc(a->v, (size_t)nc * sizeof *nv);
+		if (!nv) {
+			a->failed = 1;
+			return 1;
+		}
+		a->v = nv;
+		a->cap = nc;
+	}
+	pp_thread_row *t = &a->v[a->n++];
+	t->tid = sqlite3_column_int64(s, 0);
+	copy_col(t->name, sizeof t->name, s, 1);
+	return 0;
+}
+
+int pp_store_threads(pp_store *st, int64_t run_id, pp_thread_row **out, int *n)
+{
+	thr_acc a = {0};
+	int rc = store_each(st, "SELECT tid, name FROM threads WHERE run_id = ?1 ORDER BY first_ns", run_id,
+			    0, NULL, thr_row, &a);
+	if (rc != 0 || a.failed) {
+		free(a.v);
+		*out = NULL;
+		*n = 0;
+		return -1;
+	}
+	*out = a.v;
+	*n = a.n;
+	return 0;
+}
+
+static int mark_row(sqlite3_stmt *s, void *ud)
+{
+	cb_ctx *c = ud;
+	pp_mark_row r = {sqlite3_column_int64(s, 0), store_text(s, 1)};
+	return ((int (*)(const pp_mark_row *, void *))c->cb)(&r, c->ud);
+}
+
+int pp_store_each_mark(pp_store *st, int64_t run_id, int limit, int (*cb)(const pp_mark_row *, void *), void *ud)
+{
+	cb_ctx c = {(void *)cb, ud, 0};
+	return store_each(st, "SELECT m.ts_ns, n.value FROM marks m LEFT JOIN strings n ON n.id = m.name_id"
+			      " WHERE m.run_id = ?1 ORDER BY m.ts_ns LIMIT ?2",
+			  run_id, limit > 0 ? limit : -1, NULL, mark_row, &c);
+}
+
+static int counter_row(sqlite3_stmt *s, void *ud)
+{
+	cb_ctx *c = ud;
+	pp_counter_sample r = {store_text(s, 0), sqlite3_column_int64(s, 1),
+			       sqlite3_column_type(s, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 2)};
+	return ((int (*)(const pp_counter_sample *, void *))c->cb)(&r, c->ud);
+}
+
+int pp_store_each_counter(pp_store *st, int64_t run_id, int (*cb)(const pp_counter_sample *, void *), void *ud)
+{
+	cb_ctx c = {(void *)cb, ud, 0};
+	return store_each(st, "SELECT n.value, c.ts_ns, c.value FROM counters c"
+			      " LEFT JOIN strings n ON n.id = c.name_id WHERE c.run_id = ?1 ORDER BY c.ts_ns",
+			  run_id, 0, NULL, counter_row, &c);
+}
+
+static int two_i64(sqlite3_stmt *s, void *ud)
+{
+	int64_t *v = ud;
+	v[0] = sqlite3_column_int64(s, 0);
+	v[1] = sqlite3_column_int64(s, 1);
+	return 1;
+}
+
+int pp_store_span_name_total(pp_store *st, int64_t run_id, const char *name, int64_t *total_ns, int64_t *count)
+{
+	int64_t v[2] = {0, 0};
+	int rc = store_each(st, "SELECT COALESCE(SUM(s.end_ns - s.start_ns), 0), COUNT(*) FROM spans s "
+				"JOIN strings n ON n.id = s.name_id WHERE s.run_id = ?1 AND n.value = ?3 "
+				"AND s.end_ns IS NOT NULL",
+			    run_id, 0, name, two_i64, v);
+	if (total_ns)
+		*total_ns = v[0];
+	if (count)
+		*count = v[1];
+	return rc;
+}
+
+int pp_store_kind_first_step_total(pp_store *st, int64_t run_id, int kind, int other_kind,
+				   int64_t *in_first_step_ns, int64_t *total_ns)
+{
+	char sql[768];
+	snprintf(sql, sizeof sql,
+		 "WITH f AS (SELECT start_ns a, end_ns b FROM spans WHERE run_id = ?1 "
+		 "AND kind = %d AND end_ns IS NOT NULL ORDER BY start_ns LIMIT 1) "
+		 "SELECT COALESCE(SUM(CASE WHEN v.start_ns >= f.a AND v.end_ns <= f.b "
+		 "THEN v.end_ns - v.start_ns END), 0), COALESCE(SUM(v.end_ns - v.start_ns), 0) "
+		 "FROM spans v JOIN f LEFT JOIN spans p ON p.id = v.parent_id "
+		 "WHERE v.run_id = ?1 AND v.kind = ?2 AND v.end_ns IS NOT NULL "
+		 "AND COALESCE(p.kind, -1) NOT IN (?2, %d)",
+		 PP_STEP, other_kind);
+	int64_t v[2] = {0, 0};
+	int rc = store_each(st, sql, run_id, kind, NULL, two_i64, v);
+	*in_first_step_ns = v[0];
+	*total_ns = v[1];
+	return rc;
+}
+
+static const char *const info_tables[] = {"spans", "counters", "marks", "ops", "graphs",
+					  "allocations", "libraries", "io", "samples",
+					  "gpu_activity", "findings", NULL};
+
+static int one_i64(sqlite3_stmt *s, void *ud)
+{
+	*(int64_t *)ud = sqlite3_column_int64(s, 0);
+	return 1;
+}
+
+int pp_store_table_rows(pp_store *st, const char *const **names, int64_t **counts)
+{
+	size_t n = sizeof info_tables / sizeof *info_tables;
+	int64_t *c = calloc(n, sizeof *c);
+	if (!c)
+		return -1;
+	for (size_t i = 0; info_tables[i]; i++) {
+		char sql[96];
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", info_tables[i]);
+		if (store_each(st, sql, 0, 0, NULL, one_i64, &c[i]) != 0) {
+			free(c);
+			return -1;
+		}
+	}
+	*names = info_tables;
+	*counts = c;
+	return 0;
 }

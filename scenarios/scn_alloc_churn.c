@@ -179,7 +179,7 @@ static int ac_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 			      "allocations per step; time inside the allocator %.1f%% (malloc) vs "
 			      "%.1f%% (arena) of the loop; heap grown from the system %.0f times "
 			      "(malloc) vs %.0f arena regions; minor page faults per step %.0f vs %.0f",
-			      scn_fmt_ns(a, sizeof a, step_med[0]), scn_fmt_ns(b, sizeof b, step_med[1]),
+			      pp_fmt_dur(a, sizeof a, step_med[0]), pp_fmt_dur(b, sizeof b, step_med[1]),
 			      allocs[0], 100 * alloc_share[0], 100 * alloc_share[1], sys[0], sys[1],
 			      flt[0], flt[1]);
 	}
@@ -191,9 +191,9 @@ static int ac_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 			      "arena fragmentation at the end %.2f with changing shapes, %.2f with fixed "
 			      "shapes; median step %s vs %s (fixed shapes pad every batch to 256: %s per "
 			      "step of extra compute)",
-			      frag[1], frag[2], scn_fmt_ns(c, sizeof c, step_med[1]),
-			      scn_fmt_ns(d, sizeof d, step_med[2]),
-			      scn_fmt_ns(a, sizeof a, step_med[2] - step_med[1]));
+			      frag[1], frag[2], pp_fmt_dur(c, sizeof c, step_med[1]),
+			      pp_fmt_dur(d, sizeof d, step_med[2]),
+			      pp_fmt_dur(a, sizeof a, step_med[2] - step_med[1]));
 	}
 	return n;
 }

@@ -2,6 +2,7 @@
  * (headline figure, steps, counters) and the small statistics the claims
  * verdicts use. */
 #include "scn_internal.h"
+#include "diag_stats.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -9,43 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_step_start(const void *a, const void *b)
-{
-	const pp_step_row *x = a, *y = b;
-	return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
-}
-
-/* The outermost step phases of a run by start time: a traced function or a
- * session may record steps of its own inside the loop's steps. */
+/* The steps of a run as the store defines them (outermost, by start). */
 static int outer_steps(pp_store *st, int64_t run_id, pp_step_row **out, int *n)
 {
-	*out = NULL;
-	*n = 0;
-	pp_span_list l;
-	if (pp_store_spans(st, run_id, PP_STEP, &l) != 0)
-		return -1;
-	pp_step_row *r = malloc(((size_t)l.n + 1) * sizeof *r);
-	if (!r) {
-		pp_span_list_free(&l);
-		return -1;
-	}
-	int k = 0;
-	int64_t tid = -1, end = -1;
-	for (int i = 0; i < l.n; i++) { /* ordered by (tid, start) */
-		const pp_span_row *s = &l.rows[i];
-		if (s->end_ns < 0)
-			continue;
-		if (s->tid == tid && s->end_ns <= end)
-			continue; /* inside the current outer step */
-		tid = s->tid;
-		end = s->end_ns;
-		r[k++] = (pp_step_row){s->step, s->start_ns, s->end_ns - s->start_ns};
-	}
-	pp_span_list_free(&l);
-	qsort(r, (size_t)k, sizeof *r, cmp_step_start);
-	*out = r;
-	*n = k;
-	return 0;
+	return pp_store_steps(st, run_id, out, n);
 }
 
 void scn_series_free(scn_series *s)
@@ -133,26 +101,11 @@ double scn_counter_sum(pp_store *st, int64_t run_id, const char *name)
 	return sum;
 }
 
-static int text_cb(sqlite3_stmt *row, void *ud)
-{
-	const unsigned char *t = sqlite3_column_text(row, 0);
-	if (t)
-		snprintf(ud, 64, "%s", (const char *)t);
-	return 0;
-}
 
 double scn_meta_num(pp_store *st, int64_t run_id, const char *key, double fallback)
 {
-	/* pp_store_query binds only the run id; the key is quoted by SQLite. */
-	char *sql = sqlite3_mprintf("SELECT value FROM run_meta WHERE run_id = ?1 AND key = %Q "
-				    "ORDER BY rowid DESC LIMIT 1",
-				    key);
-	if (!sql)
-		return fallback;
 	char buf[64] = "";
-	pp_store_query(st, sql, run_id, text_cb, buf);
-	sqlite3_free(sql);
-	if (!buf[0])
+	if (pp_store_run_meta(st, run_id, key, buf, sizeof buf) != 0 || !buf[0])
 		return fallback;
 	char *end;
 	double v = strtod(buf, &end);
@@ -178,52 +131,21 @@ int64_t scn_kind_total(pp_store *st, int64_t run_id, int kind, int64_t *count)
 	return v;
 }
 
-typedef struct span_sum {
-	int64_t total, count;
-} span_sum;
-
-static int span_sum_cb(sqlite3_stmt *row, void *ud)
-{
-	span_sum *s = ud;
-	s->total = sqlite3_column_int64(row, 0);
-	s->count = sqlite3_column_int64(row, 1);
-	return 0;
-}
-
 int64_t scn_span_total(pp_store *st, int64_t run_id, const char *name, int64_t *count)
 {
-	char *sql = sqlite3_mprintf(
-		"SELECT COALESCE(SUM(s.end_ns - s.start_ns), 0), COUNT(*) FROM spans s "
-		"JOIN strings n ON n.id = s.name_id WHERE s.run_id = ?1 AND n.value = %Q "
-		"AND s.end_ns IS NOT NULL",
-		name);
-	span_sum sum = {0, 0};
-	if (sql)
-		pp_store_query(st, sql, run_id, span_sum_cb, &sum);
-	sqlite3_free(sql);
+	int64_t total = 0, n = 0;
+	if (pp_store_span_name_total(st, run_id, name, &total, &n) != 0)
+		total = n = 0;
 	if (count)
-		*count = sum.count;
-	return sum.total;
+		*count = n;
+	return total;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
+/* The claims' statistics are diag_stats', the rules' own: one verdict
+ * engine. These keep the claims' convention that an empty range is NAN. */
 double scn_median_range(const double *v, int from, int k)
 {
-	if (k <= 0)
-		return NAN;
-	double *c = malloc((size_t)k * sizeof *c);
-	if (!c)
-		return NAN;
-	memcpy(c, v + from, (size_t)k * sizeof *c);
-	qsort(c, (size_t)k, sizeof *c, cmp_double);
-	double m = k % 2 ? c[k / 2] : (c[k / 2 - 1] + c[k / 2]) / 2;
-	free(c);
-	return m;
+	return k > 0 ? diag_median(v + from, k) : NAN;
 }
 
 double scn_median(const double *v, int n)
@@ -231,120 +153,36 @@ double scn_median(const double *v, int n)
 	return scn_median_range(v, 0, n);
 }
 
-static double pearson(const double *x, const double *y, int n);
-
-/* Ranks (1-based, ties averaged) of the finite values of v; NAN elsewhere. */
-static double *ranks(const double *v, int n)
-{
-	double *r = malloc(((size_t)n + 1) * sizeof *r);
-	int *idx = malloc(((size_t)n + 1) * sizeof *idx);
-	if (!r || !idx) {
-		free(r);
-		free(idx);
-		return NULL;
-	}
-	int m = 0;
-	for (int i = 0; i < n; i++) {
-		r[i] = NAN;
-		if (isfinite(v[i]))
-			idx[m++] = i;
-	}
-	/* insertion sort by value: n is at most a few thousand steps */
-	for (int i = 1; i < m; i++) {
-		int t = idx[i], j = i;
-		while (j > 0 && v[idx[j - 1]] > v[t]) {
-			idx[j] = idx[j - 1];
-			j--;
-		}
-		idx[j] = t;
-	}
-	for (int i = 0; i < m;) {
-		int j = i;
-		while (j + 1 < m && v[idx[j + 1]] == v[idx[i]])
-			j++;
-		for (int k = i; k <= j; k++)
-			r[idx[k]] = (i + j) / 2.0 + 1;
-		i = j + 1;
-	}
-	free(idx);
-	return r;
-}
-
 double scn_correlation(const double *x, const double *y, int n)
 {
-	/* Spearman: step times carry spikes (preemption) that would dominate
-	 * a Pearson coefficient. Ranks over the pairs where both are finite. */
-	double *fx = calloc((size_t)n + 1, sizeof *fx), *fy = calloc((size_t)n + 1, sizeof *fy);
-	int m = 0;
-	for (int i = 0; fx && fy && i < n; i++)
-		if (isfinite(x[i]) && isfinite(y[i])) {
-			fx[m] = x[i];
-			fy[m++] = y[i];
-		}
-	double *rx = fx ? ranks(fx, m) : NULL, *ry = fy ? ranks(fy, m) : NULL;
-	double r = rx && ry ? pearson(rx, ry, m) : NAN;
-	free(fx);
-	free(fy);
-	free(rx);
-	free(ry);
-	return r;
-}
-
-static double pearson(const double *x, const double *y, int n)
-{
-	double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
-	int m = 0;
-	for (int i = 0; i < n; i++) {
-		if (!isfinite(x[i]) || !isfinite(y[i]))
-			continue;
-		sx += x[i];
-		sy += y[i];
-		m++;
-	}
-	if (m < 3)
-		return NAN;
-	double mx = sx / m, my = sy / m;
-	for (int i = 0; i < n; i++) {
-		if (!isfinite(x[i]) || !isfinite(y[i]))
-			continue;
-		sxx += (x[i] - mx) * (x[i] - mx);
-		syy += (y[i] - my) * (y[i] - my);
-		sxy += (x[i] - mx) * (y[i] - my);
-	}
-	if (sxx <= 0 || syy <= 0)
-		return NAN;
-	return sxy / sqrt(sxx * syy);
+	return diag_spearman(x, y, n);
 }
 
 double scn_explained_growth(const double *x, const double *y, int n)
 {
-	double sx = 0, sy = 0, sxx = 0, sxy = 0;
+	double *fx = malloc((size_t)(n > 0 ? n : 1) * 2 * sizeof *fx);
+	if (!fx)
+		return NAN;
+	double *fy = fx + n;
 	int m = 0;
-	for (int i = 0; i < n; i++) {
-		if (!isfinite(x[i]) || !isfinite(y[i]))
-			continue;
-		sx += x[i];
-		sy += y[i];
-		m++;
-	}
+	for (int i = 0; i < n; i++)
+		if (isfinite(x[i]) && isfinite(y[i])) {
+			fx[m] = x[i];
+			fy[m++] = y[i];
+		}
+	diag_linreg fit;
+	int ok = m >= 3 && diag_linreg_fit(fx, fy, m, &fit) == 0;
+	free(fx);
 	if (m < 3)
 		return NAN;
-	double mx = sx / m, my = sy / m;
-	for (int i = 0; i < n; i++) {
-		if (!isfinite(x[i]) || !isfinite(y[i]))
-			continue;
-		sxx += (x[i] - mx) * (x[i] - mx);
-		sxy += (x[i] - mx) * (y[i] - my);
-	}
-	if (sxx <= 0)
-		return 0;
-	double slope = sxy / sxx;
+	if (!ok)
+		return 0; /* x constant: it explains nothing */
 	int k = n / 10 > 0 ? n / 10 : 1;
 	double x0 = scn_median_range(x, 0, k), x1 = scn_median_range(x, n - k, k);
 	double y0 = scn_median_range(y, 0, k), y1 = scn_median_range(y, n - k, k);
 	if (!(y1 - y0 > 0))
 		return 0;
-	return slope * (x1 - x0) / (y1 - y0);
+	return fit.slope * (x1 - x0) / (y1 - y0);
 }
 
 int scn_claim(pp_scn_claim *out, int i, int max, const char *id, const char *claim, int verdict,
@@ -362,41 +200,6 @@ int scn_claim(pp_scn_claim *out, int i, int max, const char *id, const char *cla
 	vsnprintf(c->evidence, sizeof c->evidence, fmt, ap);
 	va_end(ap);
 	return i + 1;
-}
-
-const char *scn_fmt_ns(char *buf, size_t len, double ns)
-{
-	if (ns < 0 && len > 1) {
-		buf[0] = '-';
-		scn_fmt_ns(buf + 1, len - 1, -ns);
-		return buf;
-	}
-	if (!isfinite(ns))
-		snprintf(buf, len, "?");
-	else if (ns >= 1e9)
-		snprintf(buf, len, "%.2f s", ns / 1e9);
-	else if (ns >= 1e6)
-		snprintf(buf, len, "%.2f ms", ns / 1e6);
-	else if (ns >= 1e3)
-		snprintf(buf, len, "%.1f us", ns / 1e3);
-	else
-		snprintf(buf, len, "%.0f ns", ns);
-	return buf;
-}
-
-const char *scn_fmt_bytes(char *buf, size_t len, double b)
-{
-	if (!isfinite(b))
-		snprintf(buf, len, "?");
-	else if (b >= 1024.0 * 1024 * 1024)
-		snprintf(buf, len, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-	else if (b >= 1024.0 * 1024)
-		snprintf(buf, len, "%.1f MiB", b / (1024.0 * 1024));
-	else if (b >= 1024.0)
-		snprintf(buf, len, "%.1f KiB", b / 1024.0);
-	else
-		snprintf(buf, len, "%.0f B", b);
-	return buf;
 }
 
 /* ---- the public parent-side calls ---- */
@@ -442,20 +245,12 @@ int pp_scenario_measure(pp_store *st, int64_t run_id, pp_scn_measure *out)
 
 static void store_claim(pp_store *st, int64_t run_id, const pp_scn_claim *c)
 {
-	sqlite3 *db = pp_store_db(st);
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(db, "INSERT INTO run_meta(run_id, key, value) VALUES(?1, ?2, ?3)",
-			       -1, &s, NULL) != SQLITE_OK)
-		return;
 	char key[48], val[900];
 	snprintf(key, sizeof key, "claim.%s", c->id);
 	snprintf(val, sizeof val, "%s: %s -- %s", pp_claim_verdict_name(c->verdict), c->claim,
 		 c->evidence);
-	sqlite3_bind_int64(s, 1, run_id);
-	sqlite3_bind_text(s, 2, key, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 3, val, -1, SQLITE_TRANSIENT);
-	sqlite3_step(s); /* a read-only store refuses: the claims are still printed */
-	sqlite3_finalize(s);
+	/* a read-only store refuses: the claims are still printed */
+	(void)pp_store_set_run_meta(st, run_id, key, val);
 }
 
 int pp_scenario_claims(const pp_scenario *s, pp_store *st, const int64_t *run_ids,

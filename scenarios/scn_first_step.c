@@ -276,13 +276,6 @@ static int fs_missing(scn_env *e)
 
 /* ---- claims ---- */
 
-static int fs_two_int64(sqlite3_stmt *row, void *ud)
-{
-	int64_t *v = ud;
-	v[0] = sqlite3_column_int64(row, 0);
-	v[1] = sqlite3_column_int64(row, 1);
-	return 0;
-}
 
 static int fs_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int max)
 {
@@ -307,9 +300,9 @@ static int fs_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 			      build >= 0.5 * (first - med) ? PP_CLAIM_SUPPORTED : PP_CLAIM_PARTLY,
 			      "first step %s vs median %s (x%.1f); inside it: graph build %s, gradient "
 			      "graph %s, compile %s (%.0f%% of the extra time)",
-			      scn_fmt_ns(a, sizeof a, first), scn_fmt_ns(b, sizeof b, med),
-			      med > 0 ? first / med : 0, scn_fmt_ns(c, sizeof c, gb.v[0]),
-			      scn_fmt_ns(d, sizeof d, gr.v[0]), scn_fmt_ns(f, sizeof f, co.v[0]),
+			      pp_fmt_dur(a, sizeof a, first), pp_fmt_dur(b, sizeof b, med),
+			      med > 0 ? first / med : 0, pp_fmt_dur(c, sizeof c, gb.v[0]),
+			      pp_fmt_dur(d, sizeof d, gr.v[0]), pp_fmt_dur(f, sizeof f, co.v[0]),
 			      first > med ? 100 * build / (first - med) : 0);
 		n = scn_claim(out, n, max, "optimizer-slots",
 			      "optimiser set-up (slot variables) adds to the first step",
@@ -317,7 +310,7 @@ static int fs_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 			      : os.v[0] > 0                  ? PP_CLAIM_PARTLY
 							     : PP_CLAIM_NOT_SUPPORTED,
 			      "Adam's slots created in the first step: %s (%.0f%% of the extra time)",
-			      scn_fmt_ns(a, sizeof a, os.v[0]),
+			      pp_fmt_dur(a, sizeof a, os.v[0]),
 			      first > med ? 100 * os.v[0] / (first - med) : 0);
 		n = scn_claim(out, n, max, "memory-allocation",
 			      "allocating device/host memory makes the first step slower",
@@ -325,23 +318,14 @@ static int fs_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 			      : ma.v[0] > 0                  ? PP_CLAIM_PARTLY
 							     : PP_CLAIM_NOT_SUPPORTED,
 			      "arena growth inside the first step: %s (%.0f%% of the extra time)",
-			      scn_fmt_ns(a, sizeof a, ma.v[0]),
+			      pp_fmt_dur(a, sizeof a, ma.v[0]),
 			      first > med ? 100 * ma.v[0] / (first - med) : 0);
 		/* the model's own variables, not the optimiser's slots (whose
 		 * initialiser runs inside optimizer_setup) */
 		int64_t mv[2] = {0, 0};
-		char *sql = sqlite3_mprintf(
-			"WITH f AS (SELECT start_ns a, end_ns b FROM spans WHERE run_id = ?1 "
-			"AND kind = %d AND end_ns IS NOT NULL ORDER BY start_ns LIMIT 1) "
-			"SELECT COALESCE(SUM(CASE WHEN v.start_ns >= f.a AND v.end_ns <= f.b "
-			"THEN v.end_ns - v.start_ns END), 0), COALESCE(SUM(v.end_ns - v.start_ns), 0) "
-			"FROM spans v JOIN f LEFT JOIN spans p ON p.id = v.parent_id "
-			"WHERE v.run_id = ?1 AND v.kind = %d AND v.end_ns IS NOT NULL "
-			"AND COALESCE(p.kind, -1) NOT IN (%d, %d)",
-			PP_STEP, PP_VARIABLE_INIT, PP_VARIABLE_INIT, PP_OPTIMIZER_SETUP);
-		if (sql)
-			pp_store_query(st, sql, run[0], fs_two_int64, mv);
-		sqlite3_free(sql);
+		if (pp_store_kind_first_step_total(st, run[0], PP_VARIABLE_INIT, PP_OPTIMIZER_SETUP,
+						   &mv[0], &mv[1]) != 0)
+			mv[0] = mv[1] = 0;
 		n = scn_claim(out, n, max, "variable-init",
 			      "the first step initialises the model's variables",
 			      (double)mv[0] >= 0.1 * (first - med) ? PP_CLAIM_SUPPORTED
@@ -349,8 +333,8 @@ static int fs_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 			      "initialisation of the model's variables inside the first step %s; %s "
 			      "in all, when the model is built, before any step (the optimiser's slot "
 			      "initialisers, %s in the first step, are counted as slots above)",
-			      scn_fmt_ns(a, sizeof a, (double)mv[0]), scn_fmt_ns(b, sizeof b, (double)mv[1]),
-			      scn_fmt_ns(c, sizeof c, vi.v[0] - (double)mv[0]));
+			      pp_fmt_dur(a, sizeof a, (double)mv[0]), pp_fmt_dur(b, sizeof b, (double)mv[1]),
+			      pp_fmt_dur(c, sizeof c, vi.v[0] - (double)mv[0]));
 	}
 	for (int v = 2; v < 4; v++) {
 		pp_scn_measure m;
@@ -364,8 +348,8 @@ static int fs_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 			      m.first_step_ns <= 2 * m.median_step_ns ? PP_CLAIM_SUPPORTED
 								       : PP_CLAIM_NOT_SUPPORTED,
 			      "first measured step %s vs median %s (x%.2f)",
-			      scn_fmt_ns(a, sizeof a, (double)m.first_step_ns),
-			      scn_fmt_ns(b, sizeof b, (double)m.median_step_ns),
+			      pp_fmt_dur(a, sizeof a, (double)m.first_step_ns),
+			      pp_fmt_dur(b, sizeof b, (double)m.median_step_ns),
 			      m.median_step_ns > 0 ? (double)m.first_step_ns / m.median_step_ns : 0);
 	}
 	scn_series_free(&t);

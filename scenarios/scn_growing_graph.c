@@ -294,10 +294,10 @@ static int gg_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 			      "graph %.0f -> %.0f nodes; step time (median of %d) %s -> %s (x%.1f), "
 			      "correlation with graph size r=%.2f; whole-graph re-validation ran %lld "
 			      "times (%s in total); compile per step %s -> %s",
-			      nodes.v[0], nodes.v[m - 1], k, scn_fmt_ns(a, sizeof a, t0),
-			      scn_fmt_ns(b, sizeof b, t1), t0 > 0 ? t1 / t0 : 0, r, (long long)nval,
-			      scn_fmt_ns(c, sizeof c, (double)val), scn_fmt_ns(d, sizeof d, c0),
-			      scn_fmt_ns(e2, sizeof e2, c1));
+			      nodes.v[0], nodes.v[m - 1], k, pp_fmt_dur(a, sizeof a, t0),
+			      pp_fmt_dur(b, sizeof b, t1), t0 > 0 ? t1 / t0 : 0, r, (long long)nval,
+			      pp_fmt_dur(c, sizeof c, (double)val), pp_fmt_dur(d, sizeof d, c0),
+			      pp_fmt_dur(e2, sizeof e2, c1));
 		/* allocation per step: flat means memory is reused */
 		if (cnt.n == m && m > 2) {
 			double *d = malloc((size_t)m * sizeof *d);
@@ -342,7 +342,7 @@ static int gg_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 			      flat ? PP_CLAIM_NOT_SUPPORTED : PP_CLAIM_SUPPORTED,
 			      "eager x = x * 2 over %d iterations: step time %s at the start, %s at the "
 			      "end (x%.2f); the default graph holds %.0f nodes, all made before the loop: %s",
-			      ns, scn_fmt_ns(a, sizeof a, f), scn_fmt_ns(b, sizeof b, l),
+			      ns, pp_fmt_dur(a, sizeof a, f), pp_fmt_dur(b, sizeof b, l),
 			      f > 0 ? l / f : 0, gn,
 			      flat ? "eager ops build no graph; time stays flat"
 				   : "eager steps grow");

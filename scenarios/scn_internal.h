@@ -24,6 +24,7 @@
 
 #include "flow.h"
 #include "phaseprof.h"
+#include "pp_fmt.h"
 #include "scenarios.h"
 #include "store.h"
 
@@ -126,8 +127,6 @@ double scn_explained_growth(const double *x, const double *y, int n);
 int scn_claim(pp_scn_claim *out, int i, int max, const char *id, const char *claim,
 	      int verdict, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 /* "12.3 ms" */
-const char *scn_fmt_ns(char *buf, size_t len, double ns);
-const char *scn_fmt_bytes(char *buf, size_t len, double bytes);
 
 
 /* ---- flow helpers (scn_flow.c) ---- */

@@ -264,8 +264,8 @@ static int mi_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 			      share >= 0.5 ? PP_CLAIM_SUPPORTED : PP_CLAIM_NOT_SUPPORTED,
 			      "glorot_uniform/orthogonal on one thread: %s of the %s initialisation "
 			      "(%.0f%%) for %s of weights (%.0f MB/s)",
-			      scn_fmt_ns(a, sizeof a, vi), scn_fmt_ns(b, sizeof b, (double)m[0].measured_ns),
-			      100 * share, scn_fmt_bytes(c, sizeof c, bytes),
+			      pp_fmt_dur(a, sizeof a, vi), pp_fmt_dur(b, sizeof b, (double)m[0].measured_ns),
+			      100 * share, pp_fmt_bytes(c, sizeof c, bytes),
 			      vi > 0 ? bytes / (vi / 1e9) / 1e6 : 0);
 	}
 	if (have[1] && have[2]) {
@@ -276,14 +276,14 @@ static int mi_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 			      "a file format not optimised for loading makes the weight load slow",
 			      t1 > 5 * t2 ? PP_CLAIM_SUPPORTED : PP_CLAIM_NOT_SUPPORTED,
 			      "the same weights: naive text %s, mmap'd safetensors %s (x%.0f)",
-			      scn_fmt_ns(a, sizeof a, t1), scn_fmt_ns(b, sizeof b, t2), t2 > 0 ? t1 / t2 : 0);
+			      pp_fmt_dur(a, sizeof a, t1), pp_fmt_dur(b, sizeof b, t2), t2 > 0 ? t1 / t2 : 0);
 		n = scn_claim(out, n, max, "storage-io",
 			      "the I/O performance of the storage system sets the load time",
 			      PP_CLAIM_NOT_SUPPORTED,
 			      "the text files were just written and sit in the page cache, yet their %s "
 			      "load at %.0f MB/s: the time is parsing (one read and strtod per line), "
 			      "which no faster disk would change",
-			      scn_fmt_bytes(c, sizeof c, bytes),
+			      pp_fmt_bytes(c, sizeof c, bytes),
 			      t1 > 0 ? bytes / (t1 / 1e9) / 1e6 : 0);
 	}
 	if (have[0] && have[3])
@@ -293,8 +293,8 @@ static int mi_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 								      : PP_CLAIM_NOT_SUPPORTED,
 			      "zeros %s vs glorot/orthogonal %s (x%.1f); all-zero weights give every "
 			      "unit of a layer the same gradient, so the model cannot learn",
-			      scn_fmt_ns(a, sizeof a, (double)m[3].measured_ns),
-			      scn_fmt_ns(b, sizeof b, (double)m[0].measured_ns),
+			      pp_fmt_dur(a, sizeof a, (double)m[3].measured_ns),
+			      pp_fmt_dur(b, sizeof b, (double)m[0].measured_ns),
 			      (double)m[0].measured_ns / (double)m[3].measured_ns);
 	if (have[0] && have[4]) {
 		double th = scn_meta_num(st, run[4], "model_init.threads", 0);
@@ -308,7 +308,7 @@ static int mi_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 			      v4 < 0.8 * v0 && same ? PP_CLAIM_SUPPORTED : PP_CLAIM_PARTLY,
 			      "initialisers on 1 thread %s, on %.0f threads %s (x%.2f); values %s "
 			      "(checksum %.9g vs %.9g)",
-			      scn_fmt_ns(c, sizeof c, v0), th, scn_fmt_ns(d, sizeof d, v4),
+			      pp_fmt_dur(c, sizeof c, v0), th, pp_fmt_dur(d, sizeof d, v4),
 			      v4 > 0 ? v0 / v4 : 0, same ? "identical" : "DIFFERENT", c0, c4);
 	}
 	return n;

@@ -295,10 +295,10 @@ static int ri_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 			      "(x%.1f), correlation with graph size r=%.2f. Of the %s extra per "
 			      "iteration: initialiser (now over every variable ever created) %s, "
 			      "compile %s, session creation %s",
-			      n0, n1, scn_fmt_ns(a, sizeof a, t0), scn_fmt_ns(b, sizeof b, t1),
-			      t0 > 0 ? t1 / t0 : 0, r_nodes, scn_fmt_ns(d, sizeof d, growth),
-			      scn_fmt_ns(e1, sizeof e1, gi), scn_fmt_ns(e2, sizeof e2, gc),
-			      scn_fmt_ns(e3, sizeof e3, gs));
+			      n0, n1, pp_fmt_dur(a, sizeof a, t0), pp_fmt_dur(b, sizeof b, t1),
+			      t0 > 0 ? t1 / t0 : 0, r_nodes, pp_fmt_dur(d, sizeof d, growth),
+			      pp_fmt_dur(e1, sizeof e1, gi), pp_fmt_dur(e2, sizeof e2, gc),
+			      pp_fmt_dur(e3, sizeof e3, gs));
 	}
 	{
 		double f0 = scn_median_range(frag.v, 0, k), f1 = scn_median_range(frag.v, m - k, k);
@@ -331,8 +331,8 @@ static int ri_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 				     : PP_CLAIM_NOT_MEASURED,
 			      "%.0f major page faults during the %d iterations; minor faults %.0f in "
 			      "the second iteration, %.0f in the last; resident memory %s -> %s: %s",
-			      maj, m, mi0, mi1, scn_fmt_bytes(a, sizeof a, r0),
-			      scn_fmt_bytes(b, sizeof b, r1),
+			      maj, m, mi0, mi1, pp_fmt_bytes(a, sizeof a, r0),
+			      pp_fmt_bytes(b, sizeof b, r1),
 			      sup ? "pages are read back from disk" : "no paging happens");
 	}
 	{
@@ -343,7 +343,7 @@ static int ri_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 		n = scn_claim(out, n, max, "session-overhead", c_sess, v,
 			      "creating a session takes %s in the first iterations and %s in the last "
 			      "(%.0f%% of the growth); %s",
-			      scn_fmt_ns(a, sizeof a, s0), scn_fmt_ns(b, sizeof b, s1),
+			      pp_fmt_dur(a, sizeof a, s0), pp_fmt_dur(b, sizeof b, s1),
 			      growth > 0 ? 100 * (s1 - s0) / growth : 0,
 			      v == PP_CLAIM_SUPPORTED ? "session creation grows with the graph"
 			      : v == PP_CLAIM_PARTLY  ? "a real per-iteration cost, but flat"
@@ -363,8 +363,8 @@ static int ri_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 				      me.last10_ns <= 1.3 * me.first10_ns ? PP_CLAIM_SUPPORTED
 									  : PP_CLAIM_NOT_SUPPORTED,
 				      "iterations: first tenth %s, last tenth %s (x%.2f)",
-				      scn_fmt_ns(a, sizeof a, (double)me.first10_ns),
-				      scn_fmt_ns(b, sizeof b, (double)me.last10_ns),
+				      pp_fmt_dur(a, sizeof a, (double)me.first10_ns),
+				      pp_fmt_dur(b, sizeof b, (double)me.last10_ns),
 				      me.first10_ns > 0 ? (double)me.last10_ns / me.first10_ns : 0);
 		}
 	}

@@ -200,12 +200,6 @@ static int rt_missing(scn_env *e)
 #define rt_reduce rt_missing
 #endif
 
-static int meta_text_cb(sqlite3_stmt *row, void *ud)
-{
-	const unsigned char *t = sqlite3_column_text(row, 0);
-	snprintf(ud, 300, "%s", t ? (const char *)t : "");
-	return 0;
-}
 
 static int rt_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int max)
 {
@@ -219,17 +213,15 @@ static int rt_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 		int64_t tt = scn_span_total(st, run[0], "measured", NULL);
 		int64_t tr = scn_kind_total(st, run[0], PP_RETRACE, &nt);
 		char warning[300] = "";
-		pp_store_query(st,
-			       "SELECT value FROM run_meta WHERE run_id = ?1 AND key = "
-			       "'retracing.warning' LIMIT 1",
-			       run[0], meta_text_cb, warning);
+		if (pp_store_run_meta(st, run[0], "retracing.warning", warning, sizeof warning) != 0)
+			warning[0] = 0;
 		n = scn_claim(out, n, max, "retrace-per-call",
 			      "a new input shape per call re-traces the function every call",
 			      calls > 0 && traces >= calls ? PP_CLAIM_SUPPORTED
 							   : PP_CLAIM_NOT_SUPPORTED,
 			      "%.0f calls, %.0f traces (%lld retrace phases, %s = %.0f%% of the calls' "
 			      "time), %.0f warnings%s%.160s%s",
-			      calls, traces, (long long)nt, scn_fmt_ns(a, sizeof a, (double)tr),
+			      calls, traces, (long long)nt, pp_fmt_dur(a, sizeof a, (double)tr),
 			      tt > 0 ? 100.0 * tr / tt : 0, warns, warning[0] ? ": \"" : "", warning,
 			      warning[0] ? "...\"" : "");
 	}
@@ -244,8 +236,8 @@ static int rt_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 			      "%.0f trace(s) with signature [?, %d]; calls took %s in all vs %s "
 			      "retracing",
 			      traces, RT_IN,
-			      scn_fmt_ns(a, sizeof a, have ? (double)m1.measured_ns : NAN),
-			      scn_fmt_ns(b, sizeof b, have ? (double)m0.measured_ns : NAN));
+			      pp_fmt_dur(a, sizeof a, have ? (double)m1.measured_ns : NAN),
+			      pp_fmt_dur(b, sizeof b, have ? (double)m0.measured_ns : NAN));
 	}
 	return n;
 }

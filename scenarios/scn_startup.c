@@ -268,8 +268,8 @@ static int su_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 		      parts[3] >= 0.1 * total ? PP_CLAIM_SUPPORTED : PP_CLAIM_NOT_SUPPORTED,
 		      "fork+exec+loading to main %s, runtime set-up besides registration %s: %.0f%% "
 		      "of the %s start-up",
-		      scn_fmt_ns(a, sizeof a, f2m), scn_fmt_ns(b, sizeof b, rself),
-		      total > 0 ? 100 * parts[3] / total : 0, scn_fmt_ns(c, sizeof c, total));
+		      pp_fmt_dur(a, sizeof a, f2m), pp_fmt_dur(b, sizeof b, rself),
+		      total > 0 ? 100 * parts[3] / total : 0, pp_fmt_dur(c, sizeof c, total));
 	double ops = scn_meta_num(st, run[0], "startup.ops_registered", 0);
 	n = scn_claim(out, n, max, "op-registration",
 		      "registering operators is often the more significant part of start-up",
@@ -277,20 +277,20 @@ static int su_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 		      : reg >= 0.05 * total             ? PP_CLAIM_PARTLY
 							: PP_CLAIM_NOT_SUPPORTED,
 		      "full registration of %.0f ops took %s, %.0f%% of start-up (%s)", ops,
-		      scn_fmt_ns(a, sizeof a, reg), total > 0 ? 100 * reg / total : 0,
+		      pp_fmt_dur(a, sizeof a, reg), total > 0 ? 100 * reg / total : 0,
 		      largest == 0 ? "the largest part" : "not the largest part");
 	n = scn_claim(out, n, max, "graph-construction",
 		      "constructing (and optimising) the graph adds to start-up",
 		      gb + comp >= 0.1 * total ? PP_CLAIM_SUPPORTED : PP_CLAIM_NOT_SUPPORTED,
 		      "graph build + shape inference %s, compile %s: %.0f%% of start-up",
-		      scn_fmt_ns(a, sizeof a, gb), scn_fmt_ns(b, sizeof b, comp),
+		      pp_fmt_dur(a, sizeof a, gb), pp_fmt_dur(b, sizeof b, comp),
 		      total > 0 ? 100 * (gb + comp) / total : 0);
 	n = scn_claim(out, n, max, "weights",
 		      "initialising variables and loading pre-trained weights takes considerable time",
 		      wl >= 0.1 * total ? PP_CLAIM_SUPPORTED : PP_CLAIM_NOT_SUPPORTED,
 		      "variables initialised from the mmap'd safetensors file in %s: %.0f%% of "
 		      "start-up",
-		      scn_fmt_ns(a, sizeof a, wl), total > 0 ? 100 * wl / total : 0);
+		      pp_fmt_dur(a, sizeof a, wl), total > 0 ? 100 * wl / total : 0);
 	/* the fixes, each against the one before */
 	if (run[1] > 0 && run[2] > 0) {
 		pp_scn_measure m1, m2;
@@ -303,11 +303,11 @@ static int su_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 							       : PP_CLAIM_NOT_SUPPORTED,
 			      "in-process start-up %s (full registration) -> %s (lite: saves %s) -> %s "
 			      "(lite + %.0f plans from disk: saves %s more)",
-			      scn_fmt_ns(a, sizeof a, (double)m0.measured_ns),
-			      scn_fmt_ns(b, sizeof b, (double)m1.measured_ns),
-			      scn_fmt_ns(c, sizeof c, (double)(m0.measured_ns - m1.measured_ns)),
-			      scn_fmt_ns(d, sizeof d, (double)m2.measured_ns), hits,
-			      scn_fmt_ns(e5, sizeof e5, (double)(m1.measured_ns - m2.measured_ns)));
+			      pp_fmt_dur(a, sizeof a, (double)m0.measured_ns),
+			      pp_fmt_dur(b, sizeof b, (double)m1.measured_ns),
+			      pp_fmt_dur(c, sizeof c, (double)(m0.measured_ns - m1.measured_ns)),
+			      pp_fmt_dur(d, sizeof d, (double)m2.measured_ns), hits,
+			      pp_fmt_dur(e5, sizeof e5, (double)(m1.measured_ns - m2.measured_ns)));
 	}
 	if (run[3] > 0) {
 		pp_scn_measure m3;
@@ -318,9 +318,9 @@ static int su_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 							       : PP_CLAIM_NOT_SUPPORTED,
 			      "time until the model is ready with full registration: eager %s, graph %s "
 			      "(graph build + compile there: %s)",
-			      scn_fmt_ns(a, sizeof a, (double)m3.measured_ns),
-			      scn_fmt_ns(b, sizeof b, (double)m0.measured_ns),
-			      scn_fmt_ns(c, sizeof c, gb + comp));
+			      pp_fmt_dur(a, sizeof a, (double)m3.measured_ns),
+			      pp_fmt_dur(b, sizeof b, (double)m0.measured_ns),
+			      pp_fmt_dur(c, sizeof c, gb + comp));
 	}
 	return n;
 }

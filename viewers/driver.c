@@ -101,12 +101,20 @@ int pp_view_write(pp_store *st, const char *format, const pp_view_opts *opts,
 {
 	if (!pp_view_backend(format))
 		return pp_view_write_out(st, format, opts, NULL, err, errlen);
+	if (strcmp(path, "-") != 0 && pp_store_is_file(st, path)) {
+		snprintf(err, errlen, "%s: is the database being read; choose another output file", path);
+		return -1;
+	}
 	pp_out *out = pp_out_open(path, opts && opts->gzip, err, errlen);
 	if (!out)
 		return -1;
 	int rc = pp_view_write_out(st, format, opts, out, err, errlen);
+	if (rc != 0) {
+		pp_out_abort(out); /* nothing half written replaces the destination */
+		return rc;
+	}
 	char cerr[512];
-	if (pp_out_close(out, cerr, sizeof cerr) != 0 && rc == 0) {
+	if (pp_out_close(out, cerr, sizeof cerr) != 0) {
 		snprintf(err, errlen, "%s", cerr);
 		rc = -1;
 	}

@@ -70,7 +70,7 @@ typedef struct counter_ctx {
 	int64_t pid, off;
 } counter_ctx;
 
-static int counter_row(sqlite3_stmt *row, void *ud)
+static int counter_row(const pp_counter_sample *row, void *ud)
 {
 	counter_ctx *k = ud;
 	pp_view_ctx *c = k->c;
@@ -78,18 +78,18 @@ static int counter_row(sqlite3_stmt *row, void *ud)
 	pp_out_puts(c->out, "{\"ph\":\"C\",\"pid\":");
 	pp_out_i64(c->out, k->pid);
 	pp_out_puts(c->out, ",\"tid\":0,\"ts\":");
-	pp_out_us(c->out, sqlite3_column_int64(row, 1) + k->off);
+	pp_out_us(c->out, row->ts_ns + k->off);
 	pp_out_puts(c->out, ",\"name\":");
-	pp_out_json_str(c->out, (const char *)sqlite3_column_text(row, 0));
-	double v = sqlite3_column_double(row, 2);
-	if (sqlite3_column_type(row, 2) != SQLITE_NULL && isfinite(v))   /* SQLite stores NaN as NULL */
+	pp_out_json_str(c->out, row->name);
+	double v = row->value;
+	if (isfinite(v))   /* SQLite stores NaN as NULL */
 		pp_out_printf(c->out, ",\"args\":{\"value\":%.17g}}", v);
 	else   /* JSON has no NaN/inf */
 		pp_out_puts(c->out, ",\"args\":{\"value\":null}}");
 	return 0;
 }
 
-static int mark_row(sqlite3_stmt *row, void *ud)
+static int mark_row(const pp_mark_row *row, void *ud)
 {
 	counter_ctx *k = ud;
 	pp_view_ctx *c = k->c;
@@ -97,9 +97,9 @@ static int mark_row(sqlite3_stmt *row, void *ud)
 	pp_out_puts(c->out, "{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"mark\",\"pid\":");
 	pp_out_i64(c->out, k->pid);
 	pp_out_puts(c->out, ",\"tid\":0,\"ts\":");
-	pp_out_us(c->out, sqlite3_column_int64(row, 1) + k->off);
+	pp_out_us(c->out, row->ts_ns + k->off);
 	pp_out_puts(c->out, ",\"name\":");
-	pp_out_json_str(c->out, (const char *)sqlite3_column_text(row, 0));
+	pp_out_json_str(c->out, row->name);
 	pp_out_puts(c->out, "}");
 	return 0;
 }
@@ -249,12 +249,8 @@ static int chrome_run(pp_view_ctx *c, const pp_run_info *run)
 	free(ln);
 	pp_model_free(&m);
 	counter_ctx k = {c, pid, off};
-	if (pp_store_query(c->st, "SELECT n.value, c.ts_ns, c.value FROM counters c"
-			   " LEFT JOIN strings n ON n.id = c.name_id WHERE c.run_id = ?1 ORDER BY c.ts_ns",
-			   run->id, counter_row, &k) != 0 ||
-	    pp_store_query(c->st, "SELECT n.value, m.ts_ns FROM marks m"
-			   " LEFT JOIN strings n ON n.id = m.name_id WHERE m.run_id = ?1 ORDER BY m.ts_ns",
-			   run->id, mark_row, &k) != 0)
+	if (pp_store_each_counter(c->st, run->id, counter_row, &k) != 0 ||
+	    pp_store_each_mark(c->st, run->id, 0, mark_row, &k) != 0)
 		return pp_view_fail(c, "%s: cannot read counters/marks of run %lld", pp_store_path(c->st),
 				    (long long)run->id);
 	return chrome_samples(c, run, pid, off);

@@ -86,7 +86,7 @@ typedef struct stack_load {
 	int failed;
 } stack_load;
 
-static int stack_row(sqlite3_stmt *row, void *ud)
+static int stack_row(const pp_stack_row *row, void *ud)
 {
 	stack_load *l = ud;
 	if (l->n == l->cap) {
@@ -100,15 +100,15 @@ static int stack_row(sqlite3_stmt *row, void *ud)
 		l->cap = nc;
 	}
 	stack_node *s = &l->v[l->n++];
-	s->id = sqlite3_column_int64(row, 0);
-	s->parent = sqlite3_column_type(row, 1) == SQLITE_NULL ? -1 : sqlite3_column_int64(row, 1);
-	const char *sym = (const char *)sqlite3_column_text(row, 2);
+	s->id = row->id;
+	s->parent = row->parent;
+	const char *sym = row->symbol;
 	char tmp[64];
 	if (!sym || !*sym) {
-		const char *mod = (const char *)sqlite3_column_text(row, 4);
+		const char *mod = row->module;
 		const char *base = mod ? strrchr(mod, '/') : NULL;
 		snprintf(tmp, sizeof tmp, "%s+0x%llx", base ? base + 1 : (mod ? mod : "?"),
-			 (unsigned long long)sqlite3_column_int64(row, 3));
+			 (unsigned long long)row->ip);
 		sym = tmp;
 	}
 	s->name = strdup(sym);
@@ -128,11 +128,11 @@ static stack_node *find_node(stack_load *l, int64_t id)
 	return pp_bsearch(&key, l->v, (size_t)l->n, sizeof *l->v, cmp_node);
 }
 
-static int count_row(sqlite3_stmt *row, void *ud)
+static int count_row(int64_t stack, int64_t count, void *ud)
 {
-	stack_node *n = find_node(ud, sqlite3_column_int64(row, 0));
+	stack_node *n = find_node(ud, stack);
 	if (n)
-		n->samples += sqlite3_column_int64(row, 1);
+		n->samples += count;
 	return 0;
 }
 
@@ -141,18 +141,13 @@ static int count_row(sqlite3_stmt *row, void *ud)
 static int load_stacks(pp_store *st, int64_t run_id, stack_load *l)
 {
 	memset(l, 0, sizeof *l);
-	int rc = pp_store_query(st,
-		"SELECT s.id, s.parent, sym.value, f.ip, mo.value"
-		" FROM stacks s LEFT JOIN frames f ON f.run_id = s.run_id AND f.id = s.frame"
-		" LEFT JOIN strings sym ON sym.id = f.symbol_id LEFT JOIN strings mo ON mo.id = f.module_id"
-		" WHERE s.run_id = ?1", run_id, stack_row, l);
+	int rc = pp_store_each_stack(st, run_id, stack_row, l);
 	if (rc != 0 || l->failed)
 		return -1;
 	pp_sort(l->v, (size_t)l->n, sizeof *l->v, cmp_node);
 	/* counts in a second pass: a correlated subquery would scan samples
 	 * once per stack node when samples has no index */
-	return pp_store_query(st, "SELECT stack, COUNT(*) FROM samples WHERE run_id = ?1 GROUP BY stack",
-			      run_id, count_row, l);
+	return pp_store_each_sample_count(st, run_id, count_row, l);
 }
 
 static void free_stacks(stack_load *l)
@@ -246,13 +241,9 @@ int pp_folded_spans(pp_store *st, const pp_run_info *run, const char *root, pp_s
 
 static int run_has_samples(pp_store *st, int64_t run_id)
 {
-	sqlite3_stmt *q;
 	int has = 0;
-	if (sqlite3_prepare_v2(pp_store_db(st), "SELECT 1 FROM samples WHERE run_id = ? LIMIT 1", -1, &q, NULL) == SQLITE_OK) {
-		sqlite3_bind_int64(q, 1, run_id);
-		has = sqlite3_step(q) == SQLITE_ROW;
-	}
-	sqlite3_finalize(q);
+	if (pp_store_has_samples(st, run_id, &has) != 0)
+		has = 0;
 	return has;
 }
 
@@ -323,7 +314,7 @@ static int csv_run(pp_view_ctx *c, const pp_run_info *run)
 	int n_thr = 0;
 	if (pp_store_spans(c->st, run->id, -1, &l) != 0)
 		return pp_view_fail(c, "%s: cannot read spans of run %lld", pp_store_path(c->st), (long long)run->id);
-	pp_query_threads(c->st, run->id, &thr, &n_thr);
+	pp_store_threads(c->st, run->id, &thr, &n_thr);
 	for (int i = 0; i < l.n; i++) {
 		const pp_span_row *s = &l.rows[i];
 		const char *tn = "";

@@ -33,10 +33,9 @@ typedef struct gmeta {
 	int found;
 } gmeta;
 
-static char *dup_col(sqlite3_stmt *row, int col)
+static char *dup_col(const char *s)
 {
-	const unsigned char *s = sqlite3_column_text(row, col);
-	return strdup(s ? (const char *)s : "");
+	return strdup(s ? s : "");
 }
 
 /* Graphviz label escapes (\N, \G, \l…) start with a backslash. */
@@ -47,7 +46,7 @@ static void clean_label(char *s)
 			*s = '/';
 }
 
-static int node_row(sqlite3_stmt *row, void *ud)
+static int node_row(const pp_graph_node_row *row, void *ud)
 {
 	gload *g = ud;
 	if (g->nn == g->capn) {
@@ -61,24 +60,26 @@ static int node_row(sqlite3_stmt *row, void *ud)
 		g->capn = nc;
 	}
 	gnode *n = &g->n[g->nn++];
-	n->name_id = sqlite3_column_int64(row, 0);
-	n->name = dup_col(row, 1);
-	n->op = dup_col(row, 2);
-	n->device = dup_col(row, 3);
-	n->shape = dup_col(row, 4);
+	n->name_id = row->name_id;
+	n->name = dup_col(row->name);
+	n->op = dup_col(row->op);
+	n->device = dup_col(row->device);
+	n->shape = dup_col(row->shape);
 	if (n->name)
 		clean_label(n->name);
 	if (n->op)
 		clean_label(n->op);
-	n->cost = sqlite3_column_double(row, 5);
+	n->cost = (double)row->cost_ns;
 	n->group = g->nn - 1;
 	return 0;
 }
 
-static int edge_row(sqlite3_stmt *row, void *ud)
+static int edge_row(int64_t src, int64_t dst, void *ud)
 {
 	gload *g = ud;
-	int s = sqlite3_column_int(row, 0), d = sqlite3_column_int(row, 1);
+	if (src < 0 || dst < 0 || src >= g->nn || dst >= g->nn)
+		return 0;
+	int s = (int)src, d = (int)dst;
 	if (s < 0 || d < 0 || s >= g->nn || d >= g->nn)
 		return 0;   /* dangling edge: drawn nowhere, counted in n_edges */
 	if (g->ne == g->cape) {
@@ -95,36 +96,8 @@ static int edge_row(sqlite3_stmt *row, void *ud)
 	return 0;
 }
 
-static int meta_row(sqlite3_stmt *row, void *ud)
-{
-	gmeta *m = ud;
-	m->run_id = sqlite3_column_int64(row, 0);
-	const unsigned char *l = sqlite3_column_text(row, 1);
-	snprintf(m->label, sizeof m->label, "%s", l ? (const char *)l : "");
-	m->version = sqlite3_column_int64(row, 2);
-	m->n_nodes = sqlite3_column_int64(row, 3);
-	m->n_edges = sqlite3_column_int64(row, 4);
-	m->found = 1;
-	return 0;
-}
-
-typedef struct optime { int64_t name_id; double ns; } optime;
-typedef struct optimes { optime *v; int n, cap; } optimes;
-
-static int optime_row(sqlite3_stmt *row, void *ud)
-{
-	optimes *o = ud;
-	if (o->n == o->cap) {
-		int nc = o->cap ? o->cap * 2 : 64;
-		optime *nv = realloc(o->v, (size_t)nc * sizeof *nv);
-		if (!nv)
-			return 1;
-		o->v = nv;
-		o->cap = nc;
-	}
-	o->v[o->n++] = (optime){sqlite3_column_int64(row, 0), sqlite3_column_double(row, 1)};
-	return 0;
-}
+typedef pp_op_time optime;
+typedef struct optimes { optime *v; int n; } optimes;
 
 static int cmp_optime(const void *a, const void *b)
 {
@@ -191,16 +164,10 @@ static int group_by(gload *g, int by_scope, int keep_first, group **out)
 		}
 		int before = keys.n;
 		int k = pp_strtab_add(&keys, key);
-		if (k >= cap) {
-			int nc = cap ? cap * 2 : 64;
-			group *ng = realloc(gr, (size_t)nc * sizeof *ng);
-			if (!ng) {
-				free(gr);
-				pp_strtab_free(&keys);
-				return -1;
-			}
-			gr = ng;
-			cap = nc;
+		if (PP_GROW(gr, k + 1, cap) != 0) {
+			free(gr);
+			pp_strtab_free(&keys);
+			return -1;
 		}
 		if (keys.n > before) {   /* first node of a new group */
 			memset(&gr[k], 0, sizeof gr[k]);
@@ -304,19 +271,21 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 	group *groups = NULL;
 	gedge_agg *ea = NULL;
 	int rc = -1;
-	if (pp_store_query(st, "SELECT run_id, label, version, n_nodes, n_edges FROM graphs WHERE id = ?1",
-			   graph_id, meta_row, &meta) != 0 || !meta.found) {
+	pp_graph_info gi;
+	if (pp_store_graph(st, graph_id, &gi) != 0) {
 		snprintf(err, errlen, "%s: no graph snapshot with id %lld", pp_store_path(st), (long long)graph_id);
 		return -1;
 	}
-	if (pp_store_query(st, "SELECT gn.name_id, n.value, o.value, d.value, gn.shape, gn.cost_ns"
-			   " FROM graph_nodes gn LEFT JOIN strings n ON n.id = gn.name_id"
-			   " LEFT JOIN strings o ON o.id = gn.op_id LEFT JOIN strings d ON d.id = gn.device_id"
-			   " WHERE gn.graph_id = ?1 ORDER BY gn.idx", graph_id, node_row, &g) != 0 || g.failed ||
-	    pp_store_query(st, "SELECT src, dst FROM graph_edges WHERE graph_id = ?1", graph_id, edge_row, &g) != 0 ||
-	    g.failed) {
+	meta.run_id = gi.run_id;
+	meta.version = gi.version;
+	meta.n_nodes = gi.n_nodes;
+	meta.n_edges = gi.n_edges;
+	meta.found = 1;
+	snprintf(meta.label, sizeof meta.label, "%s", gi.label);
+	if (pp_store_each_graph_node(st, graph_id, node_row, &g) != 0 || g.failed ||
+	    pp_store_each_graph_edge(st, graph_id, edge_row, &g) != 0 || g.failed) {
 		snprintf(err, errlen, "%s: cannot read graph %lld: %s", pp_store_path(st), (long long)graph_id,
-			 sqlite3_errmsg(pp_store_db(st)));
+			 pp_store_error(st));
 		goto done;
 	}
 	info->n_nodes = g.nn;
@@ -332,8 +301,7 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 			for (int i = 0; ot.v && i < n_ops; i++)
 				ot.v[ot.n++] = (optime){ops[i].name_id, (double)ops[i].total_ns};
 		} else {
-			pp_store_query(st, "SELECT name_id, SUM(end_ns - start_ns) FROM ops WHERE run_id = ?1"
-				       " AND end_ns IS NOT NULL GROUP BY name_id", meta.run_id, optime_row, &ot);
+			pp_store_op_times(st, meta.run_id, &ot.v, &ot.n);
 		}
 		pp_sort(ot.v, (size_t)ot.n, sizeof *ot.v, cmp_optime);
 		/* one node name may have run under several op types: sum them */
@@ -498,7 +466,7 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 		snprintf(id, sizeof id, "n%d", i);
 		an[i] = agnode(ag, id, 1);
 		double cost = groups ? groups[i].cost : g.n[i].cost;
-		pp_fmt_dur((int64_t)cost, dur, sizeof dur);
+		pp_fmt_dur(dur, sizeof dur, (double)(int64_t)cost);
 		if (groups && groups[i].count > 1) {
 			snprintf(label, sizeof label, "%s\\n%d nodes%s%s", groups[i].key, groups[i].count,
 				 cost > 0 ? " · " : "", cost > 0 ? dur : "");
@@ -578,22 +546,14 @@ done:
 }
 
 /* ---- export backends: one snapshot per file ---- */
-static int last_graph_row(sqlite3_stmt *row, void *ud)
-{
-	*(int64_t *)ud = sqlite3_column_int64(row, 0);
-	return 0;
-}
-
 static int graph_export(pp_view_ctx *c, const char *format)
 {
 	int64_t gid = c->opts->graph_id;
 	if (gid == 0) {
 		/* The latest snapshot of the selected run (or of the database). */
-		if (c->opts->run_id)
-			pp_store_query(c->st, "SELECT id FROM graphs WHERE run_id = ?1 ORDER BY version DESC, id DESC LIMIT 1",
-				       c->opts->run_id, last_graph_row, &gid);
-		else
-			pp_store_query(c->st, "SELECT id FROM graphs ORDER BY id DESC LIMIT 1", 0, last_graph_row, &gid);
+		if (pp_store_last_graph(c->st, c->opts->run_id, &gid) != 0)
+			return pp_view_fail(c, "%s: cannot read graph snapshots: %s", pp_store_path(c->st),
+					    pp_store_error(c->st));
 		if (gid == 0) {
 			if (c->opts->run_id)
 				return pp_view_fail(c, "%s: run %lld has no graph snapshot", pp_store_path(c->st),
@@ -602,7 +562,9 @@ static int graph_export(pp_view_ctx *c, const char *format)
 		}
 	} else if (c->opts->run_id) {
 		int64_t owner = 0;
-		pp_store_query(c->st, "SELECT run_id FROM graphs WHERE id = ?1", gid, last_graph_row, &owner);
+		pp_graph_info gi;
+		if (pp_store_graph(c->st, gid, &gi) == 0)
+			owner = gi.run_id;
 		if (owner && owner != c->opts->run_id)
 			return pp_view_fail(c, "%s: graph %lld belongs to run %lld, not run %lld", pp_store_path(c->st),
 					    (long long)gid, (long long)owner, (long long)c->opts->run_id);

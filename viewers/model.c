@@ -24,14 +24,8 @@ typedef struct raw_vec {
 
 static int raw_push(raw_vec *r, int64_t tid, const pp_item *it)
 {
-	if (r->n == r->cap) {
-		int64_t nc = r->cap ? r->cap * 2 : 4096;
-		raw_item *nv = realloc(r->v, (size_t)nc * sizeof *nv);
-		if (!nv)
-			return -1;
-		r->v = nv;
-		r->cap = nc;
-	}
+	if (PP_GROW(r->v, r->n + 1, r->cap) != 0)
+		return -1;
 	r->v[r->n].tid = tid;
 	r->v[r->n].it = *it;
 	r->n++;
@@ -40,14 +34,8 @@ static int raw_push(raw_vec *r, int64_t tid, const pp_item *it)
 
 static int track_push(pp_track *t, const pp_item *it)
 {
-	if (t->n == t->cap) {
-		int nc = t->cap ? t->cap * 2 : 256;
-		pp_item *nv = realloc(t->items, (size_t)nc * sizeof *nv);
-		if (!nv)
-			return -1;
-		t->items = nv;
-		t->cap = nc;
-	}
+	if (PP_GROW(t->items, t->n + 1, t->cap) != 0)
+		return -1;
 	t->items[t->n++] = *it;
 	if (it->depth + 1 > t->depth)
 		t->depth = it->depth + 1;
@@ -94,44 +82,44 @@ typedef struct load_ctx {
 	int failed;
 } load_ctx;
 
-static int op_row(sqlite3_stmt *row, void *ud)
+static int op_row(const pp_op_row *row, void *ud)
 {
 	load_ctx *c = ud;
 	pp_item it = {0};
-	const unsigned char *name = sqlite3_column_text(row, 1);
+	const char *name = row->name;
 	it.cat = PP_CAT_OP;
 	it.kind = PP_OP;
-	it.name = pp_strtab_add(&c->m->names, (const char *)name);
-	it.start = sqlite3_column_int64(row, 2);
-	it.end = sqlite3_column_type(row, 3) == SQLITE_NULL ? it.start : sqlite3_column_int64(row, 3);
+	it.name = pp_strtab_add(&c->m->names, name);
+	it.start = row->start_ns;
+	it.end = row->end_ns < 0 ? it.start : row->end_ns;
 	if (it.end < it.start)
 		it.end = it.start;
-	it.arg = sqlite3_column_type(row, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(row, 4);
-	if (raw_push(&c->cpu, sqlite3_column_int64(row, 0), &it) != 0) {
+	it.arg = row->step;
+	if (raw_push(&c->cpu, row->tid, &it) != 0) {
 		c->failed = 1;
 		return 1;
 	}
 	return 0;
 }
 
-static int gpu_row(sqlite3_stmt *row, void *ud)
+static int gpu_row(const pp_gpu_row *row, void *ud)
 {
 	load_ctx *c = ud;
-	const char *kind = (const char *)sqlite3_column_text(row, 0);
+	const char *kind = row->kind;
 	if (!kind)
 		return 0;
 	pp_item it = {0};
-	it.start = sqlite3_column_int64(row, 1);
-	it.end = sqlite3_column_int64(row, 2);
+	it.start = row->start_ns;
+	it.end = row->end_ns;
 	if (it.end < it.start)
 		it.end = it.start;
-	int64_t device = sqlite3_column_int64(row, 3);
-	int64_t stream = sqlite3_column_int64(row, 4);
-	it.arg = sqlite3_column_type(row, 5) == SQLITE_NULL ? -1 : sqlite3_column_int64(row, 5);
-	const char *name = (const char *)sqlite3_column_text(row, 6);
-	it.bytes = sqlite3_column_int64(row, 7);
-	int64_t tid = sqlite3_column_int64(row, 8);
-	const char *copy = (const char *)sqlite3_column_text(row, 9);
+	int64_t device = row->device;
+	int64_t stream = row->stream;
+	it.arg = row->correlation_id;
+	const char *name = row->name;
+	it.bytes = row->bytes;
+	int64_t tid = row->tid;
+	const char *copy = row->copy_kind;
 	char label[96];
 	if (kind[0] == 'm' && kind[1] == 'e') {
 		/* copies/memsets are named sync/async by the collector: say what moved */
@@ -207,15 +195,9 @@ static int place_items(pp_model *m, const raw_item *v, int64_t n, int64_t tid, c
 				snprintf(t->name, sizeof t->name, "%s +%d", tname, lane);
 			}
 		}
-		if (depth[lane] == cap[lane]) {
-			int nc = cap[lane] ? cap[lane] * 2 : 16;
-			int64_t *ns = realloc(stacks[lane], (size_t)nc * sizeof *ns);
-			if (!ns) {
-				rc = -1;
-				break;
-			}
-			stacks[lane] = ns;
-			cap[lane] = nc;
+		if (PP_GROW(stacks[lane], depth[lane] + 1, cap[lane]) != 0) {
+			rc = -1;
+			break;
 		}
 		it.depth = (uint16_t)(depth[lane] < 65535 ? depth[lane] : 65535);
 		stacks[lane][depth[lane]++] = it.end;
@@ -235,7 +217,7 @@ int pp_model_load(pp_store *st, const pp_run_info *run, pp_model *m, char *err, 
 	int n_thr = 0;
 	pp_span_list sl = {0};
 	int rc = -1;
-	if (pp_query_threads(st, run->id, &thr, &n_thr) != 0) {
+	if (pp_store_threads(st, run->id, &thr, &n_thr) != 0) {
 		snprintf(err, errlen, "%s: cannot read threads of run %lld", pp_store_path(st), (long long)run->id);
 		goto out;
 	}
@@ -265,13 +247,9 @@ int pp_model_load(pp_store *st, const pp_run_info *run, pp_model *m, char *err, 
 		if (raw_push(&c.cpu, s->tid, &it) != 0)
 			goto oom;
 	}
-	if (pp_store_query(st, "SELECT o.tid, n.value, o.start_ns, o.end_ns, o.step FROM ops o"
-			   " LEFT JOIN strings n ON n.id = o.name_id WHERE o.run_id = ?1",
-			   run->id, op_row, &c) != 0 || c.failed)
+	if (pp_store_each_op(st, run->id, op_row, &c) != 0 || c.failed)
 		goto qfail;
-	if (pp_store_query(st, "SELECT g.kind, g.start_ns, g.end_ns, g.device, g.stream, g.correlation_id,"
-			   " n.value, g.bytes, g.tid, g.copy_kind FROM gpu_activity g LEFT JOIN strings n ON n.id = g.name_id"
-			   " WHERE g.run_id = ?1", run->id, gpu_row, &c) != 0 || c.failed)
+	if (pp_store_each_gpu(st, run->id, 0, gpu_row, &c) != 0 || c.failed)
 		goto qfail;
 
 	pp_sort(c.cpu.v, (size_t)c.cpu.n, sizeof *c.cpu.v, cmp_raw);
@@ -331,7 +309,7 @@ int pp_model_load(pp_store *st, const pp_run_info *run, pp_model *m, char *err, 
 	goto out;
 qfail:
 	snprintf(err, errlen, "%s: cannot read the timeline of run %lld: %s", pp_store_path(st),
-		 (long long)run->id, sqlite3_errmsg(pp_store_db(st)));
+		 (long long)run->id, pp_store_error(st));
 	goto out;
 oom:
 	snprintf(err, errlen, "%s: out of memory loading run %lld", pp_store_path(st), (long long)run->id);

@@ -1,12 +1,17 @@
 /* out.c — the output sink: one buffer in front of a FILE, a gzFile or memory.
  * Formatting a million events goes through pp_out_i64/pp_out_us rather than
  * printf, which is several times slower for plain integers. */
+#include "pp_json.h"
 #include "viewers.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 enum { OUT_FILE, OUT_GZ, OUT_MEM };
@@ -17,6 +22,8 @@ struct pp_out {
 	FILE *fp;
 	gzFile gz;
 	char *path;
+	char *dest;               /* file outputs: renamed from tmp on success */
+	char *tmp;
 	char *buf;                /* OUT_FILE/OUT_GZ: staging buffer; OUT_MEM: the data */
 	size_t len, cap;
 	uint64_t total;
@@ -42,6 +49,68 @@ static void out_flush(pp_out *o)
 	o->len = 0;
 }
 
+static const char *file_type(mode_t m)
+{
+	return S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+		: S_ISFIFO(m) ? "a named pipe" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+/* Opens a temporary file beside the destination; the destination itself is
+ * only replaced, by rename, once everything was written. An existing
+ * destination must be a regular file (a symbolic link is followed, so the
+ * link stays and its target is replaced). Returns the descriptor or -1. */
+static int open_tmp(pp_out *o, const char *path, char *err, size_t errlen)
+{
+	struct stat sb;
+	mode_t mode;
+	char real[PATH_MAX];
+	const char *dest = path;
+	if (stat(path, &sb) == 0) {
+		if (!S_ISREG(sb.st_mode)) {
+			snprintf(err, errlen, "%s: is %s; refusing to write over it (choose a file)", path,
+				 file_type(sb.st_mode));
+			return -1;
+		}
+		if (realpath(path, real))
+			dest = real;
+		mode = sb.st_mode & 07777;
+	} else if (errno == ENOENT) {
+		mode_t mask = umask(0);
+		umask(mask);
+		mode = 0666 & ~mask;
+	} else {
+		snprintf(err, errlen, "%s: cannot open for writing: %s", path, strerror(errno));
+		return -1;
+	}
+	size_t n = strlen(dest);
+	o->dest = strdup(dest);
+	o->tmp = malloc(n + 32);
+	if (!o->dest || !o->tmp) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -1;
+	}
+	const char *slash = strrchr(dest, '/');
+	size_t dirlen = slash ? (size_t)(slash - dest) + 1 : 0;
+	snprintf(o->tmp, n + 32, "%.*s.%s.tmp-XXXXXX", (int)dirlen, dest, dest + dirlen);
+	int fd = mkstemp(o->tmp);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: cannot create a temporary file beside it: %s", path,
+			 strerror(errno));
+		free(o->tmp);
+		o->tmp = NULL;
+		return -1;
+	}
+	if (fchmod(fd, mode) != 0) {
+		snprintf(err, errlen, "%s: cannot set the mode of %s: %s", path, o->tmp, strerror(errno));
+		close(fd);
+		unlink(o->tmp);
+		free(o->tmp);
+		o->tmp = NULL;
+		return -1;
+	}
+	return fd;
+}
+
 pp_out *pp_out_open(const char *path, int gzip, char *err, size_t errlen)
 {
 	pp_out *o = calloc(1, sizeof *o);
@@ -53,9 +122,12 @@ pp_out *pp_out_open(const char *path, int gzip, char *err, size_t errlen)
 	o->cap = OUT_BUF;
 	o->buf = malloc(o->cap);
 	int to_stdout = strcmp(path, "-") == 0;
+	int fd = to_stdout ? 1 : open_tmp(o, path, err, errlen);
+	if (fd < 0)
+		goto fail;
 	if (gzip) {
 		o->type = OUT_GZ;
-		o->gz = to_stdout ? gzdopen(1, "wb6") : gzopen(path, "wb6");
+		o->gz = gzdopen(to_stdout ? dup(1) : fd, "wb6");
 		if (!o->gz) {
 			snprintf(err, errlen, "%s: cannot open for writing: %s", path,
 				 errno ? strerror(errno) : "zlib error");
@@ -63,7 +135,7 @@ pp_out *pp_out_open(const char *path, int gzip, char *err, size_t errlen)
 		}
 	} else {
 		o->type = OUT_FILE;
-		o->fp = to_stdout ? stdout : fopen(path, "wb");
+		o->fp = to_stdout ? stdout : fdopen(fd, "wb");
 		if (!o->fp) {
 			snprintf(err, errlen, "%s: cannot open for writing: %s", path, strerror(errno));
 			goto fail;
@@ -75,6 +147,16 @@ pp_out *pp_out_open(const char *path, int gzip, char *err, size_t errlen)
 	}
 	return o;
 fail:
+	if (o->fp && o->fp != stdout)
+		fclose(o->fp);
+	else if (o->gz)
+		gzclose(o->gz);
+	else if (fd > 1)
+		close(fd);
+	if (o->tmp)
+		unlink(o->tmp);
+	free(o->tmp);
+	free(o->dest);
 	free(o->buf);
 	free(o->path);
 	free(o);
@@ -234,60 +316,9 @@ void pp_out_html(pp_out *o, const char *s)
 	pp_out_write(o, run, (size_t)(s - run));
 }
 
-/* Length of a valid UTF-8 sequence at s (1..4), or 0 if the bytes there are
- * not valid UTF-8 (JSON parsers reject those: names come from other
- * programs and may be anything). */
-static int utf8_len(const unsigned char *s)
-{
-	if (s[0] < 0x80)
-		return 1;
-	int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
-	if (n == 4 && s[0] > 0xf4)
-		return 0;
-	for (int i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
+static void out_sink(void *ud, const char *p, size_t n) { pp_out_write(ud, p, n); }
 
-void pp_out_json_str(pp_out *o, const char *s)
-{
-	pp_out_putc(o, '"');
-	if (s) {
-		const char *run = s;
-		while (*s) {
-			unsigned char ch = (unsigned char)*s;
-			/* '<' escaped too, so "</script>" can never close an inline script. */
-			if (ch < 0x20 || ch == '"' || ch == '\\' || ch == '<') {
-				pp_out_write(o, run, (size_t)(s - run));
-				char esc[8];
-				if (ch == '"' || ch == '\\')
-					snprintf(esc, sizeof esc, "\\%c", ch);
-				else if (ch == '\n')
-					strcpy(esc, "\\n");
-				else
-					snprintf(esc, sizeof esc, "\\u%04x", ch);
-				pp_out_puts(o, esc);
-				run = ++s;
-				continue;
-			}
-			if (ch < 0x80) {
-				s++;
-				continue;
-			}
-			int n = utf8_len((const unsigned char *)s);
-			if (n) {
-				s += n;
-				continue;
-			}
-			pp_out_write(o, run, (size_t)(s - run));
-			pp_out_puts(o, "\\ufffd");   /* invalid byte: replacement character */
-			run = ++s;
-		}
-		pp_out_write(o, run, (size_t)(s - run));
-	}
-	pp_out_putc(o, '"');
-}
+void pp_out_json_str(pp_out *o, const char *s) { pp_json_string(out_sink, o, s); }
 
 const char *pp_out_data(pp_out *o, size_t *len)
 {
@@ -303,7 +334,7 @@ const char *pp_out_data(pp_out *o, size_t *len)
 
 uint64_t pp_out_bytes(pp_out *o) { return o->total; }
 
-int pp_out_close(pp_out *o, char *err, size_t errlen)
+static int out_finish(pp_out *o, int keep, char *err, size_t errlen)
 {
 	if (!o)
 		return 0;
@@ -311,6 +342,10 @@ int pp_out_close(pp_out *o, char *err, size_t errlen)
 	int rc = 0;
 	if (o->type == OUT_FILE) {
 		if (fflush(o->fp) != 0 && !o->failed) {
+			o->failed = 1;
+			o->err_no = errno;
+		}
+		if (o->tmp && keep && !o->failed && fsync(fileno(o->fp)) != 0 && errno != EINVAL) {
 			o->failed = 1;
 			o->err_no = errno;
 		}
@@ -324,14 +359,28 @@ int pp_out_close(pp_out *o, char *err, size_t errlen)
 			o->err_no = errno;
 		}
 	}
-	if (o->failed) {
+	if (o->tmp) {
+		if (keep && !o->failed && rename(o->tmp, o->dest) != 0) {
+			o->failed = 1;
+			o->err_no = errno;
+		}
+		if (!keep || o->failed)
+			unlink(o->tmp); /* whatever stood at the destination is untouched */
+	}
+	if (o->failed && keep) {
 		if (err)
 			snprintf(err, errlen, "%s: write failed: %s", o->path,
 				 o->err_no ? strerror(o->err_no) : "unknown error");
 		rc = -1;
 	}
+	free(o->tmp);
+	free(o->dest);
 	free(o->buf);
 	free(o->path);
 	free(o);
 	return rc;
 }
+
+int pp_out_close(pp_out *o, char *err, size_t errlen) { return out_finish(o, 1, err, errlen); }
+
+void pp_out_abort(pp_out *o) { out_finish(o, 0, NULL, 0); }

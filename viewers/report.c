@@ -13,6 +13,7 @@
 #include <time.h>
 #ifdef PP_VIEWERS_HAVE_DIAG
 #include "diagnostics.h"
+#include "diag_stats.h"
 #endif
 
 typedef struct html_state {
@@ -28,20 +29,13 @@ typedef struct html_state {
 static void pdur(pp_out *o, int64_t ns)
 {
 	char b[32];
-	P(pp_fmt_dur(ns, b, sizeof b));
+	P(pp_fmt_dur(b, sizeof b, (double)ns));
 }
 
 static void pbytes(pp_out *o, double v)
 {
-	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	int k = 0;
-	double a = fabs(v);
-	while (a >= 1024 && k < 4) {
-		a /= 1024;
-		v /= 1024;
-		k++;
-	}
-	pp_out_printf(o, k ? "%.1f %s" : "%.0f %s", v, u[k]);
+	char b[32];
+	P(pp_fmt_bytes(b, sizeof b, v));
 }
 
 static void pnum(pp_out *o, double v)
@@ -139,34 +133,29 @@ static int count_findings(html_state *s, int64_t run_id, int *high)
 
 static void load_findings(pp_view_ctx *c, html_state *s)
 {
-	pp_store_findings(c->st, 0, &s->findings, &s->n_findings);
 #ifdef PP_VIEWERS_HAVE_DIAG
-	/* A database nobody diagnosed yet: run the rules now (read-only) so the
-	 * report still says what is slow. */
-	if (s->n_findings == 0) {
-		free(s->findings);
-		s->findings = NULL;
-		int cap = 0;
-		for (int i = 0; i < c->n_runs; i++) {
-			pp_diag_result r;
-			memset(&r, 0, sizeof r);
-			if (pp_diag_analyze(c->st, c->runs[i].id, &r) != 0)
-				continue;
-			for (int k = 0; k < r.n; k++) {
-				if (s->n_findings == cap) {
-					cap = cap ? cap * 2 : 16;
-					pp_finding *nf = realloc(s->findings, (size_t)cap * sizeof *nf);
-					if (!nf)
-						break;
-					s->findings = nf;
-				}
-				s->findings[s->n_findings] = r.findings[k];
-				s->findings[s->n_findings++].run_id = c->runs[i].id;
+	/* Per run: the stored findings, or (never diagnosed) the rules' now. */
+	int cap = 0;
+	for (int i = 0; i < c->n_runs; i++) {
+		pp_finding *f = NULL;
+		int n = 0, computed = 0;
+		if (pp_diag_findings(c->st, c->runs[i].id, &f, &n, &computed) != 0)
+			continue;
+		s->computed |= computed && n > 0;
+		for (int k = 0; k < n; k++) {
+			if (s->n_findings == cap) {
+				cap = cap ? cap * 2 : 16;
+				pp_finding *nf = realloc(s->findings, (size_t)cap * sizeof *nf);
+				if (!nf)
+					break;
+				s->findings = nf;
 			}
-			pp_diag_result_free(&r);
+			s->findings[s->n_findings++] = f[k];
 		}
-		s->computed = s->n_findings > 0;
+		free(f);
 	}
+#else
+	pp_store_findings(c->st, 0, &s->findings, &s->n_findings);
 #endif
 	if (s->n_findings > 1)
 		pp_sort(s->findings, (size_t)s->n_findings, sizeof *s->findings, cmp_finding);
@@ -806,22 +795,22 @@ static void section_steps(pp_view_ctx *c, const pp_run_info *run)
 	}
 	/* Steady statistics over the steps after the first. */
 	int64_t maxs = 0, mins = INT64_MAX;
-	double sx = 0, sy = 0, sxx = 0, sxy = 0;
 	int m = n - 1;
 	int64_t *d = malloc((size_t)(n > 1 ? n - 1 : 1) * sizeof *d);
+	double *tx = malloc((size_t)(n > 1 ? n - 1 : 1) * sizeof *tx);
+	double *ty = malloc((size_t)(n > 1 ? n - 1 : 1) * sizeof *ty);
 	for (int i = 1; i < n; i++) {
 		int64_t v = s[i].dur_ns;
 		if (d)
 			d[i - 1] = v;
+		if (tx && ty) {
+			tx[i - 1] = (double)i;
+			ty[i - 1] = (double)v;
+		}
 		if (v > maxs)
 			maxs = v;
 		if (v < mins)
 			mins = v;
-		double x = (double)i;
-		sx += x;
-		sy += (double)v;
-		sxx += x * x;
-		sxy += x * (double)v;
 	}
 	int64_t med = m > 0 && d ? pp_median_i64(d, m) : -1;
 	/* 99th percentile of the steady steps: a few preempted steps must not
@@ -837,14 +826,15 @@ static void section_steps(pp_view_ctx *c, const pp_run_info *run)
 		}
 	}
 	free(d);
+	/* The trend line is the growth rule's own fit (Theil-Sen: the median of
+	 * pairwise slopes), so a few preempted steps cannot tilt the page
+	 * against the finding. */
 	double slope = 0, icpt = 0;
-	if (m >= 3) {
-		double den = m * sxx - sx * sx;
-		if (den != 0) {
-			slope = (m * sxy - sx * sy) / den;
-			icpt = (sy - slope * sx) / m;
-		}
-	}
+	if (m >= 3 && tx && ty &&
+	    diag_theil_sen(tx, ty, m, DIAG_THEIL_SEN_CAP, &slope, &icpt) != 0)
+		slope = icpt = 0;
+	free(tx);
+	free(ty);
 	P("<div class=\"cards\"><div class=\"card\"><div class=\"k\">steps</div>");
 	pp_out_printf(o, "<div class=\"v\">%d</div></div><div class=\"card\"><div class=\"k\">first step</div><div class=\"v\">", n);
 	pdur(o, s[0].dur_ns);
@@ -866,7 +856,7 @@ static void section_steps(pp_view_ctx *c, const pp_run_info *run)
 			      growth > 20 ? " warn" : "");
 		P(slope >= 0 ? "+" : "−");
 		pdur(o, (int64_t)fabs(slope));
-		pp_out_printf(o, "/iter</div><div class=\"d\">%+.0f%% from step 2 to step %d (linear fit)</div></div>", growth, n);
+		pp_out_printf(o, "/iter</div><div class=\"d\">%+.0f%% from step 2 to step %d (Theil–Sen fit)</div></div>", growth, n);
 	}
 	P("</div>\n");
 
@@ -994,7 +984,7 @@ static void section_steps(pp_view_ctx *c, const pp_run_info *run)
 		      X0 + W / 2, Y0 + H + 32);
 	P("</svg><div class=\"legend\"><span><i style=\"background:#e0803c\"></i>first step</span>"
 	  "<span><i style=\"background:#5b8def\"></i>later steps</span><span><i style=\"background:#1e8e5a\"></i>steady median</span>"
-	  "<span><i style=\"background:#c0392b\"></i>linear trend</span></div></div>\n");
+	  "<span><i style=\"background:#c0392b\"></i>trend (Theil–Sen)</span></div></div>\n");
 	free(s);
 }
 
@@ -1025,14 +1015,14 @@ typedef struct mark_ctx {
 	int n;
 } mark_ctx;
 
-static int mark_row(sqlite3_stmt *row, void *ud)
+static int mark_row(const pp_mark_row *r, void *ud)
 {
 	mark_ctx *k = ud;
 	if (k->n++)
 		pp_out_putc(k->o, ',');
-	pp_out_i64(k->o, sqlite3_column_int64(row, 0));
+	pp_out_i64(k->o, r->ts_ns);
 	pp_out_putc(k->o, ',');
-	pp_out_json_str(k->o, (const char *)sqlite3_column_text(row, 1));
+	pp_out_json_str(k->o, r->name);
 	return 0;
 }
 
@@ -1087,8 +1077,7 @@ static void section_timeline(pp_view_ctx *c, const pp_run_info *run, const pp_mo
 	}
 	P("],\"marks\":[");
 	mark_ctx mk = {o, 0};
-	pp_store_query(c->st, "SELECT m.ts_ns, n.value FROM marks m LEFT JOIN strings n ON n.id = m.name_id"
-		       " WHERE m.run_id = ?1 ORDER BY m.ts_ns LIMIT 2000", run->id, mark_row, &mk);
+	pp_store_each_mark(c->st, run->id, 2000, mark_row, &mk);
 	P("],\"tracks\":[");
 	tl_ent *ents = NULL;
 	int ecap = 0;
@@ -1327,7 +1316,7 @@ typedef struct alloc_ctx {
 	int rows;
 } alloc_ctx;
 
-static int alloc_row(sqlite3_stmt *row, void *ud)
+static int alloc_row(const pp_alloc_source *r, void *ud)
 {
 	alloc_ctx *a = ud;
 	pp_out *o = a->o;
@@ -1335,40 +1324,20 @@ static int alloc_row(sqlite3_stmt *row, void *ud)
 		P("<table class=\"t\"><tr><th>source</th><th>kind</th><th class=\"r\">count</th><th class=\"r\">bytes</th>"
 		  "<th class=\"r\">time</th><th class=\"r\">in use (last)</th><th class=\"r\">peak</th></tr>\n");
 	P("<tr><td>");
-	E((const char *)sqlite3_column_text(row, 0));
+	E(r->source);
 	P("</td><td>");
-	E((const char *)sqlite3_column_text(row, 1));
-	pp_out_printf(o, "</td><td class=\"r\">%lld</td><td class=\"r\">", (long long)sqlite3_column_int64(row, 2));
-	pbytes(o, sqlite3_column_double(row, 3));
+	E(r->kind);
+	pp_out_printf(o, "</td><td class=\"r\">%lld</td><td class=\"r\">", (long long)r->count);
+	pbytes(o, r->bytes);
 	P("</td><td class=\"r\">");
-	pdur(o, sqlite3_column_int64(row, 4));
+	pdur(o, r->time_ns);
 	P("</td><td class=\"r\">");
-	if (sqlite3_column_type(row, 5) != SQLITE_NULL)
-		pbytes(o, sqlite3_column_double(row, 5));
+	if (r->has_in_use)
+		pbytes(o, r->in_use);
 	P("</td><td class=\"r\">");
-	if (sqlite3_column_type(row, 6) != SQLITE_NULL)
-		pbytes(o, sqlite3_column_double(row, 6));
+	if (r->has_peak)
+		pbytes(o, r->peak);
 	P("</td></tr>\n");
-	return 0;
-}
-
-typedef struct series_acc {
-	pp_counter_row *v;
-	int n, cap;
-} series_acc;
-
-static int series_row(sqlite3_stmt *row, void *ud)
-{
-	series_acc *a = ud;
-	if (a->n == a->cap) {
-		int nc = a->cap ? a->cap * 2 : 256;
-		pp_counter_row *nv = realloc(a->v, (size_t)nc * sizeof *nv);
-		if (!nv)
-			return 1;
-		a->v = nv;
-		a->cap = nc;
-	}
-	a->v[a->n++] = (pp_counter_row){sqlite3_column_int64(row, 0), sqlite3_column_double(row, 1)};
 	return 0;
 }
 
@@ -1377,9 +1346,8 @@ static void section_memory(pp_view_ctx *c, const pp_run_info *run, int64_t t_end
 	pp_out *o = c->out;
 	char **names = pp_store_counter_names(c->st, run->id);
 	alloc_ctx ac = {o, 0};
-	series_acc inuse = {0};
-	pp_store_query(c->st, "SELECT ts_ns, in_use FROM allocations WHERE run_id = ?1 AND in_use IS NOT NULL"
-		       " AND ts_ns IS NOT NULL ORDER BY ts_ns", run->id, series_row, &inuse);
+	struct { pp_counter_row *v; int n; } inuse = {NULL, 0};
+	pp_store_alloc_in_use(c->st, run->id, &inuse.v, &inuse.n);
 	int n_names = 0;
 	while (names && names[n_names])
 		n_names++;
@@ -1415,11 +1383,7 @@ static void section_memory(pp_view_ctx *c, const pp_run_info *run, int64_t t_end
 		pp_out_printf(o, "<p class=\"muted\">%d more counters not drawn (see the Chrome export).</p>\n", n_names - shown);
 	free(inuse.v);
 	pp_store_free_names(names);
-	pp_store_query(c->st, "SELECT COALESCE(s.value, '?'), a.kind, SUM(a.count), SUM(a.bytes), SUM(a.time_ns),"
-		       " (SELECT b.in_use FROM allocations b WHERE b.run_id = a.run_id AND b.source_id IS a.source_id"
-		       "   AND b.kind = a.kind AND b.in_use IS NOT NULL ORDER BY b.ts_ns DESC LIMIT 1), MAX(a.peak)"
-		       " FROM allocations a LEFT JOIN strings s ON s.id = a.source_id WHERE a.run_id = ?1"
-		       " GROUP BY a.source_id, a.kind ORDER BY SUM(a.bytes) DESC", run->id, alloc_row, &ac);
+	pp_store_each_alloc_source(c->st, run->id, alloc_row, &ac);
 	if (ac.rows)
 		P("</table>\n");
 	if (!ac.rows && !shown)
@@ -1427,36 +1391,12 @@ static void section_memory(pp_view_ctx *c, const pp_run_info *run, int64_t t_end
 }
 
 /* ---- graph ---- */
-typedef struct gsnap {
-	int64_t id, version, n_nodes, n_edges;
-	char label[96];
-} gsnap;
+typedef pp_graph_info gsnap;
 
 typedef struct gsnaps {
 	gsnap *v;
-	int n, cap;
+	int n;
 } gsnaps;
-
-static int gsnap_row(sqlite3_stmt *row, void *ud)
-{
-	gsnaps *g = ud;
-	if (g->n == g->cap) {
-		int nc = g->cap ? g->cap * 2 : 16;
-		gsnap *nv = realloc(g->v, (size_t)nc * sizeof *nv);
-		if (!nv)
-			return 1;
-		g->v = nv;
-		g->cap = nc;
-	}
-	gsnap *s = &g->v[g->n++];
-	s->id = sqlite3_column_int64(row, 0);
-	s->version = sqlite3_column_int64(row, 1);
-	s->n_nodes = sqlite3_column_int64(row, 2);
-	s->n_edges = sqlite3_column_int64(row, 3);
-	const unsigned char *l = sqlite3_column_text(row, 4);
-	snprintf(s->label, sizeof s->label, "%s", l ? (const char *)l : "");
-	return 0;
-}
 
 /* Inline SVG in HTML: drop the XML prolog/doctype and the namespace URLs
  * (the HTML parser puts <svg> in the SVG namespace by itself), so the page
@@ -1522,8 +1462,8 @@ static void section_graph(pp_view_ctx *c, const pp_run_info *run, const pp_op_st
 {
 	pp_out *o = c->out;
 	gsnaps g = {0};
-	pp_store_query(c->st, "SELECT id, version, n_nodes, n_edges, label FROM graphs WHERE run_id = ?1 ORDER BY version, id",
-		       run->id, gsnap_row, &g);
+	if (pp_store_graphs(c->st, run->id, 0, &g.v, &g.n) != 0)
+		g.n = 0;
 	if (g.n == 0) {
 		free(g.v);
 		return;
@@ -1605,14 +1545,6 @@ static int flame_depth(const ftree *t, int k)
 	return d + 1;
 }
 
-static uint32_t name_hash(const char *s)
-{
-	uint32_t h = 5381;
-	for (; *s; s++)
-		h = h * 33 + (unsigned char)*s;
-	return h;
-}
-
 typedef struct fkid { const char *name; int node; } fkid;
 
 static int cmp_fkid(const void *a, const void *b)
@@ -1627,7 +1559,7 @@ static void flame_draw(pp_out *o, const ftree *t, int k, double x, double w, int
 	const double RH = 17;
 	double y = (maxd - depth - 1) * RH;
 	const char *name = k == 0 ? "all" : t->names.s[t->v[k].name];
-	uint32_t h = name_hash(name);
+	uint32_t h = pp_hash_str(name);
 	int r = 205 + (int)(h % 50), g = 90 + (int)((h >> 8) % 120), b = 40 + (int)((h >> 16) % 40);
 	P("<g><title>");
 	E(name);
@@ -1728,7 +1660,7 @@ typedef struct tab_ctx {
 	int64_t total;
 } tab_ctx;
 
-static int lib_row(sqlite3_stmt *row, void *ud)
+static int lib_row(const pp_library_row *r, void *ud)
 {
 	tab_ctx *a = ud;
 	pp_out *o = a->o;
@@ -1736,24 +1668,24 @@ static int lib_row(sqlite3_stmt *row, void *ud)
 		P("<table class=\"t\"><tr><th>library</th><th class=\"r\">opened at</th><th class=\"r\">load time</th>"
 		  "<th class=\"r\">relocation</th><th class=\"r\">constructors</th><th class=\"r\">size</th><th class=\"r\">depth</th><th>via</th></tr>\n");
 	P("<tr><td class=\"m\">");
-	E((const char *)sqlite3_column_text(row, 0));
+	E(r->path);
 	P("</td><td class=\"r\">");
-	pdur(o, sqlite3_column_int64(row, 1));
+	pdur(o, r->open_ns);
 	P("</td><td class=\"r\">");
-	pdur(o, sqlite3_column_int64(row, 2));
+	pdur(o, r->end_ns - r->open_ns);
 	P("</td><td class=\"r\">");
-	pdur(o, sqlite3_column_int64(row, 3));
+	pdur(o, r->reloc_ns);
 	P("</td><td class=\"r\">");
-	pdur(o, sqlite3_column_int64(row, 4));
+	pdur(o, r->ctor_ns);
 	P("</td><td class=\"r\">");
-	pbytes(o, sqlite3_column_double(row, 5));
-	pp_out_printf(o, "</td><td class=\"r\">%lld</td><td>", (long long)sqlite3_column_int64(row, 6));
-	E((const char *)sqlite3_column_text(row, 7));
+	pbytes(o, (double)r->size);
+	pp_out_printf(o, "</td><td class=\"r\">%lld</td><td>", (long long)r->depth);
+	E(r->via);
 	P("</td></tr>\n");
 	return 0;
 }
 
-static int io_row(sqlite3_stmt *row, void *ud)
+static int io_row(const pp_io_row *r, void *ud)
 {
 	tab_ctx *a = ud;
 	pp_out *o = a->o;
@@ -1761,107 +1693,92 @@ static int io_row(sqlite3_stmt *row, void *ud)
 		P("<table class=\"t\"><tr><th>path</th><th>op</th><th class=\"r\">calls</th><th class=\"r\">bytes</th>"
 		  "<th class=\"r\">time</th><th class=\"r\">small calls</th><th class=\"r\">bytes / call</th></tr>\n");
 	P("<tr><td class=\"m\">");
-	E((const char *)sqlite3_column_text(row, 0));
+	E(r->path);
 	P("</td><td>");
-	E((const char *)sqlite3_column_text(row, 1));
-	int64_t calls = sqlite3_column_int64(row, 2);
-	double bytes = sqlite3_column_double(row, 3);
+	E(r->op);
+	int64_t calls = r->calls;
+	double bytes = r->bytes;
 	pp_out_printf(o, "</td><td class=\"r\">%lld</td><td class=\"r\">", (long long)calls);
 	pbytes(o, bytes);
 	P("</td><td class=\"r\">");
-	pdur(o, sqlite3_column_int64(row, 4));
-	pp_out_printf(o, "</td><td class=\"r\">%lld</td><td class=\"r\">", (long long)sqlite3_column_int64(row, 5));
+	pdur(o, r->time_ns);
+	pp_out_printf(o, "</td><td class=\"r\">%lld</td><td class=\"r\">", (long long)r->small_calls);
 	if (calls > 0)
 		pbytes(o, bytes / (double)calls);
 	P("</td></tr>\n");
 	return 0;
 }
 
-static int count_row(sqlite3_stmt *row, void *ud)
-{
-	tab_ctx *a = ud;
-	a->rows = sqlite3_column_int(row, 0);
-	a->total = sqlite3_column_int64(row, 1);
-	return 0;
-}
 
 static void section_libs_io(pp_view_ctx *c, const pp_run_info *run)
 {
 	pp_out *o = c->out;
-	tab_ctx cnt = {o, 0, 0};
-	pp_store_query(c->st, "SELECT COUNT(*), COALESCE(SUM(end_ns - open_ns), 0) FROM libraries WHERE run_id = ?1 AND depth <= 1",
-		       run->id, count_row, &cnt);
-	int nlib = cnt.rows;
-	if (nlib > 0 || 1) {
-		tab_ctx all = {o, 0, 0};
-		pp_store_query(c->st, "SELECT COUNT(*), 0 FROM libraries WHERE run_id = ?1", run->id, count_row, &all);
-		if (all.rows > 0) {
-			pp_out_printf(o, "<h2 id=\"libs-%lld\">Libraries loaded</h2>\n<p class=\"lead\">%d shared objects; "
-				      "top-level loads took ", (long long)run->id, all.rows);
-			pdur(o, cnt.total);
-			P(" in total. The 40 slowest:</p>\n");
-			tab_ctx t = {o, 0, 0};
-			pp_store_query(c->st, "SELECT COALESCE(p.value, '?'), l.open_ns, l.end_ns - l.open_ns, l.reloc_ns, l.ctor_ns,"
-				       " l.size, l.depth, l.via FROM libraries l LEFT JOIN strings p ON p.id = l.path_id"
-				       " WHERE l.run_id = ?1 ORDER BY l.end_ns - l.open_ns DESC LIMIT 40", run->id, lib_row, &t);
-			if (t.rows)
-				P("</table>\n");
-		}
+	int64_t n_all = 0, n_top = 0, top_ns = 0;
+	if (pp_store_library_totals(c->st, run->id, &n_all, &n_top, &top_ns) == 0 && n_all > 0) {
+		pp_out_printf(o, "<h2 id=\"libs-%lld\">Libraries loaded</h2>\n<p class=\"lead\">%d shared objects; "
+			      "top-level loads took ", (long long)run->id, (int)n_all);
+		pdur(o, top_ns);
+		P(" in total. The 40 slowest:</p>\n");
+		tab_ctx t = {o, 0, 0};
+		pp_store_each_library(c->st, run->id, 40, lib_row, &t);
+		if (t.rows)
+			P("</table>\n");
 	}
-	tab_ctx io = {o, 0, 0};
-	pp_store_query(c->st, "SELECT COUNT(*), COALESCE(SUM(time_ns), 0) FROM io WHERE run_id = ?1", run->id, count_row, &io);
-	if (io.rows > 0) {
+	int64_t io_rows = 0, io_ns = 0;
+	if (pp_store_io_totals(c->st, run->id, &io_rows, &io_ns) == 0 && io_rows > 0) {
 		pp_out_printf(o, "<h2 id=\"io-%lld\">File I/O</h2>\n<p class=\"lead\">", (long long)run->id);
-		pdur(o, io.total);
+		pdur(o, io_ns);
 		P(" in file I/O. The 40 costliest paths:</p>\n");
 		tab_ctx t = {o, 0, 0};
-		pp_store_query(c->st, "SELECT COALESCE(p.value, '?'), i.op, SUM(i.calls), SUM(i.bytes), SUM(i.time_ns), SUM(i.small_calls)"
-			       " FROM io i LEFT JOIN strings p ON p.id = i.path_id WHERE i.run_id = ?1"
-			       " GROUP BY i.path_id, i.op ORDER BY SUM(i.time_ns) DESC LIMIT 40", run->id, io_row, &t);
+		pp_store_each_io(c->st, run->id, 40, io_row, &t);
 		if (t.rows)
 			P("</table>\n");
 	}
 }
 
-static int kv_row(sqlite3_stmt *row, void *ud)
+static int kv_row(const pp_kv_row *r, void *ud)
 {
 	pp_out *o = ud;
+	static const char *const shown[] = {"command", "host", "label", "scenario", "variant", NULL};
+	for (int i = 0; r->key && shown[i]; i++)
+		if (strcmp(r->key, shown[i]) == 0)
+			return 0; /* already in the run's header */
 	P("<dt>");
-	E((const char *)sqlite3_column_text(row, 0));
+	E(r->key);
 	P("</dt><dd>");
-	E((const char *)sqlite3_column_text(row, 1));
+	E(r->value);
 	P("</dd>");
 	return 0;
 }
 
-static int loss_row(sqlite3_stmt *row, void *ud)
+static int loss_row(const pp_loss_row *r, void *ud)
 {
 	tab_ctx *a = ud;
 	pp_out *o = a->o;
 	if (a->rows++ == 0)
 		P("<table class=\"t\"><tr><th>lost from</th><th class=\"r\">count</th><th>detail</th></tr>\n");
 	P("<tr><td>");
-	E((const char *)sqlite3_column_text(row, 0));
-	pp_out_printf(o, "</td><td class=\"r\">%lld</td><td>", (long long)sqlite3_column_int64(row, 1));
-	E((const char *)sqlite3_column_text(row, 2));
+	E(r->source);
+	pp_out_printf(o, "</td><td class=\"r\">%lld</td><td>", (long long)r->count);
+	E(r->detail);
 	P("</td></tr>\n");
 	return 0;
 }
 
-static int gpu_status_row(sqlite3_stmt *row, void *ud)
+static int gpu_status_row(const pp_gpu_status *r, void *ud)
 {
 	tab_ctx *a = ud;
 	pp_out *o = a->o;
 	a->rows++;
-	int avail = sqlite3_column_int(row, 0);
+	int avail = r->available;
 	pp_out_printf(o, "<dt>GPU tracing</dt><dd>%s", avail ? "available" : "unavailable");
-	const char *why = (const char *)sqlite3_column_text(row, 1);
+	const char *why = r->reason;
 	if (why && *why) {
 		P(avail ? " — " : ": ");
 		E(why);
 	}
-	if (sqlite3_column_int64(row, 2))
-		pp_out_printf(o, " (%lld records dropped)", (long long)sqlite3_column_int64(row, 2));
+	if (r->records_dropped)
+		pp_out_printf(o, " (%lld records dropped)", (long long)r->records_dropped);
 	P("</dd>");
 	return 0;
 }
@@ -1897,7 +1814,7 @@ static void section_meta(pp_view_ctx *c, const pp_run_info *run)
 		strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&sec, &tmv));
 		kv(o, "started", b);
 	}
-	kv(o, "duration", pp_fmt_dur(run->duration_ns, b, sizeof b));
+	kv(o, "duration", pp_fmt_dur(b, sizeof b, (double)run->duration_ns));
 	kv(o, "status", run->status);
 	if (run->exit_code >= 0 || run->term_signal) {
 		snprintf(b, sizeof b, "exit code %d%s", run->exit_code, run->term_signal ? ", killed by a signal" : "");
@@ -1916,15 +1833,13 @@ static void section_meta(pp_view_ctx *c, const pp_run_info *run)
 	}
 	kv(o, "ingest note", run->note);
 	tab_ctx g = {o, 0, 0};
-	pp_store_query(c->st, "SELECT available, reason, records_dropped FROM gpu_status WHERE run_id = ?1", run->id,
-		       gpu_status_row, &g);
+	pp_store_each_gpu_status(c->st, run->id, gpu_status_row, &g);
 	if (!g.rows)
 		P("<dt>GPU tracing</dt><dd>not attempted (no GPU status recorded)</dd>");
-	pp_store_query(c->st, "SELECT key, value FROM run_meta WHERE run_id = ?1 AND key NOT IN"
-		       " ('command','host','label','scenario','variant') ORDER BY rowid", run->id, kv_row, o);
+	pp_store_each_run_meta(c->st, run->id, kv_row, o);
 	P("</dl>\n");
 	tab_ctx l = {o, 0, 0};
-	pp_store_query(c->st, "SELECT source, count, detail FROM losses WHERE run_id = ?1", run->id, loss_row, &l);
+	pp_store_each_loss(c->st, run->id, loss_row, &l);
 	if (l.rows)
 		P("</table>\n");
 }
@@ -2004,7 +1919,7 @@ static int html_run(pp_view_ctx *c, const pp_run_info *run)
 	pp_model_free(&m);
 	pp_op_stat *ops = NULL;
 	int n_ops = 0;
-	pp_query_ops(c->st, run->id, 0, &ops, &n_ops);
+	pp_store_ops(c->st, run->id, 0, &ops, &n_ops);
 	section_ops(c, run, ops, n_ops);
 	section_memory(c, run, t_end);
 	section_graph(c, run, ops, n_ops);

@@ -165,15 +165,25 @@ typedef struct gl {
 	int n;
 } gl;
 
-static int graph_list_row(sqlite3_stmt *row, void *ud)
+static int graph_list_row(const pp_graph_info *gi, void *ud)
 {
 	gl *g = ud;
 	size_t l = strlen(g->buf);
 	if (g->n++ < 6)
 		snprintf(g->buf + l, sizeof g->buf - l, "%s#%lld v%lld %lld nodes", l ? ", " : "",
-			 (long long)sqlite3_column_int64(row, 0), (long long)sqlite3_column_int64(row, 1),
-			 (long long)sqlite3_column_int64(row, 2));
+			 (long long)gi->id, (long long)gi->version, (long long)gi->n_nodes);
 	return 0;
+}
+
+/* The run's graph snapshots by version, one callback each. */
+static void each_graph(pp_store *st, int64_t run_id, int (*cb)(const pp_graph_info *, void *), void *ud)
+{
+	pp_graph_info *g = NULL;
+	int n = 0;
+	if (pp_store_graphs(st, run_id, 0, &g, &n) == 0)
+		for (int i = 0; i < n && cb(&g[i], ud) == 0; i++)
+			;
+	free(g);
 }
 
 typedef struct json_graphs {
@@ -181,12 +191,11 @@ typedef struct json_graphs {
 	int n;
 } json_graphs;
 
-static int json_graph_row(sqlite3_stmt *row, void *ud)
+static int json_graph_row(const pp_graph_info *g, void *ud)
 {
 	json_graphs *j = ud;
 	pp_out_printf(j->o, "%s{\"id\":%lld,\"version\":%lld,\"nodes\":%lld,\"edges\":%lld}", j->n++ ? "," : "",
-		      (long long)sqlite3_column_int64(row, 0), (long long)sqlite3_column_int64(row, 1),
-		      (long long)sqlite3_column_int64(row, 2), (long long)sqlite3_column_int64(row, 3));
+		      (long long)g->id, (long long)g->version, (long long)g->n_nodes, (long long)g->n_edges);
 	return 0;
 }
 
@@ -245,7 +254,7 @@ static int stats_json(pp_store *st, const pp_run_info *runs, int n, FILE *fp)
 		pp_out_puts(o, "],\"ops\":[");
 		pp_op_stat *ops = NULL;
 		int no = 0;
-		pp_query_ops(st, r->id, 20, &ops, &no);
+		pp_store_ops(st, r->id, 20, &ops, &no);
 		for (int k = 0; k < no; k++) {
 			pp_out_printf(o, "%s{", k ? "," : "");
 			jkey_str(o, "name", ops[k].name, 0);
@@ -280,27 +289,15 @@ static int stats_json(pp_store *st, const pp_run_info *runs, int n, FILE *fp)
 		} else
 			pp_out_puts(o, "],\"graphs\":[");
 		json_graphs jg = {o, 0};
-		pp_store_query(st, "SELECT id, version, n_nodes, n_edges FROM graphs WHERE run_id = ?1 ORDER BY version, id",
-			       r->id, json_graph_row, &jg);
+		each_graph(st, r->id, json_graph_row, &jg);
 		pp_finding *f = NULL;
-		int nf = 0;
-		pp_store_findings(st, r->id, &f, &nf);
-		const char *src = "stored";
+		int nf = 0, computed = 0;
 #ifdef PP_VIEWERS_HAVE_DIAG
-		if (nf == 0) {
-			pp_diag_result dr;
-			memset(&dr, 0, sizeof dr);
-			free(f);
-			f = NULL;
-			if (pp_diag_analyze(st, r->id, &dr) == 0) {
-				f = dr.findings;
-				nf = dr.n;
-				dr.findings = NULL;
-				src = "computed";
-			}
-			pp_diag_result_free(&dr);
-		}
+		pp_diag_findings(st, r->id, &f, &nf, &computed);
+#else
+		pp_store_findings(st, r->id, &f, &nf);
 #endif
+		const char *src = computed ? "computed" : "stored";
 		pp_out_printf(o, "],\"findings_source\":\"%s\",\"findings\":[", src);
 		for (int k = 0; k < nf; k++) {
 			pp_out_printf(o, "%s{", k ? "," : "");
@@ -337,8 +334,8 @@ static void print_imports(pp_store *st, int64_t run_id, FILE *fp, int width)
 		tbl t = {.nc = 3, .head = {"module", "self", "cumulative"}, .right = {0, 1, 1}, .flex = 0};
 		char b[2][64];
 		for (int k = 0; k < n; k++) {
-			pp_fmt_dur(v[k].self_ns, b[0], 64);
-			pp_fmt_dur(v[k].cumulative_ns, b[1], 64);
+			pp_fmt_dur(b[0], 64, (double)v[k].self_ns);
+			pp_fmt_dur(b[1], 64, (double)v[k].cumulative_ns);
 			tbl_add(&t, v[k].module, b[0], b[1]);
 		}
 		tbl_print(&t, fp, width, 2);
@@ -397,7 +394,7 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 		else
 			snprintf(what, sizeof what, "%.150s", r->label[0] ? r->label : r->command);
 		snprintf(b[0], 64, "%lld", (long long)r->id);
-		pp_fmt_dur(r->duration_ns, b[1], 64);
+		pp_fmt_dur(b[1], 64, (double)r->duration_ns);
 		snprintf(b[2], 64, "%d", ns);
 		snprintf(b[3], 64, "%lld", (long long)r->events);
 		snprintf(b[4], 64, "%lld", (long long)(r->events_lost + r->rows_lost));
@@ -414,9 +411,9 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 			fprintf(fp, ": %s", r->label);
 		int64_t first = -1, steady = pp_run_steady_step(st, r->id, &first);
 		if (first >= 0) {
-			fprintf(fp, "  (first step %s", pp_fmt_dur(first, b[0], 64));
+			fprintf(fp, "  (first step %s", pp_fmt_dur(b[0], 64, (double)first));
 			if (steady >= 0)
-				fprintf(fp, ", steady %s", pp_fmt_dur(steady, b[1], 64));
+				fprintf(fp, ", steady %s", pp_fmt_dur(b[1], 64, (double)steady));
 			fputc(')', fp);
 		}
 		fputc('\n', fp);
@@ -435,9 +432,9 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 			double span = r->duration_ns > 0 ? (double)r->duration_ns : 1;
 			for (int k = 0; k < np; k++) {
 				snprintf(b[0], 64, "%lld", (long long)pt[k].count);
-				pp_fmt_dur(pt[k].total_ns, b[1], 64);
+				pp_fmt_dur(b[1], 64, (double)pt[k].total_ns);
 				snprintf(b[2], 64, "%.1f%%", 100.0 * (double)pt[k].total_ns / span);
-				pp_fmt_dur(pt[k].max_ns, b[3], 64);
+				pp_fmt_dur(b[3], 64, (double)pt[k].max_ns);
 				tbl_add(&p, pt[k].kind_name, b[0], b[1], b[2], b[3]);
 			}
 			tbl_print(&p, fp, width, 2);
@@ -447,20 +444,20 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 		free(pt);
 		pp_op_stat *ops = NULL;
 		int no = 0;
-		pp_query_ops(st, r->id, 10, &ops, &no);
+		pp_store_ops(st, r->id, 10, &ops, &no);
 		if (no) {
 			fputc('\n', fp);
 			tbl q = {.nc = 6, .head = {"op", "type", "calls", "total", "first step", "steady/step"},
 				 .right = {0, 0, 1, 1, 1, 1}, .flex = 0};
 			for (int k = 0; k < no; k++) {
 				snprintf(b[0], 64, "%lld", (long long)ops[k].calls);
-				pp_fmt_dur(ops[k].total_ns, b[1], 64);
+				pp_fmt_dur(b[1], 64, (double)ops[k].total_ns);
 				if (ops[k].first_step >= 0)
-					pp_fmt_dur(ops[k].first_ns, b[2], 64);
+					pp_fmt_dur(b[2], 64, (double)ops[k].first_ns);
 				else
 					snprintf(b[2], 64, "-");
 				if (ops[k].steady_steps > 0)
-					pp_fmt_dur(ops[k].steady_ns / ops[k].steady_steps, b[3], 64);
+					pp_fmt_dur(b[3], 64, (double)(ops[k].steady_ns / ops[k].steady_steps));
 				else
 					snprintf(b[3], 64, "-");
 				char type[24];
@@ -472,8 +469,7 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 		free(ops);
 		print_imports(st, r->id, fp, width);
 		gl g = {"", 0};
-		pp_store_query(st, "SELECT id, version, n_nodes FROM graphs WHERE run_id = ?1 ORDER BY version, id",
-			       r->id, graph_list_row, &g);
+		each_graph(st, r->id, graph_list_row, &g);
 		if (g.n) {
 			char line[256];
 			snprintf(line, sizeof line, "graphs: %s%s", g.buf, g.n > 6 ? ", ..." : "");
@@ -481,25 +477,14 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 			wrap(fp, line, 2, width);
 		}
 		pp_finding *f = NULL;
-		int nf = 0;
-		pp_store_findings(st, r->id, &f, &nf);
-		const char *how = "";
+		int nf = 0, computed = 0;
 #ifdef PP_VIEWERS_HAVE_DIAG
-		if (nf == 0) {
-			/* not diagnosed yet: run the rules now, without writing */
-			pp_diag_result dr;
-			memset(&dr, 0, sizeof dr);
-			free(f);
-			f = NULL;
-			if (pp_diag_analyze(st, r->id, &dr) == 0) {
-				f = dr.findings;
-				nf = dr.n;
-				dr.findings = NULL;
-				how = " (computed now, not stored)";
-			}
-			pp_diag_result_free(&dr);
-		}
+		/* not diagnosed yet: the rules run now, without writing */
+		pp_diag_findings(st, r->id, &f, &nf, &computed);
+#else
+		pp_store_findings(st, r->id, &f, &nf);
 #endif
+		const char *how = computed ? " (computed now, not stored)" : "";
 		if (nf) {
 			fprintf(fp, "\n  findings%s:\n", how);
 			for (int k = 0; k < nf; k++) {

@@ -6,6 +6,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include "phaseprof.h"
+#include "pp_grow.h"
+#include "pp_hash.h"
 #include "viewers.h"
 
 struct pp_view_ctx {
@@ -44,8 +46,7 @@ extern const pp_view_ops pp_backend_html, pp_backend_chrome, pp_backend_folded,
 typedef struct pp_strtab {
 	char **s;
 	int n, cap;
-	int *slots;               /* open addressing: index+1, 0 = empty */
-	int nslots;
+	pp_hash index;            /* hash of s[i] -> i; zeroed is empty */
 } pp_strtab;
 int pp_strtab_add(pp_strtab *t, const char *s);   /* returns the index */
 void pp_strtab_free(pp_strtab *t);
@@ -95,26 +96,11 @@ int pp_model_load(pp_store *st, const pp_run_info *run, pp_model *m, char *err, 
 void pp_model_free(pp_model *m);
 
 /* ---- queries shared by the report and stats ---- */
-typedef struct pp_op_stat {
-	char name[128], type[64];
-	int64_t name_id;          /* strings.id of the node name */
-	int64_t calls, total_ns, max_ns;
-	int64_t first_ns;         /* time in the first step that ran it */
-	int64_t steady_calls, steady_ns;  /* later steps */
-	int64_t steady_steps;     /* distinct later steps in the run */
-	int64_t first_step;       /* the run's first step number, -1 if none */
-} pp_op_stat;
-/* Top `limit` ops of a run by total time (limit <= 0: all); *n set. */
-int pp_query_ops(pp_store *st, int64_t run_id, int limit, pp_op_stat **out, int *n);
-
 /* pp_graph_render with the run's op times already aggregated (the report
  * has them), so each snapshot doesn't re-scan the ops table. */
 int pp_graph_render_ops(pp_store *st, int64_t graph_id, const char *format, int cap, pp_out *out,
 			pp_graph_render_info *info, char *err, size_t errlen, const pp_op_stat *ops, int n_ops);
 
-/* The run's threads: tid → name. */
-typedef struct pp_thread_row { int64_t tid; char name[64]; } pp_thread_row;
-int pp_query_threads(pp_store *st, int64_t run_id, pp_thread_row **out, int *n);
 
 /* Median of n values (sorts a copy). */
 int64_t pp_median_i64(const int64_t *v, int n);

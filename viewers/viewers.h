@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "pp_fmt.h"
 #include "store.h"
 
 #ifdef __cplusplus
@@ -24,7 +25,10 @@ extern "C" {
 typedef struct pp_out pp_out;
 
 /* path "-" writes to stdout. gzip != 0 compresses with zlib. NULL on
- * failure with a message naming the file in err. */
+ * failure with a message naming the file in err. A file is written to a
+ * temporary file beside it and renamed into place by pp_out_close only when
+ * every write succeeded; an existing path that is not a regular file is
+ * refused. */
 pp_out *pp_out_open(const char *path, int gzip, char *err, size_t errlen);
 /* An in-memory sink (tests, the report embedding SVG renderings). */
 pp_out *pp_out_memory(void);
@@ -41,6 +45,9 @@ const char *pp_out_data(pp_out *o, size_t *len);
 uint64_t pp_out_bytes(pp_out *o);                 /* bytes written (before compression) */
 /* Flushes and closes; returns 0, or -1 if any write failed (message in err). */
 int pp_out_close(pp_out *o, char *err, size_t errlen);
+/* Closes without keeping anything: the temporary file is removed and the
+ * destination left as it was. */
+void pp_out_abort(pp_out *o);
 
 /* ---- options shared by the backends ---- */
 typedef struct pp_view_opts {
@@ -106,7 +113,6 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp,
 		   char *err, size_t errlen);
 
 /* Formats a duration in ns as "12.3 ms" / "850 µs" / "1.24 s" into buf. */
-const char *pp_fmt_dur(int64_t ns, char *buf, size_t n);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,7 @@
 #include "diagnostics.h"
 #include "phaseprof.h"
 #include "store.h"
+#include "store_internal.h"
 
 static double now_s(void)
 {

@@ -10,6 +10,7 @@
 
 #include "phaseprof.h"
 #include "store.h"
+#include "store_internal.h"
 
 #define SPANS 500000
 #define COUNTERS 500000

@@ -144,6 +144,80 @@ static void test_two_databases_and_errors(void **state)
 	trec_close(&other);
 }
 
+/* The gate: a rule fails only on the diff's own regression verdict AND a
+ * growth above the user's limit; noise never fails it. */
+static void test_gate(void **state)
+{
+	(void)state;
+	int64_t a = fixture_run(&T, "base", 40, 2 * MS, 0.03, 10 * MS, 20 * MS, 1);
+	int64_t b = fixture_run(&T, "slower", 40, 3 * MS, 0.03, 10200 * US, 8 * MS, 2);
+	pp_diff d;
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, b, &d), 0);
+	pp_gate_rule rules[PP_GATE_MAX];
+	int n = 0;
+	char err[256];
+	assert_int_equal(pp_gate_parse("step=20,compile=0", rules, PP_GATE_MAX, &n, err, sizeof err), 0);
+	assert_int_equal(pp_gate_parse("weight_load=5%", rules, PP_GATE_MAX, &n, err, sizeof err), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(rules[2].name, "weight_load");
+	assert_true(rules[2].limit_pct == 5);
+	pp_gate_check c[16];
+	int nc = 0;
+	/* step median +50% > 20%: fails; compile +2% is noise even at limit 0;
+	 * weight_load improved: passes */
+	assert_int_equal(pp_gate_eval(&d, rules, n, c, 16, &nc), 1);
+	assert_int_equal(nc, 3);
+	assert_string_equal(c[0].name, "step median");
+	assert_true(c[0].failed && c[0].change_pct > 40 && c[0].change_pct < 60);
+	assert_string_equal(c[1].name, "compile");
+	assert_false(c[1].failed);
+	assert_int_equal(c[1].verdict, PP_DIFF_SAME);
+	assert_false(c[2].failed);
+	/* a limit above the change passes the same regression */
+	n = 0;
+	assert_int_equal(pp_gate_parse("step=80", rules, PP_GATE_MAX, &n, err, sizeof err), 0);
+	assert_int_equal(pp_gate_eval(&d, rules, n, c, 16, &nc), 0);
+	/* a phase in neither run: a check that passes, marked absent */
+	n = 0;
+	assert_int_equal(pp_gate_parse("data_transfer=1", rules, PP_GATE_MAX, &n, err, sizeof err), 0);
+	assert_int_equal(pp_gate_eval(&d, rules, n, c, 16, &nc), 0);
+	assert_int_equal(nc, 1);
+	assert_false(c[0].present);
+	/* any: every row; total and step regressed by more than 10% */
+	n = 0;
+	assert_int_equal(pp_gate_parse("any=10", rules, PP_GATE_MAX, &n, err, sizeof err), 0);
+	assert_int_equal(pp_gate_eval(&d, rules, n, c, 16, &nc), 2);
+	assert_int_equal(nc, d.n);
+	pp_diff_free(&d);
+
+	/* the same program twice: nothing fails even at a 0% limit */
+	int64_t a2 = fixture_run(&T, "again 1", 60, 2 * MS, 0.1, 10 * MS, 20 * MS, 10);
+	int64_t b2 = fixture_run(&T, "again 2", 60, 2 * MS, 0.1, 10 * MS, 20 * MS, 11);
+	assert_int_equal(pp_diag_diff(T.st, a2, T.st, b2, &d), 0);
+	assert_int_equal(pp_gate_eval(&d, rules, n, c, 16, &nc), 0);
+	pp_diff_free(&d);
+
+	/* bad specs: one line naming what is wrong */
+	const char *bad[] = {"", "total", "=5", "bogus=5", "step_median=5", "total=x", "total=-1",
+			     "total=5,", "total=5%%", "total=nan", "step=5,,compile=1"};
+	const char *why[] = {"needs KIND=PCT", "is not KIND=PCT", "is not KIND=PCT",
+			     "unknown phase 'bogus'", "unknown phase", "not a percentage",
+			     "not a percentage", NULL, "not a percentage", "not a percentage",
+			     "is not KIND=PCT"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		n = 0;
+		err[0] = 0;
+		int rc = pp_gate_parse(bad[i], rules, PP_GATE_MAX, &n, err, sizeof err);
+		if (!why[i]) { /* a trailing comma is harmless */
+			assert_int_equal(rc, 0);
+			continue;
+		}
+		if (rc != -1 || !strstr(err, why[i]))
+			fail_msg("'%s': rc %d, error '%s', wanted '%s'", bad[i], rc, err, why[i]);
+		assert_null(strchr(err, '\n'));
+	}
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -167,6 +241,7 @@ int main(void)
 		cmocka_unit_test(test_noise_ignores_trend),
 		cmocka_unit_test(test_no_steps),
 		cmocka_unit_test(test_two_databases_and_errors),
+		cmocka_unit_test(test_gate),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -233,23 +233,23 @@ static void test_first_step_compile(void **state)
 	(void)state;
 	trec_run(&T, "first step", 0);
 	int64_t ids[20], starts[20];
-	noisy_steps(0, 20, 2 * MS, 0.05, 0, 25, 6, ids, starts); /* first = 50 ms */
-	/* Inside the first step: compile 30 ms (with 4 ms memory_alloc inside),
-	 * optimizer_setup 8 ms, gradient_build 3 ms. */
-	int64_t c = trec_span(&T, PP_COMPILE, "compile", starts[0] + 1 * MS, starts[0] + 31 * MS, ids[0], 0);
-	trec_span(&T, PP_MEMORY_ALLOC, "arena grow", starts[0] + 2 * MS, starts[0] + 6 * MS, c, 0);
+	noisy_steps(0, 20, 40 * MS, 0.05, 0, 25, 6, ids, starts); /* first = 1 s */
+	/* Inside the first step: compile 600 ms (with 80 ms memory_alloc
+	 * inside), optimizer_setup 160 ms, gradient_build 60 ms. */
+	int64_t c = trec_span(&T, PP_COMPILE, "compile", starts[0] + 20 * MS, starts[0] + 620 * MS, ids[0], 0);
+	trec_span(&T, PP_MEMORY_ALLOC, "arena grow", starts[0] + 40 * MS, starts[0] + 120 * MS, c, 0);
 	/* compile passes as free-form spans count as compile */
-	int64_t cse = trec_span(&T, PP_SPAN, "cse", starts[0] + 10 * MS, starts[0] + 20 * MS, c, 0);
-	trec_span(&T, PP_SPAN, "cse inner", starts[0] + 12 * MS, starts[0] + 14 * MS, cse, 0);
-	trec_span(&T, PP_OPTIMIZER_SETUP, "adam slots", starts[0] + 32 * MS, starts[0] + 40 * MS, ids[0], 0);
-	trec_span(&T, PP_GRADIENT_BUILD, "gradients", starts[0] + 40 * MS, starts[0] + 43 * MS, ids[0], 0);
+	int64_t cse = trec_span(&T, PP_SPAN, "cse", starts[0] + 200 * MS, starts[0] + 400 * MS, c, 0);
+	trec_span(&T, PP_SPAN, "cse inner", starts[0] + 240 * MS, starts[0] + 280 * MS, cse, 0);
+	trec_span(&T, PP_OPTIMIZER_SETUP, "adam slots", starts[0] + 640 * MS, starts[0] + 800 * MS, ids[0], 0);
+	trec_span(&T, PP_GRADIENT_BUILD, "gradients", starts[0] + 800 * MS, starts[0] + 860 * MS, ids[0], 0);
 	analyze();
 	assert_fires("first_step_slow");
 	const pp_finding *f = get("first_step_slow");
 	assert_string_equal(f->severity, "high");
-	assert_contains(f->title, "compile is 52% of it"); /* 26 ms self of 50 ms */
-	assert_contains(f->evidence, "optimizer_setup 8.00 ms");
-	assert_contains(f->evidence, "memory_alloc 4.00 ms");
+	assert_contains(f->title, "compile is 52% of it"); /* 520 ms self of 1 s */
+	assert_contains(f->evidence, "optimizer_setup 160 ms");
+	assert_contains(f->evidence, "memory_alloc 80.0 ms");
 	assert_contains(f->evidence, "untracked");
 	assert_contains(f->fix, "warm-up");
 	assert_quiet("iteration_time_grows");
@@ -260,13 +260,32 @@ static void test_first_step_slots(void **state)
 	(void)state;
 	trec_run(&T, "first step slots", 0);
 	int64_t ids[10], starts[10];
-	noisy_steps(0, 10, 1 * MS, 0.02, 0, 4, 7, ids, starts); /* 4x: moderate */
-	trec_span(&T, PP_OPTIMIZER_SETUP, "slots", starts[0], starts[0] + 2500 * US, ids[0], 0);
+	noisy_steps(0, 10, 50 * MS, 0.02, 0, 4, 7, ids, starts); /* 4x: moderate */
+	trec_span(&T, PP_OPTIMIZER_SETUP, "slots", starts[0], starts[0] + 125 * MS, ids[0], 0);
 	analyze();
 	assert_fires("first_step_slow");
 	assert_string_equal(get("first_step_slow")->severity, "moderate");
 	assert_contains(get("first_step_slow")->title, "optimizer_setup");
 	assert_contains(get("first_step_slow")->fix, "slot");
+}
+
+/* A fixed program's first step still runs the plan once: 20 ms against
+ * 0.15 ms steps is 130x, but nothing a user can win back. Information. */
+static void test_first_step_small_win_is_info(void **state)
+{
+	(void)state;
+	trec_run(&T, "first step, fixed", 0);
+	int64_t ids[50], starts[50];
+	noisy_steps(0, 50, 150 * US, 0.05, 0, 133, 9, ids, starts);
+	analyze();
+	assert_fires("first_step_slow");
+	assert_string_equal(get("first_step_slow")->severity, "info");
+	for (int i = 0; i < R.n; i++)
+		if (strcmp(R.findings[i].severity, "info") != 0) {
+			dump();
+			fail_msg("a healthy run has a %s finding %s", R.findings[i].severity,
+				 R.findings[i].rule);
+		}
 }
 
 static void test_first_step_marked_phase(void **state)
@@ -635,18 +654,28 @@ static void test_initializer(void **state)
 {
 	(void)state;
 	trec_run(&T, "glorot", 0);
-	trec_span(&T, PP_VARIABLE_CREATE, "dense/kernel", 0, 1 * MS, 0, -1);
-	trec_span(&T, PP_VARIABLE_INIT, "glorot_uniform:dense/kernel", 1 * MS, 41 * MS, 0, -1);
-	trec_span(&T, PP_VARIABLE_INIT, "zeros:dense/bias", 41 * MS, 42 * MS, 0, -1);
-	trec_span(&T, PP_VARIABLE_INIT, "orthogonal:dense_1/kernel", 42 * MS, 47 * MS, 0, -1);
-	trec_counter(&T, "init.bytes", 47 * MS, 3256360);
-	noisy_steps(50 * MS, 10, 1 * MS, 0.02, 0, 1, 17, NULL, NULL);
+	trec_span(&T, PP_VARIABLE_CREATE, "dense/kernel", 0, 20 * MS, 0, -1);
+	trec_span(&T, PP_VARIABLE_INIT, "glorot_uniform:dense/kernel", 20 * MS, 820 * MS, 0, -1);
+	trec_span(&T, PP_VARIABLE_INIT, "zeros:dense/bias", 820 * MS, 840 * MS, 0, -1);
+	trec_span(&T, PP_VARIABLE_INIT, "orthogonal:dense_1/kernel", 840 * MS, 940 * MS, 0, -1);
+	trec_counter(&T, "init.bytes", 940 * MS, 3256360);
+	noisy_steps(1000 * MS, 10, 1 * MS, 0.02, 0, 1, 17, NULL, NULL);
 	analyze();
 	assert_fires("initializer_dominates_init");
 	const pp_finding *f = get("initializer_dominates_init");
-	assert_string_equal(f->severity, "high"); /* 46 of 50 ms */
-	assert_contains(f->evidence, "slowest: glorot_uniform:dense/kernel 40.00 ms, orthogonal:dense_1/kernel");
+	assert_string_equal(f->severity, "high"); /* 920 of 1000 ms */
+	assert_contains(f->evidence, "slowest: glorot_uniform:dense/kernel 800 ms, orthogonal:dense_1/kernel");
 	assert_contains(f->evidence, "MB/s");
+
+	/* the same shares in a fast program (46 of 50 ms): nothing to win */
+	trec_run(&T, "glorot, small", 0);
+	trec_span(&T, PP_VARIABLE_CREATE, "dense/kernel", 0, 1 * MS, 0, -1);
+	trec_span(&T, PP_VARIABLE_INIT, "glorot_uniform:dense/kernel", 1 * MS, 41 * MS, 0, -1);
+	trec_span(&T, PP_VARIABLE_INIT, "orthogonal:dense_1/kernel", 42 * MS, 47 * MS, 0, -1);
+	noisy_steps(50 * MS, 10, 1 * MS, 0.02, 0, 1, 17, NULL, NULL);
+	analyze();
+	assert_fires("initializer_dominates_init");
+	assert_string_equal(get("initializer_dominates_init")->severity, "info");
 
 	trec_run(&T, "zeros", 0);
 	trec_span(&T, PP_VARIABLE_CREATE, "dense/kernel", 0, 1 * MS, 0, -1);
@@ -713,17 +742,27 @@ static void test_weight_load_small_reads(void **state)
 static void test_library_load(void **state)
 {
 	(void)state;
-	trec_run(&T, "heavy imports", 100 * MS);
-	trec_span(&T, PP_PROCESS_START, "to main", 0, 5 * MS, 0, -1);
-	trec_lib(&T, "/usr/lib/libbig.so", 5 * MS, 55 * MS, 300 << 20, 20 * MS);
-	trec_lib(&T, "/usr/lib/libdep.so", 10 * MS, 30 * MS, 10 << 20, 0); /* nested in big */
-	trec_lib(&T, "/usr/lib/libsmall.so", 60 * MS, 62 * MS, 1 << 20, 0);
+	trec_run(&T, "heavy imports", 1000 * MS);
+	trec_span(&T, PP_PROCESS_START, "to main", 0, 50 * MS, 0, -1);
+	trec_lib(&T, "/usr/lib/libbig.so", 50 * MS, 550 * MS, 300 << 20, 200 * MS);
+	trec_lib(&T, "/usr/lib/libdep.so", 100 * MS, 300 * MS, 10 << 20, 0); /* nested in big */
+	trec_lib(&T, "/usr/lib/libsmall.so", 600 * MS, 620 * MS, 1 << 20, 0);
 	analyze();
 	assert_fires("library_load_startup");
 	const pp_finding *f = get("library_load_startup");
-	assert_contains(f->title, "52%"); /* union 52 ms of 100 ms */
+	assert_contains(f->title, "52%"); /* union 520 ms of 1 s */
 	assert_string_equal(f->severity, "high");
-	assert_contains(f->evidence, "slowest: libbig.so 50.00 ms (constructors 20.00 ms), libdep.so");
+	assert_contains(f->evidence, "slowest: libbig.so 500 ms (constructors 200 ms), libdep.so");
+
+	/* the same shares in a 100 ms program (52 ms of libraries, like
+	 * `true` under record): nothing a user can win back, information */
+	trec_run(&T, "small program", 100 * MS);
+	trec_span(&T, PP_PROCESS_START, "to main", 0, 5 * MS, 0, -1);
+	trec_lib(&T, "/usr/lib/libbig.so", 5 * MS, 55 * MS, 300 << 20, 20 * MS);
+	trec_lib(&T, "/usr/lib/libsmall.so", 60 * MS, 62 * MS, 1 << 20, 0);
+	analyze();
+	assert_fires("library_load_startup");
+	assert_string_equal(get("library_load_startup")->severity, "info");
 
 	trec_run(&T, "light imports", 100 * MS);
 	trec_lib(&T, "/usr/lib/libc.so.6", 0, 1 * MS, 2 << 20, 0);
@@ -834,15 +873,17 @@ static void test_alloc_runtime_counters(void **state)
 static void test_phase_share(void **state)
 {
 	(void)state;
+	/* Long enough that the shares are worth winning back: a 1.2 s load
+	 * (moderate floor 1 s) and 5.85 s of transfers (high floor 5 s). */
 	trec_run(&T, "shares", 0);
-	trec_span(&T, PP_RUNTIME_INIT, "init", 0, 1 * MS, 0, -1);
-	trec_span(&T, PP_WEIGHT_LOAD, "load", 1 * MS, 7 * MS, 0, -1); /* ~6% of ~101 ms */
-	int64_t ids[20], starts[20];
-	noisy_steps(7 * MS, 20, 4700 * US, 0.0, 0, 1, 23, ids, starts);
-	for (int i = 1; i < 20; i++) /* data transfer 1.5 ms of each 4.7 ms step: 32% */
-		trec_span(&T, PP_DATA_TRANSFER, "input", starts[i], starts[i] + 1500 * US, ids[i], i);
-	for (int i = 1; i < 20; i++) /* shape inference 0.1 ms: 2%, quiet */
-		trec_span(&T, PP_SHAPE_INFERENCE, "shapes", starts[i] + 2 * MS, starts[i] + 2100 * US, ids[i], i);
+	trec_span(&T, PP_RUNTIME_INIT, "init", 0, 10 * MS, 0, -1);
+	trec_span(&T, PP_WEIGHT_LOAD, "load", 10 * MS, 1210 * MS, 0, -1); /* ~6% of ~20 s */
+	int64_t ids[40], starts[40];
+	noisy_steps(1210 * MS, 40, 470 * MS, 0.0, 0, 1, 23, ids, starts);
+	for (int i = 1; i < 40; i++) /* data transfer 150 ms of each 470 ms step: 32% */
+		trec_span(&T, PP_DATA_TRANSFER, "input", starts[i], starts[i] + 150 * MS, ids[i], i);
+	for (int i = 1; i < 40; i++) /* shape inference 10 ms: 2%, quiet */
+		trec_span(&T, PP_SHAPE_INFERENCE, "shapes", starts[i] + 200 * MS, starts[i] + 210 * MS, ids[i], i);
 	analyze();
 	assert_fires("phase_share.data_transfer");
 	assert_string_equal(get("phase_share.data_transfer")->severity, "high");
@@ -852,6 +893,48 @@ static void test_phase_share(void **state)
 	assert_contains(get("phase_share.weight_load")->title, "of the run");
 	assert_quiet("phase_share.shape_inference");
 	assert_quiet("phase_share.runtime_init");
+}
+
+/* A healthy fast run: weight_load is 46% of a 42 ms run (19 ms) and a
+ * transfer 32% of short steps (28 ms in all). Large shares, but nothing a
+ * user could win back: information, never moderate or high. */
+static void test_phase_share_quiet_when_little_to_win(void **state)
+{
+	(void)state;
+	trec_run(&T, "fast", 0);
+	trec_span(&T, PP_WEIGHT_LOAD, "load", 0, 19 * MS, 0, -1);
+	int64_t ids[20], starts[20];
+	noisy_steps(19 * MS, 20, 1150 * US, 0.0, 0, 1, 29, ids, starts);
+	for (int i = 1; i < 20; i++)
+		trec_span(&T, PP_DATA_TRANSFER, "input", starts[i], starts[i] + 370 * US, ids[i], i);
+	analyze();
+	assert_fires("phase_share.weight_load");
+	assert_string_equal(get("phase_share.weight_load")->severity, "info");
+	assert_contains(get("phase_share.weight_load")->title, "of the run");
+	assert_contains(get("phase_share.weight_load")->evidence, "could be won back");
+	assert_fires("phase_share.data_transfer");
+	assert_string_equal(get("phase_share.data_transfer")->severity, "info");
+	for (int i = 0; i < R.n; i++)
+		if (strcmp(R.findings[i].severity, "info") != 0) {
+			dump();
+			fail_msg("a healthy 42 ms run has a %s finding %s", R.findings[i].severity,
+				 R.findings[i].rule);
+		}
+	/* informational findings rank below every moderate one */
+	assert_true(get("phase_share.weight_load")->score < 1.0);
+}
+
+/* 1.2 s of shape inference in a 2.2 s run: 55% and 1.2 s to win:
+ * moderate, not high (high also needs 5 s). */
+static void test_phase_share_high_needs_both(void **state)
+{
+	(void)state;
+	trec_run(&T, "mid", 0);
+	trec_span(&T, PP_SHAPE_INFERENCE, "shapes", 0, 1200 * MS, 0, -1);
+	noisy_steps(1200 * MS, 20, 50 * MS, 0.0, 0, 1, 31, NULL, NULL);
+	analyze();
+	assert_fires("phase_share.shape_inference");
+	assert_string_equal(get("phase_share.shape_inference")->severity, "moderate");
 }
 
 /* ---- GPU ---- */
@@ -946,7 +1029,7 @@ static void test_gpu_step_transfers(void **state)
 	analyze();
 	assert_fires("gpu_step_transfers");
 	assert_contains(get("gpu_step_transfers")->title, "19 of 19 steps take 30% of step time");
-	assert_contains(get("gpu_step_transfers")->evidence, "32.00 MiB");
+	assert_contains(get("gpu_step_transfers")->evidence, "32.0 MiB");
 	assert_quiet("phase_share.data_transfer");
 
 	trec_run(&T, "weights uploaded once", 0);
@@ -1029,8 +1112,8 @@ static void test_store_replace_and_rank(void **state)
 	(void)state;
 	trec_run(&T, "stored", 0);
 	int64_t ids[30], starts[30];
-	noisy_steps(0, 30, 4 * MS, 0.02, 0, 20, 27, ids, starts);
-	trec_span(&T, PP_COMPILE, "compile", starts[0], starts[0] + 60 * MS, ids[0], 0);
+	noisy_steps(0, 30, 40 * MS, 0.02, 0, 20, 27, ids, starts);
+	trec_span(&T, PP_COMPILE, "compile", starts[0], starts[0] + 600 * MS, ids[0], 0);
 	for (int i = 0; i < 30; i++)
 		trec_span(&T, PP_SESSION_CREATE, "s", starts[i], starts[i] + 100 * US, ids[i], i);
 	pp_diag_result r;
@@ -1134,7 +1217,7 @@ static void test_print(void **state)
 {
 	(void)state;
 	trec_run(&T, "print", 0);
-	noisy_steps(0, 10, MS, 0, 0, 10, 29, NULL, NULL);
+	noisy_steps(0, 10, 100 * MS, 0, 0, 10, 29, NULL, NULL);
 	analyze();
 	char *buf = NULL;
 	size_t len = 0;
@@ -1170,6 +1253,7 @@ int main(void)
 		cmocka_unit_test(test_growth_borderline),
 		cmocka_unit_test(test_first_step_compile),
 		cmocka_unit_test(test_first_step_slots),
+		cmocka_unit_test(test_first_step_small_win_is_info),
 		cmocka_unit_test(test_first_step_marked_phase),
 		cmocka_unit_test(test_first_step_warm_quiet),
 		cmocka_unit_test(test_session_per_iteration),
@@ -1189,6 +1273,8 @@ int main(void)
 		cmocka_unit_test(test_alloc_not_flat),
 		cmocka_unit_test(test_alloc_runtime_counters),
 		cmocka_unit_test(test_phase_share),
+		cmocka_unit_test(test_phase_share_quiet_when_little_to_win),
+		cmocka_unit_test(test_phase_share_high_needs_both),
 		cmocka_unit_test(test_gpu_idle_gaps),
 		cmocka_unit_test(test_gpu_sync_copies),
 		cmocka_unit_test(test_gpu_step_transfers),

@@ -270,8 +270,28 @@ static void test_import_startup(void **state)
 	contains(f->title, "'torch'");
 	contains(f->evidence, "'torch.nn'");
 	contains(f->evidence, "libtorch_cpu.so");
-	assert_string_equal(f->severity, "moderate");
+	/* a training program pays its framework's import once: information */
+	assert_string_equal(f->severity, "info");
 	quiet("phase_share.import");
+}
+
+/* The same import in a script without steps is a win worth claiming; in a
+ * training program, only an import of seconds is. */
+static void test_import_startup_severity(void **state)
+{
+	(void)state;
+	trec_run(&T, "script", 2000 * MS);
+	int64_t torch = trec_span(&T, PP_IMPORT, "torch", 20 * MS, 1400 * MS, 0, -1);
+	trec_span(&T, PP_IMPORT, "torch._C", 100 * MS, 900 * MS, torch, -1);
+	analyze();
+	assert_string_equal(must("import_startup")->severity, "moderate");
+	trec_run(&T, "slow import, then training", 9000 * MS);
+	torch = trec_span(&T, PP_IMPORT, "torch", 20 * MS, 6400 * MS, 0, -1);
+	trec_span(&T, PP_IMPORT, "torch._C", 100 * MS, 5900 * MS, torch, -1);
+	trec_steps(&T, 6500 * MS, (const int64_t[]){50 * MS, 5 * MS, 5 * MS, 5 * MS}, 4, 0, NULL,
+		   NULL);
+	analyze();
+	assert_string_equal(must("import_startup")->severity, "moderate");
 }
 
 static void test_import_small_quiet(void **state)
@@ -287,6 +307,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_healthy_loop_quiet),
+		cmocka_unit_test(test_import_startup_severity),
 		cmocka_unit_test(test_memory_grows),
 		cmocka_unit_test(test_memory_small_growth_quiet),
 		cmocka_unit_test(test_growth_names_hooks),

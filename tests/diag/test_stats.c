@@ -159,6 +159,28 @@ static void test_theil_sen(void **state)
 	assert_int_equal(diag_theil_sen(lx, ly, 2, 0, &b, &a), -1);
 }
 
+static void test_correlation(void **state)
+{
+	(void)state;
+	double x[] = {1, 2, 3, 4, 5, 6}, y[] = {2, 4, 6, 8, 10, 12}, z[] = {1, 4, 9, 16, 25, 1e9};
+	assert_true(fabs(diag_pearson(x, y, 6) - 1) < 1e-12);
+	/* monotonic with a spike: Spearman 1, Pearson much less */
+	assert_true(fabs(diag_spearman(x, z, 6) - 1) < 1e-12);
+	assert_true(diag_pearson(x, z, 6) < 0.7);
+	/* ties averaged: ranks of {1,1,2} are {1.5,1.5,3} */
+	double t1[] = {1, 1, 2, 3}, t2[] = {1, 1, 2, 3};
+	assert_true(fabs(diag_spearman(t1, t2, 4) - 1) < 1e-12);
+	/* non-finite pairs dropped; fewer than 3 left or a constant side: NAN */
+	double xn[] = {1, NAN, 3, 4}, yn[] = {2, 5, INFINITY, 8};
+	assert_true(isnan(diag_spearman(xn, yn, 4)));
+	double c[] = {3, 3, 3, 3};
+	assert_true(isnan(diag_pearson(x, c, 4)));
+	assert_true(isnan(diag_spearman(x, c, 4)));
+	double rev[] = {6, 5, 4, 3, 2, 1};
+	assert_true(fabs(diag_spearman(x, rev, 6) + 1) < 1e-12);
+	assert_true(isnan(diag_spearman(x, y, 0)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -169,6 +191,7 @@ int main(void)
 		cmocka_unit_test(test_mann_kendall_matches_pairs),
 		cmocka_unit_test(test_mann_kendall_noise),
 		cmocka_unit_test(test_theil_sen),
+		cmocka_unit_test(test_correlation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /* testutil.c — see testutil.h. */
 #include "testutil.h"
+#include "store_internal.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

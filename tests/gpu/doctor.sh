@@ -32,7 +32,7 @@ if [ -n "$fakecupti" ]; then
 		|| { echo "FAIL --check must exit 0 with a working (fake) driver and CUPTI"; fail=1; }
 fi
 err=$("$pp" doctor --bogus 2>&1 >/dev/null); rc=$?
-[ $rc = 2 ] && [ "$(wc -l <<<"$err")" = 1 ] && grep -q "unknown argument '--bogus'" <<<"$err" \
+[ $rc = 2 ] && [ "$(wc -l <<<"$err")" = 1 ] && grep -q "unknown option '--bogus'" <<<"$err" \
 	|| { echo "FAIL bad argument: rc=$rc '$err'"; fail=1; }
 [ $fail = 0 ] && echo "doctor: ok"
 exit $fail

@@ -16,6 +16,7 @@
 #include "phaseprof.h"
 #include "ppgpu.h"
 #include "store.h"
+#include "store_internal.h"
 
 static int failures;
 #define CHECK(cond, ...)                                                       \

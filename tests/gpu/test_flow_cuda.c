@@ -13,6 +13,7 @@
 #include "flow_cuda.h"
 #include "phaseprof.h"
 #include "store.h"
+#include "store_internal.h"
 
 #include <unistd.h>
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "store.h"
+#include "store_internal.h"
 
 static int failures;
 #define CHECK(cond, ...)                                                       \

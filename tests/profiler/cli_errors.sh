@@ -27,4 +27,24 @@ echo "plain text" > "$t/text.db"
 expect 1 "not an SQLite database" -- "$pp" info "$t/text.db"
 sqlite3 "$t/foreign.db" "CREATE TABLE t(x); INSERT INTO t VALUES(1);"
 expect 1 "another program" -- "$pp" info "$t/foreign.db"
+# Option tables: every command prints --help from its table and refuses an
+# unknown option in one line naming the valid ones, exit 2; --opt=value works.
+for c in record ingest run list stats diff report export info doctor; do
+	expect 0 "-h, --help" -- "$pp" $c --help
+	out=$("$pp" $c --bogus 2>&1); rc=$?
+	if [ "$rc" != 2 ] || [ "$(printf '%s\n' "$out" | wc -l)" != 1 ] ||
+	   ! grep -q -- "$c: unknown option '--bogus' (valid: .*--help)" <<<"$out"; then
+		echo "FAIL: $c --bogus -> rc=$rc, output: $out"; fail=1
+	else
+		echo "ok: $c --bogus"
+	fi
+done
+expect 2 "stats: unknown option '--bogus' (valid: --run N, --json, --width N, --help)" -- "$pp" stats --bogus x.db
+expect 2 "--width: 'abc' is not a number" -- "$pp" stats --width=abc x.db
+expect 2 "stats: --json takes no value" -- "$pp" stats --json=1 x.db
+expect 2 "report: --run needs a value" -- "$pp" report x.db --run
+expect 2 "diff: --runs needs two run ids" -- "$pp" diff x.db --runs 1
+expect 2 "stats: unexpected argument 'y.db'" -- "$pp" stats x.db y.db
+expect 1 "$t/none.db: no such database" -- "$pp" stats --width=100 "$t/none.db"
+expect 0 "--max-graph-nodes N" -- "$pp" report --help
 exit $fail

@@ -23,6 +23,7 @@
 #include "spool_build.h"
 #include "spool_reader.h"
 #include "store.h"
+#include "store_internal.h"
 #include "symbols.h"
 
 static char tmpdir[256];

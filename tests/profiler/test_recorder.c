@@ -16,6 +16,7 @@
 
 #include "phaseprof.h"
 #include "store.h"
+#include "store_internal.h"
 
 static char tmpdir[256];
 

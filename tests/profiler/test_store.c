@@ -17,6 +17,7 @@
 #include "phaseprof.h"
 
 #include "store.h"
+#include "store_internal.h"
 
 static char tmpdir[256];
 
@@ -213,6 +214,89 @@ static void test_disk_full(void **state)
 	pp_store_close(st, NULL, 0);
 }
 
+static void sql_file(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	char *msg = NULL;
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("%s: %s", sql, msg);
+	sqlite3_close(db);
+}
+
+static int64_t sql_int(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	int64_t v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return v;
+}
+
+/* A database made before the taxonomy grew gets the new kinds (and so
+ * spans_v shows their spans) the next time it is opened for writing. */
+static void test_kinds_added(void **state)
+{
+	(void)state;
+	char p[512], err[512];
+	tmp(p, sizeof p, "kinds.db");
+	pp_store *st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	assert_int_equal(sql_int(p, "SELECT count(*) FROM phase_kinds"), PP_KIND_COUNT);
+	sql_file(p, "DELETE FROM phase_kinds WHERE id >= 22");
+	assert_int_equal(sql_int(p, "SELECT count(*) FROM phase_kinds"), 22);
+	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	assert_int_equal(sql_int(p, "SELECT count(*) FROM phase_kinds"), PP_KIND_COUNT);
+	assert_int_equal(sql_int(p, "SELECT count(*) FROM phase_kinds WHERE id = 29 AND name = 'comm_init'"), 1);
+}
+
+/* Damaged pages: appending is refused with one line naming the file; a
+ * reader gets an error, not a partial answer. */
+static void test_corrupt_pages(void **state)
+{
+	(void)state;
+	char p[512], err[512];
+	tmp(p, sizeof p, "corrupt.db");
+	pp_store *st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	sql_file(p, "INSERT INTO runs(id, label, status) VALUES(1, 'r', 'complete');"
+		    "INSERT INTO strings(id, value) VALUES(1, 'c');"
+		    "WITH RECURSIVE i(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM i WHERE x < 199999) "
+		    "INSERT INTO counters(run_id, tid, name_id, ts_ns, value) SELECT 1, 1, 1, x, x FROM i;");
+	struct stat sb;
+	assert_int_equal(stat(p, &sb), 0);
+	assert_true(sb.st_size > 8 * 65536);
+	/* garbage over the second half of the file: the counters' b-trees
+	 * (the first pages hold the schema and the small tables) */
+	FILE *f = fopen(p, "r+b");
+	assert_non_null(f);
+	long pages = (long)(sb.st_size / 65536);
+	for (long pg = pages / 2; pg < pages; pg++) {
+		fseek(f, pg * 65536, SEEK_SET);
+		for (int i = 0; i < 60000; i++)
+			fputc(0x5a, f);
+	}
+	fclose(f);
+	expect_open_error(p, PP_STORE_WRITE, "damaged database, not appending to it");
+	/* a reader that reaches the page says so */
+	st = pp_store_open(p, PP_STORE_READ, err, sizeof err);
+	assert_non_null(st);
+	pp_counter_row *rows = NULL;
+	int n = 0;
+	assert_int_equal(pp_store_counter(st, 1, "c", &rows, &n), -1);
+	assert_null(rows);
+	assert_non_null(strstr(pp_store_error(st), "malformed"));
+	pp_store_close(st, NULL, 0);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/pp-test-store-XXXXXX");
@@ -222,6 +306,8 @@ int main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_findings_and_query),
 		cmocka_unit_test(test_disk_full),
+		cmocka_unit_test(test_kinds_added),
+		cmocka_unit_test(test_corrupt_pages),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char cmd[300];

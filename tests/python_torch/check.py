@@ -91,7 +91,10 @@ def per_step(r, kinds):
             check(any(r.inside(x, s) for x in sp), "step %d has no %s span" % (s[3], k), r)
 
 
-# Start-up rules describe `import torch` itself, not the loop.
+# Start-up rules describe `import torch` itself, not the loop: they are
+# information below 5 s of start-up in a program with steps
+# (diag_sev_for_startup, unit-tested in diag.test_rules_framework), and a
+# loaded test machine can take longer than that to import torch.
 STARTUP = ("library_load_startup", "import_startup")
 
 

@@ -12,6 +12,7 @@
 
 #include "phaseprof.h"
 #include "store.h"
+#include "store_internal.h"
 #include "test_ops.h"
 
 static int count_cb(sqlite3_stmt *row, void *ud)

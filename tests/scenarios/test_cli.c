@@ -50,7 +50,7 @@ static void test_list(void **state)
 	free(out);
 	out = NULL;
 	assert_int_equal(RUN(&out, NULL, "list", "--bogus"), 2);
-	expect(out, "unknown argument '--bogus'");
+	expect(out, "unknown option '--bogus'");
 	free(out);
 }
 

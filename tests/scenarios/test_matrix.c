@@ -1,6 +1,7 @@
 /* test_matrix.c — one scenario through `phaseprof run --quick`: every slow
  * variant's top finding is its expected one, no fix shows any of the
- * scenario's findings, and the issue's coarse ratios hold.
+ * scenario's findings nor any moderate or high finding at all, and the
+ * issue's coarse ratios hold.
  *
  *   test_scn_matrix PHASEPROF SCENARIO
  */
@@ -95,6 +96,12 @@ static void check_findings(void)
 					if (strcmp(f[i].rule, rules[r]) == 0)
 						CHECK_FAIL("%s:%s (a fix) shows %s: %s", scenario, vn,
 							   rules[r], f[i].title);
+			/* A fix is a healthy program: whatever rule it is, a moderate
+			 * or high finding on it is a false alarm. */
+			for (int i = 0; i < n; i++)
+				if (strcmp(f[i].severity, "info") != 0)
+					CHECK_FAIL("%s:%s (a fix) has a %s finding %s: %s", scenario, vn,
+						   f[i].severity, f[i].rule, f[i].title);
 		}
 		free(f);
 	}

@@ -14,6 +14,7 @@
 #include "phaseprof.h"
 #include "scn_internal.h"
 #include "scn_testutil.h"
+#include "store_internal.h"
 
 static void test_table(void **state)
 {
@@ -90,9 +91,9 @@ static void test_stats(void **state)
 	}
 	assert_float_equal(scn_explained_growth(d, t, 20), 1.0, 1e-9);
 	char b[32];
-	assert_string_equal(scn_fmt_ns(b, sizeof b, 1.5e6), "1.50 ms");
-	assert_string_equal(scn_fmt_ns(b, sizeof b, -2e3), "-2.0 us");
-	assert_string_equal(scn_fmt_bytes(b, sizeof b, 3 * 1048576.0), "3.0 MiB");
+	assert_string_equal(pp_fmt_dur(b, sizeof b, 1.5e6), "1.50 ms");
+	assert_string_equal(pp_fmt_dur(b, sizeof b, -2e3), "-2.0 us");
+	assert_string_equal(pp_fmt_bytes(b, sizeof b, 3 * 1048576.0), "3.0 MiB");
 }
 
 /* A recording made by hand: 10 outer steps (one with a nested step), a

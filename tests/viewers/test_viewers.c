@@ -15,6 +15,7 @@
 #include "fixture.h"
 #include "phaseprof.h"
 #include "store.h"
+#include "store_internal.h"
 #include "viewers.h"
 
 #ifndef CHECK_CHROME
@@ -227,8 +228,8 @@ static void test_report_self_contained(void **state)
 	assert_true(strstr(h, "What is slow") < strstr(h, "Phase waterfall"));
 	/* numbers: first-step vs steady op times from the recorded pp_op durations */
 	char first[32], steady[32];
-	pp_fmt_dur(VFIX_MATMUL_FIRST_NS * 3, first, sizeof first);   /* 3 MatMuls in step 0 */
-	pp_fmt_dur(VFIX_MATMUL_STEADY_NS * 3, steady, sizeof steady);
+	pp_fmt_dur(first, sizeof first, (double)(VFIX_MATMUL_FIRST_NS * 3));   /* 3 MatMuls in step 0 */
+	pp_fmt_dur(steady, sizeof steady, (double)(VFIX_MATMUL_STEADY_NS * 3));
 	assert_non_null(strstr(h, first));
 	assert_non_null(strstr(h, steady));
 	assert_non_null(strstr(h, "dense/MatMul"));
@@ -646,9 +647,9 @@ static void test_out_formatting(void **state)
 			    "\"ok \xc3\xa9 bad \\ufffd\\ufffd end\"");
 	pp_out_close(o, NULL, 0);
 	char b[32];
-	assert_string_equal(pp_fmt_dur(1500, b, sizeof b), "1.5 us");
-	assert_string_equal(pp_fmt_dur(2500000, b, sizeof b), "2.50 ms");
-	assert_string_equal(pp_fmt_dur(3200000000LL, b, sizeof b), "3.20 s");
+	assert_string_equal(pp_fmt_dur(b, sizeof b, (double)1500), "1.5 us");
+	assert_string_equal(pp_fmt_dur(b, sizeof b, (double)2500000), "2.50 ms");
+	assert_string_equal(pp_fmt_dur(b, sizeof b, (double)3200000000LL), "3.20 s");
 }
 
 int main(void)

@@ -52,7 +52,7 @@ static const struct rule {
 	 "the run was cut short or lost events/rows, so findings may be incomplete (info)"},
 	/* Last: it skips kinds a specific rule already explained. */
 	{"phase_share", rule_phase_share,
-	 "a phase takes N% of the run or of step time (5% moderate, 20% high, as the TensorFlow profiler)"},
+	 "a phase takes N% of the run or of step time (5% moderate, 20% high, as the TensorFlow profiler) and at least 1 s / 5 s could be won back"},
 };
 #define N_RULES ((int)(sizeof rules / sizeof rules[0]))
 
@@ -80,18 +80,32 @@ int diag_sev_from_name(const char *s)
 	return DIAG_INFO;
 }
 
+int diag_sev_for_win(int sev, double win_ns)
+{
+	if (win_ns < DIAG_WIN_MODERATE_NS)
+		return DIAG_INFO;
+	if (win_ns < DIAG_WIN_HIGH_NS && sev > DIAG_MODERATE)
+		return DIAG_MODERATE;
+	return sev;
+}
+
+int diag_sev_for_startup(const diag_run *r, int sev, double startup_ns)
+{
+	if (!r->n_steps)
+		return diag_sev_for_win(sev, startup_ns);
+	if (startup_ns < DIAG_STARTUP_MODERATE_NS)
+		return DIAG_INFO;
+	if (startup_ns < DIAG_STARTUP_HIGH_NS && sev > DIAG_MODERATE)
+		return DIAG_MODERATE;
+	return sev;
+}
+
 pp_finding *diag_emit(diag_ctx *c, const char *rule, int sev, double share,
 		      const char *fix, const char *title_fmt, ...)
 {
-	if (c->n == c->cap) {
-		int cap = c->cap ? c->cap * 2 : 8;
-		pp_finding *f = realloc(c->f, (size_t)cap * sizeof *f);
-		if (!f) {
-			c->oom = 1;
-			return NULL;
-		}
-		c->f = f;
-		c->cap = cap;
+	if (PP_GROW(c->f, c->n + 1, c->cap) != 0) {
+		c->oom = 1;
+		return NULL;
 	}
 	pp_finding *f = &c->f[c->n++];
 	memset(f, 0, sizeof *f);
@@ -219,6 +233,29 @@ int pp_diag_analyze(pp_store *st, int64_t run_id, pp_diag_result *out)
 	return analyze(st, run_id, out);
 }
 
+int pp_diag_findings(pp_store *st, int64_t run_id, pp_finding **out, int *n, int *computed)
+{
+	*out = NULL;
+	*n = 0;
+	*computed = 0;
+	if (pp_store_findings(st, run_id, out, n) != 0)
+		return -1;
+	if (*n > 0)
+		return 0;
+	free(*out);
+	*out = NULL;
+	pp_diag_result r;
+	memset(&r, 0, sizeof r);
+	if (analyze(st, run_id, &r) != 0)
+		return -1;
+	for (int i = 0; i < r.n; i++)
+		r.findings[i].run_id = run_id;
+	*out = r.findings;
+	*n = r.n;
+	*computed = 1;
+	return 0;
+}
+
 int pp_diag_run(pp_store *st, int64_t run_id, pp_diag_result *out)
 {
 	pp_diag_result local;
@@ -227,14 +264,14 @@ int pp_diag_run(pp_store *st, int64_t run_id, pp_diag_result *out)
 		return -1;
 	if (pp_store_clear_findings(st, run_id) != 0) {
 		snprintf(r->error, sizeof r->error, "%s: run %lld: cannot replace its findings (%s)",
-			 pp_store_path(st), (long long)run_id, sqlite3_errmsg(pp_store_db(st)));
+			 pp_store_path(st), (long long)run_id, pp_store_error(st));
 		goto fail;
 	}
 	for (int i = 0; i < r->n; i++)
 		if (pp_store_add_finding(st, &r->findings[i]) != 0) {
 			snprintf(r->error, sizeof r->error, "%s: run %lld: cannot store finding %s (%s)",
 				 pp_store_path(st), (long long)run_id, r->findings[i].rule,
-				 sqlite3_errmsg(pp_store_db(st)));
+				 pp_store_error(st));
 			goto fail;
 		}
 	if (!out)

@@ -11,6 +11,8 @@
 #include <stdint.h>
 
 #include "diagnostics.h"
+#include "pp_fmt.h"
+#include "pp_grow.h"
 #include "phaseprof.h"
 #include "store.h"
 
@@ -59,6 +61,19 @@ typedef struct diag_ctx {
  * severity rank by what they cost the user; the ranking score is
  * severity + share. The title is a printf format; fix is plain text;
  * the evidence is appended with diag_evidence. */
+/* A finding is a claim: its severity is also capped by the time a user
+ * could win back. Below DIAG_WIN_MODERATE_NS it is information, below
+ * DIAG_WIN_HIGH_NS at most moderate. */
+#define DIAG_WIN_MODERATE_NS 100e6
+#define DIAG_WIN_HIGH_NS 500e6
+int diag_sev_for_win(int sev, double win_ns);
+/* Start-up time spent loading libraries or importing modules: in a program
+ * with a step loop it is the framework's fixed cost, a claim worth raising
+ * only from DIAG_STARTUP_MODERATE_NS (moderate) and DIAG_STARTUP_HIGH_NS
+ * (high); a program without steps (a script, a tool) is judged as a win. */
+#define DIAG_STARTUP_MODERATE_NS 5e9
+#define DIAG_STARTUP_HIGH_NS 15e9
+int diag_sev_for_startup(const diag_run *r, int sev, double startup_ns);
 pp_finding *diag_emit(diag_ctx *c, const char *rule, int sev, double share,
 		      const char *fix, const char *title_fmt, ...)
 	__attribute__((format(printf, 6, 7)));
@@ -120,8 +135,6 @@ double diag_series_at(const diag_series *s, int64_t t_ns, double fallback);
 int diag_series_index(const diag_series *s, int64_t t_ns);
 
 /* "12.3 ms"-style duration into buf (returns buf). */
-const char *diag_fmt_ns(char *buf, size_t len, double ns);
-const char *diag_fmt_bytes(char *buf, size_t len, double bytes);
 
 /* ---- rules (rules_*.c) ---- */
 typedef void (*diag_rule_fn)(diag_ctx *c);

@@ -1,6 +1,7 @@
 /* diag_run.c — loads one run for the rules and derives what they share. */
 #include "diag_internal.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,56 +24,26 @@ static int find_idx(const id_index *map, int n, int64_t id)
 	return h ? h->idx : -1;
 }
 
-static int cmp_step(const void *a, const void *b)
-{
-	const diag_step *x = a, *y = b;
-	if (x->start_ns != y->start_ns)
-		return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
-	return (x->iteration > y->iteration) - (x->iteration < y->iteration);
-}
-
-/* Builds the step series: outermost PP_STEP phases by start, with the first
- * PP_FIRST_STEP phase standing for the first step when it is not itself
- * inside a step (it may wrap step 0 or precede step 1). */
+/* The step series is the store's (outermost step phases by start, a
+ * first_step phase standing for the first step). */
 static int build_steps(diag_run *r)
 {
-	const pp_span_list *l = &r->spans;
-	r->steps = malloc((size_t)(l->n + 1) * sizeof *r->steps);
-	if (!r->steps)
+	pp_step_row *rows = NULL;
+	int n = 0;
+	if (pp_store_steps(r->st, r->run_id, &rows, &n) != 0)
 		return -1;
-	int first = -1;
-	for (int i = 0; i < l->n; i++) {
-		const pp_span_row *s = &l->rows[i];
-		if (!diag_span_closed(s))
-			continue;
-		if (s->kind == PP_FIRST_STEP && r->outer[i] &&
-		    (first < 0 || s->start_ns < l->rows[first].start_ns))
-			first = i;
+	r->steps = malloc(((size_t)n + 1) * sizeof *r->steps);
+	if (!r->steps) {
+		free(rows);
+		return -1;
 	}
-	int64_t fs = first >= 0 ? l->rows[first].start_ns : 0;
-	int64_t fe = first >= 0 ? l->rows[first].end_ns : -1;
-	int inside_step = 0;
-	for (int i = 0; i < l->n; i++) {
-		const pp_span_row *s = &l->rows[i];
-		if (s->kind != PP_STEP || !r->outer[i] || !diag_span_closed(s))
-			continue;
-		if (first >= 0 && s->start_ns >= fs && s->end_ns <= fe)
-			continue; /* wrapped by the first-step phase */
-		if (first >= 0 && s->start_ns <= fs && s->end_ns >= fe)
-			inside_step = 1;
-		r->steps[r->n_steps++] = (diag_step){s->step, s->start_ns, s->end_ns};
-	}
-	qsort(r->steps, (size_t)r->n_steps, sizeof *r->steps, cmp_step);
-	if (first >= 0 && !inside_step) {
-		int64_t it = r->n_steps ? r->steps[0].iteration - 1 : 0;
-		if (it < 0)
-			it = 0;
-		memmove(r->steps + 1, r->steps, (size_t)r->n_steps * sizeof *r->steps);
-		r->steps[0] = (diag_step){it, fs, fe};
-		r->n_steps++;
-		r->first_is_marked = 1;
-		qsort(r->steps, (size_t)r->n_steps, sizeof *r->steps, cmp_step);
-	}
+	for (int i = 0; i < n; i++)
+		r->steps[i] = (diag_step){rows[i].step, rows[i].start_ns,
+					  rows[i].start_ns + rows[i].dur_ns};
+	r->n_steps = n;
+	r->first_is_marked = n > 0 && rows[0].kind == PP_FIRST_STEP;
+	free(rows);
+	const pp_span_list *l = &r->spans;
 	r->startup_end_ns = r->n_steps ? r->steps[0].start_ns : r->total_ns;
 	if (!r->n_steps) {
 		/* No step loop: start-up lasts until the last set-up phase ends
@@ -108,15 +79,17 @@ int diag_step_containing(const diag_run *r, int64_t start_ns, int64_t end_ns)
 	return -1;
 }
 
-int diag_slot_of(const diag_run *r, int64_t t_ns)
+/* Index of the last element of a sorted array whose int64 key (at byte
+ * offset off) is <= t, or -1: steps by start, counter rows by time. */
+static int last_at_or_before(const void *base, int n, size_t size, size_t off, int64_t t)
 {
-	if (r->n_steps == 0 || t_ns < r->steps[0].start_ns ||
-	    t_ns > r->steps[r->n_steps - 1].end_ns)
-		return -1;
-	int lo = 0, hi = r->n_steps - 1, best = -1;
+	const char *p = base;
+	int lo = 0, hi = n - 1, best = -1;
 	while (lo <= hi) {
-		int mid = (lo + hi) / 2;
-		if (r->steps[mid].start_ns <= t_ns) {
+		int mid = lo + (hi - lo) / 2;
+		int64_t k;
+		memcpy(&k, p + (size_t)mid * size + off, sizeof k);
+		if (k <= t) {
 			best = mid;
 			lo = mid + 1;
 		} else {
@@ -124,6 +97,15 @@ int diag_slot_of(const diag_run *r, int64_t t_ns)
 		}
 	}
 	return best;
+}
+
+int diag_slot_of(const diag_run *r, int64_t t_ns)
+{
+	if (r->n_steps == 0 || t_ns < r->steps[0].start_ns ||
+	    t_ns > r->steps[r->n_steps - 1].end_ns)
+		return -1;
+	return last_at_or_before(r->steps, r->n_steps, sizeof *r->steps,
+				 offsetof(diag_step, start_ns), t_ns);
 }
 
 int diag_has_ancestor(const diag_run *r, int i, int kind)
@@ -239,7 +221,8 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 	if (last_end > r->total_ns)
 		r->total_ns = last_end;
 	if (build_steps(r) != 0) {
-		snprintf(err, errlen, "out of memory loading run %lld", (long long)run_id);
+		snprintf(err, errlen, "%s: run %lld: cannot read its steps", pp_store_path(st),
+			 (long long)run_id);
 		return -1;
 	}
 	for (int i = 0; i < n; i++) {
@@ -356,17 +339,8 @@ int diag_counter(const diag_run *r, const char *name, diag_series *out)
 
 int diag_series_index(const diag_series *s, int64_t t_ns)
 {
-	int lo = 0, hi = s->n - 1, best = -1;
-	while (lo <= hi) {
-		int mid = (lo + hi) / 2;
-		if (s->rows[mid].ts_ns <= t_ns) {
-			best = mid;
-			lo = mid + 1;
-		} else {
-			hi = mid - 1;
-		}
-	}
-	return best;
+	return last_at_or_before(s->rows, s->n, sizeof *s->rows, offsetof(pp_counter_row, ts_ns),
+				 t_ns);
 }
 
 double diag_series_at(const diag_series *s, int64_t t_ns, double fallback)
@@ -375,30 +349,3 @@ double diag_series_at(const diag_series *s, int64_t t_ns, double fallback)
 	return best >= 0 ? s->rows[best].value : fallback;
 }
 
-const char *diag_fmt_ns(char *buf, size_t len, double ns)
-{
-	double a = ns < 0 ? -ns : ns;
-	if (a >= 1e9)
-		snprintf(buf, len, "%.2f s", ns / 1e9);
-	else if (a >= 1e6)
-		snprintf(buf, len, "%.2f ms", ns / 1e6);
-	else if (a >= 1e3)
-		snprintf(buf, len, "%.1f us", ns / 1e3);
-	else
-		snprintf(buf, len, "%.0f ns", ns);
-	return buf;
-}
-
-const char *diag_fmt_bytes(char *buf, size_t len, double b)
-{
-	double a = b < 0 ? -b : b;
-	if (a >= 1024.0 * 1024 * 1024)
-		snprintf(buf, len, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-	else if (a >= 1024.0 * 1024)
-		snprintf(buf, len, "%.2f MiB", b / (1024.0 * 1024));
-	else if (a >= 1024.0)
-		snprintf(buf, len, "%.1f KiB", b / 1024.0);
-	else
-		snprintf(buf, len, "%.0f B", b);
-	return buf;
-}

@@ -302,3 +302,79 @@ double diag_t_p_two_sided(double t, double df)
 		return 0.0;
 	return diag_betai(df / 2, 0.5, df / (df + t * t));
 }
+
+/* ---- correlation ---- */
+
+double diag_pearson(const double *x, const double *y, int n)
+{
+	double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
+	int m = 0;
+	for (int i = 0; i < n; i++) {
+		if (!isfinite(x[i]) || !isfinite(y[i]))
+			continue;
+		sx += x[i];
+		sy += y[i];
+		m++;
+	}
+	if (m < 3)
+		return NAN;
+	double mx = sx / m, my = sy / m;
+	for (int i = 0; i < n; i++) {
+		if (!isfinite(x[i]) || !isfinite(y[i]))
+			continue;
+		sxx += (x[i] - mx) * (x[i] - mx);
+		syy += (y[i] - my) * (y[i] - my);
+		sxy += (x[i] - mx) * (y[i] - my);
+	}
+	if (sxx <= 0 || syy <= 0)
+		return NAN;
+	return sxy / sqrt(sxx * syy);
+}
+
+typedef struct rank_item { double v; int i; } rank_item;
+
+static int cmp_rank_item(const void *a, const void *b)
+{
+	const rank_item *x = a, *y = b;
+	return (x->v > y->v) - (x->v < y->v);
+}
+
+/* Ranks (1-based, ties averaged) of v[0..n) into r. */
+static int rank_into(const double *v, int n, double *r)
+{
+	rank_item *it = malloc((size_t)(n ? n : 1) * sizeof *it);
+	if (!it)
+		return -1;
+	for (int i = 0; i < n; i++)
+		it[i] = (rank_item){v[i], i};
+	qsort(it, (size_t)n, sizeof *it, cmp_rank_item);
+	for (int i = 0; i < n;) {
+		int j = i;
+		while (j + 1 < n && it[j + 1].v == it[i].v)
+			j++;
+		for (int k = i; k <= j; k++)
+			r[it[k].i] = (i + j) / 2.0 + 1;
+		i = j + 1;
+	}
+	free(it);
+	return 0;
+}
+
+double diag_spearman(const double *x, const double *y, int n)
+{
+	double *buf = malloc((size_t)(n > 0 ? n : 1) * 4 * sizeof *buf);
+	if (!buf)
+		return NAN;
+	double *fx = buf, *fy = buf + n, *rx = buf + 2 * n, *ry = buf + 3 * n;
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		if (isfinite(x[i]) && isfinite(y[i])) {
+			fx[m] = x[i];
+			fy[m++] = y[i];
+		}
+	double r = NAN;
+	if (rank_into(fx, m, rx) == 0 && rank_into(fy, m, ry) == 0)
+		r = diag_pearson(rx, ry, m);
+	free(buf);
+	return r;
+}

@@ -1,7 +1,9 @@
 /*
- * diag_stats.h — the statistics the rules use (private to viewers/diag).
- * Pure functions over double arrays: no store, no allocation visible to the
- * caller. Tested on their own in tests/diag/test_stats.c.
+ * diag_stats.h — the one verdict engine's statistics: the rules, the
+ * report's trend line and the scenario claims all use these, so a page and
+ * a finding cannot disagree on the numbers. Pure functions over double
+ * arrays: no store, no allocation visible to the caller. Tested on their
+ * own in tests/diag/test_stats.c.
  */
 #ifndef PP_DIAG_STATS_H
 #define PP_DIAG_STATS_H
@@ -47,6 +49,15 @@ int diag_mann_kendall(const double *y, int n, diag_mk *out);
  * cost stays O(cap²). Returns 0, or -1 when n < 3. */
 int diag_theil_sen(const double *x, const double *y, int n, int cap,
 		   double *slope, double *intercept);
+/* The cap the growth rule and the report's trend line share. */
+#define DIAG_THEIL_SEN_CAP 600
+
+/* Pearson's r over the pairs where both values are finite; NAN with fewer
+ * than 3 such pairs or a constant side. */
+double diag_pearson(const double *x, const double *y, int n);
+/* Spearman's rho (Pearson over ranks, ties averaged) over the finite pairs:
+ * step times carry spikes (preemption) that would dominate a Pearson r. */
+double diag_spearman(const double *x, const double *y, int n);
 
 /* Distribution functions. */
 double diag_normal_cdf(double z);

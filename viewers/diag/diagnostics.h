@@ -42,6 +42,12 @@ int pp_diag_run(pp_store *st, int64_t run_id, pp_diag_result *out);
 /* Same analysis, nothing written: for read-only stores and tests. */
 int pp_diag_analyze(pp_store *st, int64_t run_id, pp_diag_result *out);
 
+/* The findings a viewer shows for one run: the stored ones, or when the run
+ * was never diagnosed, the rules' findings computed now and not written
+ * (*computed = 1). Ranked; malloc'd (free()). The one place report, stats
+ * and diff get findings from. Returns 0 or -1. */
+int pp_diag_findings(pp_store *st, int64_t run_id, pp_finding **out, int *n, int *computed);
+
 /* pp_diag_run on every run of the store. *n_findings (may be NULL) gets the
  * total. Returns 0, or -1 with a message naming the run in err. */
 int pp_diag_run_all(pp_store *st, int *n_findings, char *err, size_t errlen);
@@ -97,6 +103,34 @@ typedef struct pp_diff {
 int pp_diag_diff(pp_store *a, int64_t run_a, pp_store *b, int64_t run_b, pp_diff *out);
 void pp_diff_free(pp_diff *d);
 const char *pp_diff_verdict_name(int verdict); /* "same" | "regression" | "improvement" */
+
+/* ---- regression gate over a diff (`phaseprof diff --fail-on`) ----
+ * A rule names a row and a limit: "compile=10" fails when the compile total
+ * regressed beyond noise (the diff's own verdict) AND grew by more than 10%.
+ * Names: a phase kind ("weight_load"), "total" (run duration), "step" (the
+ * step median) or "any" (every row). */
+#define PP_GATE_MAX 32
+typedef struct pp_gate_rule {
+	char name[48];
+	double limit_pct;
+} pp_gate_rule;
+
+typedef struct pp_gate_check {
+	char name[48];            /* the row's name ("step median", "compile") */
+	double limit_pct;
+	double change_pct;        /* (b - a) / a * 100; INFINITY when a phase is new */
+	int verdict;              /* the row's enum pp_diff_verdict */
+	int present;              /* 0: the phase is in neither run */
+	int failed;
+} pp_gate_check;
+
+/* Parses "KIND=PCT[,KIND=PCT]..." (PCT may end in '%') and appends to
+ * rules[*n]. Returns 0, or -1 with a one-line message in err. */
+int pp_gate_parse(const char *spec, pp_gate_rule *rules, int max, int *n, char *err, size_t errlen);
+/* Checks every rule against d; writes one check per (rule, matching row),
+ * at most max. Returns the number of failed checks. */
+int pp_gate_eval(const pp_diff *d, const pp_gate_rule *rules, int n_rules, pp_gate_check *out,
+		 int max, int *n_out);
 
 #ifdef __cplusplus
 }

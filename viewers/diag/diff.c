@@ -1,5 +1,6 @@
 /* diff.c — phase-by-phase comparison of two runs, with a noise model taken
- * from the spread of each run's repeated steps. */
+ * from the spread of each run's repeated steps, and the regression gate
+ * (--fail-on) that turns its verdicts into an exit status. */
 #include "diag_internal.h"
 #include "diag_stats.h"
 
@@ -8,8 +9,8 @@
 #include <string.h>
 
 /* A change counts only beyond all of: 3x the noise, 5% of the baseline, and
- * an absolute floor (0.1% of the longer run, at least 10 us), so tiny
- * phases don't flap. */
+ * an absolute floor (0.1% of the longer run, at least 10 us, and for phases
+ * 3x the steps' absolute spread), so tiny phases don't flap. */
 #define DIFF_NOISE_K 3.0
 #define DIFF_MIN_REL 0.05
 #define DIFF_DEFAULT_NOISE 0.05
@@ -140,6 +141,12 @@ int pp_diag_diff(pp_store *a, int64_t run_a, pp_store *b, int64_t run_b, pp_diff
 	}
 	int64_t longest = out->a.duration_ns > out->b.duration_ns ? out->a.duration_ns : out->b.duration_ns;
 	int64_t floor_ns = longest / 1000 > 10000 ? longest / 1000 : 10000;
+	/* A preemption adds time, not a share: a phase measured once carries
+	 * the steps' absolute spread too, so a short one-off phase is not
+	 * flagged for one time slice lost on a busy machine. */
+	double sigma_abs = DIFF_NOISE_K * (sa.sigma > sb.sigma ? sa.sigma : sb.sigma);
+	if (sigma_abs > (double)floor_ns)
+		floor_ns = (int64_t)llround(sigma_abs);
 
 	pp_diff_row *row = &out->rows[out->n++];
 	snprintf(row->name, sizeof row->name, "total");
@@ -211,4 +218,102 @@ const char *pp_diff_verdict_name(int verdict)
 	default:
 		return "same";
 	}
+}
+
+/* ---- the regression gate ---- */
+
+static int gate_name_ok(const char *name)
+{
+	return !strcmp(name, "total") || !strcmp(name, "step") || !strcmp(name, "any") ||
+	       (pp_kind_from_name(name) >= 0 && pp_kind_from_name(name) != PP_STEP);
+}
+
+int pp_gate_parse(const char *spec, pp_gate_rule *rules, int max, int *n, char *err, size_t errlen)
+{
+	const char *p = spec;
+	if (!*p) {
+		snprintf(err, errlen, "--fail-on needs KIND=PCT (e.g. total=5,compile=10)");
+		return -1;
+	}
+	while (*p) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		const char *eq = memchr(p, '=', len);
+		if (!eq || eq == p) {
+			snprintf(err, errlen, "--fail-on: '%.*s' is not KIND=PCT (e.g. total=5)", (int)len, p);
+			return -1;
+		}
+		pp_gate_rule r;
+		snprintf(r.name, sizeof r.name, "%.*s", (int)(eq - p), p);
+		if (!gate_name_ok(r.name)) {
+			snprintf(err, errlen,
+				 "--fail-on: unknown phase '%s' (a phase kind such as compile or weight_load, "
+				 "or total, step, any)",
+				 r.name);
+			return -1;
+		}
+		char num[32], *end;
+		size_t nl = len - (size_t)(eq + 1 - p);
+		if (nl && eq[nl] == '%')
+			nl--;
+		snprintf(num, sizeof num, "%.*s", (int)nl, eq + 1);
+		r.limit_pct = strtod(num, &end);
+		if (!nl || nl >= sizeof num || *end || !isfinite(r.limit_pct) || r.limit_pct < 0) {
+			snprintf(err, errlen, "--fail-on %s: '%.*s' is not a percentage >= 0", r.name,
+				 (int)(len - (size_t)(eq + 1 - p)), eq + 1);
+			return -1;
+		}
+		if (*n >= max) {
+			snprintf(err, errlen, "--fail-on: more than %d rules", max);
+			return -1;
+		}
+		rules[(*n)++] = r;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+static int gate_matches(const pp_gate_rule *r, const pp_diff_row *row)
+{
+	if (!strcmp(r->name, "any"))
+		return 1;
+	if (!strcmp(r->name, "step"))
+		return !strcmp(row->name, "step median");
+	return !strcmp(r->name, row->name);
+}
+
+int pp_gate_eval(const pp_diff *d, const pp_gate_rule *rules, int n_rules, pp_gate_check *out,
+		 int max, int *n_out)
+{
+	int failed = 0;
+	*n_out = 0;
+	for (int k = 0; k < n_rules; k++) {
+		int matched = 0;
+		for (int i = 0; i < d->n && *n_out < max; i++) {
+			const pp_diff_row *row = &d->rows[i];
+			if (!gate_matches(&rules[k], row))
+				continue;
+			matched = 1;
+			pp_gate_check *c = &out[(*n_out)++];
+			snprintf(c->name, sizeof c->name, "%s", row->name);
+			c->limit_pct = rules[k].limit_pct;
+			c->verdict = row->verdict;
+			c->present = 1;
+			c->change_pct = row->ns_a > 0 ? 100.0 * (double)(row->ns_b - row->ns_a) / (double)row->ns_a
+				      : row->ns_b > 0 ? INFINITY
+						      : 0;
+			/* beyond noise by the diff's own verdict, and beyond the user's limit */
+			c->failed = row->verdict == PP_DIFF_REGRESSION && c->change_pct > c->limit_pct;
+			failed += c->failed;
+		}
+		if (!matched && *n_out < max) {
+			pp_gate_check *c = &out[(*n_out)++];
+			memset(c, 0, sizeof *c);
+			snprintf(c->name, sizeof c->name, "%s", rules[k].name);
+			c->limit_pct = rules[k].limit_pct;
+		}
+	}
+	return failed;
 }

@@ -121,8 +121,8 @@ void rule_memory_grows_per_step(diag_ctx *c)
 		"activations: accumulate loss.item() or loss.detach() instead; do not keep outputs, "
 		"hidden states or hook results across steps without .detach().",
 		"Resident memory grows by %s per step: from %s to %s over %d steps",
-		diag_fmt_bytes(s, sizeof s, g.slope), diag_fmt_bytes(a, sizeof a, y[0]),
-		diag_fmt_bytes(b, sizeof b, y[n - 1]), n);
+		pp_fmt_bytes(s, sizeof s, g.slope), pp_fmt_bytes(a, sizeof a, y[0]),
+		pp_fmt_bytes(b, sizeof b, y[n - 1]), n);
 	diag_evidence(f, "step.rss_bytes at the end of %d steady steps (the first left out): higher "
 			 "than the step before in %d of %d, Theil-Sen slope %s per step, "
 			 "Mann-Kendall p=%.2g; %.0f%% more than at the first steady step",
@@ -131,7 +131,7 @@ void rule_memory_grows_per_step(diag_ctx *c)
 	int na = steady_series(r, "step.alloc_bytes", &ab);
 	if (na > 0)
 		diag_evidence(f, "; %s allocated per step (median)",
-			      diag_fmt_bytes(a, sizeof a, diag_median(ab, na)));
+			      pp_fmt_bytes(a, sizeof a, diag_median(ab, na)));
 	free(ab);
 	double *gn = NULL;
 	int ng = steady_series(r, "torch.graph_nodes", &gn);
@@ -230,12 +230,12 @@ void rule_data_starvation(diag_ctx *c)
 		"persistent_workers=True, a larger prefetch_factor), move decoding and augmentation "
 		"out of __getitem__ or precompute them, and use pin_memory for a GPU.",
 		"Steps wait for data %.0f%% of the time (%s per step on average)", 100 * share,
-		diag_fmt_ns(a, sizeof a, (double)(wait + between) / iters));
+		pp_fmt_dur(a, sizeof a, (double)(wait + between) / iters));
 	diag_evidence(f, "data_wait phases: %d inside %d of %d steady steps (%s), %d between steps; "
 			 "%s of %s in the loop after the first step.",
-		      n_in, with, iters, diag_fmt_ns(a, sizeof a, (double)wait), n_between,
-		      diag_fmt_ns(b, sizeof b, (double)(wait + between)),
-		      diag_fmt_ns(a, sizeof a, (double)loop));
+		      n_in, with, iters, pp_fmt_dur(a, sizeof a, (double)wait), n_between,
+		      pp_fmt_dur(b, sizeof b, (double)(wait + between)),
+		      pp_fmt_dur(a, sizeof a, (double)loop));
 }
 
 /* ---- slow weight load ---- */
@@ -260,11 +260,11 @@ void rule_weight_load_slow(diag_ctx *c)
 		"Load weights without unpickling and copying: memory-map them (safetensors, or "
 		"torch.load(mmap=True) from PyTorch 2.1), load straight onto the target device "
 		"(map_location), load each checkpoint once, and keep them on local storage.",
-		"Loading weights takes %s, %.0f%% of the run", diag_fmt_ns(a, sizeof a, (double)t),
+		"Loading weights takes %s, %.0f%% of the run", pp_fmt_dur(a, sizeof a, (double)t),
 		100 * share);
 	diag_evidence(f, "%d weight_load phases, %s", n, a);
 	if (bytes > 0)
-		diag_evidence(f, ", %s (%.0f MB/s)", diag_fmt_bytes(b, sizeof b, bytes),
+		diag_evidence(f, ", %s (%.0f MB/s)", pp_fmt_bytes(b, sizeof b, bytes),
 			      bytes / 1e6 / ((double)t / 1e9));
 	diag_evidence(f, ".");
 }
@@ -310,7 +310,7 @@ void rule_import_startup(diag_ctx *c)
 	}
 	const pp_span_row *t = &r->spans.rows[top];
 	char a[32], b[32], d[32];
-	int sev = share >= 0.5 && total >= 1000000000 ? DIAG_MODERATE : DIAG_INFO;
+	int sev = share >= 0.5 ? diag_sev_for_startup(r, DIAG_MODERATE, (double)total) : DIAG_INFO;
 	pp_finding *f = diag_emit(
 		c, "import_startup", sev, diag_run_share(r, (double)total),
 		"Import what the program needs when it needs it: move heavy imports into the "
@@ -318,18 +318,18 @@ void rule_import_startup(diag_ctx *c)
 		"framework only for a small helper, and keep short-lived tools free of it. "
 		"python -X importtime shows the same tree.",
 		"Imports take %.0f%% of start-up (%s); '%s' alone %s", 100 * share,
-		diag_fmt_ns(a, sizeof a, (double)total), t->name ? t->name : "?",
-		diag_fmt_ns(b, sizeof b, (double)diag_span_dur(t)));
+		pp_fmt_dur(a, sizeof a, (double)total), t->name ? t->name : "?",
+		pp_fmt_dur(b, sizeof b, (double)diag_span_dur(t)));
 	diag_evidence(f, "%d top-level imports before the first step, %s of %s of start-up",
-		      n, a, diag_fmt_ns(d, sizeof d, (double)su));
+		      n, a, pp_fmt_dur(d, sizeof d, (double)su));
 	if (self_imp >= 0)
 		diag_evidence(f, "; inside '%s' the most self time is in '%s' (%s)",
 			      t->name ? t->name : "?",
 			      r->spans.rows[self_imp].name ? r->spans.rows[self_imp].name : "?",
-			      diag_fmt_ns(b, sizeof b, (double)r->self_ns[self_imp]));
+			      pp_fmt_dur(b, sizeof b, (double)r->self_ns[self_imp]));
 	if (lib >= 0)
 		diag_evidence(f, "; the slowest library it loads is %s (%s)",
 			      r->spans.rows[lib].name ? r->spans.rows[lib].name : "?",
-			      diag_fmt_ns(b, sizeof b, (double)diag_span_dur(&r->spans.rows[lib])));
+			      pp_fmt_dur(b, sizeof b, (double)diag_span_dur(&r->spans.rows[lib])));
 	diag_evidence(f, ".");
 }

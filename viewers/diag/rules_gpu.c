@@ -46,13 +46,12 @@ static int act_kind(const char *k)
 	return ACT_OTHER;
 }
 
-static void copy_text(char *dst, size_t len, sqlite3_stmt *row, int col)
+static void copy_text(char *dst, size_t len, const char *s)
 {
-	const unsigned char *s = sqlite3_column_text(row, col);
-	snprintf(dst, len, "%s", s ? (const char *)s : "");
+	snprintf(dst, len, "%s", s ? s : "");
 }
 
-static int act_cb(sqlite3_stmt *row, void *ud)
+static int act_cb(const pp_gpu_row *row, void *ud)
 {
 	acts *a = ud;
 	if (a->n == a->cap) {
@@ -64,16 +63,16 @@ static int act_cb(sqlite3_stmt *row, void *ud)
 		a->cap = cap;
 	}
 	act *p = &a->v[a->n++];
-	p->kind = act_kind((const char *)sqlite3_column_text(row, 0));
-	p->start = sqlite3_column_int64(row, 1);
-	p->end = sqlite3_column_int64(row, 2);
-	p->device = sqlite3_column_int64(row, 3);
-	p->corr = sqlite3_column_int64(row, 4);
-	p->bytes = sqlite3_column_int64(row, 5);
-	copy_text(p->name, sizeof p->name, row, 6);
-	copy_text(p->copy_kind, sizeof p->copy_kind, row, 7);
-	copy_text(p->src_kind, sizeof p->src_kind, row, 8);
-	copy_text(p->dst_kind, sizeof p->dst_kind, row, 9);
+	p->kind = act_kind(row->kind);
+	p->start = row->start_ns;
+	p->end = row->end_ns;
+	p->device = row->device;
+	p->corr = row->correlation_id;
+	p->bytes = row->bytes;
+	copy_text(p->name, sizeof p->name, row->name);
+	copy_text(p->copy_kind, sizeof p->copy_kind, row->copy_kind);
+	copy_text(p->src_kind, sizeof p->src_kind, row->src_kind);
+	copy_text(p->dst_kind, sizeof p->dst_kind, row->dst_kind);
 	return 0;
 }
 
@@ -81,14 +80,7 @@ static int act_cb(sqlite3_stmt *row, void *ud)
 static void load_acts(const diag_run *r, acts *a)
 {
 	memset(a, 0, sizeof *a);
-	pp_store_query(r->st,
-		       "SELECT g.kind, g.start_ns, g.end_ns, COALESCE(g.device,0), "
-		       "COALESCE(g.correlation_id,0), COALESCE(g.bytes,0), s.value, g.copy_kind, "
-		       "g.src_kind, g.dst_kind FROM gpu_activity g LEFT JOIN strings s "
-		       "ON s.id = g.name_id WHERE g.run_id = ?1 AND g.end_ns >= g.start_ns "
-		       "AND g.kind IN ('kernel','memcpy','memset','runtime','driver') "
-		       "ORDER BY g.start_ns",
-		       r->run_id, act_cb, a);
+	pp_store_each_gpu(r->st, r->run_id, 1, act_cb, a);
 }
 
 static int on_device(const act *x)
@@ -190,9 +182,9 @@ void rule_gpu_idle_gaps(diag_ctx *c)
 			(long long)dev, 100 * frac);
 		diag_evidence(f, "%d activities over %s; %d gaps of at least %d us, %s idle in total; "
 				 "largest gap %s at t=%s",
-			      n, diag_fmt_ns(w, sizeof w, (double)window), ngaps, GAP_MIN_NS / 1000,
-			      diag_fmt_ns(t, sizeof t, (double)idle), diag_fmt_ns(l, sizeof l, (double)largest),
-			      diag_fmt_ns(at, sizeof at, (double)largest_at));
+			      n, pp_fmt_dur(w, sizeof w, (double)window), ngaps, GAP_MIN_NS / 1000,
+			      pp_fmt_dur(t, sizeof t, (double)idle), pp_fmt_dur(l, sizeof l, (double)largest),
+			      pp_fmt_dur(at, sizeof at, (double)largest_at));
 		const pp_span_row *h = host_phase_at(r, largest_at + largest / 2);
 		if (h)
 			diag_evidence(f, ", while the host was in %s '%s'", pp_kind_name((pp_kind)h->kind),
@@ -274,8 +266,8 @@ void rule_gpu_sync_copies(diag_ctx *c)
 	diag_evidence(f, "%d copies (%d host-to-device, %d device-to-host), %s, %s in total "
 			 "(%.0f%% of the GPU's active time); %d from pageable memory, %d issued "
 			 "by synchronous calls.",
-		      n, n_h2d, n_d2h, diag_fmt_bytes(bs, sizeof bs, (double)bytes),
-		      diag_fmt_ns(ts, sizeof ts, (double)t), 100 * share, n_pageable, n_sync);
+		      n, n_h2d, n_d2h, pp_fmt_bytes(bs, sizeof bs, (double)bytes),
+		      pp_fmt_dur(ts, sizeof ts, (double)t), 100 * share, n_pageable, n_sync);
 }
 
 void rule_gpu_step_transfers(diag_ctx *c)
@@ -326,8 +318,8 @@ void rule_gpu_step_transfers(diag_ctx *c)
 		100 * share);
 	diag_evidence(f, "%d host-to-device and %d device-to-host copies inside steady steps; "
 			 "per step median %s in %s.",
-		      n_h2d, n_d2h, diag_fmt_bytes(bs, sizeof bs, diag_median(pb, steady)),
-		      diag_fmt_ns(ts, sizeof ts, diag_median(pt, steady)));
+		      n_h2d, n_d2h, pp_fmt_bytes(bs, sizeof bs, diag_median(pb, steady)),
+		      pp_fmt_dur(ts, sizeof ts, diag_median(pt, steady)));
 out:
 	free(per);
 	free(bytes);
@@ -373,7 +365,7 @@ void rule_gpu_short_kernels(diag_ctx *c)
 		100.0 * shorter / nk);
 	diag_evidence(f, "median kernel %s; launch overhead %s (%s); launching the short kernels "
 			 "costs about %.0f%% of the GPU's active time.",
-		      diag_fmt_ns(ms, sizeof ms, diag_median(kd, nk)), diag_fmt_ns(ls, sizeof ls, launch),
+		      pp_fmt_dur(ms, sizeof ms, diag_median(kd, nk)), pp_fmt_dur(ls, sizeof ls, launch),
 		      measured ? "median of the recorded launch calls" : "typical value, no launch calls recorded",
 		      100 * share);
 out:

@@ -9,6 +9,25 @@
 /* The TensorFlow profiler's input-bound thresholds, used for every share. */
 #define SHARE_MODERATE 0.05
 #define SHARE_HIGH 0.20
+/* A share alone is no claim: 46% of a 42 ms run is 19 ms nobody can win
+ * back. The generic share finding also needs the time at stake (what
+ * removing the phase would save in this recording) above a floor:
+ * 1 s for moderate, 5 s for high; below, it stays an info line. The
+ * specific rules (small reads, initialisers, registration...) judge their
+ * phases on their own, lower floors. */
+#define SHARE_WIN_MODERATE_NS 1000000000LL
+#define SHARE_WIN_HIGH_NS 5000000000LL
+
+/* Severity of a share-of-time finding: both the share and the absolute
+ * time a user could win back must pass each level. */
+static int share_severity(double share, int64_t win_ns)
+{
+	if (share >= SHARE_HIGH && win_ns >= SHARE_WIN_HIGH_NS)
+		return DIAG_HIGH;
+	if (share >= SHARE_MODERATE && win_ns >= SHARE_WIN_MODERATE_NS)
+		return DIAG_MODERATE;
+	return DIAG_INFO;
+}
 
 /* Start-up: from the run's start to the first step (the whole run when
  * there is no step loop). */
@@ -43,13 +62,6 @@ static int64_t startup_kind_time(const diag_run *r, int kind, int *count)
 	return t;
 }
 
-static int int64_row(sqlite3_stmt *row, void *ud)
-{
-	int64_t *v = ud;
-	for (int i = 0; i < sqlite3_column_count(row); i++)
-		v[i] = sqlite3_column_int64(row, i);
-	return 0;
-}
 
 /* ---- retracing ---- */
 
@@ -103,8 +115,8 @@ void rule_repeated_retracing(diag_ctx *c)
 			"shapes; never create the traced function inside the loop.",
 			"Traced function '%s' is traced %d times", fn[0] ? fn : "?", g[k].n);
 		diag_evidence(f, "%d traces of '%s', %s in total (%s each, %.0f%% of the run)", g[k].n,
-			      fn, diag_fmt_ns(tt, sizeof tt, (double)g[k].t_ns),
-			      diag_fmt_ns(tm, sizeof tm, (double)g[k].t_ns / g[k].n), 100 * share);
+			      fn, pp_fmt_dur(tt, sizeof tt, (double)g[k].t_ns),
+			      pp_fmt_dur(tm, sizeof tm, (double)g[k].t_ns / g[k].n), 100 * share);
 		if (r->n_steps > 1)
 			diag_evidence(f, "; retraced in %d of %d steady steps", g[k].steps,
 				      r->n_steps - 1);
@@ -153,7 +165,7 @@ void rule_op_registration_startup(diag_ctx *c)
 		"Register only the ops the program uses (selective / lite registration), or register "
 		"lazily on first lookup; a cached compiled plan lets later processes skip it.",
 		"Op registration takes %.0f%% of start-up (%s of %s)", 100 * share,
-		diag_fmt_ns(ts, sizeof ts, (double)t), diag_fmt_ns(ss, sizeof ss, (double)su));
+		pp_fmt_dur(ts, sizeof ts, (double)t), pp_fmt_dur(ss, sizeof ss, (double)su));
 	diag_evidence(f, "%d op_registration phases, %s before the first step (start-up %s)", n, ts,
 		      ss);
 	diag_series reg;
@@ -166,10 +178,8 @@ void rule_op_registration_startup(diag_ctx *c)
 		diag_evidence(f, "; %.0f ops registered", reg.rows[reg.n - 1].value);
 	free(reg.rows);
 	int64_t used = 0;
-	pp_store_query(r->st,
-		       "SELECT COUNT(DISTINCT n.op_id) FROM graph_nodes n JOIN graphs g "
-		       "ON g.id = n.graph_id WHERE g.run_id = ?1",
-		       r->run_id, int64_row, &used);
+	if (pp_store_graph_op_types(r->st, r->run_id, &used) != 0)
+		used = 0;
 	if (used > 0)
 		diag_evidence(f, "; the recorded graphs use %lld distinct op types", (long long)used);
 	diag_evidence(f, ".");
@@ -198,18 +208,19 @@ void rule_initializer_dominates_init(diag_ctx *c)
 		return;
 	char a[32], b[32], d[32], e[32];
 	pp_finding *f = diag_emit(
-		c, "initializer_dominates_init", share >= 0.5 ? DIAG_HIGH : DIAG_MODERATE,
+		c, "initializer_dominates_init",
+		diag_sev_for_win(share >= 0.5 ? DIAG_HIGH : DIAG_MODERATE, (double)vi),
 		diag_run_share(r, (double)vi),
 		"Use a cheaper initialiser where accuracy allows (zeros or constants for biases, "
 		"uniform rather than orthogonal), fill in parallel with a counter-based RNG (Philox "
 		"slices per thread), or load saved weights instead of initialising and then "
 		"overwriting them.",
 		"Variable initialisers take %.0f%% of start-up (%s of %s)", 100 * share,
-		diag_fmt_ns(a, sizeof a, (double)vi), diag_fmt_ns(b, sizeof b, (double)su));
+		pp_fmt_dur(a, sizeof a, (double)vi), pp_fmt_dur(b, sizeof b, (double)su));
 	diag_evidence(f, "variable_init %s in %d phases; variable_create %s in %d phases; the "
 			 "rest of start-up %s",
-		      a, nvi, diag_fmt_ns(d, sizeof d, (double)vc), nvc,
-		      diag_fmt_ns(e, sizeof e, (double)(su - vi - vc > 0 ? su - vi - vc : 0)));
+		      a, nvi, pp_fmt_dur(d, sizeof d, (double)vc), nvc,
+		      pp_fmt_dur(e, sizeof e, (double)(su - vi - vc > 0 ? su - vi - vc : 0)));
 	/* The slowest initialisers by name (names such as "glorot_uniform:dense/kernel"). */
 	const pp_span_row *top[3] = {0};
 	for (int i = 0; i < r->spans.n; i++) {
@@ -240,12 +251,12 @@ void rule_initializer_dominates_init(diag_ctx *c)
 	}
 	for (int k = 0; k < 3 && top[k]; k++)
 		diag_evidence(f, "%s%s %s", k ? ", " : "; slowest: ", top[k]->name ? top[k]->name : "?",
-			      diag_fmt_ns(a, sizeof a, (double)diag_span_dur(top[k])));
+			      pp_fmt_dur(a, sizeof a, (double)diag_span_dur(top[k])));
 	diag_series ib;
 	diag_counter(r, "init.bytes", &ib);
 	if (ib.n > 0 && vi > 0) {
 		double bytes = ib.rows[ib.n - 1].value;
-		diag_evidence(f, "; %s initialised at %.0f MB/s", diag_fmt_bytes(a, sizeof a, bytes),
+		diag_evidence(f, "; %s initialised at %.0f MB/s", pp_fmt_bytes(a, sizeof a, bytes),
 			      bytes / ((double)vi / 1e9) / 1e6);
 	}
 	free(ib.rows);
@@ -290,10 +301,8 @@ void rule_weight_load_small_reads(diag_ctx *c)
 			small = calls;
 	} else {
 		int64_t v[3] = {0, 0, 0};
-		pp_store_query(r->st,
-			       "SELECT COALESCE(SUM(calls),0), COALESCE(SUM(bytes),0), "
-			       "COALESCE(SUM(small_calls),0) FROM io WHERE run_id = ?1 AND op = 'read'",
-			       r->run_id, int64_row, v);
+		if (pp_store_io_op_totals(r->st, r->run_id, "read", &v[0], &v[1], &v[2]) != 0)
+			v[0] = v[1] = v[2] = 0;
 		calls = (double)v[0], bytes = (double)v[1], small = (double)v[2];
 		src = "io rows (every file read of the run)";
 	}
@@ -315,9 +324,9 @@ void rule_weight_load_small_reads(diag_ctx *c)
 		"Weight loading is made of small reads: %.0f of %.0f reads are small", small, calls);
 	diag_evidence(f, "weight_load %s in %d phases (%.0f%% of %s); %.0f reads (%.0f%% small), "
 			 "%s read, %.0f bytes per read on average",
-		      diag_fmt_ns(a, sizeof a, (double)w), nw, 100 * share,
+		      pp_fmt_dur(a, sizeof a, (double)w), nw, 100 * share,
 		      r->n_steps ? "start-up" : "the run", calls, 100 * small / calls,
-		      diag_fmt_bytes(b, sizeof b, bytes), calls > 0 ? bytes / calls : 0);
+		      pp_fmt_bytes(b, sizeof b, bytes), calls > 0 ? bytes / calls : 0);
 	if (bytes > 0)
 		diag_evidence(f, "; %.1f MB/s while loading", bytes / ((double)w / 1e9) / 1e6);
 	diag_evidence(f, " (from %s).", src);
@@ -334,7 +343,7 @@ typedef struct lib_rows {
 	int n, cap;
 } lib_rows;
 
-static int lib_cb(sqlite3_stmt *row, void *ud)
+static int lib_cb(const pp_library_row *row, void *ud)
 {
 	lib_rows *l = ud;
 	if (l->n == l->cap) {
@@ -346,12 +355,11 @@ static int lib_cb(sqlite3_stmt *row, void *ud)
 		l->cap = cap;
 	}
 	lib_row *p = &l->v[l->n++];
-	const unsigned char *s = sqlite3_column_text(row, 0);
-	snprintf(p->path, sizeof p->path, "%s", s ? (const char *)s : "?");
-	p->open_ns = sqlite3_column_int64(row, 1);
-	p->end_ns = sqlite3_column_int64(row, 2);
-	p->size = sqlite3_column_int64(row, 3);
-	p->ctor_ns = sqlite3_column_int64(row, 4);
+	snprintf(p->path, sizeof p->path, "%s", row->path ? row->path : "?");
+	p->open_ns = row->open_ns;
+	p->end_ns = row->end_ns;
+	p->size = row->size;
+	p->ctor_ns = row->ctor_ns;
 	return 0;
 }
 
@@ -391,10 +399,7 @@ void rule_library_load_startup(diag_ctx *c)
 {
 	const diag_run *r = c->run;
 	lib_rows l = {0};
-	pp_store_query(r->st,
-		       "SELECT s.value, l.open_ns, l.end_ns, l.size, l.ctor_ns FROM libraries l "
-		       "LEFT JOIN strings s ON s.id = l.path_id WHERE l.run_id = ?1",
-		       r->run_id, lib_cb, &l);
+	pp_store_each_library(r->st, r->run_id, 0, lib_cb, &l);
 	int nphase = 0;
 	for (int i = 0; i < r->spans.n; i++)
 		nphase += r->spans.rows[i].kind == PP_LIBRARY_LOAD && r->outer[i];
@@ -427,13 +432,14 @@ void rule_library_load_startup(diag_ctx *c)
 	}
 	char a[32], b[32], d[32];
 	pp_finding *f = diag_emit(
-		c, "library_load_startup", share >= 0.4 ? DIAG_HIGH : DIAG_MODERATE,
+		c, "library_load_startup",
+		diag_sev_for_startup(r, share >= 0.4 ? DIAG_HIGH : DIAG_MODERATE, (double)t),
 		diag_run_share(r, (double)t),
 		"Load optional libraries lazily, on first use (TensorFlow cut its import time by "
 		"24% that way, PR #47833); drop unneeded dependencies and heavy static constructors.",
 		"Loading shared libraries takes %.0f%% of start-up (%s of %s)", 100 * share,
-		diag_fmt_ns(a, sizeof a, (double)t), diag_fmt_ns(b, sizeof b, (double)su));
-	diag_evidence(f, "%d libraries mapped (%s)", l.n, diag_fmt_bytes(d, sizeof d, (double)bytes));
+		pp_fmt_dur(a, sizeof a, (double)t), pp_fmt_dur(b, sizeof b, (double)su));
+	diag_evidence(f, "%d libraries mapped (%s)", l.n, pp_fmt_bytes(d, sizeof d, (double)bytes));
 	if (nphase)
 		diag_evidence(f, ", %d library_load phases", nphase);
 	/* Slowest three by their own load time. */
@@ -447,10 +453,10 @@ void rule_library_load_startup(diag_ctx *c)
 			break;
 		const char *base = strrchr(l.v[best].path, '/');
 		diag_evidence(f, "%s%s %s", k ? ", " : "; slowest: ", base ? base + 1 : l.v[best].path,
-			      diag_fmt_ns(a, sizeof a, (double)(l.v[best].end_ns - l.v[best].open_ns)));
+			      pp_fmt_dur(a, sizeof a, (double)(l.v[best].end_ns - l.v[best].open_ns)));
 		if (l.v[best].ctor_ns > 0)
 			diag_evidence(f, " (constructors %s)",
-				      diag_fmt_ns(b, sizeof b, (double)l.v[best].ctor_ns));
+				      pp_fmt_dur(b, sizeof b, (double)l.v[best].ctor_ns));
 		l.v[best].end_ns = l.v[best].open_ns; /* taken */
 	}
 	diag_evidence(f, ".");
@@ -559,7 +565,7 @@ void rule_phase_share(diag_ctx *c)
 		char rule[64], a[32], b[32];
 		const char *kn = pp_kind_name((pp_kind)k);
 		snprintf(rule, sizeof rule, "phase_share.%s", kn);
-		int sev = s >= SHARE_HIGH ? DIAG_HIGH : DIAG_MODERATE;
+		int sev = share_severity(s, s_in >= s_out ? t_in : t_out);
 		pp_finding *f;
 		if (s_in >= s_out)
 			f = diag_emit(c, rule, sev, 0, share_fix(k),
@@ -571,17 +577,26 @@ void rule_phase_share(diag_ctx *c)
 		 * severity and above those of the severity below: score in
 		 * [sev - 0.5, sev). */
 		if (f)
-			f->score = sev - 0.5 + 0.499 * diag_run_share(r, (double)(t_in + t_out));
+			f->score = sev > DIAG_INFO ? sev - 0.5 + 0.499 * diag_run_share(r, (double)(t_in + t_out))
+						   : 0.499 * diag_run_share(r, (double)(t_in + t_out));
 		diag_evidence(f, "Outside steps: %d %s phases, %s (%.1f%% of the run's %s)", n_out,
-			      kn, diag_fmt_ns(a, sizeof a, (double)t_out), 100 * s_out,
-			      diag_fmt_ns(b, sizeof b, (double)r->total_ns));
+			      kn, pp_fmt_dur(a, sizeof a, (double)t_out), 100 * s_out,
+			      pp_fmt_dur(b, sizeof b, (double)r->total_ns));
 		if (steady > 0)
 			diag_evidence(f, "; inside the %d steady steps: %d phases, %s (%.1f%% of step "
 					 "time)",
-				      r->n_steps - 1, n_in, diag_fmt_ns(a, sizeof a, (double)t_in),
+				      r->n_steps - 1, n_in, pp_fmt_dur(a, sizeof a, (double)t_in),
 				      100 * s_in);
 		diag_evidence(f, ". Exclusive time (phases of other kinds nested in it are not "
-				 "counted). Thresholds as the TensorFlow profiler: 5%% moderate, 20%% high.");
+				 "counted). Thresholds as the TensorFlow profiler, 5%% moderate and 20%% "
+				 "high, and at least %s (moderate) or %s (high) to win back",
+			      pp_fmt_dur(a, sizeof a, (double)SHARE_WIN_MODERATE_NS),
+			      pp_fmt_dur(b, sizeof b, (double)SHARE_WIN_HIGH_NS));
+		if (sev == DIAG_INFO)
+			diag_evidence(f, "; here only %s could be won back, so it is reported as "
+					 "information",
+				      pp_fmt_dur(a, sizeof a, (double)(s_in >= s_out ? t_in : t_out)));
+		diag_evidence(f, ".");
 	}
 }
 

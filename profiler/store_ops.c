@@ -1,0 +1,234 @@
+/* store_ops.c — reads of op executions: per-op statistics, the rows for the
+ * timeline, op time per node name. */
+#include "store.h"
+#include "store_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Ops of a run aggregated in C from one scan of the run's rows. SQLite has
+ * no hash aggregate: its GROUP BY sorts every row (twice the scan's time at
+ * 5*10^6 ops, measured) or looks each row up through ops_run (about a
+ * second at 5*10^5 ops); the scan and a hash table over the few distinct
+ * (name, type) keys take ~0.1 s at 5*10^5. */
+typedef struct op_raw { int64_t name_id, type_id, dur, step; } op_raw;
+typedef struct op_scan {
+	op_raw *v;
+	int64_t n, cap;
+	int failed;
+} op_scan;
+
+static int op_scan_row(sqlite3_stmt *row, void *ud)
+{
+	op_scan *a = ud;
+	if (a->n == a->cap) {
+		int64_t nc = a->cap ? a->cap * 2 : 4096;
+		op_raw *nv = realloc(a->v, (size_t)nc * sizeof *nv);
+		if (!nv) {
+			a->failed = 1;
+			return 1;
+		}
+		a->v = nv;
+		a->cap = nc;
+	}
+	op_raw *r = &a->v[a->n++];
+	r->name_id = sqlite3_column_int64(row, 0);
+	r->type_id = sqlite3_column_int64(row, 1);
+	r->dur = sqlite3_column_int64(row, 3) - sqlite3_column_int64(row, 2);
+	r->step = sqlite3_column_type(row, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(row, 4);
+	return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static int cmp_op_total(const void *a, const void *b)
+{
+	const pp_op_stat *x = a, *y = b;
+	return (y->total_ns > x->total_ns) - (y->total_ns < x->total_ns);
+}
+
+static int name_row(sqlite3_stmt *row, void *ud)
+{
+	const unsigned char *s = sqlite3_column_text(row, 0);
+	snprintf(ud, 128, "%s", s ? (const char *)s : "");
+	return 1;
+}
+
+int pp_store_ops(pp_store *st, int64_t run_id, int limit, pp_op_stat **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	op_scan sc = {0};
+	if (store_each(st, "SELECT name_id, type_id, start_ns, end_ns, step FROM ops"
+		       " WHERE run_id = ?1 AND end_ns IS NOT NULL", run_id, 0, NULL, op_scan_row, &sc) != 0 || sc.failed) {
+		free(sc.v);
+		return -1;
+	}
+	if (sc.n == 0) {
+		free(sc.v);
+		return 0;
+	}
+	/* s0 = the run's first step; steady = every later step */
+	int64_t *steps = malloc((size_t)sc.n * sizeof *steps), ns = 0;
+	if (!steps) {
+		free(sc.v);
+		return -1;
+	}
+	for (int64_t i = 0; i < sc.n; i++)
+		if (sc.v[i].step >= 0)
+			steps[ns++] = sc.v[i].step;
+	if (ns > 1)
+		qsort(steps, (size_t)ns, sizeof *steps, cmp_i64);
+	int64_t s0 = ns ? steps[0] : -1, distinct_later = 0;
+	for (int64_t i = 0; i < ns; i++)
+		if (steps[i] > s0 && (i == 0 || steps[i] != steps[i - 1]))
+			distinct_later++;
+	free(steps);
+	/* (name, type) → aggregate, open addressing */
+	int64_t nslots = 64;
+	while (nslots < sc.n * 2 && nslots < (1 << 24))
+		nslots *= 2;
+	int *slot = calloc((size_t)nslots, sizeof *slot);
+	pp_op_stat *agg = NULL;
+	int nagg = 0, cap = 0;
+	int64_t (*keys)[2] = NULL;
+	int rc = -1;
+	if (!slot)
+		goto done;
+	for (int64_t i = 0; i < sc.n; i++) {
+		const op_raw *r = &sc.v[i];
+		uint64_t h = ((uint64_t)r->name_id * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)r->type_id * 0xC2B2AE3D27D4EB4Full);
+		int64_t sidx = (int64_t)(h >> 7) & (nslots - 1);
+		int k;
+		for (;;) {
+			k = slot[sidx] - 1;
+			if (k < 0 || (keys[k][0] == r->name_id && keys[k][1] == r->type_id))
+				break;
+			sidx = (sidx + 1) & (nslots - 1);
+		}
+		if (k < 0) {
+			if (nagg == cap || nagg * 2 >= nslots) {
+				if (nagg * 2 >= nslots)
+					goto done;   /* cannot happen: nslots >= 2 * rows */
+				cap = cap ? cap * 2 : 64;
+				pp_op_stat *na = realloc(agg, (size_t)cap * sizeof *na);
+				int64_t (*nk)[2] = realloc(keys, (size_t)cap * sizeof *nk);
+				if (na)
+					agg = na;
+				if (nk)
+					keys = nk;
+				if (!na || !nk)
+					goto done;
+			}
+			k = nagg++;
+			memset(&agg[k], 0, sizeof agg[k]);
+			keys[k][0] = r->name_id;
+			keys[k][1] = r->type_id;
+			slot[sidx] = k + 1;
+		}
+		pp_op_stat *o = &agg[k];
+		o->calls++;
+		o->total_ns += r->dur;
+		if (r->dur > o->max_ns)
+			o->max_ns = r->dur;
+		if (r->step >= 0 && r->step == s0)
+			o->first_ns += r->dur;
+		else if (r->step > s0) {
+			o->steady_calls++;
+			o->steady_ns += r->dur;
+		}
+	}
+	for (int k = 0; k < nagg; k++) {
+		agg[k].steady_steps = distinct_later;
+		agg[k].first_step = s0;
+		/* remember the ids in the name fields until the top-N is known */
+		memcpy(agg[k].name, &keys[k][0], sizeof(int64_t));
+		memcpy(agg[k].type, &keys[k][1], sizeof(int64_t));
+	}
+	if (nagg > 1)
+		qsort(agg, (size_t)nagg, sizeof *agg, cmp_op_total);
+	if (limit > 0 && nagg > limit)
+		nagg = limit;
+	for (int k = 0; k < nagg; k++) {
+		int64_t nid, tid;
+		memcpy(&nid, agg[k].name, sizeof nid);
+		memcpy(&tid, agg[k].type, sizeof tid);
+		agg[k].name[0] = agg[k].type[0] = 0;
+		agg[k].name_id = nid;
+		char t[128] = "";
+		if (store_each(st, "SELECT value FROM strings WHERE id = ?1", nid, 0, NULL, name_row, agg[k].name) != 0 ||
+		    store_each(st, "SELECT value FROM strings WHERE id = ?1", tid, 0, NULL, name_row, t) != 0)
+			goto done;
+		snprintf(agg[k].type, sizeof agg[k].type, "%.63s", t);
+	}
+	*out = agg;
+	*n = nagg;
+	agg = NULL;
+	rc = 0;
+done:
+	free(agg);
+	free(keys);
+	free(slot);
+	free(sc.v);
+	return rc;
+}
+
+
+typedef struct cb_ctx { void *cb, *ud; } cb_ctx;
+
+static int op_row(sqlite3_stmt *s, void *ud)
+{
+	cb_ctx *c = ud;
+	pp_op_row r = {sqlite3_column_int64(s, 0), store_text(s, 1), sqlite3_column_int64(s, 2),
+		       store_i64_or(s, 3, -1), store_i64_or(s, 4, -1)};
+	return ((int (*)(const pp_op_row *, void *))c->cb)(&r, c->ud);
+}
+
+int pp_store_each_op(pp_store *st, int64_t run_id, int (*cb)(const pp_op_row *, void *), void *ud)
+{
+	cb_ctx c = {(void *)cb, ud};
+	return store_each(st, "SELECT o.tid, n.value, o.start_ns, o.end_ns, o.step FROM ops o"
+			      " LEFT JOIN strings n ON n.id = o.name_id WHERE o.run_id = ?1",
+			  run_id, 0, NULL, op_row, &c);
+}
+
+typedef struct time_acc { pp_op_time *v; int n, cap, failed; } time_acc;
+
+static int time_row(sqlite3_stmt *s, void *ud)
+{
+	time_acc *a = ud;
+	if (a->n == a->cap) {
+		int nc = a->cap ? a->cap * 2 : 64;
+		pp_op_time *nv = realloc(a->v, (size_t)nc * sizeof *nv);
+		if (!nv) {
+			a->failed = 1;
+			return 1;
+		}
+		a->v = nv;
+		a->cap = nc;
+	}
+	a->v[a->n++] = (pp_op_time){sqlite3_column_int64(s, 0), sqlite3_column_double(s, 1)};
+	return 0;
+}
+
+int pp_store_op_times(pp_store *st, int64_t run_id, pp_op_time **out, int *n)
+{
+	time_acc a = {0};
+	int rc = store_each(st, "SELECT name_id, SUM(end_ns - start_ns) FROM ops WHERE run_id = ?1"
+				" AND end_ns IS NOT NULL GROUP BY name_id ORDER BY name_id",
+			    run_id, 0, NULL, time_row, &a);
+	if (rc != 0 || a.failed) {
+		free(a.v);
+		*out = NULL;
+		*n = 0;
+		return -1;
+	}
+	*out = a.v;
+	*n = a.n;
+	return 0;
+}
