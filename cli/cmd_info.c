@@ -70,6 +70,9 @@ int cmd_info(int argc, char **argv)
 		char py[512];
 		if (pp_store_python_status(st, r->id, py, sizeof py) == 1)
 			printf("      python: %s\n", py);
+		char pyf[256];
+		if (pp_store_python_frames_state(st, r->id, pyf, sizeof pyf) == 0)
+			printf("      python frames in samples: %s\n", pyf);
 	}
 	free(runs);
 	const char *const *tables;

@@ -584,7 +584,8 @@ static int rd_get(rd *r, void *dst, size_t n)
 /* Tables a recorder may write rows into (graphs and their parts besides). */
 static const char *const row_tables[] = {
 	"libraries", "io", "allocations", "frames", "stacks", "samples", "gpu_activity",
-	"gpu_status", "losses", "run_meta", "threads", "counters", "marks", "comm", NULL,
+	"gpu_status", "losses", "run_meta", "threads", "counters", "marks", "comm", "py_frames",
+	NULL,
 };
 
 #define MAX_ROW_COLS 64
@@ -1010,8 +1011,13 @@ static int stage_chunks(ingest *g)
 
 /* ---------------------------------------------------------------- samples */
 
+/* A Python frame ("p<id>" in the sample text, a py_frames row) among the
+ * native addresses: no user-space address has bit 63 set. */
+#define PY_TAG (1ull << 63)
+
 typedef struct stack_tree {
 	pp_symbols *syms;
+	pp_py_frames py;          /* the run's py_frames rows, by id */
 	pp_idmap frame_of_ip;     /* ip -> frame id */
 	pp_idmap frame_of_sym;    /* (symbol id, module id) -> frame id */
 	pp_idmap node;            /* (parent node, frame) -> node id */
@@ -1042,14 +1048,22 @@ static int64_t frame_for(ingest *g, stack_tree *k, uint64_t ip, int leaf)
 	int64_t f = pp_idmap_get(&k->frame_of_ip, ip, 0);
 	if (f)
 		return f;
-	/* return addresses point after the call: look up ip-1 */
-	uint64_t look = leaf ? ip : ip - 1;
-	const char *name, *module;
-	char buf[512];
-	pp_symbols_lookup(k->syms, look, &name, &module, buf, sizeof buf);
-	if (strcmp(module, "?") == 0)
-		snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)ip);
-	int64_t sid = pp_store_intern(g->st, name), mid = pp_store_intern(g->st, module);
+	int64_t sid, mid;
+	if (ip & PY_TAG) {
+		const pp_py_frame *p = pp_py_frames_find(&k->py, (int64_t)(ip & ~PY_TAG));
+		sid = p ? p->symbol_id : pp_store_intern(g->st, "[python frame unreadable]");
+		mid = p ? p->module_id : pp_store_intern(g->st, "python");
+	} else {
+		/* return addresses point after the call: look up ip-1 */
+		uint64_t look = leaf ? ip : ip - 1;
+		const char *name, *module;
+		char buf[512];
+		pp_symbols_lookup(k->syms, look, &name, &module, buf, sizeof buf);
+		if (strcmp(module, "?") == 0)
+			snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)ip);
+		sid = pp_store_intern(g->st, name);
+		mid = pp_store_intern(g->st, module);
+	}
 	if (sid < 0 || mid < 0)
 		return fail(g, "writing symbol names");
 	f = pp_idmap_get(&k->frame_of_sym, (uint64_t)sid, (uint64_t)mid);
@@ -1058,7 +1072,10 @@ static int64_t frame_for(ingest *g, stack_tree *k, uint64_t ip, int leaf)
 		sqlite3_stmt *s = k->ins_frame;
 		sqlite3_bind_int64(s, 1, f);
 		sqlite3_bind_int64(s, 2, g->run_id);
-		sqlite3_bind_int64(s, 3, (int64_t)ip);
+		if (ip & PY_TAG)
+			sqlite3_bind_null(s, 3);
+		else
+			sqlite3_bind_int64(s, 3, (int64_t)ip);
 		sqlite3_bind_int64(s, 4, sid);
 		sqlite3_bind_int64(s, 5, mid);
 		if (step_done(s) != 0)
@@ -1071,25 +1088,26 @@ static int64_t frame_for(ingest *g, stack_tree *k, uint64_t ip, int leaf)
 	return f;
 }
 
-/* The stack node of "ip,ip,…" (leaf first), building the tree as needed;
- * 0 for an empty stack, -1 on error. */
+/* The stack node of "ip,ip,…" (leaf first; hex addresses, p<decimal id>
+ * for Python frames), building the tree as needed; 0 for an empty stack,
+ * -1 on error. */
 static int64_t stack_for(ingest *g, stack_tree *k, const char *text, size_t len)
 {
-	uint64_t ips[128];
+	uint64_t ips[192];
 	int n = 0;
-	for (size_t i = 0; i < len && n < 128;) {
+	for (size_t i = 0; i < len && n < 192;) {
 		uint64_t v = 0;
-		int digits = 0;
-		for (; i < len && text[i] != ','; i++, digits++) {
+		int digits = 0, py = text[i] == 'p';
+		for (i += (size_t)py; i < len && text[i] != ','; i++, digits++) {
 			char ch = text[i];
-			int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+			int d = ch >= '0' && ch <= '9' ? ch - '0' : py ? -1 : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
 				: ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
 			if (d < 0)
 				break;
-			v = v << 4 | (uint64_t)d;
+			v = py ? v * 10 + (uint64_t)d : v << 4 | (uint64_t)d;
 		}
 		if (digits)
-			ips[n++] = v;
+			ips[n++] = py ? PY_TAG | v : v;
 		while (i < len && text[i] != ',')
 			i++;
 		i++;
@@ -1202,6 +1220,10 @@ static int stage_samples(ingest *g)
 	}
 	if (load_modules(g, &k) != 0)
 		goto out;
+	if (pp_store_py_frames(g->st, g->run_id, &k.py) != 0) {
+		fail(g, "reading the run's Python frames");
+		goto out;
+	}
 	if (sqlite3_prepare_v2(g->db, "INSERT INTO frames(id,run_id,ip,symbol_id,module_id) VALUES(?,?,?,?,?)",
 			       -1, &k.ins_frame, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(g->db, "INSERT INTO stacks(id,run_id,parent,frame) VALUES(?,?,?,?)", -1,
@@ -1246,6 +1268,7 @@ out:
 	pp_idmap_free(&k.frame_of_sym);
 	pp_idmap_free(&k.node);
 	pp_symbols_free(k.syms);
+	pp_py_frames_free(&k.py);
 	return rc;
 }
 

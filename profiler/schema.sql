@@ -116,3 +116,9 @@ CREATE TABLE IF NOT EXISTS span_groups (run_id INTEGER, tid INTEGER, kind INTEGE
   name_id INTEGER, parent_id INTEGER, depth INTEGER, step INTEGER,
   count INTEGER, total_ns INTEGER, min_ns INTEGER, max_ns INTEGER,
   first_start_ns INTEGER, last_end_ns INTEGER);
+
+-- Python frames seen in CPU samples (CPython 3.11): one row per distinct
+-- (code object, line). The agent writes them; symbolisation turns the
+-- samples' "p<id>" entries into `frames` rows with the same symbol/module.
+CREATE TABLE IF NOT EXISTS py_frames (run_id INTEGER, id INTEGER, symbol_id INTEGER,
+  module_id INTEGER, qualname_id INTEGER, line INTEGER);

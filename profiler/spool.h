@@ -83,7 +83,8 @@ typedef struct pp_event {
  * graphs/graph_nodes/graph_edges are re-keyed by ingest (graph ids are per run
  * in the spool, global in the store). A `samples` row of (tid, ts, 't' text
  * "ip,ip,…" leaf first) is a raw CPU sample: ingest symbolises it against the
- * run's `libraries` rows and stores the stack id. The one reader of this
+ * run's `libraries` rows and stores the stack id. An entry "p<decimal id>" is
+ * a Python frame, named by the run's `py_frames` row of that id. The one reader of this
  * format is profiler/spool_reader.h.
  */
 

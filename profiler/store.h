@@ -365,6 +365,26 @@ int pp_store_import_times(pp_store *st, int64_t run_id, int by_self, int limit,
  * "off (--no-python)...". 1 found, 0 not a Python run, -1 error. */
 int pp_store_python_status(pp_store *st, int64_t run_id, char *out, size_t n);
 
+/* Python frames of CPU samples (py_frames), ordered by id: a sample's
+ * "p<id>" stack entry is the frame (symbol_id, module_id). store_pyframes.c */
+typedef struct pp_py_frame { int64_t id, symbol_id, module_id; } pp_py_frame;
+typedef struct pp_py_frames { pp_py_frame *v; int n; } pp_py_frames;
+int pp_store_py_frames(pp_store *st, int64_t run_id, pp_py_frames *out);
+const pp_py_frame *pp_py_frames_find(const pp_py_frames *f, int64_t id); /* NULL if absent */
+void pp_py_frames_free(pp_py_frames *f);
+/* The run's one line on Python frames in samples ("on: CPython 3.11.2" or
+ * "off: why"): 0 found, 1 none (not Python or no sampling), -1 error. */
+int pp_store_python_frames_state(pp_store *st, int64_t run_id, char *buf, size_t len);
+
+/* CPU samples (store_samples.c): stack nodes in id order (parent 0 for a
+ * root; python = a Python frame), then samples in time order (stack = leaf
+ * node). A callback returning non-zero stops with -1. */
+typedef struct pp_stack_node { int64_t id, parent; const char *symbol; int python; } pp_stack_node;
+typedef int (*pp_stack_node_fn)(void *ud, const pp_stack_node *n);
+typedef int (*pp_sample_fn)(void *ud, int64_t tid, int64_t ts_ns, int64_t stack);
+int pp_store_stack_nodes(pp_store *st, int64_t run_id, pp_stack_node_fn fn, void *ud);
+int pp_store_samples(pp_store *st, int64_t run_id, pp_sample_fn fn, void *ud);
+
 
 #ifdef __cplusplus
 }

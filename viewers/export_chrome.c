@@ -3,15 +3,24 @@
  * X slices nest strictly, GPU streams on their own tracks, C events for
  * counters, flow arrows from CUDA launches to kernels by correlation id.
  * ts/dur are exact decimal microseconds relative to otherData's
- * baseTimeNanoseconds (the earliest run start), as Kineto writes them. */
+ * baseTimeNanoseconds (the earliest run start), as Kineto writes them.
+ * CPU samples: an instant event per sample on a "CPU samples" track of its
+ * thread, named after the innermost Python frame (else the leaf frame),
+ * with "sf" pointing into the stackFrames dictionary (whole stack, Python
+ * frames interleaved with native ones). */
 #include "view_int.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+typedef struct cnode { int64_t run, id, parent; char *name; int python; } cnode;
+
 typedef struct chrome_state {
 	int first;                /* no comma before the first event */
+	cnode *nodes;             /* CPU-sample stack nodes of every run, for stackFrames */
+	int64_t n_nodes, cap_nodes, run_first;  /* run_first: this run's first node */
 } chrome_state;
 
 static void ev_sep(pp_view_ctx *c)
@@ -104,6 +113,8 @@ static int cmp_launch(const void *a, const void *b)
 		return x->corr < y->corr ? -1 : 1;
 	return (x->ts > y->ts) - (x->ts < y->ts);
 }
+
+static int chrome_samples(pp_view_ctx *c, const pp_run_info *run, int64_t pid, int64_t off);
 
 static const char *const cat_names[] = {"span", "op", "cuda_api", "gpu"};
 static const char *const gpu_kinds[] = {"kernel", "memcpy", "memset"};
@@ -249,15 +260,125 @@ static int chrome_run(pp_view_ctx *c, const pp_run_info *run)
 	    pp_store_each_mark(c->st, run->id, 0, mark_row, &k) != 0)
 		return pp_view_fail(c, "%s: cannot read counters/marks of run %lld", pp_store_path(c->st),
 				    (long long)run->id);
+	return chrome_samples(c, run, pid, off);
+}
+
+typedef struct node_ctx { chrome_state *s; int64_t run; } node_ctx;
+
+static int node_add(void *ud, const pp_stack_node *n)
+{
+	node_ctx *k = ud;
+	chrome_state *s = k->s;
+	if (s->n_nodes == s->cap_nodes) {
+		int64_t cap = s->cap_nodes ? s->cap_nodes * 2 : 256;
+		cnode *v = realloc(s->nodes, (size_t)cap * sizeof *v);
+		if (!v)
+			return 1;
+		s->nodes = v;
+		s->cap_nodes = cap;
+	}
+	char *name = strdup(n->symbol ? n->symbol : "?");
+	if (!name)
+		return 1;
+	s->nodes[s->n_nodes++] = (cnode){k->run, n->id, n->parent, name, n->python};
+	return 0;
+}
+
+/* this run's node with that id (ids ascending within a run) */
+static const cnode *node_find(chrome_state *s, int64_t id)
+{
+	int64_t lo = s->run_first, hi = s->n_nodes;
+	while (lo < hi) {
+		int64_t mid = (lo + hi) / 2;
+		if (s->nodes[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->n_nodes && s->nodes[lo].id == id ? &s->nodes[lo] : NULL;
+}
+
+typedef struct sample_ctx {
+	pp_view_ctx *c;
+	int64_t pid, off;
+	int64_t tids[64];
+	int n_tids;
+} sample_ctx;
+
+#define SAMPLE_TID 1000000000LL   /* sample tracks beside the model's tracks 1..n */
+
+static int sample_out(void *ud, int64_t tid, int64_t ts, int64_t stack)
+{
+	sample_ctx *k = ud;
+	pp_view_ctx *c = k->c;
+	chrome_state *s = c->priv;
+	int seen = 0;
+	for (int i = 0; i < k->n_tids; i++)
+		seen |= k->tids[i] == tid;
+	if (!seen) {
+		char name[64];
+		snprintf(name, sizeof name, "CPU samples (tid %lld)", (long long)tid);
+		ev_meta(c, k->pid, SAMPLE_TID + tid, "thread_name", name, 0);
+		if (k->n_tids < 64)
+			k->tids[k->n_tids++] = tid;
+	}
+	const cnode *leaf = node_find(s, stack), *named = leaf;
+	for (const cnode *n = leaf; n; n = n->parent ? node_find(s, n->parent) : NULL)
+		if (n->python) {
+			named = n;
+			break;
+		}
+	ev_sep(c);
+	pp_out_puts(c->out, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"sample\",\"pid\":");
+	pp_out_i64(c->out, k->pid);
+	pp_out_puts(c->out, ",\"tid\":");
+	pp_out_i64(c->out, SAMPLE_TID + tid);
+	pp_out_puts(c->out, ",\"ts\":");
+	pp_out_us(c->out, ts + k->off);
+	pp_out_puts(c->out, ",\"name\":");
+	pp_out_json_str(c->out, named ? named->name : "?");
+	if (leaf)
+		pp_out_printf(c->out, ",\"sf\":\"r%lldn%lld\"", (long long)leaf->run, (long long)leaf->id);
+	pp_out_puts(c->out, "}");
+	return 0;
+}
+
+static int chrome_samples(pp_view_ctx *c, const pp_run_info *run, int64_t pid, int64_t off)
+{
+	chrome_state *s = c->priv;
+	s->run_first = s->n_nodes;
+	sample_ctx k = {.c = c, .pid = pid, .off = off};
+	node_ctx nk = {s, run->id};
+	if (pp_store_stack_nodes(c->st, run->id, node_add, &nk) != 0 ||
+	    pp_store_samples(c->st, run->id, sample_out, &k) != 0)
+		return pp_view_fail(c, "%s: cannot read CPU samples of run %lld", pp_store_path(c->st),
+				    (long long)run->id);
 	return 0;
 }
 
 static int chrome_end(pp_view_ctx *c)
 {
-	if (!c->priv)
+	chrome_state *s = c->priv;
+	if (!s)
 		return 0;
-	pp_out_puts(c->out, "\n]}\n");
-	free(c->priv);
+	pp_out_puts(c->out, "\n]");
+	if (s->n_nodes) {
+		pp_out_puts(c->out, ",\"stackFrames\":{");
+		for (int64_t i = 0; i < s->n_nodes; i++) {
+			const cnode *n = &s->nodes[i];
+			pp_out_printf(c->out, "%s\n\"r%lldn%lld\":{\"category\":\"%s\",\"name\":", i ? "," : "",
+				      (long long)n->run, (long long)n->id, n->python ? "python" : "native");
+			pp_out_json_str(c->out, n->name);
+			if (n->parent)
+				pp_out_printf(c->out, ",\"parent\":\"r%lldn%lld\"", (long long)n->run, (long long)n->parent);
+			pp_out_puts(c->out, "}");
+			free(n->name);
+		}
+		pp_out_puts(c->out, "}");
+	}
+	pp_out_puts(c->out, "}\n");
+	free(s->nodes);
+	free(s);
 	c->priv = NULL;
 	return 0;
 }

@@ -143,6 +143,20 @@ void ppa_sampler_thread_start(void);
 void ppa_sampler_drain(void);
 void ppa_sampler_stop(void);
 void ppa_sampler_after_fork(void);
+uint64_t ppa_sampler_written(void);    /* samples started so far (ring write index) */
+
+/* agent_pystack.c: Python frames in samples. capture runs in the handler
+ * (slot = the sample's ring slot); the rest in the drain. */
+int ppa_pystack_start(void);
+void ppa_pystack_capture(uint64_t w);    /* w: the sample's index in the ring */
+void ppa_pystack_stop(void);
+void ppa_pystack_poll(void);
+int ppa_pystack_active(void);
+size_t ppa_pystack_format(uint32_t slot, const uintptr_t *ips, uint32_t n, int native_truncated,
+			  char *out, size_t cap);
+void ppa_pystack_report(void);
+void ppa_pystack_after_fork(void);
+int ppa_py_line(const unsigned char *tab, size_t len, int firstlineno, int index);
 
 /* agent_signal.c */
 int ppa_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);

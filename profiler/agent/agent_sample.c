@@ -10,7 +10,8 @@
  * run says so. A program's own SIGPROF/ITIMER_PROF use is left alone. The handler takes a backtrace with libunwind's unw_backtrace into
  * a lock-free ring; the stats thread moves samples into `samples` rows whose
  * stack column temporarily holds the raw addresses as text, and `phaseprof
- * record` symbolises them after the run into frames/stacks.
+ * record` symbolises them after the run into frames/stacks. In a CPython
+ * 3.11 process agent_pystack.c adds the Python frames.
  *
  * libunwind is dlopen'ed RTLD_LOCAL, never linked: linked into a preloaded
  * library its _Unwind_* exports would take over C++ exception handling of
@@ -95,6 +96,7 @@ static void handler(int sig, siginfo_t *si, void *uc)
 	for (int i = SKIP; i < n; i++)
 		s->ip[k++] = (uintptr_t)buf[i];
 	s->n = (uint32_t)k;
+	ppa_pystack_capture(w);
 	s->tid = ppa_gettid();
 	s->ts = ppa_mono();
 	atomic_store_explicit(&s->ready, 1, memory_order_release);
@@ -165,6 +167,7 @@ int ppa_sampler_start(int hz)
 		}
 		ring = p;
 	}
+	ppa_pystack_start();
 	if (!timers) {
 		timers = ppa_map(sizeof *timers * MAX_TIMERS);
 		if (!timers) {
@@ -210,6 +213,11 @@ int ppa_sampler_start(int hz)
 	return 0;
 }
 
+uint64_t ppa_sampler_written(void)
+{
+	return atomic_load(&ring_w);
+}
+
 static void delete_all_timers(void)
 {
 	if (!timers)
@@ -223,6 +231,7 @@ static void delete_all_timers(void)
 
 void ppa_sampler_stop(void)
 {
+	ppa_pystack_stop();
 	if (!atomic_exchange(&active, 0))
 		return;
 	delete_all_timers();
@@ -244,16 +253,20 @@ void ppa_sampler_drain(void)
 {
 	if (!ring)
 		return;
-	char text[MAX_DEPTH * 19 + 8];
+	char text[MAX_DEPTH * 19 + 64 * 12 + 8];
+	ppa_pystack_poll();
 	while (ring_r < atomic_load(&ring_w)) {
 		sample *s = &ring[ring_r % RING];
 		if (!atomic_load_explicit(&s->ready, memory_order_acquire))
 			break; /* still being written */
 		int n = 0;
 		text[0] = 0;
-		for (uint32_t i = 0; i < s->n && n < (int)sizeof text - 20; i++)
-			n += snprintf(text + n, sizeof text - (size_t)n, "%s%lx", i ? "," : "",
-				      (unsigned long)s->ip[i]);
+		if (ppa_pystack_active())
+			ppa_pystack_format((uint32_t)(ring_r % RING), s->ip, s->n, s->n == MAX_DEPTH, text, sizeof text);
+		else
+			for (uint32_t i = 0; i < s->n && n < (int)sizeof text - 20; i++)
+				n += snprintf(text + n, sizeof text - (size_t)n, "%s%lx", i ? "," : "",
+					      (unsigned long)s->ip[i]);
 		if (atomic_load(&ppa_recording) && s->n)
 			pp_row("samples", "iit", (int64_t)s->tid, ppa_rel(s->ts), text);
 		atomic_store_explicit(&s->ready, 0, memory_order_relaxed);
@@ -271,10 +284,13 @@ void ppa_sampler_drain(void)
 		snprintf(v, sizeof v, "%llu", (unsigned long long)l);
 		pp_meta("agent.samples_lost", v);
 	}
+	if (!atomic_load(&active))
+		ppa_pystack_report(); /* the final drain, after stop */
 }
 
 void ppa_sampler_after_fork(void)
 {
+	ppa_pystack_after_fork();
 	/* timers are not inherited: forget the parent's ids (they may name
 	 * the child's own timers later); the child's only thread gets a new one */
 	if (timers)

@@ -1,0 +1,663 @@
+/*
+ * agent_pystack.c — Python frames in CPU samples (CPython 3.11).
+ *
+ * The sampling handler calls ppa_pystack_capture(): it finds the interrupted
+ * thread's PyThreadState through the interpreter's own thread-specific key
+ * (_PyRuntime.gilstate.autoTSSkey, read with pthread_getspecific: a plain
+ * array read in glibc, no lock) and walks cframe->current_frame → previous,
+ * recording only (code object address, instruction index, is_entry) per
+ * frame. It never calls Python, never allocates, never locks. Frame memory
+ * is read with process_vm_readv on our own pid, which fails with EFAULT on a
+ * bad pointer instead of faulting (a C frame just entered may not have set
+ * its current_frame yet), except inside the thread's current data-stack
+ * chunk, which is always mapped.
+ *
+ * The drain (stats thread) resolves each (code, index) once: the code object
+ * is read with process_vm_readv and accepted only if its type is
+ * &PyCode_Type, its name and file only if they are str objects; the line
+ * comes from the 3.11 location table (co_linetable). Each distinct
+ * (code, line) becomes one `py_frames` row; in the sample text every native
+ * _PyEval_EvalFrameDefault frame is replaced by the Python frames it was
+ * running ("p<id>" tokens), i.e. the frames up to and including the next
+ * entry frame.
+ *
+ * Offsets are those of CPython 3.11 (checked against the 3.11.2 headers,
+ * Debian 12). Any other version: native frames only, and one run_meta line
+ * (agent.python_frames) says why. Before the handler walks anything, the
+ * drain checks the layout once against the live interpreter (runtime →
+ * thread state → frame → code object type) and refuses on a mismatch.
+ */
+#include "agent_internal.h"
+#include "phaseprof.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* CPython 3.11 layout (x86-64 / aarch64 LP64) */
+#define RT_INITIALIZED 16     /* _PyRuntimeState.initialized (int) */
+#define RT_MAIN_INTERP 48     /* .interpreters.main */
+#define RT_TSTATE_CURRENT 576 /* .gilstate.tstate_current */
+#define RT_AUTO_INTERP 584    /* .gilstate.autoInterpreterState */
+#define RT_TSS 592            /* .gilstate.autoTSSkey: {int initialised; pthread_key_t key} */
+#define TS_INTERP 16
+#define TS_CFRAME 56
+#define TS_CHUNK 296          /* datastack_chunk: {previous, size, top, data[]} */
+#define CF_CURRENT 8
+#define FR_CODE 32
+#define FR_PREVIOUS 48
+#define FR_PREV_INSTR 56
+#define FR_IS_ENTRY 68
+#define FR_SIZE 72
+#define CO_FIRSTLINENO 72
+#define CO_FILENAME 112
+#define CO_QUALNAME 128
+#define CO_LINETABLE 136
+#define CO_CODE 184           /* co_code_adaptive */
+#define OB_TYPE 8
+#define VAR_SIZE 16
+#define BYTES_DATA 32
+#define STR_LENGTH 16
+#define STR_STATE 32
+#define STR_ASCII_DATA 48
+#define STR_COMPACT_DATA 72
+
+#define PY_MAX 64
+#define PY_RING 8192          /* = the sample ring: slot i pairs with sample slot i */
+
+/* One Python frame in 8 bytes: code address / 8 (44 bits), instruction
+ * index + 1 (19 bits, 0: before the first instruction), entry bit. */
+typedef struct pyslot {
+	_Atomic uint64_t seq;     /* sample index + 1 once written */
+	uint32_t n, truncated;
+	uint64_t f[PY_MAX];
+} pyslot;
+
+static pyslot *pring;
+static _Atomic int py_state;     /* 0 pending, 1 on, -1 off */
+static const char *rt;           /* &_PyRuntime */
+static uintptr_t code_type, str_type, bytes_type;
+static uintptr_t eval_lo, eval_hi;
+static char version[32];
+static char fake_version[32];    /* PHASEPROF_PYSTACK_FAKE_VERSION */
+static int no_python;            /* record --no-python */
+static char state_line[224];     /* the run_meta line, again in a forked child's run */
+static int checks_failed;
+static _Atomic int resolver_on, resolver_stop, resolver_busy;
+
+static int self_read(void *dst, uintptr_t src, size_t n)
+{
+	struct iovec l = {dst, n}, r = {(void *)src, n};
+	return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)n ? 0 : -1;
+}
+
+static uintptr_t word(const unsigned char *p, int off)
+{
+	uintptr_t v;
+	memcpy(&v, p + off, sizeof v);
+	return v;
+}
+
+/* ---------------------------------------------------------------- handler */
+
+static void capture(pyslot *ps);
+
+void ppa_pystack_capture(uint64_t w)
+{
+	if (!pring)
+		return;
+	pyslot *ps = &pring[w % PY_RING];
+	atomic_store_explicit(&ps->seq, 0, memory_order_relaxed);
+	capture(ps);
+	atomic_store_explicit(&ps->seq, w + 1, memory_order_release);
+}
+
+static void capture(pyslot *ps)
+{
+	ps->n = 0;
+	ps->truncated = 0;
+	if (atomic_load_explicit(&py_state, memory_order_acquire) != 1)
+		return;
+	int tss_ok;
+	unsigned int key;
+	memcpy(&tss_ok, rt + RT_TSS, sizeof tss_ok);
+	memcpy(&key, rt + RT_TSS + 4, sizeof key);
+	if (!tss_ok)
+		return;
+	/* the thread's own state: valid memory until the thread clears the key */
+	const unsigned char *ts = pthread_getspecific((pthread_key_t)key);
+	if (!ts)
+		return;
+	uintptr_t cf = word(ts, TS_CFRAME), chunk = word(ts, TS_CHUNK), csize = 0;
+	if (!cf)
+		return;
+	/* cframe is &tstate->root_cframe or a _PyCFrame on this thread's stack
+	 * above us: mapped, though current_frame may not be set yet */
+	uintptr_t f = word((const unsigned char *)cf, CF_CURRENT);
+	if (chunk)
+		memcpy(&csize, (const void *)(chunk + 8), sizeof csize);
+	uint32_t n = 0;
+	while (f && n < PY_MAX) {
+		unsigned char fr[FR_SIZE];
+		if (chunk && f >= chunk && csize >= FR_SIZE && f - chunk <= csize - FR_SIZE)
+			memcpy(fr, (const void *)f, FR_SIZE);
+		else if (self_read(fr, f, FR_SIZE) != 0)
+			break;
+		uintptr_t code = word(fr, FR_CODE), instr = word(fr, FR_PREV_INSTR);
+		intptr_t idx = instr && code ? ((intptr_t)instr - (intptr_t)(code + CO_CODE)) / 2 + 1 : 0;
+		if (idx < 0 || idx >= (1 << 19))
+			idx = 0;
+		ps->f[n++] = (uint64_t)(code >> 3) << 20 | (uint64_t)idx << 1 | (fr[FR_IS_ENTRY] ? 1u : 0u);
+		f = word(fr, FR_PREVIOUS);
+	}
+	ps->n = n;
+	ps->truncated = f != 0;
+}
+
+/* ---------------------------------------------------------------- set-up */
+
+static void set_state(int st, const char *line)
+{
+	snprintf(state_line, sizeof state_line, "%s", line);
+	pp_meta("agent.python_frames", state_line);
+	atomic_store_explicit(&py_state, st, memory_order_release);
+}
+
+static void set_off(const char *why)
+{
+	set_state(-1, why);
+}
+
+static int parse_version(const char *s, unsigned *maj, unsigned *min, unsigned *mic)
+{
+	*mic = 0;
+	return sscanf(s, "%u.%u.%u", maj, min, mic) >= 2 ? 0 : -1;
+}
+
+/* Looks for CPython in the process (the executable or a libpython loaded
+ * later). Returns 1 when found and the version is one whose layout we know,
+ * 0 when not (yet) a Python process, -1 when refused (meta written). */
+static int detect(void)
+{
+	void *rts = dlsym(RTLD_DEFAULT, "_PyRuntime");
+	if (!rts)
+		return 0;
+	const unsigned long *hex = dlsym(RTLD_DEFAULT, "Py_Version");
+	const char *(*getver)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
+	unsigned maj = 0, min = 0, mic = 0;
+	if (fake_version[0])
+		parse_version(fake_version, &maj, &min, &mic);
+	else if (hex) {
+		maj = (unsigned)(*hex >> 24) & 0xff;
+		min = (unsigned)(*hex >> 16) & 0xff;
+		mic = (unsigned)(*hex >> 8) & 0xff;
+	} else if (getver)
+		parse_version(getver(), &maj, &min, &mic);
+	snprintf(version, sizeof version, "%u.%u.%u", maj, min, mic);
+	char why[200];
+	if (no_python) {
+		snprintf(why, sizeof why, "off (--no-python): CPython %s; native frames only", version);
+		set_off(why);
+		return -1;
+	}
+	if (maj != 3 || min != 11) {
+		snprintf(why, sizeof why, "off: CPython %s frame layout not checked by this build (checked: 3.11); "
+			 "native frames only", version);
+		set_off(why);
+		return -1;
+	}
+	code_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyCode_Type");
+	str_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyUnicode_Type");
+	bytes_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyBytes_Type");
+	void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	if (eval && dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
+		eval_lo = (uintptr_t)eval;
+		eval_hi = eval_lo + sym->st_size;
+	}
+	if (!code_type || !str_type || !bytes_type || !eval_hi) {
+		snprintf(why, sizeof why, "off: CPython %s without the symbols needed (PyCode_Type, "
+			 "_PyEval_EvalFrameDefault and its size); native frames only", version);
+		set_off(why);
+		return -1;
+	}
+	unsigned char probe[8];
+	if (self_read(probe, (uintptr_t)rts, sizeof probe) != 0) {
+		snprintf(why, sizeof why, "off: process_vm_readv on the own process failed (%s); native frames only",
+			 strerror(errno));
+		set_off(why);
+		return -1;
+	}
+	rt = rts;
+	return 1;
+}
+
+/* Checks the offsets against the running interpreter: the thread holding
+ * the GIL must belong to the main interpreter and its current frame must
+ * point at a code object. 1 checked, 0 not yet decidable, -1 mismatch. */
+static int check_layout(void)
+{
+	unsigned char r[RT_TSS + 8];
+	if (self_read(r, (uintptr_t)rt, sizeof r) != 0)
+		return -1;
+	int init, tss;
+	memcpy(&init, r + RT_INITIALIZED, sizeof init);
+	memcpy(&tss, r + RT_TSS, sizeof tss);
+	uintptr_t main_i = word(r, RT_MAIN_INTERP), auto_i = word(r, RT_AUTO_INTERP);
+	uintptr_t cur = word(r, RT_TSTATE_CURRENT);
+	if (!init || !tss || !main_i || !cur)
+		return 0;
+	if (auto_i != main_i)
+		return -1;
+	unsigned char ts[TS_CHUNK + 8];
+	if (self_read(ts, cur, sizeof ts) != 0)
+		return 0; /* the thread state went away meanwhile */
+	if (word(ts, TS_INTERP) != main_i)
+		return 0; /* a subinterpreter's thread, or a stale read */
+	uintptr_t cf = word(ts, TS_CFRAME), f = 0, code = 0, type = 0;
+	if (!cf || self_read(&f, cf + CF_CURRENT, sizeof f) != 0 || !f)
+		return 0;
+	if (self_read(&code, f + FR_CODE, sizeof code) != 0 || self_read(&type, code + OB_TYPE, sizeof type) != 0)
+		return 0;
+	return type == code_type ? 1 : -1;
+}
+
+static void poll_state(void)
+{
+	static int found;
+	if (atomic_load(&py_state) != 0)
+		return;
+	if (!found) {
+		int d = detect();
+		if (d <= 0)
+			return;
+		found = 1;
+	}
+	int c = check_layout();
+	if (c > 0) {
+		char v[96];
+		snprintf(v, sizeof v, "on: CPython %s", version);
+		set_state(1, v);
+	} else if (c < 0 && ++checks_failed >= 50) {
+		char why[200];
+		snprintf(why, sizeof why, "off: CPython %s does not have the 3.11 layout this build checked "
+			 "(thread state / frame / code object mismatch); native frames only", version);
+		set_off(why);
+	}
+}
+
+int ppa_pystack_start(void)
+{
+	static int env_read;
+	if (!env_read) {
+		/* read once, before the program can touch its environment */
+		const char *v = getenv("PHASEPROF_PYSTACK_FAKE_VERSION"); /* tests: an unchecked version */
+		snprintf(fake_version, sizeof fake_version, "%s", v ? v : "");
+		v = getenv("PHASEPROF_PYTHON");
+		no_python = v && strcmp(v, "0") == 0;
+		env_read = 1;
+	}
+	atomic_store(&resolver_stop, 0);
+	if (!pring) {
+		void *p = ppa_map(sizeof(pyslot) * PY_RING);
+		if (!p)
+			return -1;
+		pring = p;
+	}
+	poll_state();
+	return 0;
+}
+
+/* ---------------------------------------------------------------- resolution */
+
+/* CPython 3.11 location table (Objects/locations.md): entries of a first
+ * byte 1ccccnnn (code c, n+1 code units) and varint payloads. */
+static const unsigned char *varint(const unsigned char *p, const unsigned char *end, unsigned *out)
+{
+	unsigned v = 0, shift = 0;
+	while (p < end) {
+		unsigned b = *p++;
+		v |= (b & 63u) << shift;
+		shift += 6;
+		if (!(b & 64) || shift > 30)
+			break;
+	}
+	*out = v;
+	return p;
+}
+
+int ppa_py_line(const unsigned char *tab, size_t len, int firstlineno, int index)
+{
+	const unsigned char *p = tab, *end = tab + len;
+	int line = firstlineno, addr = 0;
+	if (index < 0)
+		return firstlineno;
+	while (p < end) {
+		unsigned b = *p++, u;
+		if (!(b & 0x80))
+			continue; /* resynchronise on a first byte */
+		int code = (int)(b >> 3) & 15, units = (int)(b & 7) + 1, has_line = 1;
+		if (code == 15)
+			has_line = 0;
+		else if (code == 14 || code == 13) {
+			p = varint(p, end, &u);
+			line += (u & 1) ? -(int)(u >> 1) : (int)(u >> 1);
+			if (code == 14)
+				for (int k = 0; k < 3; k++)
+					p = varint(p, end, &u);
+		} else if (code >= 10) {
+			line += code - 10;
+			p += 2;
+		} else
+			p += 1;
+		if (index < addr + units)
+			return has_line ? line : -1;
+		addr += units;
+	}
+	return -1;
+}
+
+/* A str object as UTF-8 into buf. 0 or -1 if not a readable str. */
+static int read_str(uintptr_t o, char *buf, size_t cap)
+{
+	unsigned char h[STR_COMPACT_DATA];
+	if (!o || self_read(h, o, sizeof h) != 0 || word(h, OB_TYPE) != str_type)
+		return -1;
+	uint64_t len = word(h, STR_LENGTH);
+	unsigned state;
+	memcpy(&state, h + STR_STATE, sizeof state);
+	unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+	if (!compact || (kind != 1 && kind != 2 && kind != 4) || len > 4096)
+		return -1;
+	unsigned char raw[4096 * 4];
+	uintptr_t data = o + (ascii ? STR_ASCII_DATA : STR_COMPACT_DATA);
+	if (len && self_read(raw, data, (size_t)len * kind) != 0)
+		return -1;
+	size_t w = 0;
+	for (uint64_t i = 0; i < len; i++) {
+		uint32_t c = kind == 1 ? raw[i] : kind == 2 ? (uint32_t)(raw[2 * i] | raw[2 * i + 1] << 8)
+			     : (uint32_t)(raw[4 * i] | raw[4 * i + 1] << 8 | raw[4 * i + 2] << 16 | (uint32_t)raw[4 * i + 3] << 24);
+		char enc[4];
+		size_t k;
+		if (c < 0x80) { enc[0] = (char)c; k = 1; }
+		else if (c < 0x800) { enc[0] = (char)(0xC0 | c >> 6); enc[1] = (char)(0x80 | (c & 63)); k = 2; }
+		else if (c < 0x10000) {
+			enc[0] = (char)(0xE0 | c >> 12); enc[1] = (char)(0x80 | ((c >> 6) & 63));
+			enc[2] = (char)(0x80 | (c & 63)); k = 3;
+		} else {
+			enc[0] = (char)(0xF0 | (c >> 18 & 7)); enc[1] = (char)(0x80 | ((c >> 12) & 63));
+			enc[2] = (char)(0x80 | ((c >> 6) & 63)); enc[3] = (char)(0x80 | (c & 63)); k = 4;
+		}
+		if (w + k >= cap)
+			break;
+		memcpy(buf + w, enc, k);
+		w += k;
+	}
+	buf[w] = 0;
+	return 0;
+}
+
+/* Open-addressing caches in agent-mapped memory: (frame word → id) and
+ * (code, line → id). Cleared when full, so a long run re-emits a few rows
+ * rather than growing. */
+#define CACHE 16384
+typedef struct centry { uint64_t a, b; int64_t id; } centry;
+static centry *by_word, *by_line;
+static int64_t next_id;
+static size_t n_cached;
+static _Atomic uint64_t resolve_misses;  /* code objects read (cache misses) */
+static uint64_t unreadable;      /* Python frames written as p0 (drain only) */
+
+/* never full: cleared at half load */
+static centry *cache_slot(centry *t, uint64_t a, uint64_t b, int *found)
+{
+	size_t i = (size_t)((a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full)) & (CACHE - 1);
+	while (t[i].id && !(t[i].a == a && t[i].b == b))
+		i = (i + 1) & (CACHE - 1);
+	*found = t[i].id != 0;
+	return &t[i];
+}
+
+static void cache_clear(void)
+{
+	memset(by_word, 0, sizeof(centry) * CACHE);
+	memset(by_line, 0, sizeof(centry) * CACHE);
+	n_cached = 0;
+}
+
+static int64_t resolve_frame_locked(uint64_t fw)
+{
+	uint64_t key = fw & ~1ull;
+	int found;
+	if (!by_word)
+		return 0;
+	if (n_cached >= CACHE / 2) {
+		/* ids stay unique in the run; only the caches start again */
+		cache_clear();
+	}
+	centry *e = cache_slot(by_word, key, 0, &found);
+	if (found)
+		return e->id;
+	resolve_misses++;
+	uintptr_t code = (uintptr_t)(fw >> 20) << 3;
+	int index = (int)((fw >> 1) & ((1u << 19) - 1)) - 1;
+	unsigned char co[CO_CODE];
+	char qual[512], file[1024];
+	if (self_read(co, code, sizeof co) != 0 || word(co, OB_TYPE) != code_type ||
+	    read_str(word(co, CO_QUALNAME), qual, sizeof qual) != 0 ||
+	    read_str(word(co, CO_FILENAME), file, sizeof file) != 0)
+		return 0;
+	int first;
+	memcpy(&first, co + CO_FIRSTLINENO, sizeof first);
+	int line = first;
+	uintptr_t lt = word(co, CO_LINETABLE);
+	unsigned char bh[BYTES_DATA];
+	static unsigned char tab[1 << 20];
+	if (lt && self_read(bh, lt, sizeof bh) == 0 && word(bh, OB_TYPE) == bytes_type) {
+		uint64_t n = word(bh, VAR_SIZE);
+		if (n <= sizeof tab && self_read(tab, lt + BYTES_DATA, (size_t)n) == 0) {
+			line = ppa_py_line(tab, (size_t)n, first, index);
+			if (line < 0)
+				line = first;
+		}
+	}
+	centry *l = cache_slot(by_line, code, (uint64_t)line, &found);
+	int64_t id;
+	if (found)
+		id = l->id;
+	else {
+		id = ++next_id;
+		const char *base = strrchr(file, '/');
+		char symbol[1700];
+		snprintf(symbol, sizeof symbol, "%s (%s:%d)", qual, base ? base + 1 : file, line);
+		pp_row("py_frames", "isssi", id, symbol, file[0] == '/' ? file : "python", qual, line);
+		*l = (centry){code, (uint64_t)line, id};
+	}
+	*e = (centry){key, 0, id};
+	n_cached++;
+	return id;
+}
+
+/* the drain and the resolver thread share the caches */
+static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int64_t resolve_frame(uint64_t fw)
+{
+	pthread_mutex_lock(&resolve_lock);
+	int64_t id = resolve_frame_locked(fw);
+	pthread_mutex_unlock(&resolve_lock);
+	return id;
+}
+
+/* ---------------------------------------------------------------- resolver
+ * A code object can be freed soon after the frame that ran it returns (a
+ * module's top-level code at the end of its import): waiting for the next
+ * drain (20 ms) lost a third of the Python frames while importing numpy.
+ * This thread resolves the code objects of new samples within 0.5 ms
+ * while new code keeps appearing (start-up, imports), backing off to 8 ms
+ * in a steady loop; the drain then finds them cached. */
+static pthread_t resolver;
+static uint64_t resolver_cursor;
+
+static void *resolver_main(void *arg)
+{
+	(void)arg;
+	ppa_guard = 1;
+	long nap = 500000; /* ns: 0.5 ms while new code objects appear, backing off to 8 ms */
+	for (;;) {
+		atomic_store(&resolver_busy, 1);
+		if (atomic_load(&resolver_stop))
+			break;
+		uint64_t hi = ppa_sampler_written(), misses = resolve_misses;
+		if (hi - resolver_cursor > PY_RING)
+			resolver_cursor = hi - PY_RING;
+		for (; resolver_cursor < hi; resolver_cursor++) {
+			const pyslot *ps = &pring[resolver_cursor % PY_RING];
+			if (atomic_load_explicit(&ps->seq, memory_order_acquire) != resolver_cursor + 1)
+				break; /* not written yet */
+			for (uint32_t k = 0; k < ps->n && k < PY_MAX; k++)
+				resolve_frame(ps->f[k]);
+		}
+		atomic_store(&resolver_busy, 0);
+		nap = resolve_misses != misses ? 500000 : nap < 8000000 ? nap * 2 : nap;
+		struct timespec ts = {0, nap};
+		nanosleep(&ts, NULL);
+	}
+	atomic_store(&resolver_busy, 0);
+	return NULL;
+}
+
+static void resolver_start(void)
+{
+	if (atomic_load(&resolver_on) || !by_word)
+		return;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* no program signal lands there */
+	atomic_store(&resolver_stop, 0);
+	resolver_cursor = ppa_sampler_written();
+	if (pthread_create(&resolver, NULL, resolver_main, NULL) == 0) {
+		pthread_detach(resolver);
+		atomic_store(&resolver_on, 1);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Stops the resolver before the recorder closes. No join: this may run in
+ * a fatal-signal handler; wait (bounded) until it is out of its work. */
+void ppa_pystack_stop(void)
+{
+	if (!atomic_exchange(&resolver_on, 0))
+		return;
+	atomic_store(&resolver_stop, 1);
+	for (int i = 0; i < 200 && atomic_load(&resolver_busy); i++) {
+		struct timespec ts = {0, 250000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+int ppa_pystack_active(void)
+{
+	return pring != NULL && atomic_load(&py_state) >= 0;
+}
+
+/* Writes a sample's stack as text (leaf first): native addresses in hex,
+ * each _PyEval_EvalFrameDefault frame replaced by "p<id>" tokens of the
+ * Python frames it was running. ips[0] is the interrupted pc, the others
+ * return addresses. */
+size_t ppa_pystack_format(uint32_t slot, const uintptr_t *ips, uint32_t n, int native_truncated,
+			  char *out, size_t cap)
+{
+	const pyslot *ps = pring ? &pring[slot % PY_RING] : NULL;
+	uint32_t np = ps ? ps->n : 0;
+	/* groups of Python frames, leaf first: each ends at an entry frame */
+	uint32_t gstart[PY_MAX + 1], ng = 0;
+	for (uint32_t i = 0; i < np; i++) {
+		if (i == 0 || (ps->f[i - 1] & 1))
+			gstart[ng++] = i;
+	}
+	gstart[ng] = np;
+	uint32_t ne = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uintptr_t a = i ? ips[i] - 1 : ips[i];
+		if (a >= eval_lo && a < eval_hi)
+			ne++;
+	}
+	/* When both stacks are complete, align from the root: the interrupted
+	 * C frame may not have pushed its Python frame yet. When either was cut,
+	 * align from the leaf. */
+	int from_root = !native_truncated && !(ps && ps->truncated);
+	size_t w = 0;
+	uint32_t e = 0;
+	out[0] = 0;
+	for (uint32_t i = 0; i < n && w + 24 < cap; i++) {
+		uintptr_t a = i ? ips[i] - 1 : ips[i];
+		int g = -1;
+		if (eval_hi && a >= eval_lo && a < eval_hi) {
+			g = from_root ? (int)e - (int)ne + (int)ng : (int)e;
+			if (g < 0 || g >= (int)ng)
+				g = -1;
+			e++;
+		}
+		if (g < 0) {
+			w += (size_t)snprintf(out + w, cap - w, "%s%lx", w ? "," : "", (unsigned long)ips[i]);
+			continue;
+		}
+		for (uint32_t k = gstart[g]; k < gstart[g + 1] && w + 24 < cap; k++) {
+			int64_t id = resolve_frame(ps->f[k]);
+			unreadable += id == 0;
+			w += (size_t)snprintf(out + w, cap - w, "%sp%lld", w ? "," : "", (long long)id);
+		}
+	}
+	return w;
+}
+
+void ppa_pystack_poll(void)
+{
+	if (!pring)
+		return;
+	if (!by_word) {
+		void *p = ppa_map(sizeof(centry) * CACHE * 2);
+		if (!p)
+			return;
+		by_word = p;
+		by_line = by_word + CACHE;
+	}
+	poll_state();
+	if (atomic_load(&py_state) == 1 && atomic_load(&ppa_recording) && !atomic_load(&resolver_stop))
+		resolver_start();
+}
+
+void ppa_pystack_report(void)
+{
+	static uint64_t said;
+	if (unreadable && unreadable != said && atomic_load(&ppa_recording)) {
+		said = unreadable;
+		char v[32];
+		snprintf(v, sizeof v, "%llu", (unsigned long long)unreadable);
+		pp_meta("agent.python_frames_unreadable", v);
+	}
+}
+
+void ppa_pystack_after_fork(void)
+{
+	/* threads do not survive fork: the next drain starts a resolver */
+	atomic_store(&resolver_on, 0);
+	atomic_store(&resolver_busy, 0);
+	pthread_mutex_init(&resolve_lock, NULL);
+	/* the child records a new run: its py_frames rows start again */
+	if (by_word)
+		cache_clear();
+	next_id = 0;
+	unreadable = 0;
+	if (atomic_load(&py_state) != 0)
+		pp_meta("agent.python_frames", state_line);
+}

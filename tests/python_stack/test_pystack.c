@@ -1,0 +1,229 @@
+/*
+ * test_pystack.c — Python frames in CPU samples, end to end: `phaseprof
+ * record --sample` on pystack_target.py under /usr/bin/python3 (CPython
+ * 3.11), then the folded export. Groups (one ctest case each):
+ *   frames   outer;middle;inner_busy with file:line in order, native frames
+ *            under the Python frame that called them (sorted → lambda,
+ *            numpy.dot → _multiarray_umath), the eval loop replaced; the
+ *            same stacks in the Chrome trace (samples + stackFrames)
+ *   unknown  a CPython version whose layout was not checked (simulated),
+ *            and --no-python: native frames only and the one line that
+ *            says why
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dir[256];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof dir, "/tmp/pp-pystack-test-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static char *slurp(const char *name)
+{
+	char path[400];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return strdup("");
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *s = malloc((size_t)n + 1);
+	size_t r = fread(s, 1, (size_t)n, f);
+	s[r] = 0;
+	fclose(f);
+	return s;
+}
+
+static int sh(const char *fmt, ...)
+{
+	char line[4096], cmd[5200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof cmd, "cd '%s' && { %s ; } >'%s/out' 2>'%s/err' </dev/null", dir, line, dir, dir);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *q_text(const char *sql)
+{
+	char p[300];
+	snprintf(p, sizeof p, "%s/run.db", dir);
+	sqlite3 *db = NULL;
+	assert_int_equal(sqlite3_open_v2(p, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	char *r = strdup(sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0)
+			 ? (const char *)sqlite3_column_text(s, 0) : "");
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return r;
+}
+
+/* folded export of run.db into dir/folded */
+static char *folded(void)
+{
+	assert_int_equal(sh(PP_BIN " export --format folded -o folded run.db"), 0);
+	return slurp("folded");
+}
+
+/* sum of the counts of the folded lines that contain every string in
+ * `all` (in that order) and none of `none` */
+static long count_lines(const char *text, const char *const *all, const char *none)
+{
+	long total = 0;
+	for (const char *l = text; *l;) {
+		const char *e = strchr(l, '\n');
+		size_t n = e ? (size_t)(e - l) : strlen(l);
+		char *line = strndup(l, n);
+		const char *at = line;
+		int ok = 1;
+		for (int i = 0; all[i] && ok; i++) {
+			const char *h = strstr(at, all[i]);
+			if (h)
+				at = h + strlen(all[i]);
+			else
+				ok = 0;
+		}
+		if (ok && none && strstr(line, none))
+			ok = 0;
+		if (ok) {
+			const char *sp = strrchr(line, ' ');
+			total += sp ? atol(sp + 1) : 0;
+		}
+		free(line);
+		l += n + (e ? 1 : 0);
+	}
+	return total;
+}
+
+#define T "pystack_target.py"
+
+static void test_frames(void **state)
+{
+	(void)state;
+	assert_int_equal(sh(PP_BIN " record -o run.db --sample 1000 -- /usr/bin/python3 " PP_SRC "/" T " 6000000"), 0);
+	char *o = slurp("out");
+	assert_string_equal(o, "done\n");
+	free(o);
+	char *m = q_text("SELECT value FROM run_meta WHERE key = 'agent.python_frames'");
+	assert_string_equal(m, "on: CPython 3.11.2");
+	free(m);
+	char *f = folded();
+	/* Python callers in order, each at its call line, the leaf in the loop */
+	const char *chain[] = {"<module> (" T ":38);outer (" T ":19);middle (" T ":15);inner_busy (" T ":", NULL};
+	long busy = count_lines(f, chain, NULL);
+	assert_true(busy >= 20);
+	/* the hot loop's lines */
+	const char *loop[] = {"inner_busy (" T ":9)", NULL}, *body[] = {"inner_busy (" T ":10)", NULL};
+	assert_true(count_lines(f, loop, NULL) + count_lines(f, body, NULL) >= busy * 9 / 10);
+	/* each eval-loop frame replaced by the Python frames it ran */
+	long eval_left = busy - count_lines(f, chain, "_PyEval_EvalFrameDefault");
+	assert_true(eval_left * 10 <= busy);
+	/* Python → native (sorted) → Python (the key lambda) */
+	const char *cb[] = {"sorter (" T ":25);", "PyObject_", "sorter.<locals>.<lambda> (" T ":25)", NULL};
+	assert_true(count_lines(f, cb, NULL) >= 5);
+	/* numpy's native code under the Python line that called it */
+	const char *np[] = {"matmul_caller (" T ":33);", "_multiarray_umath", NULL};
+	assert_true(count_lines(f, np, NULL) >= 1);
+	/* Python frames in the frames table: symbol "qualname (file:line)", module the .py path */
+	char *mod = q_text("SELECT m.value FROM frames f JOIN strings s ON s.id = f.symbol_id"
+			   " JOIN strings m ON m.id = f.module_id WHERE s.value = 'middle (" T ":15)'");
+	assert_string_equal(mod, PP_SRC "/" T);
+	free(mod);
+	char *ip = q_text("SELECT count(*) FROM frames f JOIN strings s ON s.id = f.symbol_id"
+			  " WHERE s.value LIKE '%(" T ":%)' AND f.ip IS NOT NULL");
+	assert_string_equal(ip, "0");
+	free(ip);
+	free(f);
+	/* Chrome trace: sample events named after the innermost Python frame,
+	 * the stack in stackFrames with Python and native frames */
+	assert_int_equal(sh(PP_BIN " export --format chrome -o trace.json run.db"), 0);
+	char *tr = slurp("trace.json");
+	assert_non_null(strstr(tr, "\"cat\":\"sample\""));
+	assert_non_null(strstr(tr, "\"name\":\"inner_busy (" T ":10)\",\"sf\":\"r1n"));
+	assert_non_null(strstr(tr, "\"category\":\"python\",\"name\":\"middle (" T ":15)\",\"parent\":\"r1n"));
+	assert_non_null(strstr(tr, "\"category\":\"native\",\"name\":\"PyEval_EvalCode\""));
+	free(tr);
+	/* info says it in one line */
+	assert_int_equal(sh(PP_BIN " info run.db"), 0);
+	o = slurp("out");
+	assert_non_null(strstr(o, "python frames in samples: on: CPython 3.11.2\n"));
+	free(o);
+}
+
+static void test_unknown(void **state)
+{
+	(void)state;
+	assert_int_equal(sh("PHASEPROF_PYSTACK_FAKE_VERSION=3.99.0 " PP_BIN
+			    " record -o run.db --sample 1000 -- /usr/bin/python3 " PP_SRC "/" T " 300000"), 0);
+	char *o = slurp("out");
+	assert_string_equal(o, "done\n");
+	free(o);
+	char *m = q_text("SELECT group_concat(value, '|') FROM run_meta WHERE key = 'agent.python_frames'");
+	assert_string_equal(m, "off: CPython 3.99.0 frame layout not checked by this build (checked: 3.11); "
+			       "native frames only");
+	free(m);
+	char *n = q_text("SELECT count(*) FROM py_frames");
+	assert_string_equal(n, "0");
+	free(n);
+	char *f = folded();
+	const char *eval[] = {"_PyEval_EvalFrameDefault", NULL};
+	assert_true(count_lines(f, eval, NULL) > 0);
+	const char *py[] = {".py:", NULL};
+	assert_int_equal(count_lines(f, py, NULL), 0);
+	free(f);
+	assert_int_equal(sh(PP_BIN " info run.db"), 0);
+	o = slurp("out");
+	assert_non_null(strstr(o, "python frames in samples: off: CPython 3.99.0 frame layout not checked"));
+	free(o);
+	/* record --no-python: off too, said so */
+	assert_int_equal(sh("rm -f run.db && " PP_BIN " record -o run.db --no-python --sample 1000 -- /usr/bin/python3 "
+			    PP_SRC "/" T " 300000"), 0);
+	m = q_text("SELECT group_concat(value, '|') FROM run_meta WHERE key = 'agent.python_frames'");
+	assert_string_equal(m, "off (--no-python): CPython 3.11.2; native frames only");
+	free(m);
+	n = q_text("SELECT count(*) FROM py_frames");
+	assert_string_equal(n, "0");
+	free(n);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest all[] = {
+		cmocka_unit_test_setup_teardown(test_frames, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown, setup, teardown),
+	};
+	if (argc > 1) {
+		for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+			if (strstr(all[i].name, argv[1]))
+				return _cmocka_run_group_tests(argv[1], &all[i], 1, NULL, NULL);
+		fprintf(stderr, "test_pystack: no group '%s'\n", argv[1]);
+		return 2;
+	}
+	return cmocka_run_group_tests(all, NULL, NULL);
+}
