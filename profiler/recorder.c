@@ -1212,6 +1212,24 @@ int pp_exit_note_signal_safe(int32_t code, int32_t sig)
 	return pp_spool_write_exit_signal_safe(&R.w, code, sig);
 }
 
+void pp_spool_fd_yield_range(unsigned int first, unsigned int last)
+{
+	int fd = __atomic_load_n(&R.w.fd, __ATOMIC_RELAXED);
+	if (fd < 0 || (unsigned int)fd < first || (unsigned int)fd > last || !is_open())
+		return;
+	/* under write_lock no drain is between its check and its write */
+	pthread_mutex_lock(&R.write_lock);
+	if (R.w.fd >= 0 && (unsigned int)R.w.fd >= first && (unsigned int)R.w.fd <= last)
+		pp_spool_move(&R.w);
+	pthread_mutex_unlock(&R.write_lock);
+}
+
+void pp_spool_fd_yield(int fd)
+{
+	if (fd >= 0)
+		pp_spool_fd_yield_range((unsigned int)fd, (unsigned int)fd);
+}
+
 void pp_stats(pp_recorder_stats *out)
 {
 	memset(out, 0, sizeof *out);

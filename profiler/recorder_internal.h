@@ -20,6 +20,16 @@ static inline uint64_t pp_ticks(void)
 }
 #else
 static inline uint64_t pp_ticks(void) { return pp_mono_ns(); }
+/* The program is about to close or replace descriptor fd (close, dup2,
+ * dup3, close_range): if it is the spool's, the spool moves to another
+ * number first, so no write can land in the program's file between a
+ * check and the write. Safe to call with the recorder closed. */
+void pp_spool_fd_yield(int fd);
+void pp_spool_fd_yield_range(unsigned int first, unsigned int last);
+/* spool_writer.c: moves w->fd to another number (or to none: the next write
+ * reopens the spool by name); the old number is left to the program. */
+void pp_spool_move(pp_spool_writer *w);
+
 /* recorder.c: the process's exit or fatal signal, from a signal handler */
 int pp_exit_note_signal_safe(int32_t code, int32_t sig);
 
@@ -31,7 +41,7 @@ typedef struct pp_spool_writer {
 	uint64_t bytes;
 	int failed;               /* a write failed (disk full…): further writes are counted as lost */
 	uint64_t dev, ino;        /* the spool file fd must still refer to */
-	uint32_t reclaimed;       /* times the program closed/replaced fd and the spool was reopened */
+	uint32_t reclaimed;       /* times the program closed/replaced fd: the spool moved or was reopened */
 	char path[4096];
 } pp_spool_writer;
 
@@ -46,6 +56,16 @@ int pp_spool_write_chunk2(pp_spool_writer *w, uint16_t type, uint32_t tid, const
 void pp_spool_close(pp_spool_writer *w);
 /* An EXIT chunk from a signal handler: no allocation, no lock, one write(2). */
 int pp_spool_write_exit_signal_safe(pp_spool_writer *w, int32_t code, int32_t sig);
+
+/* The program is about to close or replace descriptor fd (close, dup2,
+ * dup3, close_range): if it is the spool's, the spool moves to another
+ * number first, so no write can land in the program's file between a
+ * check and the write. Safe to call with the recorder closed. */
+void pp_spool_fd_yield(int fd);
+void pp_spool_fd_yield_range(unsigned int first, unsigned int last);
+/* spool_writer.c: moves w->fd to another number (or to none: the next write
+ * reopens the spool by name); the old number is left to the program. */
+void pp_spool_move(pp_spool_writer *w);
 
 /* recorder.c: the process's exit or fatal signal, from a signal handler */
 int pp_exit_note_signal_safe(int32_t code, int32_t sig);

@@ -96,6 +96,17 @@ static int reclaim(pp_spool_writer *w)
 	return 0;
 }
 
+void pp_spool_move(pp_spool_writer *w)
+{
+	if (w->fd < 0)
+		return;
+	int h = fcntl(w->fd, F_DUPFD_CLOEXEC, w->fd + 1);
+	if (h < 0)
+		h = fcntl(w->fd, F_DUPFD_CLOEXEC, 3);
+	w->fd = h; /* -1: reopened by name at the next write */
+	w->reclaimed++;
+}
+
 static int write_all(pp_spool_writer *w, struct iovec *iov, int n)
 {
 	if (w->failed)

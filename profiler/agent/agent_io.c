@@ -9,6 +9,7 @@
  * pieces shows as millions of small reads.
  */
 #include "agent_internal.h"
+#include "recorder_internal.h"
 #include "phaseprof.h"
 
 #include <dlfcn.h>
@@ -56,6 +57,9 @@ static ssize_t (*r_writev)(int, const struct iovec *, int);
 static int (*r_open)(const char *, int, ...);
 static int (*r_openat)(int, const char *, int, ...);
 static int (*r_close)(int);
+static int (*r_dup2)(int, int);
+static int (*r_dup3)(int, int, int);
+static int (*r_close_range)(unsigned int, unsigned int, int);
 static FILE *(*r_fopen)(const char *, const char *);
 static size_t (*r_fread)(void *, size_t, size_t, FILE *);
 static size_t (*r_fwrite)(const void *, size_t, size_t, FILE *);
@@ -381,8 +385,31 @@ PPA_API int creat64(const char *path, mode_t mode)
 	return open_common(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode, 0);
 }
 
+/* The program may close or replace any descriptor, the spool's included:
+ * the spool steps aside first (pp_spool_fd_yield), so its chunks never land
+ * in the program's file. */
+PPA_API int dup2(int oldfd, int newfd)
+{
+	if (oldfd != newfd)
+		pp_spool_fd_yield(newfd);
+	return REAL(dup2)(oldfd, newfd);
+}
+
+PPA_API int dup3(int oldfd, int newfd, int flags)
+{
+	pp_spool_fd_yield(newfd);
+	return REAL(dup3)(oldfd, newfd, flags);
+}
+
+PPA_API int close_range(unsigned int first, unsigned int last, int flags)
+{
+	pp_spool_fd_yield_range(first, last);
+	return REAL(close_range)(first, last, flags);
+}
+
 PPA_API int close(int fd)
 {
+	pp_spool_fd_yield(fd);
 	if (TRACKING()) {
 		ppa_guard = 1;
 		fd_fold(fd);

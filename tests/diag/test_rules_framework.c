@@ -206,7 +206,7 @@ static void test_first_step_small_share_info(void **state)
 static void test_data_starvation(void **state)
 {
 	(void)state;
-	loop l = {.n = 20, .step_ns = 5 * MS, .first_ns = 6 * MS, .wait_ns = 7 * MS / 2};
+	loop l = {.n = 200, .step_ns = 5 * MS, .first_ns = 6 * MS, .wait_ns = 7 * MS / 2};
 	trec_run(&T, "starved", 0);
 	record_loop(&l, 10 * MS);
 	analyze();

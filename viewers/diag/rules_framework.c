@@ -224,7 +224,8 @@ void rule_data_starvation(diag_ctx *c)
 	char a[32], b[32];
 	int iters = r->n_steps - 1;
 	pp_finding *f = diag_emit(
-		c, "data_starvation", share >= 0.6 ? DIAG_HIGH : DIAG_MODERATE,
+		c, "data_starvation",
+		diag_sev_for_win(share >= 0.6 ? DIAG_HIGH : DIAG_MODERATE, (double)(wait + between)),
 		diag_run_share(r, (double)(wait + between)),
 		"The steps wait for their data: load batches in parallel (DataLoader num_workers > 0, "
 		"persistent_workers=True, a larger prefetch_factor), move decoding and augmentation "
