@@ -1,7 +1,7 @@
 /*
  * eager.c — flow_execute: one op on tensors, now (TFE_Execute). Same
  * registry, attr resolution, shape checks and kernels as graph mode; no
- * graph, no compile. Issue 4's eager mode and gradient tape sit on this.
+ * graph, no compile. runtime/train's eager mode and gradient tape sit on this.
  */
 #include "core.h"
 

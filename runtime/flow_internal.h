@@ -153,7 +153,7 @@ typedef struct flow_kernel_ctx flow_kernel_ctx;
  * after flow_shape_error. Outputs not set stay unknown. */
 typedef int (*flow_shape_fn)(flow_shape_ctx *c);
 
-/* Gradient function for issue 4's flow_gradients: builds the gradient ops
+/* Gradient function for flow_gradients (runtime/train): builds the gradient ops
  * of `op` in `g` (with the public builder) from dy[i], the gradient of the
  * loss w.r.t. output i ({NULL,0} when none flows), and stores in dx[j] the
  * gradient w.r.t. input j ({NULL,0} = none, e.g. an integer index input).
@@ -199,7 +199,7 @@ typedef struct flow_op_lib {
  * outlive the runtime. In FULL mode it is validated immediately. */
 int flow_registry_add_library(const flow_op_lib *lib, flow_status *st);
 
-/* ---- parsed (registered) op defs, for the core and issue 4 ---- */
+/* ---- parsed (registered) op defs, for the core and runtime/train ---- */
 typedef struct flow_arg_spec {
 	char name[32];
 	flow_dtype fixed;       /* fixed dtype, or 0 when typed by an attr */

@@ -1,5 +1,5 @@
 /*
- * scenarios.h — the built-in slowdown scenarios (issue 5).
+ * scenarios.h — the built-in slowdown scenarios.
  *
  * A scenario is one complaint from a write-up ("re-initialising variables in
  * a loop gets slower each time") turned into a real workload on flow, in a

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "test_ops.h"
+#include "ops_fixture.h"
 
 static flow_status *st;
 

@@ -13,7 +13,7 @@
 #include "phaseprof.h"
 #include "store.h"
 #include "store_internal.h"
-#include "test_ops.h"
+#include "ops_fixture.h"
 
 static int count_cb(sqlite3_stmt *row, void *ud)
 {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "test_ops.h"
+#include "ops_fixture.h"
 
 static void k_nop(flow_kernel_ctx *k) { (void)k; }
 

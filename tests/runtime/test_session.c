@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "test_ops.h"
+#include "ops_fixture.h"
 
 static flow_status *st;
 

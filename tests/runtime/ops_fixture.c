@@ -1,4 +1,4 @@
-#include "test_ops.h"
+#include "ops_fixture.h"
 
 #include <math.h>
 #include <stdio.h>
