@@ -191,7 +191,7 @@ fail:
 	return -1;
 }
 
-pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen)
+static pp_store *store_open(const char *path, int mode, char *err, size_t errlen)
 {
 	if (!path || !*path) {
 		snprintf(err, errlen, "no database path given");
@@ -343,4 +343,16 @@ int store_each(pp_store *st, const char *sql, int64_t a, int64_t b, const char *
 	}
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* SQLite's messages can quote schema text across lines: a refusal stays one
+ * line, whatever path it took. */
+pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen)
+{
+	pp_store *st = store_open(path, mode, err, errlen);
+	if (!st && err)
+		for (char *c = err; *c; c++)
+			if ((unsigned char)*c < 0x20)
+				*c = ' ';
+	return st;
 }
