@@ -5,7 +5,7 @@
 # plain vs `phaseprof record`, and under heaptrack / ltrace when installed.
 # Usage: bench/agent/run.sh BUILD_DIR [REPEATS]   (median of REPEATS, default 5)
 set -euo pipefail
-build=${1:?usage: run.sh BUILD_DIR [REPEATS]}
+build=$(cd "${1:?usage: run.sh BUILD_DIR [REPEATS]}" && pwd) # absolute: heaptrack runs from a temp folder
 reps=${2:-5}
 pp=$build/phaseprof
 loop=$build/bench/agent/bench_agent_loop
