@@ -241,6 +241,72 @@ static void test_span_folding(void **state)
 	pp_store_close(st, NULL, 0);
 }
 
+/* Phase totals count what span_groups folded: the same recording ingested
+ * by default and with keep_all_spans gives the same counts and times per
+ * kind, an op nested in an op stays uncounted, and the span-name total
+ * includes the grouped spans. */
+static void test_groups_in_totals(void **state)
+{
+	(void)state;
+	char spool[512], err[512];
+	tmp(spool, sizeof spool, "groups.spool");
+	assert_int_equal(pp_open(&(pp_options){.spool_path = spool, .max_buffers = 4096}), 0);
+	for (int step = 0; step < 3; step++) {
+		pp_step_begin(step);
+		for (int i = 0; i < 6000; i++) {
+			pp_phase_begin(PP_OP, i & 1 ? "matmul" : "relu");
+			pp_phase_end();
+		}
+		/* leaf ops inside an op: folded, and nested in their own kind */
+		pp_phase_begin(PP_OP, "block");
+		for (int i = 0; i < 4000; i++) {
+			pp_phase_begin(PP_OP, "matmul");
+			pp_phase_end();
+		}
+		pp_phase_end();
+		for (int i = 0; i < 5000; i++) {
+			pp_phase_begin(PP_SPAN, "tick");
+			pp_phase_end();
+		}
+		pp_step_end();
+	}
+	assert_int_equal(pp_close(), 0);
+	pp_store *a = fresh("groups_a.db"), *b = fresh("groups_b.db");
+	pp_ingest_result ra, rb;
+	pp_ingest_opts keep = {.exit_code = -1, .keep_all_spans = 1};
+	assert_int_equal(pp_store_ingest(a, spool, NULL, &ra, err, sizeof err), 0);
+	assert_int_equal(pp_store_ingest(b, spool, &keep, &rb, err, sizeof err), 0);
+	assert_true(ra.spans_folded > 10000);
+	assert_int_equal(rb.spans_folded, 0);
+	assert_true(q1(a, "SELECT count(*) FROM span_groups WHERE kind = 0") > 0);
+	pp_phase_total *ta, *tb;
+	int na, nb;
+	assert_int_equal(pp_store_phase_totals(a, ra.run_id, &ta, &na), 0);
+	assert_int_equal(pp_store_phase_totals(b, rb.run_id, &tb, &nb), 0);
+	assert_int_equal(na, nb);
+	int64_t ops = -1;
+	for (int i = 0; i < na; i++) {
+		assert_int_equal(ta[i].kind, tb[i].kind);
+		assert_int_equal(ta[i].count, tb[i].count);
+		assert_int_equal(ta[i].total_ns, tb[i].total_ns);
+		assert_int_equal(ta[i].max_ns, tb[i].max_ns);
+		if (ta[i].kind == PP_OP)
+			ops = ta[i].count;
+	}
+	/* 6000 leaf ops and one block per step; the block's 4000 are inside it */
+	assert_int_equal(ops, 3 * 6001);
+	int64_t ta_ns, tb_ns, ca, cb;
+	assert_int_equal(pp_store_span_name_total(a, ra.run_id, "matmul", &ta_ns, &ca), 0);
+	assert_int_equal(pp_store_span_name_total(b, rb.run_id, "matmul", &tb_ns, &cb), 0);
+	assert_int_equal(ca, 3 * 7000);
+	assert_int_equal(ca, cb);
+	assert_int_equal(ta_ns, tb_ns);
+	free(ta);
+	free(tb);
+	pp_store_close(a, NULL, 0);
+	pp_store_close(b, NULL, 0);
+}
+
 /* A write that fails (here the losses row, refused by a trigger) fails the
  * ingest with the spool named; nothing of the run is kept. */
 static void test_failed_write_is_an_error(void **state)
@@ -338,6 +404,7 @@ int main(void)
 		cmocka_unit_test(test_summary_checks_crc),
 		cmocka_unit_test(test_samples_symbolised),
 		cmocka_unit_test(test_span_folding),
+		cmocka_unit_test(test_groups_in_totals),
 		cmocka_unit_test(test_failed_write_is_an_error),
 		cmocka_unit_test(test_hostile_elf),
 	};

@@ -108,6 +108,17 @@ int diag_slot_of(const diag_run *r, int64_t t_ns)
 				 offsetof(diag_step, start_ns), t_ns);
 }
 
+/* The range of by_kind holding kind's spans (empty for an odd kind). */
+static int kind_lo(const diag_run *r, int kind)
+{
+	return kind >= 0 && kind < PP_KIND_COUNT ? r->kind_at[kind] : 0;
+}
+
+static int kind_hi(const diag_run *r, int kind)
+{
+	return kind >= 0 && kind < PP_KIND_COUNT ? r->kind_at[kind + 1] : 0;
+}
+
 int diag_has_ancestor(const diag_run *r, int i, int kind)
 {
 	int p = r->parent[i];
@@ -125,7 +136,8 @@ int diag_slots_with_ex(const diag_run *r, int kind, int not_under, int from, int
 	unsigned char *seen = calloc((size_t)r->n_steps + 1, 1);
 	int with = 0, ns = 0;
 	int64_t t = 0;
-	for (int i = 0; i < r->spans.n; i++) {
+	for (int j = kind_lo(r, kind); j < kind_hi(r, kind); j++) {
+		int i = r->by_kind[j];
 		const pp_span_row *s = &r->spans.rows[i];
 		int sl = r->slot_of[i];
 		if (s->kind != kind || !r->outer[i] || sl < from || sl < 0)
@@ -150,6 +162,31 @@ int diag_slots_with_ex(const diag_run *r, int kind, int not_under, int from, int
 int diag_slots_with(const diag_run *r, int kind, int from, int *n_spans, int64_t *t_ns)
 {
 	return diag_slots_with_ex(r, kind, -1, from, n_spans, t_ns);
+}
+
+/* Counting sort of span indices by a per-span kind (out-of-range kinds
+ * are left out: no helper asks for them). */
+static int *group_by(const int *kind_of, const pp_span_list *l, int at[PP_KIND_COUNT + 1])
+{
+	int *v = malloc(((size_t)l->n + 1) * sizeof *v);
+	if (!v)
+		return NULL;
+	memset(at, 0, (PP_KIND_COUNT + 1) * sizeof *at);
+	for (int i = 0; i < l->n; i++) {
+		int k = kind_of ? kind_of[i] : l->rows[i].kind;
+		if (k >= 0 && k < PP_KIND_COUNT)
+			at[k + 1]++;
+	}
+	for (int k = 1; k <= PP_KIND_COUNT; k++)
+		at[k] += at[k - 1];
+	int next[PP_KIND_COUNT];
+	memcpy(next, at, sizeof next);
+	for (int i = 0; i < l->n; i++) {
+		int k = kind_of ? kind_of[i] : l->rows[i].kind;
+		if (k >= 0 && k < PP_KIND_COUNT)
+			v[next[k]++] = i;
+	}
+	return v;
 }
 
 int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t errlen)
@@ -217,6 +254,12 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 				k = l->rows[p].kind;
 		r->attr_kind[i] = k;
 	}
+	r->by_kind = group_by(NULL, l, r->kind_at);
+	r->by_attr = group_by(r->attr_kind, l, r->attr_at);
+	if (!r->by_kind || !r->by_attr) {
+		snprintf(err, errlen, "out of memory loading run %lld", (long long)run_id);
+		return -1;
+	}
 	r->total_ns = r->info.duration_ns > 0 ? r->info.duration_ns : last_end;
 	if (last_end > r->total_ns)
 		r->total_ns = last_end;
@@ -246,6 +289,8 @@ void diag_run_free(diag_run *r)
 	free(r->parent);
 	free(r->attr_kind);
 	free(r->outer);
+	free(r->by_kind);
+	free(r->by_attr);
 	free(r->steps);
 	memset(r, 0, sizeof *r);
 }
@@ -254,7 +299,8 @@ int64_t diag_kind_time(const diag_run *r, int kind, int where, int *count)
 {
 	int64_t t = 0;
 	int c = 0;
-	for (int i = 0; i < r->spans.n; i++) {
+	for (int j = kind_lo(r, kind); j < kind_hi(r, kind); j++) {
+		int i = r->by_kind[j];
 		const pp_span_row *s = &r->spans.rows[i];
 		if (s->kind != kind || !r->outer[i] || !diag_span_closed(s))
 			continue;
@@ -278,7 +324,8 @@ int diag_steps_with(const diag_run *r, int kind, int from, int *n_spans, int64_t
 	unsigned char *seen = calloc((size_t)r->n_steps + 1, 1);
 	int with = 0, ns = 0;
 	int64_t t = 0;
-	for (int i = 0; i < r->spans.n; i++) {
+	for (int j = kind_lo(r, kind); j < kind_hi(r, kind); j++) {
+		int i = r->by_kind[j];
 		const pp_span_row *s = &r->spans.rows[i];
 		int st = r->step_of[i];
 		if (s->kind != kind || !r->outer[i] || st < from || st < 0)
@@ -301,7 +348,10 @@ int diag_steps_with(const diag_run *r, int kind, int from, int *n_spans, int64_t
 int64_t diag_kind_self_time(const diag_run *r, int kind, int where)
 {
 	int64_t t = 0;
-	for (int i = 0; i < r->spans.n; i++) {
+	int lo = kind >= 0 && kind < PP_KIND_COUNT ? r->attr_at[kind] : 0;
+	int hi = kind >= 0 && kind < PP_KIND_COUNT ? r->attr_at[kind + 1] : 0;
+	for (int j = lo; j < hi; j++) {
+		int i = r->by_attr[j];
 		if (r->attr_kind[i] != kind || !diag_span_closed(&r->spans.rows[i]))
 			continue;
 		int st = r->step_of[i];
