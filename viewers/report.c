@@ -1222,8 +1222,8 @@ static void section_timeline(pp_view_ctx *c, const pp_run_info *run, const pp_mo
 static void section_ops(pp_view_ctx *c, const pp_run_info *run, const pp_op_stat *ops, int n)
 {
 	pp_out *o = c->out;
-	if (n > 30)
-		n = 30;
+	int more = n > 30 ? n - 30 : 0;
+	n -= more;
 	pp_out_printf(o, "<h2 id=\"ops-%lld\">Ops</h2>\n", (long long)run->id);
 	if (n == 0) {
 		P("<p class=\"muted\">No op executions recorded.</p>\n");
@@ -1265,6 +1265,8 @@ static void section_ops(pp_view_ctx *c, const pp_run_info *run, const pp_op_stat
 		P("</td></tr>\n");
 	}
 	P("</table>\n");
+	if (more)
+		pp_out_printf(o, "<p class=\"muted\">%d more ops with less time not shown.</p>\n", more);
 }
 
 /* ---- memory ---- */

@@ -128,6 +128,32 @@ static void test_healthy_loop_quiet(void **state)
 	quiet("data_starvation");
 }
 
+/* A run diagnosed with nothing found is not diagnosed again on every view
+ * (stats and report ran every rule over 10^7 spans each time); a run never
+ * diagnosed still is. */
+static void test_clean_diagnosis_kept(void **state)
+{
+	(void)state;
+	loop l = {.n = 30, .step_ns = 5 * MS, .first_ns = 12 * MS, .wait_ns = 300 * US};
+	int64_t never = trec_run(&T, "never diagnosed", 0);
+	record_loop(&l, 10 * MS);
+	int64_t clean = trec_run(&T, "diagnosed clean", 0);
+	record_loop(&l, 10 * MS);
+	pp_diag_result r;
+	assert_int_equal(pp_diag_run(T.st, clean, &r), 0);
+	assert_int_equal(r.n, 0);
+	pp_diag_result_free(&r);
+	pp_finding *f = NULL;
+	int n = -1, computed = -1;
+	assert_int_equal(pp_diag_findings(T.st, clean, &f, &n, &computed), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(computed, 0);
+	free(f);
+	assert_int_equal(pp_diag_findings(T.st, never, &f, &n, &computed), 0);
+	assert_int_equal(computed, 1);
+	free(f);
+}
+
 static void test_memory_grows(void **state)
 {
 	(void)state;
@@ -307,6 +333,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_healthy_loop_quiet),
+		cmocka_unit_test(test_clean_diagnosis_kept),
 		cmocka_unit_test(test_import_startup_severity),
 		cmocka_unit_test(test_memory_grows),
 		cmocka_unit_test(test_memory_small_growth_quiet),
