@@ -258,6 +258,7 @@ int pp_model_load(pp_store *st, const pp_run_info *run, pp_model *m, char *err, 
 		if (raw_push(&c.cpu, s->tid, &it) != 0)
 			goto oom;
 	}
+	pp_span_list_free(&sl);   /* the items hold what is needed: 10^7 rows less at the peak */
 	if (pp_store_each_op(st, run->id, op_row, &c) != 0 || c.failed)
 		goto qfail;
 	if (pp_store_each_gpu(st, run->id, 0, gpu_row, &c) != 0 || c.failed)
