@@ -393,46 +393,38 @@ static kp_agg *kp_get(kp_scan *a, int kind, int64_t parent)
 	return g;
 }
 
-/* row: kind, parent (0 none), count, total, max */
-static int kp_row(sqlite3_stmt *s, void *ud)
+/* Adds count spans of total time (the longest max) under (kind, parent). */
+static int kp_add(kp_scan *a, int kind, int64_t parent, int64_t count, int64_t total, int64_t max)
 {
-	kp_scan *a = ud;
-	int kind = sqlite3_column_int(s, 0);
 	if (kind < 0 || kind >= PP_KIND_COUNT)
 		return 0;
-	kp_agg *g = kp_get(a, kind, sqlite3_column_int64(s, 1));
+	kp_agg *g = kp_get(a, kind, parent);
 	if (!g) {
 		a->failed = 1;
 		return 1;
 	}
-	int64_t max = sqlite3_column_int64(s, 4);
-	g->count += sqlite3_column_int64(s, 2);
-	g->total += sqlite3_column_int64(s, 3);
+	g->count += count;
+	g->total += total;
 	if (max > g->max)
 		g->max = max;
 	return 0;
+}
+
+/* row: kind, parent (0 none), count, total, max */
+static int kp_row(sqlite3_stmt *s, void *ud)
+{
+	return kp_add(ud, sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2),
+		      sqlite3_column_int64(s, 3), sqlite3_column_int64(s, 4));
 }
 
 /* one span: kind, parent, start, end (NULL: open until the run's end) */
 static int kp_span(sqlite3_stmt *s, void *ud)
 {
 	kp_scan *a = ud;
-	int kind = sqlite3_column_int(s, 0);
-	if (kind < 0 || kind >= PP_KIND_COUNT)
-		return 0;
-	kp_agg *g = kp_get(a, kind, sqlite3_column_int64(s, 1));
-	if (!g) {
-		a->failed = 1;
-		return 1;
-	}
 	int64_t start = sqlite3_column_int64(s, 2);
 	int64_t end = store_i64_or(s, 3, a->run_end);
 	int64_t dur = end > start ? end - start : 0;
-	g->count++;
-	g->total += dur;
-	if (dur > g->max)
-		g->max = dur;
-	return 0;
+	return kp_add(a, sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1), 1, dur, dur);
 }
 
 /* Bit k set when the span or one of its ancestors is of kind k (memoised;

@@ -130,8 +130,10 @@ int diag_has_ancestor(const diag_run *r, int i, int kind)
 	return 0;
 }
 
-int diag_slots_with_ex(const diag_run *r, int kind, int not_under, int from, int *n_spans,
-		       int64_t *t_ns)
+/* Number of distinct places >= from (slot or step of each span, from
+ * place_of) holding an outermost span of kind not under not_under. */
+static int places_with(const diag_run *r, const int *place_of, int kind, int not_under, int from,
+		       int *n_spans, int64_t *t_ns)
 {
 	unsigned char *seen = calloc((size_t)r->n_steps + 1, 1);
 	int with = 0, ns = 0;
@@ -139,15 +141,15 @@ int diag_slots_with_ex(const diag_run *r, int kind, int not_under, int from, int
 	for (int j = kind_lo(r, kind); j < kind_hi(r, kind); j++) {
 		int i = r->by_kind[j];
 		const pp_span_row *s = &r->spans.rows[i];
-		int sl = r->slot_of[i];
-		if (s->kind != kind || !r->outer[i] || sl < from || sl < 0)
+		int pl = place_of[i];
+		if (s->kind != kind || !r->outer[i] || pl < from || pl < 0)
 			continue;
 		if (not_under >= 0 && diag_has_ancestor(r, i, not_under))
 			continue;
 		ns++;
 		t += diag_span_dur(s);
-		if (seen && !seen[sl]) {
-			seen[sl] = 1;
+		if (seen && !seen[pl]) {
+			seen[pl] = 1;
 			with++;
 		}
 	}
@@ -157,6 +159,12 @@ int diag_slots_with_ex(const diag_run *r, int kind, int not_under, int from, int
 	if (t_ns)
 		*t_ns = t;
 	return with;
+}
+
+int diag_slots_with_ex(const diag_run *r, int kind, int not_under, int from, int *n_spans,
+		       int64_t *t_ns)
+{
+	return places_with(r, r->slot_of, kind, not_under, from, n_spans, t_ns);
 }
 
 int diag_slots_with(const diag_run *r, int kind, int from, int *n_spans, int64_t *t_ns)
@@ -321,28 +329,7 @@ int64_t diag_kind_time(const diag_run *r, int kind, int where, int *count)
 
 int diag_steps_with(const diag_run *r, int kind, int from, int *n_spans, int64_t *t_ns)
 {
-	unsigned char *seen = calloc((size_t)r->n_steps + 1, 1);
-	int with = 0, ns = 0;
-	int64_t t = 0;
-	for (int j = kind_lo(r, kind); j < kind_hi(r, kind); j++) {
-		int i = r->by_kind[j];
-		const pp_span_row *s = &r->spans.rows[i];
-		int st = r->step_of[i];
-		if (s->kind != kind || !r->outer[i] || st < from || st < 0)
-			continue;
-		ns++;
-		t += diag_span_dur(s);
-		if (seen && !seen[st]) {
-			seen[st] = 1;
-			with++;
-		}
-	}
-	free(seen);
-	if (n_spans)
-		*n_spans = ns;
-	if (t_ns)
-		*t_ns = t;
-	return with;
+	return places_with(r, r->step_of, kind, -1, from, n_spans, t_ns);
 }
 
 int64_t diag_kind_self_time(const diag_run *r, int kind, int where)
