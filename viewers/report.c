@@ -1207,6 +1207,11 @@ static void section_timeline(pp_view_ctx *c, const pp_run_info *run, const pp_mo
 		if (thr > 0) {
 			pp_out_printf(o, "Level of detail: %lld items recorded; items shorter than ", (long long)m->n_items);
 			pdur(o, thr);
+			if (gap > thr) {
+				P(" less than ");
+				pdur(o, gap);
+				P(" apart");
+			}
 			pp_out_printf(o, " are merged into %lld grey blocks (%lld items). Every item is in "
 				      "<code>phaseprof export --format chrome</code>.", (long long)merged_blocks,
 				      (long long)(merged_items + merged_blocks));
