@@ -17,13 +17,27 @@ static double now_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+static double thread_cpu_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* CPU time of the site loops' threads (the cost a thread pays, without the
+ * time it waits for a core the writer or a neighbour holds) */
+static double loop_cpu[8];
+static int loop_slot;
+
 static void *site_loop(void *arg)
 {
 	(void)arg;
+	double c0 = thread_cpu_s();
 	for (int i = 0; i < PAIRS; i++) {
 		PP_BEGIN(PP_SPAN, "bench");
 		pp_phase_end();
 	}
+	loop_cpu[__atomic_fetch_add(&loop_slot, 1, __ATOMIC_RELAXED) & 7] = thread_cpu_s() - c0;
 	return NULL;
 }
 
@@ -39,6 +53,7 @@ static void *named_loop(void *arg)
 
 static double run(int threads, void *(*fn)(void *), uint64_t *lost)
 {
+	loop_slot = 0;
 	char path[64];
 	snprintf(path, sizeof path, "/tmp/pp-bench-%d.spool", (int)getpid());
 	pp_options o = {.spool_path = path, .max_buffers = 4096};
@@ -125,17 +140,38 @@ static double min_batch(void)
 	return best;
 }
 
-int main(void)
+static double cpu_per_event(int threads)
+{
+	double s = 0;
+	for (int i = 0; i < threads; i++)
+		s += loop_cpu[i];
+	return s * 1e9 / (2.0 * PAIRS * threads);
+}
+
+int main(int argc, char **argv)
 {
 	uint64_t lost;
+	if (argc > 1) {
+		/* `bench_recorder THREADS [RUNS]`: only the static-call-site loop,
+		 * one line per run (for profilers and interleaved comparisons) */
+		int threads = atoi(argv[1]), runs = argc > 2 ? atoi(argv[2]) : 1;
+		if (threads < 1 || threads > 8)
+			threads = 2;
+		for (int r = 0; r < runs; r++) {
+			double w = run(threads, site_loop, &lost);
+			printf("%d threads: %6.1f ns/event per thread wall, %6.1f cpu (lost %llu)\n",
+			       threads, w, cpu_per_event(threads), (unsigned long long)lost);
+		}
+		return 0;
+	}
 	printf("recorder cost per event (begin or end), %d pairs per thread\n", PAIRS);
 	for (int rep = 0; rep < 2; rep++) {
 		double a = run(1, site_loop, &lost);
 		printf("  static call site, 1 thread : %6.1f ns/event (lost %llu)\n", a,
 		       (unsigned long long)lost);
 		double b = run(2, site_loop, &lost);
-		printf("  static call site, 2 threads: %6.1f ns/event per thread (lost %llu)\n", b,
-		       (unsigned long long)lost);
+		printf("  static call site, 2 threads: %6.1f ns/event per thread (thread cpu %.1f; "
+		       "lost %llu)\n", b, cpu_per_event(2), (unsigned long long)lost);
 		double c = run(1, named_loop, &lost);
 		printf("  name by content,  1 thread : %6.1f ns/event (lost %llu)\n", c,
 		       (unsigned long long)lost);

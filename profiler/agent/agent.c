@@ -133,8 +133,8 @@ static void add_totals(ppa_tstats *t, void *ud)
 	s->munmap_bytes += ppa_get(&t->munmap_bytes);
 	s->mmap_ns += ppa_get(&t->mmap_ns);
 	s->threads_created += ppa_get(&t->threads_created);
-	for (int i = 0; i < PPA_SIZE_CLASSES; i++)
-		s->hist[i] += ppa_get(&t->hist[i]);
+	for (int i = 0; i < PPA_SIZE_SLOTS; i++)
+		s->hist[i < PPA_SIZE_CLASSES ? i : PPA_SIZE_CLASSES - 1] += ppa_get(&t->hist[i]);
 }
 
 static uint64_t peak_in_use;
@@ -497,6 +497,8 @@ __attribute__((constructor)) static void ppa_init(void)
 	ppa_guard = 1;
 	ppa_malloc_resolve();
 	read_settings();
+	if (ppa_cfg.detailed)
+		ppa_tls.mts = NULL; /* counted before the mode was known: the slow path from now on */
 	ppa_proc_init();
 	ppa_guard = 0;
 	ppa_open_recorder();
