@@ -14,7 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "phaseprof.h"
+#include "recorder_internal.h"
 #include "store.h"
 #include "store_internal.h"
 
@@ -594,6 +597,32 @@ static void test_spool_safety(void **state)
 	assert_int_equal(pp_close(), 0);
 }
 
+/* The spool's checksum is zlib's crc32, bit for bit, at every length and
+ * alignment, chained or not (the folded path takes 64 bytes and more). */
+static void test_crc32_is_zlibs(void **state)
+{
+	(void)state;
+	enum { N = 4096 };
+	unsigned char *buf = malloc(N + 16);
+	assert_non_null(buf);
+	uint32_t x = 12345;
+	for (int i = 0; i < N + 16; i++) {
+		x = x * 1103515245u + 12345u;
+		buf[i] = (unsigned char)(x >> 16);
+	}
+	for (size_t len = 0; len <= 600; len++)
+		for (size_t off = 0; off < 16; off += 5) {
+			uint32_t want = (uint32_t)crc32(0L, buf + off, (uInt)len);
+			assert_int_equal(pp_crc32(0, buf + off, len), want);
+			/* chained: a header part, then the rest */
+			size_t h = len / 3;
+			assert_int_equal(pp_crc32(pp_crc32(0, buf + off, h), buf + off + h, len - h), want);
+		}
+	assert_int_equal(pp_crc32(0, buf, N), (uint32_t)crc32(0L, buf, N));
+	assert_int_equal(pp_crc32(0x89abcdefu, buf + 3, N - 7), (uint32_t)crc32(0x89abcdefu, buf + 3, N - 7));
+	free(buf);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/pp-test-recorder-XXXXXX");
@@ -607,6 +636,7 @@ int main(void)
 		cmocka_unit_test(test_fork_disable),   cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_corrupt),        cmocka_unit_test(test_phase_hook),
 		cmocka_unit_test(test_clock_alignment), cmocka_unit_test(test_spool_safety),
+		cmocka_unit_test(test_crc32_is_zlibs),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char cmd[300];
