@@ -2,6 +2,7 @@
  * empty loop. Prints figures; asserts nothing. */
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +24,19 @@ static double thread_cpu_s(void)
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
+
+static double process_cpu_s(void)
+{
+	struct rusage u;
+	getrusage(RUSAGE_SELF, &u);
+	return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec * 1e-6 +
+	       (double)u.ru_stime.tv_sec + (double)u.ru_stime.tv_usec * 1e-6;
+}
+
+/* CPU time of the whole process (writer and kernel included) per event of
+ * the last run: with as many threads as cores, what a thread's wall time
+ * per event is on a machine nobody else uses */
+static double last_process_cpu;
 
 /* CPU time of the site loops' threads (the cost a thread pays, without the
  * time it waits for a core the writer or a neighbour holds) */
@@ -56,12 +70,13 @@ static double run(int threads, void *(*fn)(void *), uint64_t *lost)
 	loop_slot = 0;
 	char path[64];
 	snprintf(path, sizeof path, "/tmp/pp-bench-%d.spool", (int)getpid());
-	pp_options o = {.spool_path = path, .max_buffers = 4096};
+	pp_options o = {.spool_path = path, .max_buffers = getenv("MAXB") ? (uint32_t)atoi(getenv("MAXB")) : 4096, .buffer_events = getenv("BEV") ? (uint32_t)atoi(getenv("BEV")) : 0};
 	if (pp_open(&o) != 0) {
 		fprintf(stderr, "%s\n", pp_last_error());
 		exit(1);
 	}
 	pthread_t th[8];
+	double c0 = process_cpu_s();
 	double t0 = now_s();
 	for (int i = 0; i < threads; i++)
 		pthread_create(&th[i], NULL, fn, NULL);
@@ -72,6 +87,7 @@ static double run(int threads, void *(*fn)(void *), uint64_t *lost)
 	pp_stats(&rs);
 	*lost = rs.events_lost;
 	pp_close();
+	last_process_cpu = (process_cpu_s() - c0) * 1e9 / (2.0 * PAIRS * threads);
 	unlink(path);
 	/* per event, per thread: wall time of each thread's own loop */
 	return t * 1e9 / (2.0 * PAIRS);
@@ -159,8 +175,9 @@ int main(int argc, char **argv)
 			threads = 2;
 		for (int r = 0; r < runs; r++) {
 			double w = run(threads, site_loop, &lost);
-			printf("%d threads: %6.1f ns/event per thread wall, %6.1f cpu (lost %llu)\n",
-			       threads, w, cpu_per_event(threads), (unsigned long long)lost);
+			printf("%d threads: %6.1f ns/event per thread wall, thread cpu %5.1f, process "
+			       "cpu %5.1f per event (lost %llu)\n", threads, w, cpu_per_event(threads),
+			       last_process_cpu, (unsigned long long)lost);
 		}
 		return 0;
 	}
@@ -170,8 +187,9 @@ int main(int argc, char **argv)
 		printf("  static call site, 1 thread : %6.1f ns/event (lost %llu)\n", a,
 		       (unsigned long long)lost);
 		double b = run(2, site_loop, &lost);
-		printf("  static call site, 2 threads: %6.1f ns/event per thread (thread cpu %.1f; "
-		       "lost %llu)\n", b, cpu_per_event(2), (unsigned long long)lost);
+		printf("  static call site, 2 threads: %6.1f ns/event per thread (thread cpu %.1f, "
+		       "process cpu %.1f per event; lost %llu)\n", b, cpu_per_event(2), last_process_cpu,
+		       (unsigned long long)lost);
 		double c = run(1, named_loop, &lost);
 		printf("  name by content,  1 thread : %6.1f ns/event (lost %llu)\n", c,
 		       (unsigned long long)lost);

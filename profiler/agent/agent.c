@@ -120,7 +120,7 @@ typedef struct totals {
 static void add_totals(ppa_tstats *t, void *ud)
 {
 	totals *s = ud;
-	s->alloc_calls += ppa_get(&t->alloc_calls);
+	s->alloc_calls += ppa_alloc_calls(t);
 	s->alloc_usable += ppa_get(&t->alloc_usable);
 	s->free_calls += ppa_get(&t->free_calls);
 	s->free_usable += ppa_get(&t->free_usable);
@@ -152,14 +152,14 @@ static uint64_t est_ns(uint64_t calls, uint64_t timed_calls, uint64_t timed_ns, 
 
 static void count_alloc_threads(ppa_tstats *t, void *ud)
 {
-	if (ppa_get(&t->alloc_calls) || ppa_get(&t->free_calls))
+	if (ppa_alloc_calls(t) || ppa_get(&t->free_calls))
 		(*(uint64_t *)ud)++;
 }
 
 static void emit_thread_rows(ppa_tstats *t, void *ud)
 {
 	int64_t ts = *(int64_t *)ud;
-	uint64_t calls = ppa_get(&t->alloc_calls), frees = ppa_get(&t->free_calls);
+	uint64_t calls = ppa_alloc_calls(t), frees = ppa_get(&t->free_calls);
 	if (calls || frees) {
 		int64_t in_use = (int64_t)ppa_get(&t->alloc_usable) - (int64_t)ppa_get(&t->free_usable);
 		pp_row("allocations", "iistiiiinn", (int64_t)t->tid, ts, "malloc", "summary",

@@ -37,7 +37,7 @@ typedef _Atomic uint64_t ppa_ctr;
 typedef struct ppa_tstats {
 	uint32_t tid;
 	uint32_t used;
-	ppa_ctr alloc_calls, alloc_usable;   /* bytes: usable size of each block */
+	ppa_ctr alloc_usable;                /* bytes: usable size of each block */
 	ppa_ctr free_calls, free_usable;
 	ppa_ctr realloc_calls;
 	ppa_ctr timed_calls, timed_ns;       /* 1 call in 1024 is timed */
@@ -47,6 +47,16 @@ typedef struct ppa_tstats {
 	ppa_ctr detail_seq;                  /* --mode detailed: allocations seen, for 1 in N */
 	char pad[64];
 } ppa_tstats;
+
+/* Allocation calls: every request is counted once in the histogram, so the
+ * hot path keeps no separate call counter. */
+static inline uint64_t ppa_alloc_calls(ppa_tstats *t)
+{
+	uint64_t n = 0;
+	for (int i = 0; i < PPA_SIZE_SLOTS; i++)
+		n += atomic_load_explicit(&t->hist[i], memory_order_relaxed);
+	return n;
+}
 
 static inline void ppa_add(ppa_ctr *c, uint64_t v)
 {
