@@ -3,7 +3,7 @@
  * the spool.
  *
  * Hot path (emit): load the thread's buffer, write 24 bytes, publish the new
- * count with a release store. A full buffer is handed to the writer under a
+ * count with a release store (the spool gets them packed, ~3 bytes each). A full buffer is handed to the writer under a
  * mutex (once per buffer_events events). When no free buffer may be had
  * (max_buffers in flight: the writer is behind, e.g. many busy threads on
  * few cores) the thread drains the spool itself and goes on, so nothing is
@@ -765,6 +765,25 @@ static void write_clock_point(void)
 	pp_spool_write_chunk(&R.w, PP_CHUNK_CLOCK, 0, pair, sizeof pair);
 }
 
+/* Events go to the spool packed (spool_pack.c), a slice at a time through
+ * one buffer: drains run one at a time (under write_lock), and the writer
+ * allocates nothing for it. */
+#define PACK_SLICE 8192
+static unsigned char pack_buf[PACK_SLICE * PP_PACK_MAX];
+
+static int write_events(uint32_t tid, const pp_event *ev, uint32_t n)
+{
+	int rc = 0;
+	for (uint32_t done = 0; done < n;) {
+		uint32_t k = n - done < PACK_SLICE ? n - done : PACK_SLICE;
+		size_t bytes = pp_events_pack(ev + done, k, pack_buf);
+		if (pp_spool_write_chunk(&R.w, PP_CHUNK_EVENTS_PACKED, tid, pack_buf, (uint32_t)bytes) != 0)
+			rc = -1;
+		done += k;
+	}
+	return rc;
+}
+
 typedef struct snap {
 	pp_buffer *b;
 	uint32_t n;
@@ -829,8 +848,7 @@ static void drain(int final)
 		full = b->next;
 		uint32_t n = atomic_load_explicit(&b->n, memory_order_acquire);
 		if (n > b->flushed) {
-			if (pp_spool_write_chunk(&R.w, PP_CHUNK_EVENTS, b->owner->tid, &b->ev[b->flushed],
-						 (n - b->flushed) * (uint32_t)sizeof(pp_event)) != 0)
+			if (write_events(b->owner->tid, &b->ev[b->flushed], n - b->flushed) != 0)
 				R.unwritten += n - b->flushed;
 			atomic_fetch_add(&R.events_total, n - b->flushed);
 		}
@@ -840,8 +858,7 @@ static void drain(int final)
 	for (i = 0; i < nt && snaps; i++) {
 		pp_buffer *b = snaps[i].b;
 		if (b && snaps[i].n > b->flushed) {
-			if (pp_spool_write_chunk(&R.w, PP_CHUNK_EVENTS, b->owner->tid, &b->ev[b->flushed],
-						 (snaps[i].n - b->flushed) * (uint32_t)sizeof(pp_event)) != 0)
+			if (write_events(b->owner->tid, &b->ev[b->flushed], snaps[i].n - b->flushed) != 0)
 				R.unwritten += snaps[i].n - b->flushed;
 			atomic_fetch_add(&R.events_total, snaps[i].n - b->flushed);
 			b->flushed = snaps[i].n;
