@@ -41,6 +41,7 @@ typedef struct ppa_tstats {
 	ppa_ctr free_calls, free_usable;
 	ppa_ctr realloc_calls;
 	ppa_ctr timed_calls, timed_ns;       /* 1 call in 1024 is timed */
+	ppa_ctr alloc_left, free_left;       /* calls until the next timed one (see ppa_countdown) */
 	ppa_ctr mmap_calls, mmap_bytes, munmap_calls, munmap_bytes, mmap_ns;
 	ppa_ctr threads_created;
 	ppa_ctr hist[PPA_SIZE_SLOTS];        /* requests by bit length of the requested size */
@@ -73,6 +74,22 @@ static inline uint64_t ppa_get(ppa_ctr *c)
 {
 	return atomic_load_explicit(c, memory_order_relaxed);
 }
+/* Takes one from a down-counter and says whether it was already 0 (the
+ * borrow): one instruction and a branch on its flag. Starting at 0 and reset
+ * to N-1 when it fires, it picks the first call and then one in N. */
+static inline int ppa_countdown(ppa_ctr *c)
+{
+#if defined(__x86_64__)
+	int borrow;
+	__asm__("subq $1, %0" : "+m"(*(uint64_t *)c), "=@ccc"(borrow));
+	return borrow;
+#else
+	uint64_t v = atomic_load_explicit(c, memory_order_relaxed);
+	atomic_store_explicit(c, v - 1, memory_order_relaxed);
+	return v == 0;
+#endif
+}
+
 /* Adds one and returns the previous value (one load, one store). */
 static inline uint64_t ppa_inc(ppa_ctr *c)
 {

@@ -12,7 +12,8 @@
  * (what malloc_usable_size computes, without the call), else from
  * malloc_usable_size. The histogram counts requests (a failed one too) by
  * requested size, so it is counted before the call and the hot path keeps
- * a single register across it.
+ * a single register across it. The call to time is picked by a down-counter
+ * per thread (ppa_countdown), one for allocations and one for frees.
  */
 #include "agent_internal.h"
 #include "phaseprof.h"
@@ -118,12 +119,25 @@ static inline unsigned size_class(size_t n)
 	return (unsigned)(63 ^ __builtin_clzll((unsigned long long)n | 1)) + (n != 0);
 }
 
-/* Counts the request (the histogram is the call count too) and returns its
- * position among the thread's calls of its size class: one in 1024 of each
- * class is timed. */
-static inline uint64_t count_request(ppa_tstats *t, size_t n)
+/* Counts the request (the histogram is the call count too); says whether
+ * to time it. */
+static inline int count_request(ppa_tstats *t, size_t n)
 {
-	return ppa_inc(&t->hist[size_class(n)]);
+	ppa_add(&t->hist[size_class(n)], 1);
+	if (PPA_LIKELY(!ppa_countdown(&t->alloc_left)))
+		return 0;
+	atomic_store_explicit(&t->alloc_left, TIME_MASK, memory_order_relaxed);
+	return 1;
+}
+
+static inline int count_free(ppa_tstats *t, size_t usable_bytes)
+{
+	ppa_add(&t->free_calls, 1);
+	ppa_add(&t->free_usable, usable_bytes);
+	if (PPA_LIKELY(!ppa_countdown(&t->free_left)))
+		return 0;
+	atomic_store_explicit(&t->free_left, TIME_MASK, memory_order_relaxed);
+	return 1;
 }
 
 /* Detailed mode: one allocation in N becomes an event row. */
@@ -201,9 +215,8 @@ static __attribute__((noinline)) void *malloc_slow(size_t n)
 	ppa_tstats *t = ppa_self();
 	if (fast_ok())
 		ppa_tls.mts = t; /* resolved and counted from now on: the fast path */
-	uint64_t c = count_request(t, n);
 	void *p;
-	if ((c & TIME_MASK) == 0) {
+	if (count_request(t, n)) {
 		uint64_t t0 = ppa_mono();
 		p = r_malloc(n);
 		account_time(t, t0);
@@ -229,7 +242,7 @@ PPA_API void *malloc(size_t n)
 	ppa_tstats *t = b->mts;
 	if (PPA_UNLIKELY(!t || b->guard))
 		return malloc_slow(n);
-	if (PPA_UNLIKELY((count_request(t, n) & TIME_MASK) == 0))
+	if (PPA_UNLIKELY(count_request(t, n)))
 		return malloc_timed(t, n);
 	void *p = r_malloc(n);
 	if (PPA_LIKELY(p != NULL))
@@ -248,9 +261,7 @@ static __attribute__((noinline)) void free_slow(void *p)
 	ppa_tstats *t = ppa_self();
 	if (r_malloc && fast_ok())
 		ppa_tls.mts = t;
-	uint64_t c = ppa_inc(&t->free_calls);
-	ppa_add(&t->free_usable, usable(p));
-	if ((c & TIME_MASK) == 0) {
+	if (count_free(t, usable(p))) {
 		uint64_t t0 = ppa_mono();
 		r_free(p);
 		account_time(t, t0);
@@ -276,9 +287,7 @@ PPA_API void free(void *p)
 		free_slow(p);
 		return;
 	}
-	uint64_t c = ppa_inc(&t->free_calls);
-	ppa_add(&t->free_usable, glibc_usable(p));
-	if (PPA_UNLIKELY((c & TIME_MASK) == 0)) {
+	if (PPA_UNLIKELY(count_free(t, glibc_usable(p)))) {
 		free_timed(t, p);
 		return;
 	}
@@ -299,9 +308,8 @@ PPA_API void *calloc(size_t n, size_t m)
 	if (PPA_UNLIKELY(ppa_guard))
 		return r_calloc(n, m);
 	ppa_tstats *t = ppa_self();
-	uint64_t c = count_request(t, n * m);
 	void *p;
-	if (PPA_UNLIKELY((c & TIME_MASK) == 0)) {
+	if (PPA_UNLIKELY(count_request(t, n * m))) {
 		uint64_t t0 = ppa_mono();
 		p = r_calloc(n, m);
 		account_time(t, t0);
@@ -331,11 +339,11 @@ PPA_API void *realloc(void *old, size_t n)
 	if (PPA_UNLIKELY(ppa_guard))
 		return r_realloc(old, n);
 	ppa_tstats *t = ppa_self();
-	uint64_t c = count_request(t, n);
+	int timed = count_request(t, n);
 	ppa_add(&t->realloc_calls, 1);
 	size_t old_usable = old ? usable(old) : 0;
 	void *p;
-	if (PPA_UNLIKELY((c & TIME_MASK) == 0)) {
+	if (PPA_UNLIKELY(timed)) {
 		uint64_t t0 = ppa_mono();
 		p = r_realloc(old, n);
 		account_time(t, t0);
@@ -356,7 +364,7 @@ static void *aligned_common(align_fn fn, size_t a, size_t n)
 	if (PPA_UNLIKELY(ppa_guard))
 		return fn(a, n);
 	ppa_tstats *t = ppa_self();
-	count_request(t, n);
+	(void)count_request(t, n); /* not timed: a pick here is a sample skipped */
 	void *p = fn(a, n);
 	account_alloc(t, n, p);
 	return p;
@@ -368,7 +376,7 @@ PPA_API int posix_memalign(void **out, size_t a, size_t n)
 	if (PPA_UNLIKELY(ppa_guard))
 		return r_posix_memalign(out, a, n);
 	ppa_tstats *t = ppa_self();
-	count_request(t, n);
+	(void)count_request(t, n); /* not timed: a pick here is a sample skipped */
 	int rc = r_posix_memalign(out, a, n);
 	if (rc == 0)
 		account_alloc(t, n, *out);
