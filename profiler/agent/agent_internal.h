@@ -32,9 +32,14 @@
 #define PPA_SIZE_SLOTS 65
 
 /* Thread-owned counters. Only the owner writes (a plain add, no lock
- * prefix); the stats thread and the exit path read them relaxed. */
+ * prefix); the stats thread and the exit path read them relaxed. One page
+ * each, the counters in its second half: the hooks store to them around
+ * glibc's loads of its thread cache (tcache, at the start of a heap page),
+ * and a load whose address agrees with an earlier store's in the low 12
+ * bits waits for it (4K aliasing: ~5 % of a malloc/free loop's time). */
 typedef _Atomic uint64_t ppa_ctr;
-typedef struct ppa_tstats {
+typedef struct __attribute__((aligned(4096))) ppa_tstats {
+	char away_from_tcache[2048];
 	uint32_t tid;
 	uint32_t used;
 	ppa_ctr alloc_usable;                /* bytes: usable size of each block */
