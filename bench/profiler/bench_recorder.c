@@ -1,5 +1,9 @@
 /* Recorder cost per event (a begin or an end), 1 and 2 threads, against an
- * empty loop. Prints figures; asserts nothing. */
+ * empty loop. Prints figures; asserts nothing. `bench_recorder THREADS [RUNS]`
+ * runs only the static-call-site loop: wall time per event per thread, the
+ * loop threads' own CPU time, and the whole process's CPU time per event
+ * (writer and kernel included: with as many threads as cores, the wall
+ * time a machine nobody else uses would show). */
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/resource.h>
@@ -70,7 +74,10 @@ static double run(int threads, void *(*fn)(void *), uint64_t *lost)
 	loop_slot = 0;
 	char path[64];
 	snprintf(path, sizeof path, "/tmp/pp-bench-%d.spool", (int)getpid());
-	pp_options o = {.spool_path = path, .max_buffers = getenv("MAXB") ? (uint32_t)atoi(getenv("MAXB")) : 4096, .buffer_events = getenv("BEV") ? (uint32_t)atoi(getenv("BEV")) : 0};
+	/* buffer settings to compare by hand: PP_BENCH_MAX_BUFFERS, PP_BENCH_BUFFER_EVENTS */
+	const char *mb = getenv("PP_BENCH_MAX_BUFFERS"), *be = getenv("PP_BENCH_BUFFER_EVENTS");
+	pp_options o = {.spool_path = path, .max_buffers = mb ? (uint32_t)atoi(mb) : 4096,
+			.buffer_events = be ? (uint32_t)atoi(be) : 0};
 	if (pp_open(&o) != 0) {
 		fprintf(stderr, "%s\n", pp_last_error());
 		exit(1);
