@@ -6,11 +6,13 @@
 
 #include <sqlite3.h>
 
-typedef struct intern_slot {
+#include "pp_hash.h"
+
+typedef struct intern_ent {
 	char *text;
+	size_t len;
 	int64_t id;
-	uint32_t hash;
-} intern_slot;
+} intern_ent;
 
 struct pp_store {
 	sqlite3 *db;
@@ -18,8 +20,9 @@ struct pp_store {
 	int mode;
 	int schema_version;
 	/* string -> id cache over the strings table (write mode) */
-	intern_slot *slots;
-	uint32_t cap, n;
+	intern_ent *interned;
+	uint32_t n_interned, cap_interned;
+	pp_hash intern_index;
 	sqlite3_stmt *ins_string, *sel_string;
 };
 
