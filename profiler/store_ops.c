@@ -3,6 +3,9 @@
 #include "store.h"
 #include "store_internal.h"
 
+#include "pp_grow.h"
+#include "pp_hash.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +13,7 @@
 /* Ops of a run aggregated in C from one scan of the run's rows. SQLite has
  * no hash aggregate: its GROUP BY sorts every row (twice the scan's time at
  * 5*10^6 ops, measured) or looks each row up through ops_run (about a
- * second at 5*10^5 ops); the scan and a hash table over the few distinct
+ * second at 5*10^5 ops); the scan and a hash index over the few distinct
  * (name, type) keys take ~0.1 s at 5*10^5. */
 typedef struct op_raw { int64_t name_id, type_id, dur, step; } op_raw;
 typedef struct op_scan {
@@ -22,15 +25,9 @@ typedef struct op_scan {
 static int op_scan_row(sqlite3_stmt *row, void *ud)
 {
 	op_scan *a = ud;
-	if (a->n == a->cap) {
-		int64_t nc = a->cap ? a->cap * 2 : 4096;
-		op_raw *nv = realloc(a->v, (size_t)nc * sizeof *nv);
-		if (!nv) {
-			a->failed = 1;
-			return 1;
-		}
-		a->v = nv;
-		a->cap = nc;
+	if (PP_GROW(a->v, a->n + 1, a->cap) != 0) {
+		a->failed = 1;
+		return 1;
 	}
 	op_raw *r = &a->v[a->n++];
 	r->name_id = sqlite3_column_int64(row, 0);
@@ -89,47 +86,28 @@ int pp_store_ops(pp_store *st, int64_t run_id, int limit, pp_op_stat **out, int 
 		if (steps[i] > s0 && (i == 0 || steps[i] != steps[i - 1]))
 			distinct_later++;
 	free(steps);
-	/* (name, type) → aggregate, open addressing */
-	int64_t nslots = 64;
-	while (nslots < sc.n * 2 && nslots < (1 << 24))
-		nslots *= 2;
-	int *slot = calloc((size_t)nslots, sizeof *slot);
+	/* (name, type) → aggregate */
+	pp_hash index;
+	pp_hash_init(&index, NULL);
 	pp_op_stat *agg = NULL;
-	int nagg = 0, cap = 0;
 	int64_t (*keys)[2] = NULL;
+	int nagg = 0, cap = 0, cap_keys = 0;
 	int rc = -1;
-	if (!slot)
-		goto done;
 	for (int64_t i = 0; i < sc.n; i++) {
 		const op_raw *r = &sc.v[i];
-		uint64_t h = ((uint64_t)r->name_id * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)r->type_id * 0xC2B2AE3D27D4EB4Full);
-		int64_t sidx = (int64_t)(h >> 7) & (nslots - 1);
-		int k;
-		for (;;) {
-			k = slot[sidx] - 1;
-			if (k < 0 || (keys[k][0] == r->name_id && keys[k][1] == r->type_id))
-				break;
-			sidx = (sidx + 1) & (nslots - 1);
-		}
+		uint32_t h = pp_hash_u64x2((uint64_t)r->name_id, (uint64_t)r->type_id), id;
+		int k = -1;
+		for (uint32_t it = 0; k < 0 && pp_hash_next(&index, h, &it, &id);)
+			if (keys[id][0] == r->name_id && keys[id][1] == r->type_id)
+				k = (int)id;
 		if (k < 0) {
-			if (nagg == cap || nagg * 2 >= nslots) {
-				if (nagg * 2 >= nslots)
-					goto done;   /* cannot happen: nslots >= 2 * rows */
-				cap = cap ? cap * 2 : 64;
-				pp_op_stat *na = realloc(agg, (size_t)cap * sizeof *na);
-				int64_t (*nk)[2] = realloc(keys, (size_t)cap * sizeof *nk);
-				if (na)
-					agg = na;
-				if (nk)
-					keys = nk;
-				if (!na || !nk)
-					goto done;
-			}
+			if (PP_GROW(agg, nagg + 1, cap) != 0 || PP_GROW(keys, nagg + 1, cap_keys) != 0 ||
+			    pp_hash_add(&index, h, (uint32_t)nagg) != 0)
+				goto done;
 			k = nagg++;
 			memset(&agg[k], 0, sizeof agg[k]);
 			keys[k][0] = r->name_id;
 			keys[k][1] = r->type_id;
-			slot[sidx] = k + 1;
 		}
 		pp_op_stat *o = &agg[k];
 		o->calls++;
@@ -173,7 +151,7 @@ int pp_store_ops(pp_store *st, int64_t run_id, int limit, pp_op_stat **out, int 
 done:
 	free(agg);
 	free(keys);
-	free(slot);
+	pp_hash_free(&index);
 	free(sc.v);
 	return rc;
 }
@@ -202,15 +180,9 @@ typedef struct time_acc { pp_op_time *v; int n, cap, failed; } time_acc;
 static int time_row(sqlite3_stmt *s, void *ud)
 {
 	time_acc *a = ud;
-	if (a->n == a->cap) {
-		int nc = a->cap ? a->cap * 2 : 64;
-		pp_op_time *nv = realloc(a->v, (size_t)nc * sizeof *nv);
-		if (!nv) {
-			a->failed = 1;
-			return 1;
-		}
-		a->v = nv;
-		a->cap = nc;
+	if (PP_GROW(a->v, a->n + 1, a->cap) != 0) {
+		a->failed = 1;
+		return 1;
 	}
 	a->v[a->n++] = (pp_op_time){sqlite3_column_int64(s, 0), sqlite3_column_double(s, 1)};
 	return 0;
