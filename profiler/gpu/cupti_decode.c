@@ -7,6 +7,9 @@
  * join in SQL still works when a kernel arrived before its API record. */
 #include "gpu_internal.h"
 
+#include "pp_grow.h"
+#include "pp_hash.h"
+
 #include <cupti_activity.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +17,10 @@
 
 const char *ppgpu__cbid_name(int runtime, uint32_t cbid); /* generated */
 
-/* Correlation map: open addressing over uint32 correlation ids (0 = empty;
- * CUPTI correlation ids start at 1). Bounded: past the cap it is cleared,
- * and the "external" rows keep the join possible in SQL. */
-#define CORR_CAP_MAX (1u << 20)
+/* Correlation map: uint32 correlation ids (CUPTI's start at 1; 0 is none)
+ * in an array under the shared hash index. Bounded: at CORR_MAX ids it is
+ * cleared, and the "external" rows keep the join possible in SQL. */
+#define CORR_MAX (3u << 18)
 typedef struct corr_entry {
 	uint32_t key;
 	uint32_t tid;             /* 0 unknown */
@@ -30,7 +33,8 @@ struct ppgpu_decoder {
 	ppgpu_row_sink sink;
 	void *ud;
 	corr_entry *map;
-	uint32_t cap, used;
+	uint32_t n, cap;
+	pp_hash index;
 	ppgpu_decoder_stats st;
 	char err[192];
 };
@@ -54,6 +58,7 @@ void ppgpu_decoder_free(ppgpu_decoder *d)
 	if (!d)
 		return;
 	free(d->map);
+	pp_hash_free(&d->index);
 	free(d);
 }
 
@@ -72,57 +77,24 @@ const char *ppgpu_decoder_error(const ppgpu_decoder *d)
 	return d->err;
 }
 
-static uint32_t hash32(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
-}
-
 static corr_entry *corr_find(ppgpu_decoder *d, uint32_t key, int create)
 {
 	if (!key)
 		return NULL;
-	if (create && (d->used + 1) * 4 >= d->cap * 3) {
-		uint32_t ncap = d->cap ? d->cap * 2 : 1024;
-		if (ncap > CORR_CAP_MAX) { /* forget old ids; SQL joins still work */
-			memset(d->map, 0, sizeof *d->map * d->cap);
-			d->used = 0;
-		} else {
-			corr_entry *nm = calloc(ncap, sizeof *nm);
-			if (!nm)
-				return NULL;
-			for (uint32_t i = 0; i < d->cap; i++) {
-				if (!d->map[i].key)
-					continue;
-				uint32_t j = hash32(d->map[i].key) & (ncap - 1);
-				while (nm[j].key)
-					j = (j + 1) & (ncap - 1);
-				nm[j] = d->map[i];
-			}
-			free(d->map);
-			d->map = nm;
-			d->cap = ncap;
-		}
-	}
-	if (!d->cap)
-		return NULL;
-	uint32_t j = hash32(key) & (d->cap - 1);
-	while (d->map[j].key) {
-		if (d->map[j].key == key)
-			return &d->map[j];
-		j = (j + 1) & (d->cap - 1);
-	}
+	uint32_t h = pp_hash_u64(key), id;
+	for (uint32_t it = 0; pp_hash_next(&d->index, h, &it, &id);)
+		if (d->map[id].key == key)
+			return &d->map[id];
 	if (!create)
 		return NULL;
-	d->map[j].key = key;
-	d->map[j].tid = 0;
-	d->map[j].ext = -1;
-	d->used++;
-	return &d->map[j];
+	if (d->n >= CORR_MAX) { /* forget old ids */
+		pp_hash_free(&d->index);
+		d->n = 0;
+	}
+	if (PP_GROW(d->map, d->n + 1, d->cap) != 0 || pp_hash_add(&d->index, h, d->n) != 0)
+		return NULL;
+	d->map[d->n] = (corr_entry){key, 0, -1};
+	return &d->map[d->n++];
 }
 
 size_t ppgpu_record_size(uint32_t kind)
