@@ -2,6 +2,7 @@
  * nodes and edges, the op types they use. */
 #include "store.h"
 #include "store_internal.h"
+#include "pp_grow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,15 +28,9 @@ static void graph_read(sqlite3_stmt *s, pp_graph_info *g)
 static int graph_row(sqlite3_stmt *s, void *ud)
 {
 	graph_acc *a = ud;
-	if (a->n == a->cap) {
-		int nc = a->cap ? a->cap * 2 : 16;
-		pp_graph_info *nv = realloc(a->v, (size_t)nc * sizeof *nv);
-		if (!nv) {
-			a->failed = 1;
-			return 1;
-		}
-		a->v = nv;
-		a->cap = nc;
+	if (PP_GROW(a->v, a->n + 1, a->cap) != 0) {
+		a->failed = 1;
+		return 1;
 	}
 	graph_read(s, &a->v[a->n++]);
 	return 0;

@@ -3,6 +3,7 @@
  * with that row's symbol and module. */
 #include "store.h"
 #include "store_internal.h"
+#include "pp_grow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,13 +22,8 @@ int pp_store_py_frames(pp_store *st, int64_t run_id, pp_py_frames *out)
 	sqlite3_bind_int64(q, 1, run_id);
 	int s;
 	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
-		if (out->n == cap) {
-			cap = cap ? cap * 2 : 64;
-			pp_py_frame *v = realloc(out->v, (size_t)cap * sizeof *v);
-			if (!v)
-				goto done;
-			out->v = v;
-		}
+		if (PP_GROW(out->v, out->n + 1, cap) != 0)
+			goto done;
 		pp_py_frame *f = &out->v[out->n++];
 		f->id = sqlite3_column_int64(q, 0);
 		f->symbol_id = sqlite3_column_int64(q, 1);

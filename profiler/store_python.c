@@ -4,6 +4,7 @@
  */
 #include "phaseprof.h"
 #include "store_internal.h"
+#include "pp_grow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,13 +40,8 @@ int pp_store_import_times(pp_store *st, int64_t run_id, int by_self, int limit,
 		goto out;
 	int r;
 	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
-		if (k == cap) {
-			cap = cap ? cap * 2 : 16;
-			pp_import_time *g = realloc(v, (size_t)cap * sizeof *v);
-			if (!g)
-				goto out;
-			v = g;
-		}
+		if (PP_GROW(v, k + 1, cap) != 0)
+			goto out;
 		pp_import_time *t = &v[k];
 		memset(t, 0, sizeof *t);
 		const unsigned char *name = sqlite3_column_text(s, 0);

@@ -6,6 +6,7 @@
 #include "store.h"
 #include "store_internal.h"
 #include "phaseprof.h"
+#include "pp_grow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,26 +78,16 @@ int pp_store_rank_runs(pp_store *st, pp_rank_run **out, int *n)
 		goto done;
 	int step;
 	while ((step = sqlite3_step(p)) == SQLITE_ROW) {
-		if (npar == cap) {
-			cap = cap ? cap * 2 : 64;
-			parent_of *q = realloc(par, (size_t)cap * sizeof *q);
-			if (!q)
-				goto done;
-			par = q;
-		}
+		if (PP_GROW(par, npar + 1, cap) != 0)
+			goto done;
 		par[npar++] = (parent_of){sqlite3_column_int64(p, 0), sqlite3_column_int64(p, 1)};
 	}
 	if (step != SQLITE_DONE || sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
 		goto done;
 	cap = 0;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			pp_rank_run *q = realloc(*out, (size_t)cap * sizeof *q);
-			if (!q)
-				goto done;
-			*out = q;
-		}
+		if (PP_GROW(*out, *n + 1, cap) != 0)
+			goto done;
 		pp_rank_run *r = &(*out)[(*n)++];
 		memset(r, 0, sizeof *r);
 		r->run_id = sqlite3_column_int64(s, 0);
@@ -194,14 +185,9 @@ int pp_store_sync_events(pp_store *st, int64_t run_id, pp_sync_event **out, int 
 	sqlite3_bind_int64(s, 1, run_id);
 	int cap = 0, step;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 64;
-			pp_sync_event *q = realloc(*out, (size_t)cap * sizeof *q);
-			if (!q) {
-				step = SQLITE_NOMEM;
-				break;
-			}
-			*out = q;
+		if (PP_GROW(*out, *n + 1, cap) != 0) {
+			step = SQLITE_NOMEM;
+			break;
 		}
 		pp_sync_event *e = &(*out)[(*n)++];
 		e->start_ns = sqlite3_column_int64(s, 0);

@@ -2,6 +2,7 @@
  * loaded, file I/O, allocations. */
 #include "store.h"
 #include "store_internal.h"
+#include "pp_grow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,15 +99,9 @@ typedef struct series_acc { pp_counter_row *v; int n, cap, failed; } series_acc;
 static int series_row(sqlite3_stmt *s, void *ud)
 {
 	series_acc *a = ud;
-	if (a->n == a->cap) {
-		int nc = a->cap ? a->cap * 2 : 256;
-		pp_counter_row *nv = realloc(a->v, (size_t)nc * sizeof *nv);
-		if (!nv) {
-			a->failed = 1;
-			return 1;
-		}
-		a->v = nv;
-		a->cap = nc;
+	if (PP_GROW(a->v, a->n + 1, a->cap) != 0) {
+		a->failed = 1;
+		return 1;
 	}
 	a->v[a->n++] = (pp_counter_row){sqlite3_column_int64(s, 0), sqlite3_column_double(s, 1)};
 	return 0;
