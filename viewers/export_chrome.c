@@ -9,6 +9,7 @@
  * with "sf" pointing into the stackFrames dictionary (whole stack, Python
  * frames interleaved with native ones). */
 #include "view_int.h"
+#include "pp_grow.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -192,15 +193,10 @@ static int chrome_run(pp_view_ctx *c, const pp_run_info *run)
 			}
 			pp_out_puts(c->out, "}}");
 			if (it->cat == PP_CAT_GPU_API && it->arg >= 0) {
-				if (n_ln == cap_ln) {
-					cap_ln = cap_ln ? cap_ln * 2 : 256;
-					launch *nl = realloc(ln, (size_t)cap_ln * sizeof *nl);
-					if (!nl) {
-						free(ln);
-						pp_model_free(&m);
-						return pp_view_fail(c, "out of memory");
-					}
-					ln = nl;
+				if (PP_GROW(ln, n_ln + 1, cap_ln) != 0) {
+					free(ln);
+					pp_model_free(&m);
+					return pp_view_fail(c, "out of memory");
 				}
 				ln[n_ln++] = (launch){it->arg, it->start, tid};
 			}
@@ -269,14 +265,8 @@ static int node_add(void *ud, const pp_stack_node *n)
 {
 	node_ctx *k = ud;
 	chrome_state *s = k->s;
-	if (s->n_nodes == s->cap_nodes) {
-		int64_t cap = s->cap_nodes ? s->cap_nodes * 2 : 256;
-		cnode *v = realloc(s->nodes, (size_t)cap * sizeof *v);
-		if (!v)
-			return 1;
-		s->nodes = v;
-		s->cap_nodes = cap;
-	}
+	if (PP_GROW(s->nodes, s->n_nodes + 1, s->cap_nodes) != 0)
+		return 1;
 	char *name = strdup(n->symbol ? n->symbol : "?");
 	if (!name)
 		return 1;

@@ -1,6 +1,7 @@
 /* rules_gpu.c — rules over gpu_activity (CUPTI records, Nsight-style). */
 #include "diag_internal.h"
 #include "diag_stats.h"
+#include "pp_grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -54,14 +55,8 @@ static void copy_text(char *dst, size_t len, const char *s)
 static int act_cb(const pp_gpu_row *row, void *ud)
 {
 	acts *a = ud;
-	if (a->n == a->cap) {
-		int cap = a->cap ? 2 * a->cap : 256;
-		act *v = realloc(a->v, (size_t)cap * sizeof *v);
-		if (!v)
-			return 1;
-		a->v = v;
-		a->cap = cap;
-	}
+	if (PP_GROW(a->v, a->n + 1, a->cap) != 0)
+		return 1;
 	act *p = &a->v[a->n++];
 	p->kind = act_kind(row->kind);
 	p->start = row->start_ns;
