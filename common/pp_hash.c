@@ -61,6 +61,13 @@ void pp_hash_free(pp_hash *h)
 	h->cap = h->n = 0;
 }
 
+void pp_hash_clear(pp_hash *h)
+{
+	if (h->cap)
+		memset(h->slots, 0, (size_t)h->cap * sizeof *h->slots);
+	h->n = 0;
+}
+
 static int grow(pp_hash *h, uint32_t cap)
 {
 	pp_hash_slot *s = zalloc(h->al, (size_t)cap * sizeof *s);

@@ -37,6 +37,9 @@ uint32_t pp_hash_u64x2(uint64_t a, uint64_t b);
 
 void pp_hash_init(pp_hash *h, const pp_alloc *al);
 void pp_hash_free(pp_hash *h);
+/* Forgets every id and keeps the memory (a bounded cache starts again
+ * without allocating). */
+void pp_hash_clear(pp_hash *h);
 /* Makes room for n entries without growing again; 0 or -1 (out of memory). */
 int pp_hash_reserve(pp_hash *h, uint32_t n);
 /* Adds id under hash (duplicates allowed: the caller looks up first);
