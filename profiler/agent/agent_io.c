@@ -50,20 +50,7 @@ static uint32_t n_paths, cap_paths;
  * read/write/close are async-signal-safe, so these hooks run inside the
  * program's signal handlers, possibly while the interrupted thread holds
  * the allocator's lock. */
-static void *map_zalloc(size_t n, void *ud)
-{
-	(void)ud;
-	return ppa_map(n); /* anonymous pages come zeroed */
-}
-
-static void map_free(void *p, size_t n, void *ud)
-{
-	(void)ud;
-	ppa_unmap(p, n);
-}
-
-static const pp_alloc map_alloc = {map_zalloc, map_free, NULL};
-static pp_hash path_index = {.al = &map_alloc}; /* path hash -> id */
+static pp_hash path_index = {.al = &ppa_map_alloc}; /* path hash -> id */
 
 static ssize_t (*r_read)(int, void *, size_t);
 static ssize_t (*r_write)(int, const void *, size_t);
