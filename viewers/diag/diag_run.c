@@ -119,23 +119,26 @@ int diag_has_ancestor(const diag_run *r, int i, int kind)
 	return 0;
 }
 
-int diag_slots_with_ex(const diag_run *r, int kind, int not_under, int from, int *n_spans,
-		       int64_t *t_ns)
+/* Outermost spans of kind (not under not_under, if >= 0) by the step or
+ * slot each falls in (idx_of): how many steps/slots >= from hold one; their
+ * count and total time in *n_spans and *t_ns. */
+static int outer_with(const diag_run *r, const int *idx_of, int kind, int not_under, int from,
+		      int *n_spans, int64_t *t_ns)
 {
 	unsigned char *seen = calloc((size_t)r->n_steps + 1, 1);
 	int with = 0, ns = 0;
 	int64_t t = 0;
 	for (int i = 0; i < r->spans.n; i++) {
 		const pp_span_row *s = &r->spans.rows[i];
-		int sl = r->slot_of[i];
-		if (s->kind != kind || !r->outer[i] || sl < from || sl < 0)
+		int k = idx_of[i];
+		if (s->kind != kind || !r->outer[i] || k < from || k < 0)
 			continue;
 		if (not_under >= 0 && diag_has_ancestor(r, i, not_under))
 			continue;
 		ns++;
 		t += diag_span_dur(s);
-		if (seen && !seen[sl]) {
-			seen[sl] = 1;
+		if (seen && !seen[k]) {
+			seen[k] = 1;
 			with++;
 		}
 	}
@@ -145,6 +148,12 @@ int diag_slots_with_ex(const diag_run *r, int kind, int not_under, int from, int
 	if (t_ns)
 		*t_ns = t;
 	return with;
+}
+
+int diag_slots_with_ex(const diag_run *r, int kind, int not_under, int from, int *n_spans,
+		       int64_t *t_ns)
+{
+	return outer_with(r, r->slot_of, kind, not_under, from, n_spans, t_ns);
 }
 
 int diag_slots_with(const diag_run *r, int kind, int from, int *n_spans, int64_t *t_ns)
@@ -275,27 +284,7 @@ int64_t diag_kind_time(const diag_run *r, int kind, int where, int *count)
 
 int diag_steps_with(const diag_run *r, int kind, int from, int *n_spans, int64_t *t_ns)
 {
-	unsigned char *seen = calloc((size_t)r->n_steps + 1, 1);
-	int with = 0, ns = 0;
-	int64_t t = 0;
-	for (int i = 0; i < r->spans.n; i++) {
-		const pp_span_row *s = &r->spans.rows[i];
-		int st = r->step_of[i];
-		if (s->kind != kind || !r->outer[i] || st < from || st < 0)
-			continue;
-		ns++;
-		t += diag_span_dur(s);
-		if (seen && !seen[st]) {
-			seen[st] = 1;
-			with++;
-		}
-	}
-	free(seen);
-	if (n_spans)
-		*n_spans = ns;
-	if (t_ns)
-		*t_ns = t;
-	return with;
+	return outer_with(r, r->step_of, kind, -1, from, n_spans, t_ns);
 }
 
 int64_t diag_kind_self_time(const diag_run *r, int kind, int where)
