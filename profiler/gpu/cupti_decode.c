@@ -206,13 +206,20 @@ static void emit(ppgpu_decoder *d, const ppgpu_row *r)
 /* Memcpy and peer-to-peer memcpy records share these fields but not a type.
  * async vs sync is what a pageable-copy rule needs; it has no column of its
  * own and goes in the name. */
+/* The fields every device-side record (kernel, copy, memset) shares; the
+ * CUPTI structs differ, so a macro over the record pointer x. */
+#define DEVICE_ROW(x, kind_name)                                                       \
+	do {                                                                           \
+		row_init(&r, kind_name);                                               \
+		row_times(d, &r, (x)->start, (x)->end);                                \
+		r.device = (x)->deviceId;                                              \
+		r.context = (x)->contextId;                                            \
+		r.stream = (x)->streamId;                                              \
+	} while (0)
+
 #define MEMCPY_ROW(m)                                                                  \
 	do {                                                                           \
-		row_init(&r, "memcpy");                                                \
-		row_times(d, &r, (m)->start, (m)->end);                                \
-		r.device = (m)->deviceId;                                              \
-		r.context = (m)->contextId;                                            \
-		r.stream = (m)->streamId;                                              \
+		DEVICE_ROW(m, "memcpy");                                               \
 		r.name = ((m)->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? "async" : "sync"; \
 		r.bytes = (int64_t)(m)->bytes;                                         \
 		r.copy_kind = copy_kind_name((m)->copyKind);                           \
@@ -248,11 +255,7 @@ int ppgpu_decode_record(ppgpu_decoder *d, const void *record, size_t size)
 	case CUPTI_ACTIVITY_KIND_KERNEL:
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
 		const CUpti_ActivityKernel10 *k = record;
-		row_init(&r, "kernel");
-		row_times(d, &r, k->start, k->end);
-		r.device = k->deviceId;
-		r.context = k->contextId;
-		r.stream = k->streamId;
+		DEVICE_ROW(k, "kernel");
 		r.name = k->name;
 		r.grid[0] = k->gridX, r.grid[1] = k->gridY, r.grid[2] = k->gridZ;
 		r.block[0] = k->blockX, r.block[1] = k->blockY, r.block[2] = k->blockZ;
@@ -272,11 +275,7 @@ int ppgpu_decode_record(ppgpu_decoder *d, const void *record, size_t size)
 	}
 	case CUPTI_ACTIVITY_KIND_MEMSET: {
 		const CUpti_ActivityMemset4 *m = record;
-		row_init(&r, "memset");
-		row_times(d, &r, m->start, m->end);
-		r.device = m->deviceId;
-		r.context = m->contextId;
-		r.stream = m->streamId;
+		DEVICE_ROW(m, "memset");
 		r.name = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) ? "async" : "sync";
 		r.bytes = (int64_t)m->bytes;
 		r.dst_kind = mem_kind_name(m->memoryKind);
