@@ -71,17 +71,25 @@ typedef struct counter_ctx {
 	int64_t pid, off;
 } counter_ctx;
 
+/* The start of a process-wide event on thread 0: `{"ph":…,"pid":…,"tid":0,
+ * "ts":…,"name":…` (ph_fields: the "ph" and what goes with it). */
+static void ev_process(counter_ctx *k, const char *ph_fields, int64_t ts_ns, const char *name)
+{
+	pp_view_ctx *c = k->c;
+	ev_sep(c);
+	pp_out_printf(c->out, "{%s,\"pid\":", ph_fields);
+	pp_out_i64(c->out, k->pid);
+	pp_out_puts(c->out, ",\"tid\":0,\"ts\":");
+	pp_out_us(c->out, ts_ns + k->off);
+	pp_out_puts(c->out, ",\"name\":");
+	pp_out_json_str(c->out, name);
+}
+
 static int counter_row(const pp_counter_sample *row, void *ud)
 {
 	counter_ctx *k = ud;
 	pp_view_ctx *c = k->c;
-	ev_sep(c);
-	pp_out_puts(c->out, "{\"ph\":\"C\",\"pid\":");
-	pp_out_i64(c->out, k->pid);
-	pp_out_puts(c->out, ",\"tid\":0,\"ts\":");
-	pp_out_us(c->out, row->ts_ns + k->off);
-	pp_out_puts(c->out, ",\"name\":");
-	pp_out_json_str(c->out, row->name);
+	ev_process(k, "\"ph\":\"C\"", row->ts_ns, row->name);
 	double v = row->value;
 	if (isfinite(v))   /* SQLite stores NaN as NULL */
 		pp_out_printf(c->out, ",\"args\":{\"value\":%.17g}}", v);
@@ -93,15 +101,8 @@ static int counter_row(const pp_counter_sample *row, void *ud)
 static int mark_row(const pp_mark_row *row, void *ud)
 {
 	counter_ctx *k = ud;
-	pp_view_ctx *c = k->c;
-	ev_sep(c);
-	pp_out_puts(c->out, "{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"mark\",\"pid\":");
-	pp_out_i64(c->out, k->pid);
-	pp_out_puts(c->out, ",\"tid\":0,\"ts\":");
-	pp_out_us(c->out, row->ts_ns + k->off);
-	pp_out_puts(c->out, ",\"name\":");
-	pp_out_json_str(c->out, row->name);
-	pp_out_puts(c->out, "}");
+	ev_process(k, "\"ph\":\"i\",\"s\":\"p\",\"cat\":\"mark\"", row->ts_ns, row->name);
+	pp_out_puts(k->c->out, "}");
 	return 0;
 }
 
