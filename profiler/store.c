@@ -38,7 +38,7 @@ int pp_store_is_file(pp_store *st, const char *path)
 	       a.st_ino == b.st_ino;
 }
 
-static int exec_sql(pp_store *st, const char *sql, char *err, size_t errlen)
+int store_exec(pp_store *st, const char *sql, char *err, size_t errlen)
 {
 	char *msg = NULL;
 	if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
@@ -167,22 +167,22 @@ static int check_intact(pp_store *st, char *err, size_t errlen)
 static int create_schema(pp_store *st, char *err, size_t errlen)
 {
 	char sql[256];
-	if (exec_sql(st, "PRAGMA page_size=65536; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+	if (store_exec(st, "PRAGMA page_size=65536; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
 		     err, errlen) != 0 ||
-	    exec_sql(st, "BEGIN", err, errlen) != 0)
+	    store_exec(st, "BEGIN", err, errlen) != 0)
 		return -1;
 	snprintf(sql, sizeof sql, "PRAGMA application_id=%d", PP_APPLICATION_ID);
-	if (exec_sql(st, sql, err, errlen) != 0 || exec_sql(st, pp_schema_sql, err, errlen) != 0)
+	if (store_exec(st, sql, err, errlen) != 0 || store_exec(st, pp_schema_sql, err, errlen) != 0)
 		goto fail;
 	snprintf(sql, sizeof sql,
 		 "INSERT OR REPLACE INTO meta(key,value) VALUES('schema_version','%d');"
 		 "INSERT OR REPLACE INTO meta(key,value) VALUES('application','phaseprof');",
 		 PP_SCHEMA_VERSION);
-	if (exec_sql(st, sql, err, errlen) != 0)
+	if (store_exec(st, sql, err, errlen) != 0)
 		goto fail;
 	if (fill_kinds(st, err, errlen) != 0)
 		goto fail;
-	if (exec_sql(st, "COMMIT", err, errlen) != 0)
+	if (store_exec(st, "COMMIT", err, errlen) != 0)
 		goto fail;
 	st->schema_version = PP_SCHEMA_VERSION;
 	return 0;
@@ -252,18 +252,18 @@ static pp_store *store_open(const char *path, int mode, char *err, size_t errlen
 			goto fail;
 		/* older-but-compatible files get any tables and kinds added since */
 		if (v == 0 && (check_intact(st, err, errlen) != 0 ||
-			       exec_sql(st, pp_schema_sql, err, errlen) != 0 ||
+			       store_exec(st, pp_schema_sql, err, errlen) != 0 ||
 			       fill_kinds(st, err, errlen) != 0))
 			goto fail;
 		if (v == 0 && st->schema_version < PP_SCHEMA_VERSION) {
 			char sql[128];
 			snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta(key,value) VALUES('schema_version','%d')",
 				 PP_SCHEMA_VERSION);
-			if (exec_sql(st, sql, err, errlen) != 0)
+			if (store_exec(st, sql, err, errlen) != 0)
 				goto fail;
 			st->schema_version = PP_SCHEMA_VERSION;
 		}
-		if (exec_sql(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+		if (store_exec(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
 				 "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;",
 			     err, errlen) != 0)
 			goto fail;
@@ -277,7 +277,7 @@ fail:
 
 int pp_store_build_indexes(pp_store *st, char *err, size_t errlen)
 {
-	return exec_sql(st, index_sql, err, errlen);
+	return store_exec(st, index_sql, err, errlen);
 }
 
 int pp_store_close(pp_store *st, char *err, size_t errlen)
@@ -289,7 +289,7 @@ int pp_store_close(pp_store *st, char *err, size_t errlen)
 	if (st->mode == PP_STORE_WRITE) {
 		pp_store_intern_cache_free(st);
 		/* indexes after ingest (2.4x faster inserts), then one portable file */
-		if (exec_sql(st, index_sql, e, sizeof e) != 0)
+		if (store_exec(st, index_sql, e, sizeof e) != 0)
 			rc = -1;
 		else if (sqlite3_exec(st->db, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;",
 				      NULL, NULL, NULL) != SQLITE_OK) {

@@ -34,6 +34,9 @@ sqlite3 *pp_store_db(pp_store *st);
 typedef int (*pp_row_cb)(sqlite3_stmt *row, void *ud);
 int pp_store_query(pp_store *st, const char *sql, int64_t run_id, pp_row_cb cb, void *ud);
 
+/* Runs sql (statements without results); 0, or -1 with "path: message"
+ * in err. */
+int store_exec(pp_store *st, const char *sql, char *err, size_t errlen);
 /* Prepares sql, binds ?1 = a, ?2 = b and ?3 = t (those the statement has),
  * calls row per result row (non-zero stops) and finalizes. 0, or -1 on any
  * SQLite error. */
