@@ -1,6 +1,8 @@
 /* The store: opening, validating and closing phaseprof databases. */
 #include "store.h"
 #include "store_internal.h"
+
+#include "pp_grow.h"
 #include "phaseprof.h"
 
 #include <errno.h>
@@ -343,6 +345,48 @@ int store_each(pp_store *st, const char *sql, int64_t a, int64_t b, const char *
 	}
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+typedef struct rows_acc {
+	unsigned char *v;
+	size_t size;
+	int n, cap, failed;
+	void (*read)(sqlite3_stmt *s, void *elem);
+} rows_acc;
+
+static int rows_row(sqlite3_stmt *s, void *ud)
+{
+	rows_acc *a = ud;
+	if (a->n == a->cap) {
+		/* PP_GROW's arithmetic for an element size known at run time */
+		size_t c = pp_grow_cap((size_t)a->cap, (size_t)a->n + 1, a->size);
+		unsigned char *v = c ? realloc(a->v, c * a->size) : NULL;
+		if (!v) {
+			a->failed = 1;
+			return 1;
+		}
+		a->v = v;
+		a->cap = (int)c;
+	}
+	void *e = a->v + (size_t)a->n++ * a->size;
+	memset(e, 0, a->size);
+	a->read(s, e);
+	return 0;
+}
+
+int store_rows(pp_store *st, const char *sql, int64_t a, int64_t b, const char *t, size_t size,
+	       void (*read)(sqlite3_stmt *s, void *elem), void *out, int *n)
+{
+	rows_acc acc = {NULL, size, 0, 0, 0, read};
+	int rc = store_each(st, sql, a, b, t, rows_row, &acc) != 0 || acc.failed ? -1 : 0;
+	if (rc != 0) {
+		free(acc.v);
+		acc.v = NULL;
+		acc.n = 0;
+	}
+	memcpy(out, &acc.v, sizeof acc.v); /* out: the address of the caller's T * */
+	*n = acc.n;
+	return rc;
 }
 
 /* SQLite's messages can quote schema text across lines: a refusal stays one

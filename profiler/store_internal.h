@@ -42,6 +42,11 @@ int store_exec(pp_store *st, const char *sql, char *err, size_t errlen);
  * SQLite error. */
 int store_each(pp_store *st, const char *sql, int64_t a, int64_t b, const char *t,
 	       int (*row)(sqlite3_stmt *s, void *ud), void *ud);
+/* store_each collecting the rows into a malloc'd array of elements of
+ * `size` bytes, each zeroed and filled by read(row, elem). 0 with *out
+ * (free it) and *n, or -1 with *out NULL and *n 0. */
+int store_rows(pp_store *st, const char *sql, int64_t a, int64_t b, const char *t, size_t size,
+	       void (*read)(sqlite3_stmt *s, void *elem), void *out, int *n);
 /* Column text or NULL / or "" */
 static inline const char *store_text(sqlite3_stmt *s, int col)
 {

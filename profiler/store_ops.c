@@ -16,25 +16,15 @@
  * second at 5*10^5 ops); the scan and a hash index over the few distinct
  * (name, type) keys take ~0.1 s at 5*10^5. */
 typedef struct op_raw { int64_t name_id, type_id, dur, step; } op_raw;
-typedef struct op_scan {
-	op_raw *v;
-	int64_t n, cap;
-	int failed;
-} op_scan;
+typedef struct op_raw_list { op_raw *v; int n; } op_raw_list;
 
-static int op_scan_row(sqlite3_stmt *row, void *ud)
+static void op_raw_read(sqlite3_stmt *row, void *e)
 {
-	op_scan *a = ud;
-	if (PP_GROW(a->v, a->n + 1, a->cap) != 0) {
-		a->failed = 1;
-		return 1;
-	}
-	op_raw *r = &a->v[a->n++];
+	op_raw *r = e;
 	r->name_id = sqlite3_column_int64(row, 0);
 	r->type_id = sqlite3_column_int64(row, 1);
 	r->dur = sqlite3_column_int64(row, 3) - sqlite3_column_int64(row, 2);
 	r->step = sqlite3_column_type(row, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(row, 4);
-	return 0;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -60,12 +50,11 @@ int pp_store_ops(pp_store *st, int64_t run_id, int limit, pp_op_stat **out, int 
 {
 	*out = NULL;
 	*n = 0;
-	op_scan sc = {0};
-	if (store_each(st, "SELECT name_id, type_id, start_ns, end_ns, step FROM ops"
-		       " WHERE run_id = ?1 AND end_ns IS NOT NULL", run_id, 0, NULL, op_scan_row, &sc) != 0 || sc.failed) {
-		free(sc.v);
+	op_raw_list sc;
+	if (store_rows(st, "SELECT name_id, type_id, start_ns, end_ns, step FROM ops"
+			   " WHERE run_id = ?1 AND end_ns IS NOT NULL", run_id, 0, NULL, sizeof *sc.v, op_raw_read,
+		       &sc.v, &sc.n) != 0)
 		return -1;
-	}
 	if (sc.n == 0) {
 		free(sc.v);
 		return 0;
@@ -175,32 +164,14 @@ int pp_store_each_op(pp_store *st, int64_t run_id, int (*cb)(const pp_op_row *, 
 			  run_id, 0, NULL, op_row, &c);
 }
 
-typedef struct time_acc { pp_op_time *v; int n, cap, failed; } time_acc;
-
-static int time_row(sqlite3_stmt *s, void *ud)
+static void time_read(sqlite3_stmt *s, void *e)
 {
-	time_acc *a = ud;
-	if (PP_GROW(a->v, a->n + 1, a->cap) != 0) {
-		a->failed = 1;
-		return 1;
-	}
-	a->v[a->n++] = (pp_op_time){sqlite3_column_int64(s, 0), sqlite3_column_double(s, 1)};
-	return 0;
+	*(pp_op_time *)e = (pp_op_time){sqlite3_column_int64(s, 0), sqlite3_column_double(s, 1)};
 }
 
 int pp_store_op_times(pp_store *st, int64_t run_id, pp_op_time **out, int *n)
 {
-	time_acc a = {0};
-	int rc = store_each(st, "SELECT name_id, SUM(end_ns - start_ns) FROM ops WHERE run_id = ?1"
-				" AND end_ns IS NOT NULL GROUP BY name_id ORDER BY name_id",
-			    run_id, 0, NULL, time_row, &a);
-	if (rc != 0 || a.failed) {
-		free(a.v);
-		*out = NULL;
-		*n = 0;
-		return -1;
-	}
-	*out = a.v;
-	*n = a.n;
-	return 0;
+	return store_rows(st, "SELECT name_id, SUM(end_ns - start_ns) FROM ops WHERE run_id = ?1"
+			      " AND end_ns IS NOT NULL GROUP BY name_id ORDER BY name_id",
+			  run_id, 0, NULL, sizeof **out, time_read, out, n);
 }
