@@ -60,22 +60,5 @@ void pp_py_frames_free(pp_py_frames *f)
 
 int pp_store_python_frames_state(pp_store *st, int64_t run_id, char *buf, size_t len)
 {
-	sqlite3_stmt *q = NULL;
-	int rc = -1;
-	buf[0] = 0;
-	if (sqlite3_prepare_v2(st->db,
-			       "SELECT value FROM run_meta WHERE run_id = ?1 AND key = 'agent.python_frames'"
-			       " ORDER BY rowid DESC LIMIT 1", -1, &q, NULL) != SQLITE_OK)
-		goto done;
-	sqlite3_bind_int64(q, 1, run_id);
-	int s = sqlite3_step(q);
-	if (s == SQLITE_ROW) {
-		const unsigned char *v = sqlite3_column_text(q, 0);
-		snprintf(buf, len, "%s", v ? (const char *)v : "");
-		rc = 0;
-	} else if (s == SQLITE_DONE)
-		rc = 1;
-done:
-	sqlite3_finalize(q);
-	return rc;
+	return pp_store_run_meta(st, run_id, "agent.python_frames", buf, len);
 }
