@@ -6,21 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct id_index {
-	int64_t id;
-	int idx;
-} id_index;
-
 static int cmp_id(const void *a, const void *b)
 {
-	int64_t x = ((const id_index *)a)->id, y = ((const id_index *)b)->id;
+	int64_t x = ((const diag_id_index *)a)->id, y = ((const diag_id_index *)b)->id;
 	return (x > y) - (x < y);
 }
 
-static int find_idx(const id_index *map, int n, int64_t id)
+void diag_id_sort(diag_id_index *map, int n)
 {
-	id_index key = {id, 0};
-	const id_index *h = bsearch(&key, map, (size_t)n, sizeof *map, cmp_id);
+	qsort(map, (size_t)n, sizeof *map, cmp_id);
+}
+
+int diag_id_find(const diag_id_index *map, int n, int64_t id)
+{
+	diag_id_index key = {id, 0};
+	const diag_id_index *h = bsearch(&key, map, (size_t)n, sizeof *map, cmp_id);
 	return h ? h->idx : -1;
 }
 
@@ -183,7 +183,7 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 	r->parent = calloc((size_t)n + 1, sizeof *r->parent);
 	r->attr_kind = calloc((size_t)n + 1, sizeof *r->attr_kind);
 	r->outer = calloc((size_t)n + 1, 1);
-	id_index *map = malloc(((size_t)n + 1) * sizeof *map);
+	diag_id_index *map = malloc(((size_t)n + 1) * sizeof *map);
 	if (!r->self_ns || !r->step_of || !r->slot_of || !r->parent || !r->attr_kind || !r->outer || !map) {
 		free(map);
 		snprintf(err, errlen, "out of memory loading run %lld", (long long)run_id);
@@ -191,15 +191,15 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 	}
 	int64_t last_end = 0;
 	for (int i = 0; i < n; i++) {
-		map[i] = (id_index){l->rows[i].id, i};
+		map[i] = (diag_id_index){l->rows[i].id, i};
 		r->self_ns[i] = diag_span_dur(&l->rows[i]);
 		if (l->rows[i].end_ns > last_end)
 			last_end = l->rows[i].end_ns;
 	}
-	qsort(map, (size_t)n, sizeof *map, cmp_id);
+	diag_id_sort(map, n);
 	for (int i = 0; i < n; i++) {
 		const pp_span_row *s = &l->rows[i];
-		int p = s->parent_id > 0 ? find_idx(map, n, s->parent_id) : -1;
+		int p = s->parent_id > 0 ? diag_id_find(map, n, s->parent_id) : -1;
 		r->parent[i] = p;
 		if (p >= 0 && diag_span_closed(s))
 			r->self_ns[p] -= diag_span_dur(s);
@@ -212,7 +212,7 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 				break;
 			}
 			int64_t pid = l->rows[p].parent_id;
-			p = pid > 0 ? find_idx(map, n, pid) : -1;
+			p = pid > 0 ? diag_id_find(map, n, pid) : -1;
 		}
 	}
 	free(map);
