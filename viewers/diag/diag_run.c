@@ -259,6 +259,18 @@ void diag_run_free(diag_run *r)
 	memset(r, 0, sizeof *r);
 }
 
+/* Whether a span in step st (-1: outside any) counts for where
+ * (DIAG_IN_STEADY, DIAG_OUTSIDE_STEPS, DIAG_IN_FIRST; anything else: all). */
+static int step_in(int st, int where)
+{
+	switch (where) {
+	case DIAG_IN_STEADY: return st > 0;
+	case DIAG_OUTSIDE_STEPS: return st < 0;
+	case DIAG_IN_FIRST: return st == 0;
+	default: return 1;
+	}
+}
+
 int64_t diag_kind_time(const diag_run *r, int kind, int where, int *count)
 {
 	int64_t t = 0;
@@ -267,12 +279,7 @@ int64_t diag_kind_time(const diag_run *r, int kind, int where, int *count)
 		const pp_span_row *s = &r->spans.rows[i];
 		if (s->kind != kind || !r->outer[i] || !diag_span_closed(s))
 			continue;
-		int st = r->step_of[i];
-		if (where == DIAG_IN_STEADY && st <= 0)
-			continue;
-		if (where == DIAG_OUTSIDE_STEPS && st >= 0)
-			continue;
-		if (where == DIAG_IN_FIRST && st != 0)
+		if (!step_in(r->step_of[i], where))
 			continue;
 		t += diag_span_dur(s);
 		c++;
@@ -293,12 +300,7 @@ int64_t diag_kind_self_time(const diag_run *r, int kind, int where)
 	for (int i = 0; i < r->spans.n; i++) {
 		if (r->attr_kind[i] != kind || !diag_span_closed(&r->spans.rows[i]))
 			continue;
-		int st = r->step_of[i];
-		if (where == DIAG_IN_STEADY && st <= 0)
-			continue;
-		if (where == DIAG_OUTSIDE_STEPS && st >= 0)
-			continue;
-		if (where == DIAG_IN_FIRST && st != 0)
+		if (!step_in(r->step_of[i], where))
 			continue;
 		t += r->self_ns[i];
 	}
