@@ -31,14 +31,25 @@ static void ev_sep(pp_view_ctx *c)
 	s->first = 0;
 }
 
-static void ev_meta(pp_view_ctx *c, int64_t pid, int64_t tid, const char *what, const char *name, int64_t sort)
+/* Opens an event: `{<fields>,"pid":…,"tid":…,"ts":…` (ts_ns printed in
+ * µs); the caller writes the rest and the closing brace. */
+static void ev_open(pp_view_ctx *c, const char *fields, int64_t pid, int64_t tid, int64_t ts_ns)
 {
 	ev_sep(c);
-	pp_out_puts(c->out, "{\"ph\":\"M\",\"pid\":");
+	pp_out_putc(c->out, '{');
+	pp_out_puts(c->out, fields);
+	pp_out_puts(c->out, ",\"pid\":");
 	pp_out_i64(c->out, pid);
 	pp_out_puts(c->out, ",\"tid\":");
 	pp_out_i64(c->out, tid);
-	pp_out_puts(c->out, ",\"ts\":0,\"name\":\"");
+	pp_out_puts(c->out, ",\"ts\":");
+	pp_out_us(c->out, ts_ns);
+}
+
+static void ev_meta(pp_view_ctx *c, int64_t pid, int64_t tid, const char *what, const char *name, int64_t sort)
+{
+	ev_open(c, "\"ph\":\"M\"", pid, tid, 0);
+	pp_out_puts(c->out, ",\"name\":\"");
 	pp_out_puts(c->out, what);
 	pp_out_puts(c->out, "\",\"args\":{");
 	if (name) {
@@ -71,16 +82,11 @@ typedef struct counter_ctx {
 	int64_t pid, off;
 } counter_ctx;
 
-/* The start of a process-wide event on thread 0: `{"ph":…,"pid":…,"tid":0,
- * "ts":…,"name":…` (ph_fields: the "ph" and what goes with it). */
+/* A process-wide event (thread 0) up to its name. */
 static void ev_process(counter_ctx *k, const char *ph_fields, int64_t ts_ns, const char *name)
 {
 	pp_view_ctx *c = k->c;
-	ev_sep(c);
-	pp_out_printf(c->out, "{%s,\"pid\":", ph_fields);
-	pp_out_i64(c->out, k->pid);
-	pp_out_puts(c->out, ",\"tid\":0,\"ts\":");
-	pp_out_us(c->out, ts_ns + k->off);
+	ev_open(c, ph_fields, k->pid, 0, ts_ns + k->off);
 	pp_out_puts(c->out, ",\"name\":");
 	pp_out_json_str(c->out, name);
 }
@@ -153,13 +159,7 @@ static int chrome_run(pp_view_ctx *c, const pp_run_info *run)
 		ev_meta(c, pid, tid, "thread_sort_index", NULL, t);
 		for (int i = 0; i < tr->n; i++) {
 			const pp_item *it = &tr->items[i];
-			ev_sep(c);
-			pp_out_puts(c->out, "{\"ph\":\"X\",\"pid\":");
-			pp_out_i64(c->out, pid);
-			pp_out_puts(c->out, ",\"tid\":");
-			pp_out_i64(c->out, tid);
-			pp_out_puts(c->out, ",\"ts\":");
-			pp_out_us(c->out, it->start + off);
+			ev_open(c, "\"ph\":\"X\"", pid, tid, it->start + off);
 			pp_out_puts(c->out, ",\"dur\":");
 			pp_out_us(c->out, it->end - it->start);
 			pp_out_puts(c->out, ",\"name\":");
@@ -227,23 +227,13 @@ static int chrome_run(pp_view_ctx *c, const pp_run_info *run)
 				if (lo >= n_ln || ln[lo].corr != it->arg)
 					continue;
 				int64_t id = (run->id << 40) | (it->arg & 0xffffffffffLL);
-				ev_sep(c);
-				pp_out_puts(c->out, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"pid\":");
-				pp_out_i64(c->out, pid);
-				pp_out_puts(c->out, ",\"tid\":");
-				pp_out_i64(c->out, ln[lo].tid);
-				pp_out_puts(c->out, ",\"ts\":");
-				pp_out_us(c->out, ln[lo].ts + off);
+				ev_open(c, "\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\"", pid, ln[lo].tid,
+					ln[lo].ts + off);
 				pp_out_puts(c->out, ",\"id\":");
 				pp_out_i64(c->out, id);
 				pp_out_puts(c->out, "}");
-				ev_sep(c);
-				pp_out_puts(c->out, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\",\"pid\":");
-				pp_out_i64(c->out, pid);
-				pp_out_puts(c->out, ",\"tid\":");
-				pp_out_i64(c->out, t + 1);
-				pp_out_puts(c->out, ",\"ts\":");
-				pp_out_us(c->out, it->start + off);
+				ev_open(c, "\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\"", pid, t + 1,
+					it->start + off);
 				pp_out_puts(c->out, ",\"id\":");
 				pp_out_i64(c->out, id);
 				pp_out_puts(c->out, "}");
@@ -319,13 +309,7 @@ static int sample_out(void *ud, int64_t tid, int64_t ts, int64_t stack)
 			named = n;
 			break;
 		}
-	ev_sep(c);
-	pp_out_puts(c->out, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"sample\",\"pid\":");
-	pp_out_i64(c->out, k->pid);
-	pp_out_puts(c->out, ",\"tid\":");
-	pp_out_i64(c->out, SAMPLE_TID + tid);
-	pp_out_puts(c->out, ",\"ts\":");
-	pp_out_us(c->out, ts + k->off);
+	ev_open(c, "\"ph\":\"i\",\"s\":\"t\",\"cat\":\"sample\"", k->pid, SAMPLE_TID + tid, ts + k->off);
 	pp_out_puts(c->out, ",\"name\":");
 	pp_out_json_str(c->out, named ? named->name : "?");
 	if (leaf)
