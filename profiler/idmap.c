@@ -5,7 +5,7 @@
 
 #include <stdlib.h>
 
-static pp_idmap_ent *find(const pp_idmap *m, uint32_t h, uint64_t a, uint64_t b)
+static inline pp_idmap_ent *find(const pp_idmap *m, uint32_t h, uint64_t a, uint64_t b)
 {
 	for (uint32_t it = 0, id; pp_hash_next(&m->index, h, &it, &id);)
 		if (m->e[id].a == a && m->e[id].b == b)
@@ -19,17 +19,24 @@ int64_t pp_idmap_get(const pp_idmap *m, uint64_t a, uint64_t b)
 	return e ? e->v : 0;
 }
 
-int pp_idmap_put(pp_idmap *m, uint64_t a, uint64_t b, int64_t v)
+int64_t *pp_idmap_at(pp_idmap *m, uint64_t a, uint64_t b)
 {
 	uint32_t h = pp_hash_u64x2(a, b);
 	pp_idmap_ent *e = find(m, h, a, b);
-	if (e) {
-		e->v = v;
-		return 0;
-	}
+	if (e)
+		return &e->v;
 	if (PP_GROW(m->e, m->n + 1, m->cap) != 0 || pp_hash_add(&m->index, h, m->n) != 0)
+		return NULL;
+	m->e[m->n] = (pp_idmap_ent){a, b, 0};
+	return &m->e[m->n++].v;
+}
+
+int pp_idmap_put(pp_idmap *m, uint64_t a, uint64_t b, int64_t v)
+{
+	int64_t *p = pp_idmap_at(m, a, b);
+	if (!p)
 		return -1;
-	m->e[m->n++] = (pp_idmap_ent){a, b, v};
+	*p = v;
 	return 0;
 }
 

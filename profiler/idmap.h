@@ -25,6 +25,10 @@ typedef struct pp_idmap {
 int64_t pp_idmap_get(const pp_idmap *m, uint64_t a, uint64_t b);
 /* Stores v (non-zero) for (a, b), replacing any value; 0 or -1 (no memory). */
 int pp_idmap_put(pp_idmap *m, uint64_t a, uint64_t b, int64_t v);
+/* The value stored for (a, b), added as 0 if absent, to update in place
+ * (one lookup for a read-modify-write); NULL only when out of memory. The
+ * pointer holds until the next put or at. */
+int64_t *pp_idmap_at(pp_idmap *m, uint64_t a, uint64_t b);
 void pp_idmap_free(pp_idmap *m);
 
 #endif

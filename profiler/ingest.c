@@ -398,10 +398,10 @@ static int fold_span(ingest *g, tstate *t, const open_span *o, int64_t end, int6
 	if (g->o.keep_all_spans || o->has_child || (o->kind != PP_OP && o->kind != PP_SPAN))
 		return 0;
 	uint64_t key = (uint64_t)o->kind << 32 | o->name;
-	int64_t kept = pp_idmap_get(&g->kept, t->tid, key);
-	if (kept < PP_KEEP_PER_NAME) {
-		if (pp_idmap_put(&g->kept, t->tid, key, kept + 1) != 0)
-			return 0;
+	int64_t *kept = pp_idmap_at(&g->kept, t->tid, key);
+	if (!kept || *kept < PP_KEEP_PER_NAME) {
+		if (kept)
+			++*kept;
 		return 0;
 	}
 	int64_t gi = pp_idmap_get(&g->group_of, (uint64_t)parent, key ^ ((uint64_t)t->tid << 40));
