@@ -9,7 +9,6 @@
  * with "sf" pointing into the stackFrames dictionary (whole stack, Python
  * frames interleaved with native ones). */
 #include "view_int.h"
-#include "pp_grow.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -4,7 +4,6 @@
  * be drawn as flame graphs too. Frame names lose ';' (the separator) and
  * newlines. Several runs: each stack is rooted at "run N". */
 #include "view_int.h"
-#include "pp_grow.h"
 
 #include <stdlib.h>
 #include <string.h>

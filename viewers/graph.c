@@ -4,7 +4,6 @@
  * scope ("dense_1/MatMul" → "dense_1/"), then by op type, so a 5,000-node
  * graph renders in well under a second and the note says what was grouped. */
 #include "view_int.h"
-#include "pp_grow.h"
 
 #include <gvc.h>
 #include <math.h>

@@ -6,7 +6,6 @@
  * their span move to an extra lane. GPU kernels/copies get one track per
  * (device, stream), as Nsight Systems and Kineto do. */
 #include "view_int.h"
-#include "pp_grow.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -14,7 +14,6 @@
 #ifdef PP_VIEWERS_HAVE_DIAG
 #include "diagnostics.h"
 #include "diag_stats.h"
-#include "pp_grow.h"
 #endif
 
 typedef struct html_state {
