@@ -447,14 +447,9 @@ static void ext_pop_top(void)
 	uint64_t last = 0;
 	api.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 	ppgpu_row r;
-	memset(&r, 0, sizeof r);
-	r.kind = "phase";
+	ppgpu_row_init(&r, "phase");
 	r.start_ns = (int64_t)f->start;
 	r.end_ns = (int64_t)pp_now();
-	r.device = r.context = r.stream = r.correlation_id = -1;
-	for (int i = 0; i < 3; i++)
-		r.grid[i] = r.block[i] = -1;
-	r.bytes = -1;
 	r.name = f->name;
 	r.external_id = (int64_t)f->id;
 	r.tid = (int64_t)syscall(SYS_gettid);

@@ -157,19 +157,6 @@ static const char *ext_kind_name(unsigned k)
 	return k < sizeof n / sizeof n[0] ? n[k] : "unknown";
 }
 
-static void row_init(ppgpu_row *r, const char *kind)
-{
-	memset(r, 0, sizeof *r);
-	r->kind = kind;
-	r->start_ns = r->end_ns = -1;
-	r->device = r->context = r->stream = r->correlation_id = -1;
-	for (int i = 0; i < 3; i++)
-		r->grid[i] = r->block[i] = -1;
-	r->bytes = -1;
-	r->external_id = -1;
-	r->tid = -1;
-}
-
 /* start/end on the recorder clock; 0 (and end before start, as records cut by a
  * forced flush have) become unknown. */
 static void row_times(ppgpu_decoder *d, ppgpu_row *r, uint64_t start, uint64_t end)
@@ -210,7 +197,7 @@ static void emit(ppgpu_decoder *d, const ppgpu_row *r)
  * CUPTI structs differ, so a macro over the record pointer x. */
 #define DEVICE_ROW(x, kind_name)                                                       \
 	do {                                                                           \
-		row_init(&r, kind_name);                                               \
+		ppgpu_row_init(&r, kind_name);                                               \
 		row_times(d, &r, (x)->start, (x)->end);                                \
 		r.device = (x)->deviceId;                                              \
 		r.context = (x)->contextId;                                            \
@@ -287,7 +274,7 @@ int ppgpu_decode_record(ppgpu_decoder *d, const void *record, size_t size)
 	case CUPTI_ACTIVITY_KIND_DRIVER: {
 		const CUpti_ActivityAPI *api = record;
 		int rt = kind == CUPTI_ACTIVITY_KIND_RUNTIME;
-		row_init(&r, rt ? "runtime" : "driver");
+		ppgpu_row_init(&r, rt ? "runtime" : "driver");
 		row_times(d, &r, api->start, api->end);
 		r.name = ppgpu__cbid_name(rt, api->cbid);
 		char unnamed[32];
@@ -307,7 +294,7 @@ int ppgpu_decode_record(ppgpu_decoder *d, const void *record, size_t size)
 	}
 	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
 		const CUpti_ActivitySynchronization2 *s = record;
-		row_init(&r, "sync");
+		ppgpu_row_init(&r, "sync");
 		row_times(d, &r, s->start, s->end);
 		r.context = s->contextId;
 		/* CUPTI_SYNCHRONIZATION_INVALID_VALUE (-1) marks "no stream" */
@@ -319,7 +306,7 @@ int ppgpu_decode_record(ppgpu_decoder *d, const void *record, size_t size)
 	}
 	case CUPTI_ACTIVITY_KIND_OVERHEAD: {
 		const CUpti_ActivityOverhead3 *o = record;
-		row_init(&r, "overhead");
+		ppgpu_row_init(&r, "overhead");
 		row_times(d, &r, o->start, o->end);
 		r.name = overhead_name(o->overheadKind);
 		if (o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD) {
@@ -350,7 +337,7 @@ int ppgpu_decode_record(ppgpu_decoder *d, const void *record, size_t size)
 			if (e)
 				e->ext = (int64_t)x->externalId;
 		}
-		row_init(&r, "external");
+		ppgpu_row_init(&r, "external");
 		r.correlation_id = x->correlationId;
 		r.external_id = (int64_t)x->externalId;
 		r.name = ext_kind_name(x->externalKind);

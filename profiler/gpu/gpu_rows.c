@@ -30,6 +30,19 @@ static const char *num(numtxt *t, int64_t v)
 	return p;
 }
 
+void ppgpu_row_init(ppgpu_row *r, const char *kind)
+{
+	memset(r, 0, sizeof *r);
+	r->kind = kind;
+	r->start_ns = r->end_ns = -1;
+	r->device = r->context = r->stream = r->correlation_id = -1;
+	for (int i = 0; i < 3; i++)
+		r->grid[i] = r->block[i] = -1;
+	r->bytes = -1;
+	r->external_id = -1;
+	r->tid = -1;
+}
+
 void ppgpu_row_to_recorder(const ppgpu_row *r, void *ud)
 {
 	(void)ud;
