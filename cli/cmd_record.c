@@ -441,7 +441,7 @@ static int agent_has_symbol(const char *agent, const char *name)
 	pp_elf e;
 	if (pp_elf_open(agent, &e) != 0)
 		return 0;
-	int found = memmem(e.p, e.n, name, strlen(name) + 1) != NULL;
+	int found = pp_elf_dynstr_has(&e, name, 1);
 	pp_elf_close(&e);
 	return found;
 }

@@ -17,6 +17,7 @@ struct pp_store {
 	char path[4096];
 	int mode;
 	int schema_version;
+	int fresh;                   /* created by this open: written without syncs */
 	/* string -> id cache over the strings table (write mode) */
 	intern_slot *slots;
 	uint32_t cap, n;
