@@ -332,8 +332,9 @@ static void list_other_runs(pp_store *st, const pp_session_spool *sp, int n, int
 	}
 }
 
-/* The session's spools (*.spool in dir); NULL paths on failure. */
-static int list_spools(const char *dir, pp_session_spool **out)
+/* The session's spools (*.spool in dir) and their total size; NULL paths
+ * on failure. */
+static int list_spools(const char *dir, pp_session_spool **out, uint64_t *bytes)
 {
 	pp_session_spool *sp = NULL;
 	int n = 0, cap = 0;
@@ -357,6 +358,9 @@ static int list_spools(const char *dir, pp_session_spool **out)
 			break;
 		snprintf(path, pl, "%s/%s", dir, de->d_name);
 		sp[n++].path = path;
+		struct stat fs;
+		if (stat(path, &fs) == 0)
+			*bytes += (uint64_t)fs.st_size;
 	}
 	if (d)
 		closedir(d);
@@ -370,9 +374,13 @@ static int ingest_and_report(const char *out, const char *dir, const char *resol
 			     int code, int sig, int64_t wall, int keep_all, int *failed)
 {
 	pp_session_spool *sp = NULL;
-	int nsp = list_spools(dir, &sp);
-	pp_store *st = nsp ? cli_open_store(out, PP_STORE_WRITE) : NULL;
+	uint64_t bytes = 0;
+	int nsp = list_spools(dir, &sp, &bytes);
+	char err[512];
+	pp_store *st = nsp ? pp_store_open_sized(out, bytes, err, sizeof err) : NULL;
 	int ingested = 0;
+	if (nsp && !st)
+		cli_error("%s", err);
 	if (!nsp) {
 		cli_error("record: nothing was recorded: %s left no spool (did the agent load? see messages above)",
 			  resolved);
