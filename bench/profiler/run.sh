@@ -61,3 +61,15 @@ echo
 echo "ingest of a 10^6-event spool, every span kept ($rows span rows, indexes included):"
 echo "  phaseprof ingest  ${ours} ms   (spool walk, CRCs, clock conversion, spans, threads, close)"
 echo "  sqlite3 .import   ${floor} ms   (the same rows from CSV, same indexes: the floor)"
+# Perfetto's trace_processor loading the same spans (Chrome JSON export);
+# Debian packages no Perfetto, so it runs only where one is on PATH
+tp=$(command -v trace_processor_shell || command -v trace_processor || true)
+if [ -n "$tp" ]; then
+  "$pp" export -f chrome -o "$tmp/k.json" "$tmp/i.db"
+  s=$(date +%s%N)
+  "$tp" -q <(echo "SELECT count(*) FROM slice;") "$tmp/k.json" >/dev/null 2>&1
+  e=$(date +%s%N)
+  echo "  trace_processor   $(( (e - s) / 1000000 )) ms   (the same spans as Chrome JSON, loaded and counted)"
+else
+  echo "  trace_processor   (not installed: Debian packages no Perfetto; the .import floor stands in)"
+fi

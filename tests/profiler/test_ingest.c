@@ -327,6 +327,89 @@ static void test_hostile_elf(void **state)
 	pp_symbols_free(s);
 }
 
+/* The dynamic string table alone decides what a program links: the whole
+ * file also holds string constants, so a program that merely mentions
+ * "libmpi.so" (as this test does) was taken for an MPI program. */
+static void test_dynstr(void **state)
+{
+	(void)state;
+	static const char mention[] = "libmpi.so";
+	pp_elf e;
+	assert_int_equal(pp_elf_open("/proc/self/exe", &e), 0);
+	assert_non_null(memmem(e.p, e.n, mention, strlen(mention)));
+	assert_int_equal(pp_elf_dynstr_has(&e, mention, 0), 0);
+	assert_int_equal(pp_elf_dynstr_has(&e, "libsqlite3.so", 0), 1);
+	assert_int_equal(pp_elf_dynstr_has(&e, "sqlite3_open_v2", 1), 1);
+	assert_int_equal(pp_elf_dynstr_has(&e, "sqlite3_open_v", 1), 0);
+	pp_elf_close(&e);
+	/* a dynamic segment or string table outside the file: nothing read */
+	unsigned char f[4096];
+	memset(f, 0, sizeof f);
+	Elf64_Ehdr *h = (Elf64_Ehdr *)(void *)f;
+	memcpy(h->e_ident, ELFMAG, SELFMAG);
+	h->e_ident[EI_CLASS] = ELFCLASS64;
+	h->e_phentsize = sizeof(Elf64_Phdr);
+	h->e_phoff = 64;
+	h->e_phnum = 2;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(void *)(f + 64);
+	ph[0].p_type = PT_LOAD;
+	ph[0].p_vaddr = 0x1000;
+	ph[0].p_offset = 0;
+	ph[0].p_filesz = sizeof f;
+	ph[1].p_type = PT_DYNAMIC;
+	ph[1].p_offset = UINT64_MAX - 8;
+	ph[1].p_filesz = 64;
+	assert_int_equal(pp_elf_open_mem(f, sizeof f, &e), 0);
+	assert_int_equal(pp_elf_dynstr_has(&e, "x", 0), 0);
+	ph[1].p_offset = 1024;
+	Elf64_Dyn *d = (Elf64_Dyn *)(void *)(f + 1024);
+	d[0].d_tag = DT_STRTAB;
+	d[0].d_un.d_ptr = 0x1000 + 2048;
+	d[1].d_tag = DT_STRSZ;
+	d[1].d_un.d_val = UINT64_MAX - 100; /* past the segment */
+	memcpy(f + 2048, "\0libx.so\0", 10);
+	assert_int_equal(pp_elf_dynstr_has(&e, "libx.so", 0), 0);
+	d[1].d_un.d_val = 10;
+	assert_int_equal(pp_elf_dynstr_has(&e, "libx.so", 1), 1);
+}
+
+/* A database created by the store is written without syncs and left as one
+ * rollback-journal file; a small recording's gets small pages. Appending
+ * to an existing file keeps SQLite's syncs. */
+static void test_fresh_database(void **state)
+{
+	(void)state;
+	char db[512], wal[520], err[512];
+	tmp(db, sizeof db, "fresh.db");
+	snprintf(wal, sizeof wal, "%s-wal", db);
+	unlink(db);
+	pp_store *st = pp_store_open_sized(db, 100000, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(q1(st, "PRAGMA synchronous"), 0);
+	assert_int_equal(q1(st, "PRAGMA page_size"), 4096);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	assert_int_equal(access(wal, F_OK), -1);
+	st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(q1(st, "PRAGMA synchronous"), 1); /* NORMAL */
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	st = pp_store_open(db, PP_STORE_READ, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(q1(st, "PRAGMA page_size"), 4096);
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_prepare_v2(pp_store_db(st), "PRAGMA journal_mode", -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(s, 0), "delete");
+	sqlite3_finalize(s);
+	pp_store_close(st, NULL, 0);
+	/* large input, and the plain open: large pages */
+	unlink(db);
+	st = pp_store_open_sized(db, 64u << 20, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(q1(st, "PRAGMA page_size"), 65536);
+	pp_store_close(st, NULL, 0);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/pp-test-ingest-XXXXXX");
@@ -340,6 +423,8 @@ int main(void)
 		cmocka_unit_test(test_span_folding),
 		cmocka_unit_test(test_failed_write_is_an_error),
 		cmocka_unit_test(test_hostile_elf),
+		cmocka_unit_test(test_dynstr),
+		cmocka_unit_test(test_fresh_database),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char cmd[300];
