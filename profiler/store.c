@@ -167,13 +167,13 @@ static int check_intact(pp_store *st, char *err, size_t errlen)
  * predates this process, so it is written without syncs (SQLite keeps it
  * whole if we crash; only an OS crash before close could damage the new
  * file) and made durable once at close: one data sync and one of the
- * folder instead of ten. */
-static int create_schema(pp_store *st, int page_size, char *err, size_t errlen)
+ * folder instead of ten. SQLite's default 4 KiB pages: with 64 KiB ones
+ * a short program's database was 3 MB (a root page per table and index),
+ * and a 10^6-event ingest was no faster (slower in each of 6 runs). */
+static int create_schema(pp_store *st, char *err, size_t errlen)
 {
 	char sql[256];
-	snprintf(sql, sizeof sql, "PRAGMA page_size=%d; PRAGMA synchronous=OFF; PRAGMA journal_mode=WAL;",
-		 page_size);
-	if (exec_sql(st, sql, err, errlen) != 0 ||
+	if (exec_sql(st, "PRAGMA synchronous=OFF; PRAGMA journal_mode=WAL;", err, errlen) != 0 ||
 	    exec_sql(st, "BEGIN", err, errlen) != 0)
 		return -1;
 	snprintf(sql, sizeof sql, "PRAGMA application_id=%d", PP_APPLICATION_ID);
@@ -196,7 +196,7 @@ fail:
 	return -1;
 }
 
-static pp_store *store_open(const char *path, int mode, int page_size, char *err, size_t errlen)
+static pp_store *store_open(const char *path, int mode, char *err, size_t errlen)
 {
 	if (!path || !*path) {
 		snprintf(err, errlen, "no database path given");
@@ -254,7 +254,7 @@ static pp_store *store_open(const char *path, int mode, int page_size, char *err
 		goto fail;
 	if (mode == PP_STORE_WRITE) {
 		st->fresh = v == 1;
-		if (v == 1 && create_schema(st, page_size, err, errlen) != 0)
+		if (v == 1 && create_schema(st, err, errlen) != 0)
 			goto fail;
 		/* older-but-compatible files get any tables and kinds added since */
 		if (v == 0 && (check_intact(st, err, errlen) != 0 ||
@@ -393,25 +393,12 @@ int store_each(pp_store *st, const char *sql, int64_t a, int64_t b, const char *
 
 /* SQLite's messages can quote schema text across lines: a refusal stays one
  * line, whatever path it took. */
-static pp_store *open_one_line(const char *path, int mode, int page_size, char *err, size_t errlen)
+pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen)
 {
-	pp_store *st = store_open(path, mode, page_size, err, errlen);
+	pp_store *st = store_open(path, mode, err, errlen);
 	if (!st && err)
 		for (char *c = err; *c; c++)
 			if ((unsigned char)*c < 0x20)
 				*c = ' ';
 	return st;
-}
-
-/* Large pages ingest big recordings fastest; a new database also holds one
- * root page per table and index (~50), so a small recording in 64 KiB pages
- * was a 3 MB file, mostly zeros written after the program exited. */
-pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen)
-{
-	return open_one_line(path, mode, 65536, err, errlen);
-}
-
-pp_store *pp_store_open_sized(const char *path, uint64_t input_bytes, char *err, size_t errlen)
-{
-	return open_one_line(path, PP_STORE_WRITE, input_bytes < (16u << 20) ? 4096 : 65536, err, errlen);
 }

@@ -26,9 +26,6 @@ enum pp_store_mode {
  * naming the file and what is wrong (missing, not SQLite, another program's
  * database, newer schema, read-only…) into err. */
 pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen);
-/* pp_store_open(path, PP_STORE_WRITE) for about input_bytes of spool: a
- * database it creates for a small recording gets small pages. */
-pp_store *pp_store_open_sized(const char *path, uint64_t input_bytes, char *err, size_t errlen);
 /* Builds indexes, checkpoints the WAL and leaves one portable file. */
 int pp_store_close(pp_store *st, char *err, size_t errlen);
 /* Builds the read indexes now (close does it anyway): for a writer that

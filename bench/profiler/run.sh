@@ -51,7 +51,7 @@ rows=$(sqlite3 "$tmp/i.db" "SELECT count(*) FROM spans")
 sqlite3 -csv "$tmp/i.db" "SELECT id,run_id,tid,kind,name_id,start_ns,end_ns,depth,parent_id,step FROM spans" > "$tmp/spans.csv"
 rm -rf "$dir"
 s=$(date +%s%N)
-sqlite3 "$tmp/floor.db" "PRAGMA page_size=65536; CREATE TABLE spans(id INTEGER PRIMARY KEY, run_id INTEGER, tid INTEGER,
+sqlite3 "$tmp/floor.db" "CREATE TABLE spans(id INTEGER PRIMARY KEY, run_id INTEGER, tid INTEGER,
   kind INTEGER, name_id INTEGER, start_ns INTEGER, end_ns INTEGER, depth INTEGER, parent_id INTEGER, step INTEGER);" \
   ".import --csv $tmp/spans.csv spans" "CREATE INDEX spans_run ON spans(run_id, tid, start_ns);
   CREATE INDEX spans_kind ON spans(run_id, kind);"
