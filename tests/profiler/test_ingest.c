@@ -273,16 +273,24 @@ static void test_failed_write_is_an_error(void **state)
 
 /* ELF headers whose table offsets overflow when added to their sizes are
  * refused (record --sample read through them and crashed). */
-static void test_hostile_elf(void **state)
+/* A zeroed 64-bit ELF file of 4096 bytes with its header's identity and
+ * table entry sizes set. */
+static Elf64_Ehdr *elf_blank(unsigned char *f)
 {
-	(void)state;
-	unsigned char f[4096];
-	memset(f, 0, sizeof f);
+	memset(f, 0, 4096);
 	Elf64_Ehdr *h = (Elf64_Ehdr *)(void *)f;
 	memcpy(h->e_ident, ELFMAG, SELFMAG);
 	h->e_ident[EI_CLASS] = ELFCLASS64;
 	h->e_phentsize = sizeof(Elf64_Phdr);
 	h->e_shentsize = sizeof(Elf64_Shdr);
+	return h;
+}
+
+static void test_hostile_elf(void **state)
+{
+	(void)state;
+	unsigned char f[4096];
+	Elf64_Ehdr *h = elf_blank(f);
 	h->e_shoff = UINT64_MAX - 63; /* + shnum * 64 wraps to a small number */
 	h->e_shnum = 2;
 	pp_elf e;
@@ -344,11 +352,7 @@ static void test_dynstr(void **state)
 	pp_elf_close(&e);
 	/* a dynamic segment or string table outside the file: nothing read */
 	unsigned char f[4096];
-	memset(f, 0, sizeof f);
-	Elf64_Ehdr *h = (Elf64_Ehdr *)(void *)f;
-	memcpy(h->e_ident, ELFMAG, SELFMAG);
-	h->e_ident[EI_CLASS] = ELFCLASS64;
-	h->e_phentsize = sizeof(Elf64_Phdr);
+	Elf64_Ehdr *h = elf_blank(f);
 	h->e_phoff = 64;
 	h->e_phnum = 2;
 	Elf64_Phdr *ph = (Elf64_Phdr *)(void *)(f + 64);
