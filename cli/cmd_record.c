@@ -365,7 +365,7 @@ static int list_spools(const char *dir, pp_session_spool **out)
 }
 
 /* A database made while the program ran and then not needed goes: record
- * leaves no file when nothing was recorded or the program did not start. */
+ * leaves no file when nothing was recorded. */
 static void drop_early(pp_store *early, const char *out)
 {
 	if (!early)
