@@ -37,9 +37,8 @@ static double process_cpu_s(void)
 	       (double)u.ru_stime.tv_sec + (double)u.ru_stime.tv_usec * 1e-6;
 }
 
-/* CPU time of the whole process (writer and kernel included) per event of
- * the last run: with as many threads as cores, what a thread's wall time
- * per event is on a machine nobody else uses */
+/* CPU time of the whole process (writer and kernel included) over the last
+ * run_threads, in seconds */
 static double last_process_cpu;
 
 /* CPU time of the site loops' threads (the cost a thread pays, without the
@@ -69,20 +68,20 @@ static void *named_loop(void *arg)
 	return NULL;
 }
 
-static double run(int threads, void *(*fn)(void *), uint64_t *lost)
+/* Opens the recorder with o, runs fn on `threads` threads, closes; the wall
+ * time in seconds and the recorder's statistics at the end. */
+static double run_threads(pp_options o, const char *name, int threads, void *(*fn)(void *),
+			  pp_recorder_stats *rs)
 {
-	loop_slot = 0;
 	char path[64];
-	snprintf(path, sizeof path, "/tmp/pp-bench-%d.spool", (int)getpid());
-	/* buffer settings to compare by hand: PP_BENCH_MAX_BUFFERS, PP_BENCH_BUFFER_EVENTS */
-	const char *mb = getenv("PP_BENCH_MAX_BUFFERS"), *be = getenv("PP_BENCH_BUFFER_EVENTS");
-	pp_options o = {.spool_path = path, .max_buffers = mb ? (uint32_t)atoi(mb) : 4096,
-			.buffer_events = be ? (uint32_t)atoi(be) : 0};
+	snprintf(path, sizeof path, "/tmp/pp-bench-%s%d.spool", name, (int)getpid());
+	o.spool_path = path;
 	if (pp_open(&o) != 0) {
 		fprintf(stderr, "%s\n", pp_last_error());
 		exit(1);
 	}
 	pthread_t th[8];
+	loop_slot = 0;
 	double c0 = process_cpu_s();
 	double t0 = now_s();
 	for (int i = 0; i < threads; i++)
@@ -90,12 +89,22 @@ static double run(int threads, void *(*fn)(void *), uint64_t *lost)
 	for (int i = 0; i < threads; i++)
 		pthread_join(th[i], NULL);
 	double t = now_s() - t0;
-	pp_recorder_stats rs;
-	pp_stats(&rs);
-	*lost = rs.events_lost;
+	pp_stats(rs);
 	pp_close();
-	last_process_cpu = (process_cpu_s() - c0) * 1e9 / (2.0 * PAIRS * threads);
+	last_process_cpu = process_cpu_s() - c0;
 	unlink(path);
+	return t;
+}
+
+static double run(int threads, void *(*fn)(void *), uint64_t *lost)
+{
+	pp_recorder_stats rs;
+	/* buffer settings to compare by hand: PP_BENCH_MAX_BUFFERS, PP_BENCH_BUFFER_EVENTS */
+	const char *mb = getenv("PP_BENCH_MAX_BUFFERS"), *be = getenv("PP_BENCH_BUFFER_EVENTS");
+	pp_options o = {.max_buffers = mb ? (uint32_t)atoi(mb) : 4096,
+			.buffer_events = be ? (uint32_t)atoi(be) : 0};
+	double t = run_threads(o, "", threads, fn, &rs);
+	*lost = rs.events_lost;
 	/* per event, per thread: wall time of each thread's own loop */
 	return t * 1e9 / (2.0 * PAIRS);
 }
@@ -117,23 +126,8 @@ static void *load_loop(void *arg)
 
 static void load_test(int policy)
 {
-	char path[64];
-	snprintf(path, sizeof path, "/tmp/pp-bench-load-%d.spool", (int)getpid());
-	if (pp_open(&(pp_options){.spool_path = path, .full_policy = policy}) != 0) {
-		fprintf(stderr, "%s\n", pp_last_error());
-		exit(1);
-	}
-	pthread_t th[LOAD_THREADS];
-	double t0 = now_s();
-	for (int i = 0; i < LOAD_THREADS; i++)
-		pthread_create(&th[i], NULL, load_loop, NULL);
-	for (int i = 0; i < LOAD_THREADS; i++)
-		pthread_join(th[i], NULL);
-	double t = now_s() - t0;
 	pp_recorder_stats rs;
-	pp_stats(&rs);
-	pp_close();
-	unlink(path);
+	double t = run_threads((pp_options){.full_policy = policy}, "load-", LOAD_THREADS, load_loop, &rs);
 	printf("  8 threads x 10^7 events, default buffers, %s: %.2f s, lost %llu (%.2f%%), "
 	       "self-drains %llu\n", policy == PP_FULL_DRAIN ? "drain (default)" : "drop   ", t,
 	       (unsigned long long)rs.events_lost, 100.0 * (double)rs.events_lost / 1e7,
@@ -163,12 +157,19 @@ static double min_batch(void)
 	return best;
 }
 
+/* per event of the last run of `threads` site loops: the loops' own CPU
+ * time, and the whole process's */
 static double cpu_per_event(int threads)
 {
 	double s = 0;
 	for (int i = 0; i < threads; i++)
 		s += loop_cpu[i];
 	return s * 1e9 / (2.0 * PAIRS * threads);
+}
+
+static double process_cpu_per_event(int threads)
+{
+	return last_process_cpu * 1e9 / (2.0 * PAIRS * threads);
 }
 
 int main(int argc, char **argv)
@@ -184,7 +185,7 @@ int main(int argc, char **argv)
 			double w = run(threads, site_loop, &lost);
 			printf("%d threads: %6.1f ns/event per thread wall, thread cpu %5.1f, process "
 			       "cpu %5.1f per event (lost %llu)\n", threads, w, cpu_per_event(threads),
-			       last_process_cpu, (unsigned long long)lost);
+			       process_cpu_per_event(threads), (unsigned long long)lost);
 		}
 		return 0;
 	}
@@ -195,8 +196,8 @@ int main(int argc, char **argv)
 		       (unsigned long long)lost);
 		double b = run(2, site_loop, &lost);
 		printf("  static call site, 2 threads: %6.1f ns/event per thread (thread cpu %.1f, "
-		       "process cpu %.1f per event; lost %llu)\n", b, cpu_per_event(2), last_process_cpu,
-		       (unsigned long long)lost);
+		       "process cpu %.1f per event; lost %llu)\n", b, cpu_per_event(2),
+		       process_cpu_per_event(2), (unsigned long long)lost);
 		double c = run(1, named_loop, &lost);
 		printf("  name by content,  1 thread : %6.1f ns/event (lost %llu)\n", c,
 		       (unsigned long long)lost);
