@@ -56,14 +56,9 @@ int pp_store_runs(pp_store *st, pp_run_info **out, int *n)
 		return -1;
 	int cap = 0, rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			pp_run_info *r = realloc(*out, (size_t)cap * sizeof *r);
-			if (!r) {
-				rc = SQLITE_NOMEM;
-				break;
-			}
-			*out = r;
+		if (PP_GROW(*out, *n + 1, cap) != 0) {
+			rc = SQLITE_NOMEM;
+			break;
 		}
 		read_run(s, &(*out)[(*n)++]);
 	}
@@ -570,14 +565,9 @@ int pp_store_steps(pp_store *st, int64_t run_id, pp_step_row **out, int *n)
 		outer_end = end;
 		if (open)
 			continue; /* still open at the run's end: no duration */
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 256;
-			pp_step_row *r = realloc(*out, (size_t)cap * sizeof *r);
-			if (!r) {
-				rc = SQLITE_NOMEM;
-				break;
-			}
-			*out = r;
+		if (PP_GROW(*out, *n + 1, cap) != 0) {
+			rc = SQLITE_NOMEM;
+			break;
 		}
 		pp_step_row *r = &(*out)[(*n)++];
 		r->kind = sqlite3_column_int(s, 1);
@@ -618,14 +608,9 @@ char **pp_store_counter_names(pp_store *st, int64_t run_id)
 	char **names = calloc(cap, sizeof *names);
 	int rc = SQLITE_NOMEM;
 	while (names && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (n + 1 >= cap) {
-			cap *= 2;
-			char **p = realloc(names, cap * sizeof *p);
-			if (!p) {
-				rc = SQLITE_NOMEM;
-				break;
-			}
-			names = p;
+		if (PP_GROW(names, n + 2, cap) != 0) {
+			rc = SQLITE_NOMEM;
+			break;
 		}
 		const char *t = (const char *)sqlite3_column_text(s, 0);
 		names[n] = strdup(t ? t : "");
@@ -664,14 +649,9 @@ int pp_store_counter(pp_store *st, int64_t run_id, const char *name, pp_counter_
 	sqlite3_bind_text(s, 2, name, -1, SQLITE_TRANSIENT);
 	int cap = 0, rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 256;
-			pp_counter_row *r = realloc(*out, (size_t)cap * sizeof *r);
-			if (!r) {
-				rc = SQLITE_NOMEM;
-				break;
-			}
-			*out = r;
+		if (PP_GROW(*out, *n + 1, cap) != 0) {
+			rc = SQLITE_NOMEM;
+			break;
 		}
 		(*out)[*n].ts_ns = sqlite3_column_int64(s, 0);
 		(*out)[*n].value = sqlite3_column_double(s, 1);
@@ -734,14 +714,9 @@ int pp_store_findings(pp_store *st, int64_t run_id, pp_finding **out, int *n)
 		sqlite3_bind_int64(s, 1, run_id);
 	int cap = 0, rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			pp_finding *r = realloc(*out, (size_t)cap * sizeof *r);
-			if (!r) {
-				rc = SQLITE_NOMEM;
-				break;
-			}
-			*out = r;
+		if (PP_GROW(*out, *n + 1, cap) != 0) {
+			rc = SQLITE_NOMEM;
+			break;
 		}
 		pp_finding *f = &(*out)[(*n)++];
 		f->run_id = sqlite3_column_int64(s, 0);
@@ -777,15 +752,9 @@ static void agg_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	agg *a = sqlite3_aggregate_context(ctx, sizeof *a);
 	if (!a)
 		return;
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 64;
-		double *p = realloc(a->v, cap * sizeof *p);
-		if (!p) {
-			sqlite3_result_error_nomem(ctx);
-			return;
-		}
-		a->v = p;
-		a->cap = cap;
+	if (PP_GROW(a->v, a->n + 1, a->cap) != 0) {
+		sqlite3_result_error_nomem(ctx);
+		return;
 	}
 	a->v[a->n++] = sqlite3_value_double(argv[0]);
 }
@@ -910,15 +879,9 @@ typedef struct thr_acc { pp_thread_row *v; int n, cap, failed; } thr_acc;
 static int thr_row(sqlite3_stmt *s, void *ud)
 {
 	thr_acc *a = ud;
-	if (a->n == a->cap) {
-		int nc = a->cap ? a->cap * 2 : 16;
-		pp_thread_row *nv = realloc(a->v, (size_t)nc * sizeof *nv);
-		if (!nv) {
-			a->failed = 1;
-			return 1;
-		}
-		a->v = nv;
-		a->cap = nc;
+	if (PP_GROW(a->v, a->n + 1, a->cap) != 0) {
+		a->failed = 1;
+		return 1;
 	}
 	pp_thread_row *t = &a->v[a->n++];
 	t->tid = sqlite3_column_int64(s, 0);

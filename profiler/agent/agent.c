@@ -10,6 +10,7 @@
 #include "agent_internal.h"
 #include "phaseprof.h"
 #include "recorder_internal.h"
+#include "pp_hash.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -51,6 +52,20 @@ void *ppa_map(size_t n)
 }
 
 void ppa_unmap(void *p, size_t n) { syscall(SYS_munmap, p, n); }
+
+static void *map_zalloc(size_t n, void *ud)
+{
+	(void)ud;
+	return ppa_map(n); /* anonymous pages come zeroed */
+}
+
+static void map_free(void *p, size_t n, void *ud)
+{
+	(void)ud;
+	ppa_unmap(p, n);
+}
+
+const pp_alloc ppa_map_alloc = {map_zalloc, map_free, NULL};
 
 uint32_t ppa_gettid(void) { return (uint32_t)syscall(SYS_gettid); }
 
@@ -120,7 +135,7 @@ typedef struct totals {
 static void add_totals(ppa_tstats *t, void *ud)
 {
 	totals *s = ud;
-	s->alloc_calls += ppa_get(&t->alloc_calls);
+	s->alloc_calls += ppa_alloc_calls(t);
 	s->alloc_usable += ppa_get(&t->alloc_usable);
 	s->free_calls += ppa_get(&t->free_calls);
 	s->free_usable += ppa_get(&t->free_usable);
@@ -133,8 +148,8 @@ static void add_totals(ppa_tstats *t, void *ud)
 	s->munmap_bytes += ppa_get(&t->munmap_bytes);
 	s->mmap_ns += ppa_get(&t->mmap_ns);
 	s->threads_created += ppa_get(&t->threads_created);
-	for (int i = 0; i < PPA_SIZE_CLASSES; i++)
-		s->hist[i] += ppa_get(&t->hist[i]);
+	for (int i = 0; i < PPA_SIZE_SLOTS; i++)
+		s->hist[i < PPA_SIZE_CLASSES ? i : PPA_SIZE_CLASSES - 1] += ppa_get(&t->hist[i]);
 }
 
 static uint64_t peak_in_use;
@@ -152,14 +167,14 @@ static uint64_t est_ns(uint64_t calls, uint64_t timed_calls, uint64_t timed_ns, 
 
 static void count_alloc_threads(ppa_tstats *t, void *ud)
 {
-	if (ppa_get(&t->alloc_calls) || ppa_get(&t->free_calls))
+	if (ppa_alloc_calls(t) || ppa_get(&t->free_calls))
 		(*(uint64_t *)ud)++;
 }
 
 static void emit_thread_rows(ppa_tstats *t, void *ud)
 {
 	int64_t ts = *(int64_t *)ud;
-	uint64_t calls = ppa_get(&t->alloc_calls), frees = ppa_get(&t->free_calls);
+	uint64_t calls = ppa_alloc_calls(t), frees = ppa_get(&t->free_calls);
 	if (calls || frees) {
 		int64_t in_use = (int64_t)ppa_get(&t->alloc_usable) - (int64_t)ppa_get(&t->free_usable);
 		pp_row("allocations", "iistiiiinn", (int64_t)t->tid, ts, "malloc", "summary",
@@ -497,6 +512,8 @@ __attribute__((constructor)) static void ppa_init(void)
 	ppa_guard = 1;
 	ppa_malloc_resolve();
 	read_settings();
+	if (ppa_cfg.detailed)
+		ppa_tls.mts = NULL; /* counted before the mode was known: the slow path from now on */
 	ppa_proc_init();
 	ppa_guard = 0;
 	ppa_open_recorder();
