@@ -180,6 +180,16 @@ static int cmp_tid(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* One thread's rows, sorted unless they are in order already. */
+static void sort_if_needed(pp_span_row *v, int64_t n)
+{
+	for (int64_t i = 1; i < n; i++)
+		if (cmp_span_order(&v[i - 1], &v[i]) > 0) {
+			qsort(v, (size_t)n, sizeof *v, cmp_span_order);
+			return;
+		}
+}
+
 /* Rows read in id order are each thread's spans in begin order, the
  * threads interleaved: a stable split by thread puts them in order without
  * moving 10^7 rows through a comparison sort; a thread whose rows are still
@@ -226,14 +236,8 @@ static int order_spans(pp_span_list *l)
 			dest[d] = d;
 		}
 	}
-	for (int k = 0; k < nt; k++) {
-		int64_t b = at[k], e = at[k + 1];
-		for (int64_t i = b + 1; i < e; i++)
-			if (cmp_span_order(&v[i - 1], &v[i]) > 0) {
-				qsort(v + b, (size_t)(e - b), sizeof *v, cmp_span_order);
-				break;
-			}
-	}
+	for (int k = 0; k < nt; k++)
+		sort_if_needed(v + at[k], at[k + 1] - at[k]);
 	rc = 0;
 out:
 	free(dest);
@@ -250,6 +254,11 @@ typedef struct span_acc {
 	pp_idmap name_at;         /* name id -> offset in out->strings + 1 */
 	sqlite3_stmt *name_q;
 	int failed, sorted;
+	/* placed by thread: rows of thread k (tid slot k + 1) go to
+	 * rows[next[k]] up to first[k + 1], counted beforehand */
+	pp_idmap slot;
+	int64_t *first, *next;
+	int nt, misplaced;
 } span_acc;
 
 /* Offset of a name in the list's string pool, each distinct name stored
@@ -286,11 +295,23 @@ static int span_row(sqlite3_stmt *s, void *ud)
 {
 	span_acc *a = ud;
 	pp_span_list *out = a->out;
-	if (PP_GROW(out->rows, out->n + 1, a->cap) != 0) {
-		a->failed = 1;
-		return 1;
+	pp_span_row *r;
+	int64_t k = -1;
+	if (a->first) {
+		int64_t tid = sqlite3_column_int64(s, 2);
+		k = pp_idmap_get(&a->slot, (uint64_t)tid, 0) - 1;
+		if (k < 0 || a->next[k] == a->first[k + 1]) {
+			a->misplaced = 1;   /* rows written since they were counted */
+			return 1;
+		}
+		r = &out->rows[a->next[k]];
+	} else {
+		if (PP_GROW(out->rows, out->n + 1, a->cap) != 0) {
+			a->failed = 1;
+			return 1;
+		}
+		r = &out->rows[out->n];
 	}
-	pp_span_row *r = &out->rows[out->n];
 	r->id = sqlite3_column_int64(s, 0);
 	r->parent_id = sqlite3_column_int64(s, 1);
 	r->tid = sqlite3_column_int64(s, 2);
@@ -306,10 +327,53 @@ static int span_row(sqlite3_stmt *s, void *ud)
 	r->end_ns = sqlite3_column_int64(s, 6);
 	r->depth = sqlite3_column_int(s, 7);
 	r->step = sqlite3_column_int64(s, 8);
-	if (out->n && a->sorted && cmp_span_order(r - 1, r) > 0)
+	if (k >= 0) {
+		if (a->next[k] > a->first[k] && cmp_span_order(r - 1, r) > 0)
+			a->sorted = 0;
+		a->next[k]++;
+	} else if (out->n && a->sorted && cmp_span_order(r - 1, r) > 0) {
 		a->sorted = 0;
+	}
 	out->n++;
 	return 0;
+}
+
+/* Counts the run's spans per thread (from spans_run alone) and makes room
+ * for each thread's rows in tid order, so the scan puts every row in its
+ * place: no pass that moves 10^7 rows afterwards. */
+static int span_places(pp_store *st, int64_t run_id, span_acc *a)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db, "SELECT tid, count(*) FROM spans WHERE run_id=?1 GROUP BY tid ORDER BY tid",
+			       -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, run_id);
+	int rc, cap = 0, cap2 = 0;
+	int64_t total = 0;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (PP_GROW(a->first, a->nt + 2, cap) != 0 || PP_GROW(a->next, a->nt + 1, cap2) != 0 ||
+		    pp_idmap_put(&a->slot, (uint64_t)sqlite3_column_int64(s, 0), 0, a->nt + 1) != 0) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		a->first[a->nt] = a->next[a->nt] = total;
+		total += sqlite3_column_int64(s, 1);
+		a->first[++a->nt] = total;
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE || total > INT32_MAX)
+		return -1;
+	a->out->rows = malloc(((size_t)total + 1) * sizeof *a->out->rows);
+	return a->out->rows ? 0 : -1;
+}
+
+static void span_places_free(span_acc *a)
+{
+	free(a->first);
+	free(a->next);
+	a->first = a->next = NULL;
+	a->nt = 0;
+	pp_idmap_free(&a->slot);
 }
 
 /* The rows are read in table order and sorted here: an ORDER BY through
@@ -332,20 +396,39 @@ int pp_store_spans(pp_store *st, int64_t run_id, int kind_filter, pp_span_list *
 			       run_id, kind_filter, NULL, span_row, &a) != 0 || a.failed)
 			goto out;
 	} else {
-		if (run_span_ids(st, run_id, &lo, &hi) != 0)
+		static const char *const scan = "SELECT id,COALESCE(parent_id,0),tid,kind,name_id,start_ns,"
+						"COALESCE(end_ns,-1),depth,COALESCE(step,-1) FROM spans NOT INDEXED "
+						"WHERE id BETWEEN ?2 AND ?3 AND run_id=?1";
+		if (run_span_ids(st, run_id, &lo, &hi) != 0 || span_places(st, run_id, &a) != 0)
 			goto out;
-		if (lo <= hi && (store_range(st, "SELECT id,COALESCE(parent_id,0),tid,kind,name_id,start_ns,"
-						 "COALESCE(end_ns,-1),depth,COALESCE(step,-1) FROM spans NOT INDEXED "
-						 "WHERE id BETWEEN ?2 AND ?3 AND run_id=?1",
-					 run_id, lo, hi, span_row, &a) != 0 || a.failed))
+		if (lo <= hi && (store_range(st, scan, run_id, lo, hi, span_row, &a) != 0 || a.failed))
 			goto out;
+		if (a.misplaced || out->n != (a.nt ? a.first[a.nt] : 0)) {
+			/* the run changed between the count and the scan: read it again,
+			 * sorting afterwards */
+			span_places_free(&a);
+			free(out->rows);
+			out->rows = NULL;
+			out->n = 0;
+			a.sorted = 1;
+			a.misplaced = 0;
+			if (lo <= hi && (store_range(st, scan, run_id, lo, hi, span_row, &a) != 0 || a.failed))
+				goto out;
+		}
 	}
 	for (int i = 0; i < out->n; i++)
 		out->rows[i].name = out->strings + (intptr_t)out->rows[i].name;
-	if (!a.sorted && order_spans(out) != 0)
+	if (!a.sorted && a.first) {
+		/* each thread in place already; a thread out of order (clock steps,
+		 * a merged run) is sorted on its own */
+		for (int k = 0; k < a.nt; k++)
+			sort_if_needed(out->rows + a.first[k], a.first[k + 1] - a.first[k]);
+	} else if (!a.sorted && order_spans(out) != 0) {
 		goto out;
+	}
 	rc = 0;
 out:
+	span_places_free(&a);
 	sqlite3_finalize(a.name_q);
 	pp_idmap_free(&a.name_at);
 	if (rc != 0)

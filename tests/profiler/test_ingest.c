@@ -242,6 +242,35 @@ static void test_span_folding(void **state)
 	pp_store_close(st, NULL, 0);
 }
 
+/* pp_store_spans hands rows over by (thread, start), a span before the
+ * spans it opened at the same instant, whatever order the table holds them
+ * in (rows of one thread out of start order, threads interleaved). */
+static void test_spans_order(void **state)
+{
+	(void)state;
+	pp_store *st = fresh("order.db");
+	assert_int_equal(sqlite3_exec(pp_store_db(st),
+				      "INSERT INTO spans(id,run_id,tid,kind,name_id,start_ns,end_ns,depth,parent_id) VALUES"
+				      "(1,5,7,0,NULL,50,60,0,NULL),(2,5,3,0,NULL,40,90,0,NULL),(3,5,7,0,NULL,10,20,0,NULL),"
+				      "(4,5,3,0,NULL,40,45,1,2),(5,5,3,0,NULL,5,6,0,NULL),(6,6,3,0,NULL,1,2,0,NULL),"
+				      "(7,5,7,21,NULL,55,NULL,1,1)",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	pp_span_list l;
+	assert_int_equal(pp_store_spans(st, 5, -1, &l), 0);
+	static const int64_t want[] = {5, 2, 4, 3, 1, 7};
+	assert_int_equal(l.n, 6);
+	for (int i = 0; i < l.n; i++)
+		assert_int_equal(l.rows[i].id, want[i]);
+	assert_int_equal(l.rows[5].end_ns, -1);
+	assert_string_equal(l.rows[0].name, "");
+	pp_span_list_free(&l);
+	assert_int_equal(pp_store_spans(st, 5, 21, &l), 0);
+	assert_int_equal(l.n, 1);
+	pp_span_list_free(&l);
+	pp_store_close(st, NULL, 0);
+}
+
 /* Phase totals count what span_groups folded: the same recording ingested
  * by default and with keep_all_spans gives the same counts and times per
  * kind, an op nested in an op stays uncounted, and the span-name total
@@ -522,6 +551,7 @@ int main(void)
 		cmocka_unit_test(test_samples_symbolised),
 		cmocka_unit_test(test_span_folding),
 		cmocka_unit_test(test_groups_in_totals),
+		cmocka_unit_test(test_spans_order),
 		cmocka_unit_test(test_failed_write_is_an_error),
 		cmocka_unit_test(test_hostile_elf),
 		cmocka_unit_test(test_idmap),
