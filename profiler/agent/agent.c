@@ -495,6 +495,7 @@ __attribute__((constructor)) static void ppa_init(void)
 	}
 	uint64_t t_ctor = ppa_mono();
 	ppa_guard = 1;
+	ppa_mem_init(); /* before the recorder registers its fork handlers */
 	ppa_malloc_resolve();
 	read_settings();
 	ppa_proc_init();

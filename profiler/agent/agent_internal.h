@@ -76,6 +76,13 @@ static inline void *ppa_next(void **slot, const char *name)
 void *ppa_map(size_t n);
 void ppa_unmap(void *p, size_t n);
 
+/* agent_mem.c: the recorder's allocator (never the program's malloc) */
+void ppa_mem_init(void);
+void *ppa_mem_alloc(size_t n);
+void *ppa_mem_calloc(size_t n, size_t m);
+void *ppa_mem_realloc(void *p, size_t n);
+void ppa_mem_free(void *p);
+
 /* Settings from PHASEPROF_* (copied at start-up: the program may rewrite
  * its environment, exec must still carry them). */
 typedef struct ppa_settings {

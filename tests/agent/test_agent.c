@@ -590,6 +590,34 @@ static void test_alloc_time(void **state)
 	sqlite3_close(db);
 }
 
+/* A program that sets a tight RLIMIT_AS (its own need + 32 MiB) runs under
+ * `record` as without it: the agent's threads take no malloc arena of
+ * their own (64 MiB of address space each). */
+static void test_rlimit_as(void **state)
+{
+	(void)state;
+	assert_int_equal(sh(PP_TARGETS "/t_rlimit_as probe"), 0);
+	char *o = out_text();
+	long need = atol(o);
+	free(o);
+	assert_true(need > 0);
+	long limit = need + 32 * 1024;
+	assert_int_equal(sh(PP_TARGETS "/t_rlimit_as %ld", limit), 0);
+	char *plain = out_text();
+	assert_string_equal(plain, "48 MiB in 1 MiB blocks and a thread: ok; arenas 2\n");
+	assert_int_equal(RECORD_T(60, "-- " PP_TARGETS "/t_rlimit_as %ld", limit), 0);
+	o = out_text();
+	assert_string_equal(o, plain);
+	free(o);
+	free(plain);
+	sqlite3 *db = db_open();
+	char *rows = q_rows(db, "SELECT status, exit_code FROM runs");
+	assert_string_equal(rows, "complete 0");
+	free(rows);
+	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'total'") >= 48);
+	sqlite3_close(db);
+}
+
 /* ---------------------------------------------------------------- real programs */
 
 /* Runs CMD plainly and recorded; output and status must match. */
@@ -737,6 +765,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_reltmp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_forkmt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rlimit_as, setup, teardown),
 	};
 	if (argc > 1) {
 		char filter[64];
