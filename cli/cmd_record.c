@@ -647,7 +647,9 @@ int cmd_record(int argc, char **argv)
 		else if (strncmp(e, "PHASEPROF_", 10) != 0 || !strncmp(e, "PHASEPROF_CLOCK=", 16) ||
 			 !strncmp(e, "PHASEPROF_ALLOC_SAMPLE=", 23) || !strncmp(e, "PHASEPROF_AGENT_PERIOD_MS=", 26) ||
 			 (python && !strncmp(e, "PHASEPROF_PYTHON=", 17)) ||
-			 !strncmp(e, "PHASEPROF_PYSTACK_FAKE_VERSION=", 31)) /* tests: an unchecked CPython */
+			 !strncmp(e, "PHASEPROF_PYSTACK_FAKE_VERSION=", 31) || /* tests: an unchecked CPython */
+			 !strncmp(e, "PHASEPROF_BUFFER_EVENTS=", 24) || /* tests: few small buffers */
+			 !strncmp(e, "PHASEPROF_MAX_BUFFERS=", 22))
 			env[k++] = environ[j];
 	}
 	size_t k_own = k;

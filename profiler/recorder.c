@@ -310,6 +310,25 @@ static pp_thread *thread_init(void)
 
 static void drain(int final);
 
+/* The spool's lock taken on a program's thread (a drain of its own, the
+ * close, fork): the thread's signals are held back meanwhile, so none of
+ * the program's handlers runs while it holds the lock — a handler that
+ * closes or dup2s a descriptor (pp_spool_fd_yield) would wait for itself.
+ * The writer thread blocks every signal for its whole life. */
+static void write_lock_held(sigset_t *old)
+{
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, old);
+	pthread_mutex_lock(&R.write_lock);
+}
+
+static void write_unlock_held(const sigset_t *old)
+{
+	pthread_mutex_unlock(&R.write_lock);
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
 /* The current buffer is full (or missing): hand it to the writer, take another. */
 static pp_buffer *buffer_swap(pp_thread *t)
 {
@@ -328,9 +347,10 @@ static pp_buffer *buffer_swap(pp_thread *t)
 	for (int tries = 0; !b && R.opts.full_policy == PP_FULL_DRAIN && !R.stopping && tries < 100;
 	     tries++) {
 		pthread_mutex_unlock(&R.lock);
-		pthread_mutex_lock(&R.write_lock);
+		sigset_t old_mask;
+		write_lock_held(&old_mask);
 		drain(0);
-		pthread_mutex_unlock(&R.write_lock);
+		write_unlock_held(&old_mask);
 		pthread_mutex_lock(&R.lock);
 		atomic_fetch_add_explicit(&R.self_drains, 1, memory_order_relaxed);
 		b = buffer_get_locked(t);
@@ -993,11 +1013,17 @@ static int start_writer(void)
 	return 0;
 }
 
+/* Whether this thread's atfork_prepare took the locks: the recorder may be
+ * closed by another thread meanwhile, the locks must still be released. */
+static PP_TLS int tls_fork_locked;
+static sigset_t fork_mask; /* under write_lock */
+
 static void atfork_prepare(void)
 {
 	if (!is_open())
 		return;
-	pthread_mutex_lock(&R.write_lock);
+	write_lock_held(&fork_mask);
+	tls_fork_locked = 1;
 	pthread_mutex_lock(&R.lock);
 	pthread_mutex_lock(&R.str_lock);
 	pthread_mutex_lock(&R.side_lock);
@@ -1005,18 +1031,20 @@ static void atfork_prepare(void)
 
 static void atfork_parent(void)
 {
-	if (!is_open())
+	if (!tls_fork_locked)
 		return;
+	tls_fork_locked = 0;
 	pthread_mutex_unlock(&R.side_lock);
 	pthread_mutex_unlock(&R.str_lock);
 	pthread_mutex_unlock(&R.lock);
-	pthread_mutex_unlock(&R.write_lock);
+	write_unlock_held(&fork_mask);
 }
 
 static void atfork_child(void)
 {
-	if (!is_open())
+	if (!tls_fork_locked)
 		return;
+	tls_fork_locked = 0;
 	/* Re-initialised, not unlocked: a condition variable copied from a
 	 * parent whose writer was waiting on it holds that phantom waiter, and
 	 * the child's first signal on it can block forever. */
@@ -1025,6 +1053,9 @@ static void atfork_child(void)
 	pthread_mutex_init(&R.lock, NULL);
 	pthread_mutex_init(&R.write_lock, NULL);
 	pthread_cond_init(&R.wake, NULL);
+	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
+	if (!is_open())
+		return; /* closed by another thread while we forked */
 	/* The parent owns every buffered event and the spool fd: drop our copies
 	 * (leaked on purpose: other threads' states are unreachable in a child). */
 	R.generation++;
@@ -1162,17 +1193,23 @@ int pp_close(void)
 		pthread_join(R.writer, NULL);
 		R.writer_running = 0;
 	}
-	pthread_mutex_lock(&R.write_lock);
+	sigset_t old_mask;
+	write_lock_held(&old_mask);
 	drain(1);
 	if (R.w.reclaimed) {
 		char v[32];
 		snprintf(v, sizeof v, "%u", R.w.reclaimed);
 		write_meta_direct("recorder.spool_fd_reclaimed", v);
 	}
+	if (atomic_load(&R.self_drains)) {
+		char v[32];
+		snprintf(v, sizeof v, "%llu", (unsigned long long)atomic_load(&R.self_drains));
+		write_meta_direct("recorder.self_drains", v);
+	}
 	pp_spool_write_chunk(&R.w, PP_CHUNK_END, 0, &end, sizeof end);
 	int failed = R.w.failed;
 	pp_spool_close(&R.w);
-	pthread_mutex_unlock(&R.write_lock);
+	write_unlock_held(&old_mask);
 
 	/* free buffers and thread states; threads re-register on the next open */
 	pthread_mutex_lock(&R.lock);

@@ -349,6 +349,8 @@ void ppa_open_recorder(void)
 	pp_options o;
 	memset(&o, 0, sizeof o);
 	o.fork_policy = ppa_cfg.follow_fork ? PP_FORK_FOLLOW : PP_FORK_DISABLE;
+	o.buffer_events = ppa_cfg.buffer_events > 0 ? (uint32_t)ppa_cfg.buffer_events : 0;
+	o.max_buffers = ppa_cfg.max_buffers > 0 ? (uint32_t)ppa_cfg.max_buffers : 0;
 	if (pp_open(&o) == 0) {
 		ppa_run_start = ppa_mono() - pp_now();
 		ppa_pid = getpid();
@@ -472,6 +474,9 @@ static void read_settings(void)
 	if (ppa_cfg.period_ms < 1)
 		ppa_cfg.period_ms = 1;
 	ppa_cfg.alloc_sample = env_int("PHASEPROF_ALLOC_SAMPLE", 1000);
+	/* tests: few small buffers make recording threads write the spool themselves */
+	ppa_cfg.buffer_events = env_int("PHASEPROF_BUFFER_EVENTS", 0);
+	ppa_cfg.max_buffers = env_int("PHASEPROF_MAX_BUFFERS", 0);
 }
 
 /* The audit copy lives in its own link-map namespace. */

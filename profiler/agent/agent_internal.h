@@ -93,6 +93,7 @@ typedef struct ppa_settings {
 	int follow_fork;
 	int period_ms;             /* stats thread period */
 	int alloc_sample;          /* detailed mode: one allocation event in N */
+	int buffer_events, max_buffers; /* recorder buffers (tests: 0 = the recorder's defaults) */
 } ppa_settings;
 
 extern ppa_settings ppa_cfg;

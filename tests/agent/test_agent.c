@@ -590,6 +590,32 @@ static void test_alloc_time(void **state)
 	sqlite3_close(db);
 }
 
+/* A signal handler that closes descriptors (the spool's included) lands
+ * while its thread writes the spool itself (few small buffers: every
+ * buffer in flight): it must not wait for the lock its own thread holds
+ * (hung every run before), and nothing recorded is lost. */
+static void test_sigclose(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(sh("PHASEPROF_BUFFER_EVENTS=64 PHASEPROF_MAX_BUFFERS=4 timeout -s KILL 60 "
+				    PP_BIN " record -o run.db -- " PP_TARGETS "/t_sigclose"), 0);
+		char *o = out_text();
+		assert_string_equal(o, "200000 spans, signals handled: yes\n");
+		free(o);
+		sqlite3 *db = db_open();
+		char *rows = q_rows(db, "SELECT status, exit_code, events_lost FROM runs");
+		assert_string_equal(rows, "complete 0 0");
+		free(rows);
+		assert_true(q_int(db, "SELECT events FROM runs") >= 400000);
+		/* the scenario happened: drains on the program's thread, spool moved */
+		assert_true(q_int(db, "SELECT CAST(value AS INTEGER) FROM run_meta WHERE key = 'recorder.self_drains'") > 0);
+		assert_true(q_int(db, "SELECT CAST(value AS INTEGER) FROM run_meta WHERE key = 'recorder.spool_fd_reclaimed'") > 0);
+		sqlite3_close(db);
+		rm_db();
+	}
+}
+
 /* A program that sets a tight RLIMIT_AS (its own need + 32 MiB) runs under
  * `record` as without it: the agent's threads take no malloc arena of
  * their own (64 MiB of address space each). */
@@ -766,6 +792,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_alloc_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_forkmt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rlimit_as, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sigclose, setup, teardown),
 	};
 	if (argc > 1) {
 		char filter[64];
