@@ -56,6 +56,19 @@ int pp_spool_write_chunk2(pp_spool_writer *w, uint16_t type, uint32_t tid, const
 void pp_spool_close(pp_spool_writer *w);
 /* An EXIT chunk from a signal handler: no allocation, no lock, one write(2). */
 int pp_spool_write_exit_signal_safe(pp_spool_writer *w, int32_t code, int32_t sig);
+/* The same chunk, formatted (async-signal-safe): for a parent that saw how
+ * a child ended which the child's own agent could not record. */
+typedef struct pp_exit_chunk {
+	pp_chunk_header h;
+	int32_t v[2];
+} pp_exit_chunk;
+void pp_spool_exit_chunk(pp_exit_chunk *c, int32_t code, int32_t sig);
+/* Appends that chunk to the last spool of process pid in dir (one whose
+ * header names parent as its parent, unless parent is 0). A process that
+ * reaped pid calls it: the status the child's own agent could not record
+ * (SIGKILL, a fatal signal whose handler the program replaced). 0 or -1;
+ * async-signal-safe. */
+int pp_spool_note_exit(const char *dir, int32_t pid, uint32_t parent, int32_t code, int32_t sig);
 
 /* The program is about to close or replace descriptor fd (close, dup2,
  * dup3, close_range): if it is the spool's, the spool moves to another

@@ -188,19 +188,21 @@ static uint32_t crc32_small(const unsigned char *p, size_t n)
 	return ~c;
 }
 
+void pp_spool_exit_chunk(pp_exit_chunk *c, int32_t code, int32_t sig)
+{
+	memset(c, 0, sizeof *c);
+	c->v[0] = code;
+	c->v[1] = sig;
+	c->h.magic = PP_CHUNK_MAGIC;
+	c->h.type = PP_CHUNK_EXIT;
+	c->h.size = sizeof c->v;
+	c->h.crc = crc32_small((const unsigned char *)c->v, sizeof c->v);
+}
+
 int pp_spool_write_exit_signal_safe(pp_spool_writer *w, int32_t code, int32_t sig)
 {
-	struct {
-		pp_chunk_header h;
-		int32_t v[2];
-	} c;
-	memset(&c, 0, sizeof c);
-	c.v[0] = code;
-	c.v[1] = sig;
-	c.h.magic = PP_CHUNK_MAGIC;
-	c.h.type = PP_CHUNK_EXIT;
-	c.h.size = sizeof c.v;
-	c.h.crc = crc32_small((const unsigned char *)c.v, sizeof c.v);
+	pp_exit_chunk c;
+	pp_spool_exit_chunk(&c, code, sig);
 	if (w->failed || !fd_is_ours(w))
 		return -1;
 	/* raw system call: no hook, no lazy symbol lookup */
@@ -213,4 +215,66 @@ void pp_spool_close(pp_spool_writer *w)
 	if (fd_is_ours(w))
 		close(w->fd);
 	w->fd = -1;
+}
+
+static size_t put_str(char *d, size_t at, size_t cap, const char *s)
+{
+	while (*s && at + 1 < cap)
+		d[at++] = *s++;
+	d[at] = 0;
+	return at;
+}
+
+static size_t put_uint(char *d, size_t at, size_t cap, unsigned long v)
+{
+	char t[24];
+	int n = 0;
+	do
+		t[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n > 0 && at + 1 < cap)
+		d[at++] = t[--n];
+	d[at] = 0;
+	return at;
+}
+
+int pp_spool_note_exit(const char *dir, int32_t pid, uint32_t parent, int32_t code, int32_t sig)
+{
+	if (!dir || dir[0] != '/' || pid <= 0)
+		return -1;
+	int saved = errno;
+	char path[4200], best[sizeof path];
+	best[0] = 0;
+	/* a pid's spools are numbered from 0 without gaps; its last image's is
+	 * the highest (the pid is not reused before its process is reaped) */
+	for (unsigned long seq = 0; seq < 10000; seq++) {
+		size_t n = put_str(path, 0, sizeof path, dir);
+		n = put_str(path, n, sizeof path, "/");
+		n = put_uint(path, n, sizeof path, (unsigned long)pid);
+		n = put_str(path, n, sizeof path, "-");
+		n = put_uint(path, n, sizeof path, seq);
+		put_str(path, n, sizeof path, ".spool");
+		long fd = syscall(SYS_openat, (long)AT_FDCWD, path, (long)(O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+		if (fd < 0)
+			break;
+		pp_spool_header h;
+		long r = syscall(SYS_pread64, fd, &h, sizeof h, 0L);
+		syscall(SYS_close, fd);
+		if (r == (long)sizeof h && memcmp(h.magic, PP_SPOOL_MAGIC, 8) == 0 && h.pid == (uint32_t)pid &&
+		    (!parent || h.ppid == parent))
+			memcpy(best, path, sizeof path);
+	}
+	int rc = -1;
+	if (best[0]) {
+		long fd = syscall(SYS_openat, (long)AT_FDCWD, best,
+				  (long)(O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
+		if (fd >= 0) {
+			pp_exit_chunk c;
+			pp_spool_exit_chunk(&c, code, sig);
+			rc = syscall(SYS_write, fd, &c, sizeof c) == (long)sizeof c ? 0 : -1;
+			syscall(SYS_close, fd);
+		}
+	}
+	errno = saved;
+	return rc;
 }

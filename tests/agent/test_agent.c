@@ -616,6 +616,24 @@ static void test_sigclose(void **state)
 	}
 }
 
+/* Children killed by a signal their own agent could not see (the program
+ * replaced the agent's SIGABRT handler; SIGKILL): the parent's agent saw
+ * the signal in waitpid and completes their runs with it. Before, both
+ * read "killed" without a signal. */
+static void test_childsig(void **state)
+{
+	(void)state;
+	assert_int_equal(RECORD_T(60, "-- " PP_TARGETS "/t_childsig"), 0);
+	char *o = out_text();
+	assert_string_equal(o, "child 1: signal 6\nchild 2: signal 9\n");
+	free(o);
+	sqlite3 *db = db_open();
+	char *rows = q_rows(db, "SELECT status, term_signal FROM runs ORDER BY id");
+	assert_string_equal(rows, "complete 0|crashed 6|killed 9");
+	free(rows);
+	sqlite3_close(db);
+}
+
 /* A program that sets a tight RLIMIT_AS (its own need + 32 MiB) runs under
  * `record` as without it: the agent's threads take no malloc arena of
  * their own (64 MiB of address space each). */
@@ -793,6 +811,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_forkmt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rlimit_as, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sigclose, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_childsig, setup, teardown),
 	};
 	if (argc > 1) {
 		char filter[64];
