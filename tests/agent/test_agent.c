@@ -368,6 +368,22 @@ static void rm_db(void)
 	unlink(p);
 }
 
+/* The recorded program's stdout is exactly want. */
+static void assert_out(const char *want)
+{
+	char *o = out_text();
+	assert_string_equal(o, want);
+	free(o);
+}
+
+/* All rows of sql (q_rows) are exactly want. */
+static void assert_rows(sqlite3 *db, const char *sql, const char *want)
+{
+	char *rows = q_rows(db, sql);
+	assert_string_equal(rows, want);
+	free(rows);
+}
+
 /* The program's own signal handler writes to fresh descriptors while the
  * interrupted thread is inside malloc: the write hook must not allocate. */
 static void test_sigwrite(void **state)
@@ -581,9 +597,7 @@ static void test_alloc_time(void **state)
 {
 	(void)state;
 	assert_int_equal(RECORD_T(120, "-- " PP_TARGETS "/t_threads64"), 0);
-	char *o = out_text();
-	assert_string_equal(o, "64 threads done\n");
-	free(o);
+	assert_out("64 threads done\n");
 	sqlite3 *db = db_open();
 	/* the scenario: 64 allocating threads, every call counted */
 	assert_true(q_int(db, "SELECT COUNT(*) FROM allocations WHERE kind = 'summary'") >= 64);
@@ -608,13 +622,9 @@ static void test_sigclose(void **state)
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(sh("PHASEPROF_BUFFER_EVENTS=64 PHASEPROF_MAX_BUFFERS=4 timeout -s KILL 60 "
 				    PP_BIN " record -o run.db -- " PP_TARGETS "/t_sigclose"), 0);
-		char *o = out_text();
-		assert_string_equal(o, "200000 spans, signals handled: yes\n");
-		free(o);
+		assert_out("200000 spans, signals handled: yes\n");
 		sqlite3 *db = db_open();
-		char *rows = q_rows(db, "SELECT status, exit_code, events_lost FROM runs");
-		assert_string_equal(rows, "complete 0 0");
-		free(rows);
+		assert_rows(db, "SELECT status, exit_code, events_lost FROM runs", "complete 0 0");
 		assert_true(q_int(db, "SELECT events FROM runs") >= 400000);
 		/* the scenario happened: drains on the program's thread, spool moved */
 		assert_true(q_int(db, "SELECT CAST(value AS INTEGER) FROM run_meta WHERE key = 'recorder.self_drains'") > 0);
@@ -632,13 +642,9 @@ static void test_childsig(void **state)
 {
 	(void)state;
 	assert_int_equal(RECORD_T(60, "-- " PP_TARGETS "/t_childsig"), 0);
-	char *o = out_text();
-	assert_string_equal(o, "child 1: signal 6\nchild 2: signal 9\n");
-	free(o);
+	assert_out("child 1: signal 6\nchild 2: signal 9\n");
 	sqlite3 *db = db_open();
-	char *rows = q_rows(db, "SELECT status, term_signal FROM runs ORDER BY id");
-	assert_string_equal(rows, "complete 0|crashed 6|killed 9");
-	free(rows);
+	assert_rows(db, "SELECT status, term_signal FROM runs ORDER BY id", "complete 0|crashed 6|killed 9");
 	sqlite3_close(db);
 }
 
@@ -658,14 +664,10 @@ static void test_rlimit_as(void **state)
 	char *plain = out_text();
 	assert_string_equal(plain, "48 MiB in 1 MiB blocks and a thread: ok; arenas 2\n");
 	assert_int_equal(RECORD_T(60, "-- " PP_TARGETS "/t_rlimit_as %ld", limit), 0);
-	o = out_text();
-	assert_string_equal(o, plain);
-	free(o);
+	assert_out(plain);
 	free(plain);
 	sqlite3 *db = db_open();
-	char *rows = q_rows(db, "SELECT status, exit_code FROM runs");
-	assert_string_equal(rows, "complete 0");
-	free(rows);
+	assert_rows(db, "SELECT status, exit_code FROM runs", "complete 0");
 	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'total'") >= 48);
 	sqlite3_close(db);
 }
