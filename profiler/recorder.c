@@ -1113,6 +1113,10 @@ int pp_open(const pp_options *opts)
 		return -1;
 	}
 	pp_clock_init();
+	/* the thread key now, while its number is low: glibc allocates a
+	 * thread's slot for key numbers from 32 up, on that thread (the agent's
+	 * own threads must not allocate) */
+	pthread_once(&key_once, make_key);
 	pp_options o = {0};
 	if (opts)
 		o = *opts;
