@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "elf_file.h"
+#include "pp_grow.h"
 
 const char cmd_record_summary[] = "run a program under the LD_PRELOAD agent and record it";
 
@@ -345,13 +346,8 @@ static int list_spools(const char *dir, pp_session_spool **out)
 		size_t l = strlen(de->d_name);
 		if (l < 7 || strcmp(de->d_name + l - 6, ".spool") != 0)
 			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			pp_session_spool *m = realloc(sp, (size_t)cap * sizeof *sp);
-			if (!m)
-				break;
-			sp = m;
-		}
+		if (PP_GROW(sp, n + 1, cap) != 0)
+			break;
 		memset(&sp[n], 0, sizeof sp[n]);
 		size_t pl = strlen(dir) + l + 2;
 		char *path = malloc(pl);

@@ -4,6 +4,7 @@
  */
 #include "phaseprof.h"
 #include "store_internal.h"
+#include "pp_grow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,13 +40,8 @@ int pp_store_import_times(pp_store *st, int64_t run_id, int by_self, int limit,
 		goto out;
 	int r;
 	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
-		if (k == cap) {
-			cap = cap ? cap * 2 : 16;
-			pp_import_time *g = realloc(v, (size_t)cap * sizeof *v);
-			if (!g)
-				goto out;
-			v = g;
-		}
+		if (PP_GROW(v, k + 1, cap) != 0)
+			goto out;
 		pp_import_time *t = &v[k];
 		memset(t, 0, sizeof *t);
 		const unsigned char *name = sqlite3_column_text(s, 0);
@@ -70,24 +66,6 @@ out:
 
 int pp_store_python_status(pp_store *st, int64_t run_id, char *out, size_t n)
 {
-	sqlite3_stmt *s = NULL;
-	int rc = -1;
-	if (n)
-		out[0] = 0;
-	if (sqlite3_prepare_v2(st->db,
-			       "SELECT value FROM run_meta WHERE run_id = ?1 AND key = 'python'"
-			       " ORDER BY rowid DESC LIMIT 1",
-			       -1, &s, NULL) != SQLITE_OK ||
-	    sqlite3_bind_int64(s, 1, run_id) != SQLITE_OK)
-		goto out;
-	int r = sqlite3_step(s);
-	if (r == SQLITE_ROW) {
-		const unsigned char *v = sqlite3_column_text(s, 0);
-		snprintf(out, n, "%s", v ? (const char *)v : "");
-		rc = 1;
-	} else if (r == SQLITE_DONE)
-		rc = 0;
-out:
-	sqlite3_finalize(s);
-	return rc;
+	int rc = pp_store_run_meta(st, run_id, "python", out, n);
+	return rc < 0 ? -1 : rc == 0;
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "elf_file.h"
+#include "idmap.h"
 #include "phaseprof.h"
 #include "spool_build.h"
 #include "spool_reader.h"
@@ -327,6 +328,39 @@ static void test_hostile_elf(void **state)
 	pp_symbols_free(s);
 }
 
+/* The id map ingest re-keys through: values by (a, b), replaced in place,
+ * kept across growth, keys differing in one half apart. */
+static void test_idmap(void **state)
+{
+	(void)state;
+	pp_idmap m = {0};
+	assert_int_equal(pp_idmap_get(&m, 1, 2), 0);
+	for (uint64_t i = 1; i <= 5000; i++) {
+		assert_int_equal(pp_idmap_put(&m, i, i % 7, (int64_t)i * 3), 0);
+		assert_int_equal(pp_idmap_put(&m, i % 7, i, (int64_t)i * 5), 0);
+	}
+	/* below 7 both puts name the key (i, i): the second value stays */
+	for (uint64_t i = 1; i <= 5000; i++) {
+		assert_int_equal(pp_idmap_get(&m, i, i % 7), (int64_t)i * (i < 7 ? 5 : 3));
+		assert_int_equal(pp_idmap_get(&m, i % 7, i), (int64_t)i * 5);
+	}
+	assert_int_equal(pp_idmap_get(&m, 5001, 0), 0);
+	/* put replaces; at counts in place and adds a missing key as 0 */
+	assert_int_equal(pp_idmap_put(&m, 10, 3, 42), 0);
+	assert_int_equal(pp_idmap_get(&m, 10, 3), 42);
+	int64_t *v = pp_idmap_at(&m, 10, 3);
+	assert_non_null(v);
+	++*v;
+	assert_int_equal(pp_idmap_get(&m, 10, 3), 43);
+	v = pp_idmap_at(&m, 9999, 9999);
+	assert_non_null(v);
+	assert_int_equal(*v, 0);
+	*v = 7;
+	assert_int_equal(pp_idmap_get(&m, 9999, 9999), 7);
+	pp_idmap_free(&m);
+	assert_int_equal(pp_idmap_get(&m, 10, 3), 0);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/pp-test-ingest-XXXXXX");
@@ -340,6 +374,7 @@ int main(void)
 		cmocka_unit_test(test_span_folding),
 		cmocka_unit_test(test_failed_write_is_an_error),
 		cmocka_unit_test(test_hostile_elf),
+		cmocka_unit_test(test_idmap),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char cmd[300];

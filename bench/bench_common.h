@@ -1,6 +1,9 @@
-/* Small helpers shared by the flow-core benchmarks (figures, no asserts). */
+/* bench_common.h — timing helpers shared by the benchmarks (figures, no
+ * asserts). */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
+
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -12,7 +15,7 @@ static inline double bench_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int bench_cmp(const void *a, const void *b)
+static inline int bench_cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return x < y ? -1 : x > y;
@@ -24,6 +27,21 @@ static inline double bench_median(double *v, int n)
 	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* Best of `reps` timings of `stmt` (seconds). */
+#define BENCH_BEST(reps, out, stmt)                          \
+	do {                                                 \
+		double best_ = 1e300;                        \
+		for (int r_ = 0; r_ < (reps); r_++) {        \
+			double t0_ = bench_now();            \
+			stmt;                                \
+			double t1_ = bench_now() - t0_;      \
+			if (t1_ < best_)                     \
+				best_ = t1_;                 \
+		}                                            \
+		(out) = best_;                               \
+	} while (0)
+
+/* For the flow benchmarks: exits on a failed flow_status. */
 #define BENCH_CHECK(st)                                                                    \
 	do {                                                                               \
 		if (!flow_status_ok(st)) {                                                 \
@@ -31,4 +49,5 @@ static inline double bench_median(double *v, int n)
 			exit(1);                                                           \
 		}                                                                          \
 	} while (0)
+
 #endif
