@@ -48,6 +48,8 @@ typedef struct val {
 
 typedef struct batch {
 	sqlite3_stmt *multi, *single;
+	sqlite3 *db;
+	char *multi_sql;             /* prepared on the first full batch */
 	int ncols, pending;
 	val *vals;
 } batch;
@@ -57,11 +59,14 @@ typedef struct batch {
 #define VD(x) ((val){2, 0, (double)(x)})
 #define VNULL ((val){0, 0, 0})
 
-/* Prepares "INSERT INTO table(cols) VALUES(…)" for one and for BATCH_ROWS rows. */
+/* "INSERT INTO table(cols) VALUES(…)" for one row now, and for BATCH_ROWS
+ * rows when a table first fills a batch: parsing the 64-row statement of
+ * every table cost more than a short program's whole ingest. */
 static int batch_init(batch *b, sqlite3 *db, const char *table, const char *cols, int ncols)
 {
 	memset(b, 0, sizeof *b);
 	b->ncols = ncols;
+	b->db = db;
 	b->vals = calloc((size_t)ncols * BATCH_ROWS, sizeof *b->vals);
 	size_t cap = 128 + strlen(cols) + (size_t)BATCH_ROWS * (size_t)(ncols * 2 + 3);
 	char *sql = malloc(cap);
@@ -81,9 +86,11 @@ static int batch_init(batch *b, sqlite3 *db, const char *table, const char *cols
 			sql[o++] = ')';
 		}
 		sql[o] = 0;
-		if (sqlite3_prepare_v2(db, sql, -1, rows == 1 ? &b->single : &b->multi, NULL) != SQLITE_OK)
+		if (rows == 1 && sqlite3_prepare_v2(db, sql, -1, &b->single, NULL) != SQLITE_OK)
 			goto out;
 	}
+	b->multi_sql = sql;
+	sql = NULL;
 	rc = 0;
 out:
 	free(sql);
@@ -110,6 +117,9 @@ static int step_done(sqlite3_stmt *s)
 static int batch_flush(batch *b)
 {
 	int rc = 0;
+	if (b->pending == BATCH_ROWS && !b->multi &&
+	    sqlite3_prepare_v2(b->db, b->multi_sql, -1, &b->multi, NULL) != SQLITE_OK)
+		return -1;
 	if (b->pending == BATCH_ROWS) {
 		for (int k = 0; k < BATCH_ROWS * b->ncols; k++)
 			bind_val(b->multi, k + 1, &b->vals[k]);
@@ -137,6 +147,7 @@ static void batch_free(batch *b)
 {
 	sqlite3_finalize(b->multi);
 	sqlite3_finalize(b->single);
+	free(b->multi_sql);
 	free(b->vals);
 }
 

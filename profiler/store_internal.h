@@ -19,6 +19,7 @@ struct pp_store {
 	char path[4096];
 	int mode;
 	int schema_version;
+	int fresh;                   /* created by this open: written without syncs */
 	/* string -> id cache over the strings table (write mode) */
 	intern_ent *interned;
 	uint32_t n_interned, cap_interned;

@@ -487,8 +487,9 @@ static void test_clock_alignment(void **state)
 	assert_int_equal(pp_store_steps(st, res.run_id, &steps, &n), 0);
 	assert_int_equal(n, 20);
 	for (int i = 0; i < 20; i++) {
-		/* 20 us of slack: the recorder's own call around each stamp */
-		/* (unsigned bounds: a step begun within 20 us of the open starts at 0) */
+		/* 20 us of slack: the recorder's own call around each stamp (the
+		 * bound is unsigned in cmocka: a clock that starts near 0 must
+		 * not wrap it) */
 		assert_in_range(steps[i].start_ns, before[i] > 20000 ? before[i] - 20000 : 0, after[i]);
 		assert_in_range(steps[i].start_ns + steps[i].dur_ns, before[i], after[i] + 20000);
 		assert_in_range(steps[i].dur_ns, 1900000, 2100000 + (after[i] - before[i] - 2000000));
