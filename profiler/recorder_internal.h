@@ -20,19 +20,6 @@ static inline uint64_t pp_ticks(void)
 }
 #else
 static inline uint64_t pp_ticks(void) { return pp_mono_ns(); }
-/* The program is about to close or replace descriptor fd (close, dup2,
- * dup3, close_range): if it is the spool's, the spool moves to another
- * number first, so no write can land in the program's file between a
- * check and the write. Safe to call with the recorder closed. */
-void pp_spool_fd_yield(int fd);
-void pp_spool_fd_yield_range(unsigned int first, unsigned int last);
-/* spool_writer.c: moves w->fd to another number (or to none: the next write
- * reopens the spool by name); the old number is left to the program. */
-void pp_spool_move(pp_spool_writer *w);
-
-/* recorder.c: the process's exit or fatal signal, from a signal handler */
-int pp_exit_note_signal_safe(int32_t code, int32_t sig);
-
 #endif
 
 /* spool_writer.c: append-only chunk writer over a file descriptor. */
