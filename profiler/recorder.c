@@ -126,6 +126,7 @@ static struct recorder {
 	.str_lock = PTHREAD_MUTEX_INITIALIZER,
 	.side_lock = PTHREAD_MUTEX_INITIALIZER,
 	.write_lock = PTHREAD_MUTEX_INITIALIZER,
+	.w.lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 /* initial-exec: the hot path must not call __tls_get_addr (PIC code would) */
@@ -1064,6 +1065,7 @@ static void atfork_prepare(void)
 	pthread_mutex_lock(&R.lock);
 	pthread_mutex_lock(&R.str_lock);
 	pthread_mutex_lock(&R.side_lock);
+	pthread_mutex_lock(&R.w.lock);
 }
 
 static void atfork_parent(void)
@@ -1071,6 +1073,7 @@ static void atfork_parent(void)
 	if (!tls_fork_locked)
 		return;
 	tls_fork_locked = 0;
+	pthread_mutex_unlock(&R.w.lock);
 	pthread_mutex_unlock(&R.side_lock);
 	pthread_mutex_unlock(&R.str_lock);
 	pthread_mutex_unlock(&R.lock);
@@ -1089,6 +1092,7 @@ static void atfork_child(void)
 	pthread_mutex_init(&R.str_lock, NULL);
 	pthread_mutex_init(&R.lock, NULL);
 	pthread_mutex_init(&R.write_lock, NULL);
+	pthread_mutex_init(&R.w.lock, NULL);
 	pthread_cond_init(&R.wake, NULL);
 	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 	if (!is_open())
@@ -1297,11 +1301,13 @@ void pp_spool_fd_yield_range(unsigned int first, unsigned int last)
 	int fd = __atomic_load_n(&R.w.fd, __ATOMIC_RELAXED);
 	if (fd < 0 || (unsigned int)fd < first || (unsigned int)fd > last || !is_open())
 		return;
-	/* under write_lock no drain is between its check and its write */
-	pthread_mutex_lock(&R.write_lock);
+	/* under the descriptor's lock no write is between its check and its
+	 * write; it is a leaf lock, so a handler may take it on a thread that
+	 * holds any other recorder lock */
+	pthread_mutex_lock(&R.w.lock);
 	if (R.w.fd >= 0 && (unsigned int)R.w.fd >= first && (unsigned int)R.w.fd <= last)
 		pp_spool_move(&R.w);
-	pthread_mutex_unlock(&R.write_lock);
+	pthread_mutex_unlock(&R.w.lock);
 }
 
 void pp_spool_fd_yield(int fd)

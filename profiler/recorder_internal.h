@@ -2,6 +2,7 @@
 #ifndef PP_RECORDER_INTERNAL_H
 #define PP_RECORDER_INTERNAL_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stddef.h>
 #include "spool.h"
@@ -27,6 +28,11 @@ static inline uint64_t pp_ticks(void) { return pp_mono_ns(); }
 
 /* spool_writer.c: append-only chunk writer over a file descriptor. */
 typedef struct pp_spool_writer {
+	/* The descriptor's lock: held from a write's check of fd to the write
+	 * itself, and by pp_spool_fd_yield while it moves fd. A leaf: nothing
+	 * else is waited for under it, so a program's signal handler may take
+	 * it (through close) on a thread that holds any other recorder lock. */
+	pthread_mutex_t lock;
 	int fd;
 	uint64_t bytes;
 	int failed;               /* a write failed (disk full…): further writes are counted as lost */
@@ -67,7 +73,8 @@ int pp_spool_note_exit(const char *dir, int32_t pid, uint32_t parent, int32_t co
 void pp_spool_fd_yield(int fd);
 void pp_spool_fd_yield_range(unsigned int first, unsigned int last);
 /* spool_writer.c: moves w->fd to another number (or to none: the next write
- * reopens the spool by name); the old number is left to the program. */
+ * reopens the spool by name); the old number is left to the program.
+ * Caller holds w->lock. */
 void pp_spool_move(pp_spool_writer *w);
 
 /* recorder.c: the process's exit or fatal signal, from a signal handler */

@@ -54,6 +54,7 @@ static int adopt(pp_spool_writer *w, int fd)
 int pp_spool_create(pp_spool_writer *w, const char *path, int exclusive, char *err, size_t errlen)
 {
 	memset(w, 0, sizeof *w);
+	pthread_mutex_init(&w->lock, NULL);
 	w->fd = -1;
 	/* never through a link, never someone else's file (0600) */
 	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND | O_NOFOLLOW | (exclusive ? O_EXCL : O_TRUNC);
@@ -106,7 +107,7 @@ void pp_spool_move(pp_spool_writer *w)
 	w->reclaimed++;
 }
 
-static int write_all(pp_spool_writer *w, struct iovec *iov, int n)
+static int write_all_locked(pp_spool_writer *w, struct iovec *iov, int n)
 {
 	if (w->failed)
 		return -1;
@@ -139,6 +140,16 @@ static int write_all(pp_spool_writer *w, struct iovec *iov, int n)
 		}
 	}
 	return 0;
+}
+
+/* No program thread's handler runs here: the writer blocks every signal,
+ * and a program thread writes only with its signals held (recorder.c). */
+static int write_all(pp_spool_writer *w, struct iovec *iov, int n)
+{
+	pthread_mutex_lock(&w->lock);
+	int rc = write_all_locked(w, iov, n);
+	pthread_mutex_unlock(&w->lock);
+	return rc;
 }
 
 int pp_spool_write_header(pp_spool_writer *w, const pp_spool_header *h)
@@ -207,9 +218,11 @@ int pp_spool_write_exit_signal_safe(pp_spool_writer *w, int32_t code, int32_t si
 
 void pp_spool_close(pp_spool_writer *w)
 {
+	pthread_mutex_lock(&w->lock);
 	if (fd_is_ours(w))
 		close(w->fd);
 	w->fd = -1;
+	pthread_mutex_unlock(&w->lock);
 }
 
 static size_t put_str(char *d, size_t at, size_t cap, const char *s)
