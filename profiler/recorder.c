@@ -126,7 +126,7 @@ static struct recorder {
 	.str_lock = PTHREAD_MUTEX_INITIALIZER,
 	.side_lock = PTHREAD_MUTEX_INITIALIZER,
 	.write_lock = PTHREAD_MUTEX_INITIALIZER,
-	.w.lock = PTHREAD_MUTEX_INITIALIZER,
+	.w.lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP,
 };
 
 /* initial-exec: the hot path must not call __tls_get_addr (PIC code would) */
@@ -331,9 +331,11 @@ static void drain(int final);
 
 /* The spool's lock taken on a program's thread (a drain of its own, the
  * close, fork): the thread's signals are held back meanwhile, so none of
- * the program's handlers runs while it holds the lock — a handler that
- * closes or dup2s a descriptor (pp_spool_fd_yield) would wait for itself.
- * The writer thread blocks every signal for its whole life. */
+ * the program's handlers runs in the middle of its writes — one that
+ * closes or dup2s a descriptor (pp_spool_fd_enter) would move the spool's
+ * between a write's check and the write, and one that records would wait
+ * for the lock its own thread holds. The writer thread blocks every signal
+ * for its whole life. */
 static void write_lock_held(sigset_t *old)
 {
 	sigset_t all;
@@ -1092,7 +1094,7 @@ static void atfork_child(void)
 	pthread_mutex_init(&R.str_lock, NULL);
 	pthread_mutex_init(&R.lock, NULL);
 	pthread_mutex_init(&R.write_lock, NULL);
-	pthread_mutex_init(&R.w.lock, NULL);
+	pp_spool_lock_init(&R.w);
 	pthread_cond_init(&R.wake, NULL);
 	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 	if (!is_open())
@@ -1296,24 +1298,32 @@ int pp_exit_note_signal_safe(int32_t code, int32_t sig)
 	return pp_spool_write_exit_signal_safe(&R.w, code, sig);
 }
 
-void pp_spool_fd_yield_range(unsigned int first, unsigned int last)
+/* The program closes or replaces descriptors [first, last] between enter
+ * and leave, holding the descriptor's lock: no write is between its check
+ * and its write, and no reopen is between its open and its move to a high
+ * number (a blanket close would take that temporary number). A handler
+ * doing the same on a thread already inside passes straight through: this
+ * thread holds the lock, so no write or reopen is in progress. */
+static PP_TLS int tls_fd_depth, tls_fd_locked;
+
+void pp_spool_fd_enter(unsigned int first, unsigned int last)
 {
-	int fd = __atomic_load_n(&R.w.fd, __ATOMIC_RELAXED);
-	if (fd < 0 || (unsigned int)fd < first || (unsigned int)fd > last || !is_open())
-		return;
-	/* under the descriptor's lock no write is between its check and its
-	 * write; it is a leaf lock, so a handler may take it on a thread that
-	 * holds any other recorder lock */
-	pthread_mutex_lock(&R.w.lock);
-	if (R.w.fd >= 0 && (unsigned int)R.w.fd >= first && (unsigned int)R.w.fd <= last)
-		pp_spool_move(&R.w);
-	pthread_mutex_unlock(&R.w.lock);
+	if (tls_fd_depth++ == 0) {
+		if (!is_open())
+			return;
+		pthread_mutex_lock(&R.w.lock);
+		tls_fd_locked = 1;
+	}
+	if (tls_fd_locked && R.w.fd >= 0 && (unsigned int)R.w.fd >= first && (unsigned int)R.w.fd <= last)
+		pp_spool_move(&R.w, first, last);
 }
 
-void pp_spool_fd_yield(int fd)
+void pp_spool_fd_leave(void)
 {
-	if (fd >= 0)
-		pp_spool_fd_yield_range((unsigned int)fd, (unsigned int)fd);
+	if (--tls_fd_depth == 0 && tls_fd_locked) {
+		tls_fd_locked = 0;
+		pthread_mutex_unlock(&R.w.lock);
+	}
 }
 
 void pp_stats(pp_recorder_stats *out)

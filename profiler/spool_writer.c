@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -51,10 +52,19 @@ static int adopt(pp_spool_writer *w, int fd)
 	return 0;
 }
 
+void pp_spool_lock_init(pp_spool_writer *w)
+{
+	pthread_mutexattr_t a;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&w->lock, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
 int pp_spool_create(pp_spool_writer *w, const char *path, int exclusive, char *err, size_t errlen)
 {
 	memset(w, 0, sizeof *w);
-	pthread_mutex_init(&w->lock, NULL);
+	pp_spool_lock_init(w);
 	w->fd = -1;
 	/* never through a link, never someone else's file (0600) */
 	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND | O_NOFOLLOW | (exclusive ? O_EXCL : O_TRUNC);
@@ -96,13 +106,20 @@ static int reclaim(pp_spool_writer *w)
 	return 0;
 }
 
-void pp_spool_move(pp_spool_writer *w)
+void pp_spool_move(pp_spool_writer *w, unsigned int first, unsigned int last)
 {
 	if (w->fd < 0)
 		return;
-	int h = fcntl(w->fd, F_DUPFD_CLOEXEC, w->fd + 1);
-	if (h < 0)
+	int h = -1;
+	if (last < (unsigned int)INT_MAX)
+		h = fcntl(w->fd, F_DUPFD_CLOEXEC, (int)last + 1);
+	if (h < 0 && first > 3) {
 		h = fcntl(w->fd, F_DUPFD_CLOEXEC, 3);
+		if (h >= 0 && (unsigned int)h >= first) {
+			close(h); /* ours, and inside the range too */
+			h = -1;
+		}
+	}
 	w->fd = h; /* -1: reopened by name at the next write */
 	w->reclaimed++;
 }
