@@ -221,20 +221,25 @@ int flow_model_add(flow_model *m, flow_layer *l, flow_status *st)
 	return 0;
 }
 
-/* A variable whose initialiser is an _Initializer op: the fill happens when
- * the initialiser runs (variable_init), as TF's random initialiser ops. */
+/* A variable whose initialiser is runtime/ops' Initializer op: the fill
+ * happens when the initialiser runs, as TF's random initialiser ops, and is
+ * a variable_init phase "<initializer>:<variable>". Seed 0 is the op's
+ * "unseeded" (fresh numbers each run), so an unseeded model stays unseeded
+ * in every layer rather than only in the first. */
 static flow_output make_var(flow_model *m, const char *name, const char *init, int64_t *dims,
 			    int nd, uint64_t seed, flow_status *st)
 {
-	char n[160];
+	char n[160], phase[300];
 	snprintf(n, sizeof n, "%s/initializer", name);
-	flow_op_desc *d = flow_op_new(m->g, "_Initializer", n);
+	snprintf(phase, sizeof phase, "%s:%s", init, name);
+	flow_op_desc *d = flow_op_new(m->g, "Initializer", n);
 	flow_shape s = flow_shape_make(nd, dims);
-	flow_op_set_attr_type(d, "T", FLOW_F32);
+	flow_op_set_attr_type(d, "dtype", FLOW_F32);
 	flow_op_set_attr_shape(d, "shape", &s);
 	flow_op_set_attr_string(d, "kind", init);
-	flow_op_set_attr_int(d, "seed", (int64_t)seed);
+	flow_op_set_attr_int(d, "seed", m->o.seed ? (int64_t)seed : 0);
 	flow_op_set_attr_int(d, "threads", m->o.init_threads);
+	flow_op_set_attr_string(d, "phase", phase);
 	flow_op *iop = flow_op_finish(d, st);
 	if (!iop)
 		return (flow_output){NULL, 0};

@@ -18,6 +18,7 @@
 #include "phaseprof.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -587,11 +588,14 @@ flow_tensor *flow_eager_initializer(const char *kind, int ndim, const int64_t *d
 	if (flow_train_init(st))
 		return NULL;
 	flow_shape s = flow_shape_make(ndim, dims);
-	flow_op_desc *d = flow_eager_new("_Initializer");
-	flow_op_set_attr_type(d, "T", FLOW_F32);
+	char phase[128];
+	snprintf(phase, sizeof phase, "%s:eager", kind ? kind : "glorot_uniform");
+	flow_op_desc *d = flow_eager_new("Initializer");
+	flow_op_set_attr_type(d, "dtype", FLOW_F32);
 	flow_op_set_attr_shape(d, "shape", &s);
 	flow_op_set_attr_string(d, "kind", kind ? kind : "glorot_uniform");
 	flow_op_set_attr_int(d, "seed", (int64_t)seed);
+	flow_op_set_attr_string(d, "phase", phase);
 	flow_tensor *o = NULL;
 	return flow_execute(d, &o, 1, st) ? NULL : o;
 }
