@@ -163,7 +163,6 @@ static int gg_finalized(scn_env *e)
 	return rc;
 }
 
-#ifdef PP_HAVE_FLOW_TRAIN
 #include "flow_train.h"
 
 static int gg_trace(flow_graph *g, const flow_output *in, int n_in, flow_output *out, int n_out,
@@ -201,12 +200,6 @@ static int gg_traced(scn_env *e)
 	gg_free(&c);
 	return rc;
 }
-#else
-static int gg_traced(scn_env *e)
-{
-	return scn_fail(e, "traced functions need flow_train (runtime/train), not built here");
-}
-#endif
 
 /* The write-up's example 1 verbatim in eager mode: x = x * 2, then
  * reduce_sum(x), every iteration. No graph exists to grow. */
