@@ -99,3 +99,40 @@ char *ppt_slurp(const char *path)
 	fclose(f);
 	return s;
 }
+
+int ppt_sh(const char *dir, const char *fmt, ...)
+{
+	char line[4096], cmd[5200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof cmd, "cd '%s' && { %s ; } >'%s/out' 2>'%s/err' </dev/null", dir, line, dir, dir);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int ppt_tmpdir(char *dir, size_t n, const char *prefix)
+{
+	snprintf(dir, n, "/tmp/%s-XXXXXX", prefix);
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+int ppt_rmtree(const char *dir)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+pp_store *ppt_ingest(const char *spool, const char *db, pp_ingest_result *res)
+{
+	char err[512];
+	unlink(db);
+	pp_store *st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
+	if (!st)
+		fail_msg("%s: %s", db, err);
+	if (pp_store_ingest(st, spool, NULL, res, err, sizeof err) != 0)
+		fail_msg("ingest %s: %s", spool, err);
+	return st;
+}

@@ -50,14 +50,8 @@ static char spool[512], db[512];
 static pp_store *record_done(void)
 {
 	pp_close();
-	char err[512];
-	unlink(db);
-	pp_store *st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
-	if (!st)
-		fail_msg("%s", err);
 	pp_ingest_result res;
-	if (pp_store_ingest(st, spool, NULL, &res, err, sizeof err) != 0)
-		fail_msg("ingest: %s", err);
+	pp_store *st = ppt_ingest(spool, db, &res);
 	assert_int_equal(res.rows_lost, 0);
 	return st;
 }

@@ -381,11 +381,8 @@ static void test_recorded_fallback(void **state)
 	expect_fallback("no NVIDIA driver");
 	expect_fallback("no NVIDIA driver"); /* a second try adds no second status row */
 	pp_close();
-	unlink(db);
-	pp_store *st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
 	pp_ingest_result res;
-	if (!st || pp_store_ingest(st, spool, NULL, &res, err, sizeof err) != 0)
-		fail_msg("ingest: %s", err);
+	pp_store *st = ppt_ingest(spool, db, &res);
 	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM gpu_status"), 1);
 	assert_int_equal(ppt_q_int(st, "SELECT max(available) FROM gpu_status"), 0);
 	if (!strstr(ppt_q_text(st, "SELECT max(reason) FROM gpu_status", s, sizeof s), "no NVIDIA driver"))

@@ -92,12 +92,8 @@ static void test_inject(void **state)
 			     "PHASEPROF_OUT", spool, "ASAN_OPTIONS", asan, NULL};
 	assert_int_equal(ppt_run(av, env, 0, out, sizeof out), 0);
 	check_output(out);
-	pp_store *st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
-	if (!st)
-		fail_msg("%s", err);
 	pp_ingest_result res;
-	if (pp_store_ingest(st, spool, NULL, &res, err, sizeof err) != 0)
-		fail_msg("ingest: %s", err);
+	pp_store *st = ppt_ingest(spool, db, &res);
 	check_store(st);
 	pp_store_close(st, err, sizeof err);
 }
