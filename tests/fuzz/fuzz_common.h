@@ -37,7 +37,7 @@ static void fuzz_touch(flow_weights *w)
 typedef flow_weights *(*fuzz_parse_fn)(const void *buf, size_t len, const char *label, char *err,
 				       size_t errlen);
 
-static int fuzz_weights(const uint8_t *data, size_t size, fuzz_parse_fn parse, const char *label)
+static inline int fuzz_weights(const uint8_t *data, size_t size, fuzz_parse_fn parse, const char *label)
 {
 	char err[512];
 	unsigned char *buf = malloc(size ? size : 1);
