@@ -21,7 +21,7 @@
 
 #include "phaseprof.h"
 #include "ppgpu.h"
-#include "testutil.h"
+#include "pp_testutil.h"
 
 static void (*fake_launch)(const char *, uint32_t);
 static void (*fake_memcpy)(uint64_t, int, uint32_t);

@@ -19,7 +19,7 @@
 #include "flow.h"
 #include "flow_cuda.h"
 #include "phaseprof.h"
-#include "testutil.h"
+#include "pp_testutil.h"
 
 #include <unistd.h>
 

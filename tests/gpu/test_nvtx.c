@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "testutil.h"
+#include "pp_testutil.h"
 
 static void check_store(pp_store *st)
 {

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "scenarios.h"
-#include "testutil.h"
+#include "pp_testutil.h"
 
 static const char *mode, *fake, *cli;
 static int skipped; /* a real GPU answered: exit 77 so ctest says skipped */

@@ -25,7 +25,7 @@
 #include "store.h"
 #include "store_internal.h"
 #include "symbols.h"
-#include "testutil.h"
+#include "pp_testutil.h"
 
 static char tmpdir[256];
 

@@ -17,7 +17,7 @@
 #include "phaseprof.h"
 #include "store.h"
 #include "store_internal.h"
-#include "testutil.h"
+#include "pp_testutil.h"
 
 static char tmpdir[256];
 

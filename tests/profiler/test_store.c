@@ -18,7 +18,7 @@
 
 #include "store.h"
 #include "store_internal.h"
-#include "testutil.h"
+#include "pp_testutil.h"
 
 static char tmpdir[256];
 

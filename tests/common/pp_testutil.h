@@ -1,5 +1,5 @@
 /*
- * testutil.h — what several test suites share: one-value queries on a
+ * pp_testutil.h — what several test suites share: one-value queries on a
  * store (a failed query fails the current cmocka test), ingesting a spool,
  * running a program or a shell line with its output captured, reading a
  * file whole, scratch folders. Include after <cmocka.h>.

@@ -1,5 +1,5 @@
 /*
- * testutil.c — helpers shared by test suites (testutil.h).
+ * pp_testutil.c — helpers shared by test suites (pp_testutil.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "store_internal.h"
-#include "testutil.h"
+#include "pp_testutil.h"
 
 static sqlite3_stmt *prepare(pp_store *st, const char *sql)
 {
