@@ -89,20 +89,10 @@ static flow_tensor *out_like(flow_kernel_ctx *k, int i, const flow_tensor *t)
 	return flow_ctx_output(k, i, t->ndim, t->dims);
 }
 
-static int same_shape(const flow_tensor *a, const flow_tensor *b)
-{
-	if (a->ndim != b->ndim)
-		return 0;
-	for (int i = 0; i < a->ndim; i++)
-		if (a->dims[i] != b->dims[i])
-			return 0;
-	return 1;
-}
-
 static int check_same(flow_kernel_ctx *k, const flow_tensor *a, const flow_tensor *b,
 		      const char *what)
 {
-	if (same_shape(a, b))
+	if (flow_tensor_same_shape(a, b))
 		return 0;
 	char x[64], y[64];
 	flow_shape sa = flow_tensor_shape(a), sb = flow_tensor_shape(b);
