@@ -256,6 +256,19 @@ static flow_output make_var(flow_model *m, const char *name, const char *init, i
 	return v;
 }
 
+/* A layer's kernel (shape kd, seed) and bias ([units], seed + 1). */
+static int make_weights(flow_model *m, flow_layer *l, int64_t *kd, int nd, uint64_t seed,
+			flow_status *st)
+{
+	int64_t bd[1] = {l->units};
+	char n[128];
+	snprintf(n, sizeof n, "%s/kernel", l->name);
+	l->w = make_var(m, n, l->kinit, kd, nd, seed, st);
+	snprintf(n, sizeof n, "%s/bias", l->name);
+	l->b = l->w.op ? make_var(m, n, l->binit, bd, 1, seed + 1, st) : l->w;
+	return l->b.op ? 0 : -1;
+}
+
 static flow_output act(flow_graph *g, int a, flow_output x, flow_status *st)
 {
 	static const char *const ops[] = {NULL, "Relu", "Sigmoid", "Tanh", "Softmax"};
@@ -301,15 +314,8 @@ static int forward(flow_model *m, int training, int create, flow_output *logits,
 							i, l->name, flow_shape_str(&hs, b, sizeof b));
 					return -1;
 				}
-				int64_t kd[2] = {hs.dims[1], l->units}, bd[1] = {l->units};
-				char n[128];
-				snprintf(n, sizeof n, "%s/kernel", l->name);
-				l->w = make_var(m, n, l->kinit, kd, 2, seed + 2 * (uint64_t)i, st);
-				snprintf(n, sizeof n, "%s/bias", l->name);
-				l->b = l->w.op ? make_var(m, n, l->binit, bd, 1,
-							  seed + 2 * (uint64_t)i + 1, st)
-					       : l->w;
-				if (!l->b.op)
+				int64_t kd[2] = {hs.dims[1], l->units};
+				if (make_weights(m, l, kd, 2, seed + 2 * (uint64_t)i, st))
 					return -1;
 			}
 			flow_output mm = tb_matmul(m->g, h, l->w, 0, 0, st);
@@ -325,15 +331,8 @@ static int forward(flow_model *m, int training, int create, flow_output *logits,
 							l->name);
 					return -1;
 				}
-				int64_t kd[4] = {l->kh, l->kw, hs.dims[3], l->units}, bd[1] = {l->units};
-				char n[128];
-				snprintf(n, sizeof n, "%s/kernel", l->name);
-				l->w = make_var(m, n, l->kinit, kd, 4, seed + 2 * (uint64_t)i, st);
-				snprintf(n, sizeof n, "%s/bias", l->name);
-				l->b = l->w.op ? make_var(m, n, l->binit, bd, 1,
-							  seed + 2 * (uint64_t)i + 1, st)
-					       : l->w;
-				if (!l->b.op)
+				int64_t kd[4] = {l->kh, l->kw, hs.dims[3], l->units};
+				if (make_weights(m, l, kd, 4, seed + 2 * (uint64_t)i, st))
 					return -1;
 			}
 			flow_output c = window_op(m->g, "Conv2D", h, l->w, l, st);
