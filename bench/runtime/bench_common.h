@@ -1,4 +1,5 @@
-/* Small helpers shared by the flow-core benchmarks (figures, no asserts). */
+/* Small helpers shared by the flow benchmarks, core and op library
+ * (figures, no asserts). */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
 #include <stdio.h>
@@ -12,7 +13,7 @@ static inline double bench_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int bench_cmp(const void *a, const void *b)
+static inline int bench_cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return x < y ? -1 : x > y;
@@ -23,6 +24,20 @@ static inline double bench_median(double *v, int n)
 	qsort(v, (size_t)n, sizeof *v, bench_cmp);
 	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+/* Best of `reps` timings of `stmt` (seconds). */
+#define BENCH_BEST(reps, out, stmt)                                                        \
+	do {                                                                               \
+		double best_ = 1e300;                                                      \
+		for (int r_ = 0; r_ < (reps); r_++) {                                      \
+			double t0_ = bench_now();                                          \
+			stmt;                                                              \
+			double t1_ = bench_now() - t0_;                                    \
+			if (t1_ < best_)                                                   \
+				best_ = t1_;                                               \
+		}                                                                          \
+		(out) = best_;                                                             \
+	} while (0)
 
 #define BENCH_CHECK(st)                                                                    \
 	do {                                                                               \
