@@ -13,6 +13,7 @@
  * variables (Dropout is only in the training one).
  */
 #include "train_internal.h"
+#include "pp_grow.h"
 #include "phaseprof.h"
 #include "init.h"
 #include "weights.h"
@@ -203,16 +204,10 @@ int flow_model_add(flow_model *m, flow_layer *l, flow_status *st)
 		flow_layer_free(l);
 		return -1;
 	}
-	if (m->n_layers == m->cap_layers) {
-		int nc = m->cap_layers ? 2 * m->cap_layers : 8;
-		flow_layer **nl = realloc(m->layers, sizeof *nl * (size_t)nc);
-		if (!nl) {
-			flow_layer_free(l);
-			flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "model: out of memory");
-			return -1;
-		}
-		m->layers = nl;
-		m->cap_layers = nc;
+	if (PP_GROW(m->layers, m->n_layers + 1, m->cap_layers) != 0) {
+		flow_layer_free(l);
+		flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "model: out of memory");
+		return -1;
 	}
 	static const char *const kn[] = {"dense", "activation", "dropout", "flatten", "conv2d",
 					 "max_pooling2d"};
