@@ -122,13 +122,21 @@ static int gg_loop(scn_env *e, gg_ctx *c, flow_output y)
 	return rc;
 }
 
+/* The fixes' graph: y = x * 2 built once, before the loop. */
+static int gg_setup_once(scn_env *e, gg_ctx *c, flow_output *y)
+{
+	int rc = gg_setup(e, c, 1);
+	*y = rc ? c->x : scn_binary(c->g, "Mul", "mul", c->x, c->two, c->st);
+	if (!rc && !y->op)
+		rc = scn_fail(e, "mul: %s", flow_status_message(c->st));
+	return rc;
+}
+
 static int gg_build_once(scn_env *e)
 {
 	gg_ctx c;
-	int rc = gg_setup(e, &c, 1);
-	flow_output y = rc ? c.x : scn_binary(c.g, "Mul", "mul", c.x, c.two, c.st);
-	if (!rc && !y.op)
-		rc = scn_fail(e, "mul: %s", flow_status_message(c.st));
+	flow_output y;
+	int rc = gg_setup_once(e, &c, &y);
 	if (!rc)
 		rc = gg_loop(e, &c, y);
 	gg_free(&c);
@@ -138,10 +146,8 @@ static int gg_build_once(scn_env *e)
 static int gg_finalized(scn_env *e)
 {
 	gg_ctx c;
-	int rc = gg_setup(e, &c, 1);
-	flow_output y = rc ? c.x : scn_binary(c.g, "Mul", "mul", c.x, c.two, c.st);
-	if (!rc && !y.op)
-		rc = scn_fail(e, "mul: %s", flow_status_message(c.st));
+	flow_output y;
+	int rc = gg_setup_once(e, &c, &y);
 	if (!rc) {
 		flow_graph_finalize(c.g);
 		/* The slow variant's mistake, once: a finalized graph refuses it
