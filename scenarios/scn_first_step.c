@@ -256,6 +256,19 @@ static int fs_prepare(const char *workdir, int size, char *err, size_t errlen)
 /* ---- claims ---- */
 
 
+/* A part of the first step's extra time: supported at 10% of it, partly
+ * when it is there at all. */
+static int fs_part_verdict(double part, double extra)
+{
+	return part >= 0.1 * extra ? PP_CLAIM_SUPPORTED : part > 0 ? PP_CLAIM_PARTLY : PP_CLAIM_NOT_SUPPORTED;
+}
+
+/* part as a percentage of the extra time (0 when there is none). */
+static double fs_pct(double part, double extra)
+{
+	return extra > 0 ? 100 * part / extra : 0;
+}
+
 static int fs_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int max)
 {
 	int n = 0;
@@ -285,20 +298,14 @@ static int fs_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 			      first > med ? 100 * build / (first - med) : 0);
 		n = scn_claim(out, n, max, "optimizer-slots",
 			      "optimiser set-up (slot variables) adds to the first step",
-			      os.v[0] >= 0.1 * (first - med) ? PP_CLAIM_SUPPORTED
-			      : os.v[0] > 0                  ? PP_CLAIM_PARTLY
-							     : PP_CLAIM_NOT_SUPPORTED,
+			      fs_part_verdict(os.v[0], first - med),
 			      "Adam's slots created in the first step: %s (%.0f%% of the extra time)",
-			      pp_fmt_dur(a, sizeof a, os.v[0]),
-			      first > med ? 100 * os.v[0] / (first - med) : 0);
+			      pp_fmt_dur(a, sizeof a, os.v[0]), fs_pct(os.v[0], first - med));
 		n = scn_claim(out, n, max, "memory-allocation",
 			      "allocating device/host memory makes the first step slower",
-			      ma.v[0] >= 0.1 * (first - med) ? PP_CLAIM_SUPPORTED
-			      : ma.v[0] > 0                  ? PP_CLAIM_PARTLY
-							     : PP_CLAIM_NOT_SUPPORTED,
+			      fs_part_verdict(ma.v[0], first - med),
 			      "arena growth inside the first step: %s (%.0f%% of the extra time)",
-			      pp_fmt_dur(a, sizeof a, ma.v[0]),
-			      first > med ? 100 * ma.v[0] / (first - med) : 0);
+			      pp_fmt_dur(a, sizeof a, ma.v[0]), fs_pct(ma.v[0], first - med));
 		/* the model's own variables, not the optimiser's slots (whose
 		 * initialiser runs inside optimizer_setup) */
 		int64_t mv[2] = {0, 0};
