@@ -19,6 +19,10 @@
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Opens a store or prints the store's one-line error; NULL on failure. */
 pp_store *cli_open_store(const char *path, int mode);
+/* Opens db to read for a command that writes out ("-": stdout); refuses
+ * when out is db itself (it would destroy the recording). NULL with the
+ * exit status in *status (1: cannot open, 2: out is db) on failure. */
+pp_store *cli_open_store_for_output(const char *cmd, const char *db, const char *out, int *status);
 /* Closes a store opened for writing, printing any error; returns 0 or 1. */
 int cli_close_store(pp_store *st);
 /* True if argv[i] is -h/--help. */

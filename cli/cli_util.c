@@ -26,6 +26,19 @@ pp_store *cli_open_store(const char *path, int mode)
 	return st;
 }
 
+pp_store *cli_open_store_for_output(const char *cmd, const char *db, const char *out, int *status)
+{
+	pp_store *st = cli_open_store(db, PP_STORE_READ);
+	*status = 1;
+	if (st && strcmp(out, "-") != 0 && pp_store_is_file(st, out)) {
+		cli_error("%s: %s: is the database being read; choose another output file", cmd, out);
+		pp_store_close(st, NULL, 0);
+		st = NULL;
+		*status = 2;
+	}
+	return st;
+}
+
 int cli_close_store(pp_store *st)
 {
 	char err[512];

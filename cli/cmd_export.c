@@ -100,15 +100,10 @@ int cmd_export(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	pp_store *st = cli_open_store(db, PP_STORE_READ);
+	int status;
+	pp_store *st = cli_open_store_for_output("export", db, out, &status);
 	if (!st)
-		return 1;
-	/* writing the output over the database would destroy the recording */
-	if (strcmp(out, "-") != 0 && pp_store_is_file(st, out)) {
-		cli_error("export: %s: is the database being read; choose another output file", out);
-		pp_store_close(st, NULL, 0);
-		return 2;
-	}
+		return status;
 	char err[512];
 	int rc = pp_view_write(st, format, &opts_v, out, err, sizeof err);
 	pp_store_close(st, NULL, 0);

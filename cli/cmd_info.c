@@ -70,6 +70,12 @@ int cmd_info(int argc, char **argv)
 		char py[512];
 		if (pp_store_python_status(st, r->id, py, sizeof py) == 1)
 			printf("      python: %s\n", py);
+		char got[32], merged[32];
+		if (pp_store_run_meta(st, r->id, "agent.sample_periods_merged", merged, sizeof merged) == 0 &&
+		    pp_store_run_meta(st, r->id, "agent.sample_hz", got, sizeof got) == 0)
+			printf("      CPU samples: %s timer periods merged by the kernel (a CPU-clock timer fires at most "
+			       "once per scheduler tick, so %s Hz gives at most the tick rate; shares stay right)\n",
+			       merged, got);
 		char pyf[256];
 		if (pp_store_python_frames_state(st, r->id, pyf, sizeof pyf) == 0)
 			printf("      python frames in samples: %s\n", pyf);

@@ -21,6 +21,7 @@
  */
 #include "cli.h"
 #include "diagnostics.h"
+#include "pp_grow.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -185,7 +186,7 @@ int cmd_merge(int argc, char **argv)
 	int problems = 0;
 	typedef struct seen { char job[128]; int rank; const char *file; } seen;
 	seen *ranks_seen = NULL;
-	int nseen = 0;
+	int nseen = 0, cap_seen = 0;
 	for (int f = 0; f < nin; f++) {
 		pp_store *st = cli_open_store(in[f], PP_STORE_READ);
 		if (!st) {
@@ -208,14 +209,12 @@ int cmd_merge(int argc, char **argv)
 				  force ? "; merged anyway (--force)" : "");
 			problems++;
 		}
-		seen *q = realloc(ranks_seen, (size_t)(nseen + n) * sizeof *q);
-		if (!q && n) {
+		if (PP_GROW(ranks_seen, nseen + n, cap_seen) != 0) {
 			free(rr);
 			free(ranks_seen);
 			free(in);
 			return 1;
 		}
-		ranks_seen = q;
 		for (int i = 0; i < n; i++) {
 			if (!job[0]) {
 				snprintf(job, sizeof job, "%s", rr[i].job);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "elf_file.h"
+#include "pp_grow.h"
 
 const char cmd_record_summary[] = "run a program under the LD_PRELOAD agent and record it";
 
@@ -343,13 +344,8 @@ static int list_spools(const char *dir, pp_session_spool **out)
 		size_t l = strlen(de->d_name);
 		if (l < 7 || strcmp(de->d_name + l - 6, ".spool") != 0)
 			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			pp_session_spool *m = realloc(sp, (size_t)cap * sizeof *sp);
-			if (!m)
-				break;
-			sp = m;
-		}
+		if (PP_GROW(sp, n + 1, cap) != 0)
+			break;
 		memset(&sp[n], 0, sizeof sp[n]);
 		size_t pl = strlen(dir) + l + 2;
 		char *path = malloc(pl);
@@ -364,14 +360,34 @@ static int list_spools(const char *dir, pp_session_spool **out)
 	return n;
 }
 
-/* Ingests the session, prints what was recorded. Returns the number of
- * runs recorded, -1 if the database could not be written. */
+/* A database made while the program ran and then not needed goes: record
+ * leaves no file when nothing was recorded. */
+static void drop_early(pp_store *early, const char *out)
+{
+	if (!early)
+		return;
+	pp_store_close(early, NULL, 0);
+	static const char *const ext[] = {"", "-wal", "-shm", "-journal"};
+	char p[PATH_MAX + 16];
+	for (int i = 0; i < 4; i++) {
+		snprintf(p, sizeof p, "%s%s", out, ext[i]);
+		unlink(p);
+	}
+}
+
+/* Ingests the session (into early when the database was created while the
+ * program ran), prints what was recorded. Returns the number of runs
+ * recorded, -1 if the database could not be written. */
 static int ingest_and_report(const char *out, const char *dir, const char *resolved, pid_t pid,
-			     int code, int sig, int64_t wall, int keep_all, int *failed)
+			     int code, int sig, int64_t wall, int keep_all, pp_store *early, int *failed)
 {
 	pp_session_spool *sp = NULL;
 	int nsp = list_spools(dir, &sp);
-	pp_store *st = nsp ? cli_open_store(out, PP_STORE_WRITE) : NULL;
+	if (!nsp) {
+		drop_early(early, out);
+		early = NULL;
+	}
+	pp_store *st = early ? early : nsp ? cli_open_store(out, PP_STORE_WRITE) : NULL;
 	int ingested = 0;
 	if (!nsp) {
 		cli_error("record: nothing was recorded: %s left no spool (did the agent load? see messages above)",
@@ -441,7 +457,7 @@ static int agent_has_symbol(const char *agent, const char *name)
 	pp_elf e;
 	if (pp_elf_open(agent, &e) != 0)
 		return 0;
-	int found = memmem(e.p, e.n, name, strlen(name) + 1) != NULL;
+	int found = pp_elf_dynstr_has(&e, name, 1);
 	pp_elf_close(&e);
 	return found;
 }
@@ -717,6 +733,13 @@ int cmd_record(int argc, char **argv)
 	if (read(errpipe[0], &exec_errno, sizeof exec_errno) != (ssize_t)sizeof exec_errno)
 		exec_errno = 0;
 	close(errpipe[0]);
+	/* a new database's schema is made while the program runs, off the
+	 * wait after it exits (a failure here is met again, and reported,
+	 * after the run) */
+	pp_store *early = NULL;
+	char early_err[512];
+	if (!exec_errno && access(out, F_OK) != 0)
+		early = pp_store_open(out, PP_STORE_WRITE, early_err, sizeof early_err);
 	int status = 0;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
@@ -740,7 +763,7 @@ int cmd_record(int argc, char **argv)
 	/* a full disk (RLIMIT_FSIZE) must fail the write, not kill us mid-commit */
 	signal(SIGXFSZ, SIG_IGN);
 	int failed = 0;
-	int recorded = ingest_and_report(out, dir, resolved, pid, code, sig, wall, keep_all, &failed);
+	int recorded = ingest_and_report(out, dir, resolved, pid, code, sig, wall, keep_all, early, &failed);
 	if (keep || failed)
 		fprintf(stderr, "phaseprof: spool files kept in %s%s\n", dir,
 			failed ? " (ingest them with 'phaseprof ingest DIR/*.spool -o DB')" : "");

@@ -88,15 +88,10 @@ int cmd_report(int argc, char **argv)
 		snprintf(deflt, sizeof deflt, "%.*s.html", n, db);
 		out = deflt;
 	}
-	pp_store *st = cli_open_store(db, PP_STORE_READ);
+	int status;
+	pp_store *st = cli_open_store_for_output("report", db, out, &status);
 	if (!st)
-		return 1;
-	/* writing the output over the database would destroy the recording */
-	if (strcmp(out, "-") != 0 && pp_store_is_file(st, out)) {
-		cli_error("report: %s: is the database being read; choose another output file", out);
-		pp_store_close(st, NULL, 0);
-		return 2;
-	}
+		return status;
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	char err[512];

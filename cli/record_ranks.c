@@ -5,12 +5,10 @@
  * rank under a launcher.
  */
 #include "cli.h"
+#include "elf_file.h"
 
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const launchers[] = {
@@ -18,25 +16,17 @@ static const char *const launchers[] = {
 	"mpiexec.mpich", "mpirun.mpich", "srun", "prun", "oshrun", NULL,
 };
 
-/* The file names libmpi among its dependencies (its dynamic string table
- * holds "libmpi.so"); a cheap scan is enough to choose a default. */
+/* The file names libmpi among its dependencies: its dynamic string table
+ * holds "libmpi.so" (a needed library, or a versioned name of one). Only
+ * that table is read: a whole-file scan of a large interpreter cost more
+ * than the rest of record's start. */
 static int links_libmpi(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	pp_elf e;
+	if (pp_elf_open(path, &e) != 0)
 		return 0;
-	struct stat st;
-	int found = 0;
-	if (fstat(fd, &st) == 0 && st.st_size > 4 && S_ISREG(st.st_mode)) {
-		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (p != MAP_FAILED) {
-			found = memcmp(p, "\177ELF", 4) == 0 &&
-				(memmem(p, (size_t)st.st_size, "libmpi.so", 9) != NULL ||
-				 memmem(p, (size_t)st.st_size, "libmpich.so", 11) != NULL);
-			munmap(p, (size_t)st.st_size);
-		}
-	}
-	close(fd);
+	int found = pp_elf_dynstr_has(&e, "libmpi.so", 0) || pp_elf_dynstr_has(&e, "libmpich.so", 0);
+	pp_elf_close(&e);
 	return found;
 }
 

@@ -21,18 +21,6 @@ uint32_t pp_hash_str(const char *s)
 	return h;
 }
 
-uint32_t pp_hash_u64(uint64_t x)
-{
-	x *= 0x9E3779B97F4A7C15ull;
-	return (uint32_t)(x >> 32) ^ (uint32_t)x;
-}
-
-uint32_t pp_hash_u64x2(uint64_t a, uint64_t b)
-{
-	uint64_t x = (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full);
-	return (uint32_t)(x >> 32) ^ (uint32_t)x;
-}
-
 static void *zalloc(const pp_alloc *al, size_t size)
 {
 	return al ? al->zalloc(size, al->ud) : calloc(1, size);
@@ -59,6 +47,13 @@ void pp_hash_free(pp_hash *h)
 	release(h->al, h->slots, (size_t)h->cap * sizeof *h->slots);
 	h->slots = NULL;
 	h->cap = h->n = 0;
+}
+
+void pp_hash_clear(pp_hash *h)
+{
+	if (h->cap)
+		memset(h->slots, 0, (size_t)h->cap * sizeof *h->slots);
+	h->n = 0;
 }
 
 static int grow(pp_hash *h, uint32_t cap)
@@ -92,7 +87,8 @@ int pp_hash_reserve(pp_hash *h, uint32_t n)
 
 int pp_hash_add(pp_hash *h, uint32_t hash, uint32_t id)
 {
-	if (id == UINT32_MAX || pp_hash_reserve(h, h->n + 1) != 0)
+	/* the load check inline: most adds do not grow */
+	if (id == UINT32_MAX || ((h->n + 1) * 2 > h->cap && pp_hash_reserve(h, h->n + 1) != 0))
 		return -1;
 	uint32_t mask = h->cap - 1, i = hash & mask;
 	while (h->slots[i].id1)

@@ -31,12 +31,25 @@ typedef struct pp_hash {
 /* The one string hash (FNV-1a, 32 bits). */
 uint32_t pp_hash_str(const char *s);
 uint32_t pp_hash_mem(const void *p, size_t n);
-/* Integer keys (a multiplicative mix: ids and addresses are not random). */
-uint32_t pp_hash_u64(uint64_t x);
-uint32_t pp_hash_u64x2(uint64_t a, uint64_t b);
+/* Integer keys (a multiplicative mix: ids and addresses are not random).
+ * Inline: they sit on ingest's per-row path. */
+static inline uint32_t pp_hash_u64(uint64_t x)
+{
+	x *= 0x9E3779B97F4A7C15ull;
+	return (uint32_t)(x >> 32) ^ (uint32_t)x;
+}
+
+static inline uint32_t pp_hash_u64x2(uint64_t a, uint64_t b)
+{
+	uint64_t x = (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full);
+	return (uint32_t)(x >> 32) ^ (uint32_t)x;
+}
 
 void pp_hash_init(pp_hash *h, const pp_alloc *al);
 void pp_hash_free(pp_hash *h);
+/* Forgets every id and keeps the memory (a bounded cache starts again
+ * without allocating). */
+void pp_hash_clear(pp_hash *h);
 /* Makes room for n entries without growing again; 0 or -1 (out of memory). */
 int pp_hash_reserve(pp_hash *h, uint32_t n);
 /* Adds id under hash (duplicates allowed: the caller looks up first);

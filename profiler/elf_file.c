@@ -118,6 +118,45 @@ int pp_elf_load_range(const pp_elf *e, uint64_t *lo_out, uint64_t *hi_out)
 	return 0;
 }
 
+/* file offset of link-time address va through the PT_LOAD holding it */
+static int va_to_off(const pp_elf *e, uint64_t va, uint64_t len, uint64_t *off)
+{
+	const Elf64_Ehdr *h = (const void *)e->p;
+	const Elf64_Phdr *ph = (const void *)(e->p + h->e_phoff);
+	for (int i = 0; i < h->e_phnum; i++) {
+		if (ph[i].p_type != PT_LOAD || va < ph[i].p_vaddr || va - ph[i].p_vaddr > ph[i].p_filesz ||
+		    len > ph[i].p_filesz - (va - ph[i].p_vaddr))
+			continue;
+		*off = ph[i].p_offset + (va - ph[i].p_vaddr);
+		return in_file(*off, len, e->n) ? 0 : -1;
+	}
+	return -1;
+}
+
+int pp_elf_dynstr_has(const pp_elf *e, const char *s, int whole)
+{
+	const Elf64_Ehdr *h = (const void *)e->p;
+	const Elf64_Phdr *ph = (const void *)(e->p + h->e_phoff);
+	for (int i = 0; i < h->e_phnum; i++) {
+		if (ph[i].p_type != PT_DYNAMIC || !in_file(ph[i].p_offset, ph[i].p_filesz, e->n) ||
+		    ph[i].p_offset % 8)
+			continue;
+		const Elf64_Dyn *d = (const void *)(e->p + ph[i].p_offset);
+		size_t nd = ph[i].p_filesz / sizeof *d;
+		uint64_t va = 0, size = 0, off;
+		for (size_t j = 0; j < nd && d[j].d_tag != DT_NULL; j++) {
+			if (d[j].d_tag == DT_STRTAB)
+				va = d[j].d_un.d_ptr;
+			else if (d[j].d_tag == DT_STRSZ)
+				size = d[j].d_un.d_val;
+		}
+		if (!va || !size || va_to_off(e, va, size, &off) != 0)
+			return 0;
+		return memmem(e->p + off, size, s, strlen(s) + (whole ? 1 : 0)) != NULL;
+	}
+	return 0;
+}
+
 static int cmp_sym(const void *a, const void *b)
 {
 	const pp_elf_sym *x = a, *y = b;

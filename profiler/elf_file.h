@@ -28,6 +28,12 @@ int pp_elf_is_static(const char *path);
  * -1 if there is none. */
 int pp_elf_load_range(const pp_elf *e, uint64_t *lo, uint64_t *hi);
 
+/* 1 if the dynamic string table (found through PT_DYNAMIC: the names of
+ * needed libraries and of dynamic symbols) contains the bytes s (with its
+ * NUL when whole is set); 0 if not, or there is no such table. Reads only
+ * that table, not the whole file. */
+int pp_elf_dynstr_has(const pp_elf *e, const char *s, int whole);
+
 typedef struct pp_elf_sym {
 	uint64_t lo, hi;             /* link-time address range */
 	const char *name;            /* NUL-terminated inside the file */

@@ -1,63 +1,49 @@
-/* idmap.c — the pair-keyed id map of idmap.h (linear probing, load <= 1/2). */
+/* idmap.c — the pair-keyed id map of idmap.h. */
 #include "idmap.h"
+
+#include "pp_grow.h"
 
 #include <stdlib.h>
 
-static size_t slot_of(uint64_t a, uint64_t b, size_t cap)
+static inline pp_idmap_ent *find(const pp_idmap *m, uint32_t h, uint64_t a, uint64_t b)
 {
-	uint64_t h = (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full);
-	return (size_t)(h ^ (h >> 29)) & (cap - 1);
+	for (uint32_t it = 0, id; pp_hash_next(&m->index, h, &it, &id);)
+		if (m->e[id].a == a && m->e[id].b == b)
+			return &m->e[id];
+	return NULL;
 }
 
 int64_t pp_idmap_get(const pp_idmap *m, uint64_t a, uint64_t b)
 {
-	if (!m->cap)
-		return 0;
-	for (size_t i = slot_of(a, b, m->cap);; i = (i + 1) & (m->cap - 1)) {
-		const pp_idmap_slot *s = &m->e[i];
-		if (!s->v)
-			return 0;
-		if (s->a == a && s->b == b)
-			return s->v;
-	}
+	const pp_idmap_ent *e = find(m, pp_hash_u64x2(a, b), a, b);
+	return e ? e->v : 0;
 }
 
-static int grow(pp_idmap *m)
+int64_t *pp_idmap_at(pp_idmap *m, uint64_t a, uint64_t b)
 {
-	size_t cap = m->cap ? m->cap * 2 : 256;
-	pp_idmap_slot *e = calloc(cap, sizeof *e);
-	if (!e)
-		return -1;
-	for (size_t j = 0; j < m->cap; j++) {
-		if (!m->e[j].v)
-			continue;
-		size_t i = slot_of(m->e[j].a, m->e[j].b, cap);
-		while (e[i].v)
-			i = (i + 1) & (cap - 1);
-		e[i] = m->e[j];
-	}
-	free(m->e);
-	m->e = e;
-	m->cap = cap;
-	return 0;
+	uint32_t h = pp_hash_u64x2(a, b);
+	pp_idmap_ent *e = find(m, h, a, b);
+	if (e)
+		return &e->v;
+	if (PP_GROW(m->e, m->n + 1, m->cap) != 0 || pp_hash_add(&m->index, h, m->n) != 0)
+		return NULL;
+	m->e[m->n] = (pp_idmap_ent){a, b, 0};
+	return &m->e[m->n++].v;
 }
 
 int pp_idmap_put(pp_idmap *m, uint64_t a, uint64_t b, int64_t v)
 {
-	if ((m->n + 1) * 2 > m->cap && grow(m) != 0)
+	int64_t *p = pp_idmap_at(m, a, b);
+	if (!p)
 		return -1;
-	size_t i = slot_of(a, b, m->cap);
-	while (m->e[i].v && !(m->e[i].a == a && m->e[i].b == b))
-		i = (i + 1) & (m->cap - 1);
-	if (!m->e[i].v)
-		m->n++;
-	m->e[i] = (pp_idmap_slot){a, b, v};
+	*p = v;
 	return 0;
 }
 
 void pp_idmap_free(pp_idmap *m)
 {
 	free(m->e);
+	pp_hash_free(&m->index);
 	m->e = NULL;
-	m->cap = m->n = 0;
+	m->n = m->cap = 0;
 }

@@ -23,6 +23,7 @@
 #include "idmap.h"
 #include "symbols.h"
 #include "phaseprof.h"
+#include "pp_grow.h"
 
 #include <math.h>
 #include <signal.h>
@@ -47,6 +48,8 @@ typedef struct val {
 
 typedef struct batch {
 	sqlite3_stmt *multi, *single;
+	sqlite3 *db;
+	char *multi_sql;             /* prepared on the first full batch */
 	int ncols, pending;
 	val *vals;
 } batch;
@@ -56,11 +59,14 @@ typedef struct batch {
 #define VD(x) ((val){2, 0, (double)(x)})
 #define VNULL ((val){0, 0, 0})
 
-/* Prepares "INSERT INTO table(cols) VALUES(…)" for one and for BATCH_ROWS rows. */
+/* "INSERT INTO table(cols) VALUES(…)" for one row now, and for BATCH_ROWS
+ * rows when a table first fills a batch: parsing the 64-row statement of
+ * every table cost more than a short program's whole ingest. */
 static int batch_init(batch *b, sqlite3 *db, const char *table, const char *cols, int ncols)
 {
 	memset(b, 0, sizeof *b);
 	b->ncols = ncols;
+	b->db = db;
 	b->vals = calloc((size_t)ncols * BATCH_ROWS, sizeof *b->vals);
 	size_t cap = 128 + strlen(cols) + (size_t)BATCH_ROWS * (size_t)(ncols * 2 + 3);
 	char *sql = malloc(cap);
@@ -80,9 +86,11 @@ static int batch_init(batch *b, sqlite3 *db, const char *table, const char *cols
 			sql[o++] = ')';
 		}
 		sql[o] = 0;
-		if (sqlite3_prepare_v2(db, sql, -1, rows == 1 ? &b->single : &b->multi, NULL) != SQLITE_OK)
+		if (rows == 1 && sqlite3_prepare_v2(db, sql, -1, &b->single, NULL) != SQLITE_OK)
 			goto out;
 	}
+	b->multi_sql = sql;
+	sql = NULL;
 	rc = 0;
 out:
 	free(sql);
@@ -109,6 +117,9 @@ static int step_done(sqlite3_stmt *s)
 static int batch_flush(batch *b)
 {
 	int rc = 0;
+	if (b->pending == BATCH_ROWS && !b->multi &&
+	    sqlite3_prepare_v2(b->db, b->multi_sql, -1, &b->multi, NULL) != SQLITE_OK)
+		return -1;
 	if (b->pending == BATCH_ROWS) {
 		for (int k = 0; k < BATCH_ROWS * b->ncols; k++)
 			bind_val(b->multi, k + 1, &b->vals[k]);
@@ -136,6 +147,7 @@ static void batch_free(batch *b)
 {
 	sqlite3_finalize(b->multi);
 	sqlite3_finalize(b->single);
+	free(b->multi_sql);
 	free(b->vals);
 }
 
@@ -176,14 +188,8 @@ static double nominal_ns_per_tick(void)
 
 static int clock_add(clockconv *c, uint64_t ticks, uint64_t mono)
 {
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 64;
-		clock_pt *p = realloc(c->pts, cap * sizeof *p);
-		if (!p)
-			return -1;
-		c->pts = p;
-		c->cap = cap;
-	}
+	if (PP_GROW(c->pts, c->n + 1, c->cap) != 0)
+		return -1;
 	c->pts[c->n++] = (clock_pt){ticks, mono};
 	return 0;
 }
@@ -352,14 +358,8 @@ static tstate *thread_of(ingest *g, uint32_t tid)
 	for (size_t i = 0; i < g->nthreads; i++)
 		if (g->threads[i].tid == tid)
 			return g->last_thread = &g->threads[i];
-	if (g->nthreads == g->threads_cap) {
-		size_t cap = g->threads_cap ? g->threads_cap * 2 : 16;
-		tstate *t = realloc(g->threads, cap * sizeof *t);
-		if (!t)
-			return NULL;
-		g->threads = t;
-		g->threads_cap = cap;
-	}
+	if (PP_GROW(g->threads, g->nthreads + 1, g->threads_cap) != 0)
+		return NULL;
 	tstate *t = &g->threads[g->nthreads++];
 	memset(t, 0, sizeof *t);
 	t->tid = tid;
@@ -409,10 +409,10 @@ static int fold_span(ingest *g, tstate *t, const open_span *o, int64_t end, int6
 	if (g->o.keep_all_spans || o->has_child || (o->kind != PP_OP && o->kind != PP_SPAN))
 		return 0;
 	uint64_t key = (uint64_t)o->kind << 32 | o->name;
-	int64_t kept = pp_idmap_get(&g->kept, t->tid, key);
-	if (kept < PP_KEEP_PER_NAME) {
-		if (pp_idmap_put(&g->kept, t->tid, key, kept + 1) != 0)
-			return 0;
+	int64_t *kept = pp_idmap_at(&g->kept, t->tid, key);
+	if (!kept || *kept < PP_KEEP_PER_NAME) {
+		if (kept)
+			++*kept;
 		return 0;
 	}
 	int64_t gi = pp_idmap_get(&g->group_of, (uint64_t)parent, key ^ ((uint64_t)t->tid << 40));
@@ -421,14 +421,8 @@ static int fold_span(ingest *g, tstate *t, const open_span *o, int64_t end, int6
 	    g->groups[gi - 1].name == o->name && g->groups[gi - 1].kind == o->kind) {
 		s = &g->groups[gi - 1];
 	} else {
-		if (g->ngroups == g->groups_cap) {
-			size_t cap = g->groups_cap ? g->groups_cap * 2 : 256;
-			span_group *n = realloc(g->groups, cap * sizeof *n);
-			if (!n)
-				return 0;
-			g->groups = n;
-			g->groups_cap = cap;
-		}
+		if (PP_GROW(g->groups, g->ngroups + 1, g->groups_cap) != 0)
+			return 0;
 		if (pp_idmap_put(&g->group_of, (uint64_t)parent, key ^ ((uint64_t)t->tid << 40),
 				 (int64_t)g->ngroups + 1) != 0)
 			return 0;
@@ -471,14 +465,8 @@ static int do_events(ingest *g, uint32_t tid, const unsigned char *p, size_t n)
 			g->max_ns = ts;
 		switch (e->type) {
 		case PP_EV_BEGIN: {
-			if (t->depth == t->cap) {
-				int cap = t->cap ? t->cap * 2 : 16;
-				open_span *s = realloc(t->stack, (size_t)cap * sizeof *s);
-				if (!s)
-					return fail(g, "tracking open spans (out of memory)");
-				t->stack = s;
-				t->cap = cap;
-			}
+			if (PP_GROW(t->stack, t->depth + 1, t->cap) != 0)
+				return fail(g, "tracking open spans (out of memory)");
 			open_span *o = &t->stack[t->depth];
 			o->id = g->next_span_id++;
 			o->start = ts;

@@ -2,18 +2,17 @@
  * nodes and edges, the op types they use. */
 #include "store.h"
 #include "store_internal.h"
+#include "pp_grow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct graph_acc { pp_graph_info *v; int n, cap, failed; } graph_acc;
-
 #define GRAPH_COLS "id, run_id, version, n_nodes, n_edges, ts_ns, label"
 
-static void graph_read(sqlite3_stmt *s, pp_graph_info *g)
+static void graph_read(sqlite3_stmt *s, void *e)
 {
-	memset(g, 0, sizeof *g);
+	pp_graph_info *g = e;
 	g->id = sqlite3_column_int64(s, 0);
 	g->run_id = sqlite3_column_int64(s, 1);
 	g->version = sqlite3_column_int64(s, 2);
@@ -24,55 +23,26 @@ static void graph_read(sqlite3_stmt *s, pp_graph_info *g)
 	snprintf(g->label, sizeof g->label, "%s", l ? l : "");
 }
 
-static int graph_row(sqlite3_stmt *s, void *ud)
-{
-	graph_acc *a = ud;
-	if (a->n == a->cap) {
-		int nc = a->cap ? a->cap * 2 : 16;
-		pp_graph_info *nv = realloc(a->v, (size_t)nc * sizeof *nv);
-		if (!nv) {
-			a->failed = 1;
-			return 1;
-		}
-		a->v = nv;
-		a->cap = nc;
-	}
-	graph_read(s, &a->v[a->n++]);
-	return 0;
-}
-
 int pp_store_graphs(pp_store *st, int64_t run_id, int order, pp_graph_info **out, int *n)
 {
-	graph_acc a = {0};
-	int rc = store_each(st,
-			    order ? "SELECT " GRAPH_COLS " FROM graphs WHERE run_id = ?1 "
-				    "ORDER BY COALESCE(label, ''), ts_ns, version"
-				  : "SELECT " GRAPH_COLS " FROM graphs WHERE run_id = ?1 ORDER BY version, id",
-			    run_id, 0, NULL, graph_row, &a);
-	if (rc != 0 || a.failed) {
-		free(a.v);
-		*out = NULL;
-		*n = 0;
-		return -1;
-	}
-	*out = a.v;
-	*n = a.n;
-	return 0;
+	return store_rows(st,
+			  order ? "SELECT " GRAPH_COLS " FROM graphs WHERE run_id = ?1 "
+				  "ORDER BY COALESCE(label, ''), ts_ns, version"
+				: "SELECT " GRAPH_COLS " FROM graphs WHERE run_id = ?1 ORDER BY version, id",
+			  run_id, 0, NULL, sizeof **out, graph_read, out, n);
 }
 
 int pp_store_graph(pp_store *st, int64_t graph_id, pp_graph_info *out)
 {
-	graph_acc a = {0};
-	if (store_each(st, "SELECT " GRAPH_COLS " FROM graphs WHERE id = ?1", graph_id, 0, NULL, graph_row,
-		       &a) != 0 || a.failed) {
-		free(a.v);
+	pp_graph_info *v;
+	int n;
+	if (store_rows(st, "SELECT " GRAPH_COLS " FROM graphs WHERE id = ?1", graph_id, 0, NULL, sizeof *v,
+		       graph_read, &v, &n) != 0)
 		return -1;
-	}
-	int rc = a.n ? 0 : 1;
-	if (a.n)
-		*out = a.v[0];
-	free(a.v);
-	return rc;
+	if (n)
+		*out = v[0];
+	free(v);
+	return n ? 0 : 1;
 }
 
 static int id_row(sqlite3_stmt *s, void *ud)

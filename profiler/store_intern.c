@@ -3,47 +3,22 @@
 #include "store.h"
 #include "store_internal.h"
 
+#include "pp_grow.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t hash_bytes(const char *s, size_t n)
-{
-	uint32_t h = 2166136261u;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h ? h : 1;
-}
-
 void pp_store_intern_cache_free(pp_store *st)
 {
-	for (uint32_t i = 0; i < st->cap; i++)
-		free(st->slots[i].text);
-	free(st->slots);
-	st->slots = NULL;
-	st->cap = st->n = 0;
+	for (uint32_t i = 0; i < st->n_interned; i++)
+		free(st->interned[i].text);
+	free(st->interned);
+	pp_hash_free(&st->intern_index);
+	st->interned = NULL;
+	st->n_interned = st->cap_interned = 0;
 	sqlite3_finalize(st->ins_string);
 	sqlite3_finalize(st->sel_string);
 	st->ins_string = st->sel_string = NULL;
-}
-
-static int intern_grow(pp_store *st)
-{
-	uint32_t cap = st->cap ? st->cap * 2 : 4096;
-	intern_slot *t = calloc(cap, sizeof *t);
-	if (!t)
-		return -1;
-	for (uint32_t i = 0; i < st->cap; i++) {
-		if (!st->slots[i].text)
-			continue;
-		uint32_t j = st->slots[i].hash & (cap - 1);
-		while (t[j].text)
-			j = (j + 1) & (cap - 1);
-		t[j] = st->slots[i];
-	}
-	free(st->slots);
-	st->slots = t;
-	st->cap = cap;
-	return 0;
 }
 
 /* The store id of a string (added if new), or -1 on a database error. */
@@ -51,15 +26,11 @@ int64_t pp_store_intern_n(pp_store *st, const char *s, size_t len)
 {
 	if (len > INT32_MAX)
 		return -1;
-	if (st->n * 2 >= st->cap && intern_grow(st) != 0)
-		return -1;
-	uint32_t h = hash_bytes(s, len);
-	uint32_t j = h & (st->cap - 1);
-	while (st->slots[j].text) {
-		if (st->slots[j].hash == h && strlen(st->slots[j].text) == len &&
-		    memcmp(st->slots[j].text, s, len) == 0)
-			return st->slots[j].id;
-		j = (j + 1) & (st->cap - 1);
+	uint32_t h = pp_hash_mem(s, len);
+	for (uint32_t it = 0, i; pp_hash_next(&st->intern_index, h, &it, &i);) {
+		const intern_ent *e = &st->interned[i];
+		if (e->len == len && memcmp(e->text, s, len) == 0)
+			return e->id;
 	}
 	if (!st->ins_string &&
 	    (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO strings(value) VALUES(?)", -1,
@@ -85,15 +56,17 @@ int64_t pp_store_intern_n(pp_store *st, const char *s, size_t len)
 		if (id < 0)
 			return -1;
 	}
-	/* a string with a NUL inside is stored but not cached (strlen compare) */
-	char *copy = memchr(s, 0, len) ? NULL : malloc(len + 1);
-	if (copy) {
+	/* a string with a NUL inside is stored but not cached; a cache entry
+	 * that cannot be added costs only a later query */
+	if (memchr(s, 0, len) || PP_GROW(st->interned, st->n_interned + 1, st->cap_interned) != 0)
+		return id;
+	char *copy = malloc(len + 1);
+	if (copy && pp_hash_add(&st->intern_index, h, st->n_interned) == 0) {
 		memcpy(copy, s, len);
 		copy[len] = 0;
-		st->slots[j].text = copy;
-		st->slots[j].hash = h;
-		st->slots[j].id = id;
-		st->n++;
+		st->interned[st->n_interned++] = (intern_ent){copy, len, id};
+	} else {
+		free(copy);
 	}
 	return id;
 }

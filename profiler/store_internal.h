@@ -6,20 +6,24 @@
 
 #include <sqlite3.h>
 
-typedef struct intern_slot {
+#include "pp_hash.h"
+
+typedef struct intern_ent {
 	char *text;
+	size_t len;
 	int64_t id;
-	uint32_t hash;
-} intern_slot;
+} intern_ent;
 
 struct pp_store {
 	sqlite3 *db;
 	char path[4096];
 	int mode;
 	int schema_version;
+	int fresh;                   /* created by this open: written without syncs */
 	/* string -> id cache over the strings table (write mode) */
-	intern_slot *slots;
-	uint32_t cap, n;
+	intern_ent *interned;
+	uint32_t n_interned, cap_interned;
+	pp_hash intern_index;
 	sqlite3_stmt *ins_string, *sel_string;
 };
 
@@ -31,11 +35,19 @@ sqlite3 *pp_store_db(pp_store *st);
 typedef int (*pp_row_cb)(sqlite3_stmt *row, void *ud);
 int pp_store_query(pp_store *st, const char *sql, int64_t run_id, pp_row_cb cb, void *ud);
 
+/* Runs sql (statements without results); 0, or -1 with "path: message"
+ * in err. */
+int store_exec(pp_store *st, const char *sql, char *err, size_t errlen);
 /* Prepares sql, binds ?1 = a, ?2 = b and ?3 = t (those the statement has),
  * calls row per result row (non-zero stops) and finalizes. 0, or -1 on any
  * SQLite error. */
 int store_each(pp_store *st, const char *sql, int64_t a, int64_t b, const char *t,
 	       int (*row)(sqlite3_stmt *s, void *ud), void *ud);
+/* store_each collecting the rows into a malloc'd array of elements of
+ * `size` bytes, each zeroed and filled by read(row, elem). 0 with *out
+ * (free it) and *n, or -1 with *out NULL and *n 0. */
+int store_rows(pp_store *st, const char *sql, int64_t a, int64_t b, const char *t, size_t size,
+	       void (*read)(sqlite3_stmt *s, void *elem), void *out, int *n);
 /* Column text or NULL / or "" */
 static inline const char *store_text(sqlite3_stmt *s, int col)
 {

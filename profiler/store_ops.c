@@ -3,6 +3,9 @@
 #include "store.h"
 #include "store_internal.h"
 
+#include "pp_grow.h"
+#include "pp_hash.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,34 +13,18 @@
 /* Ops of a run aggregated in C from one scan of the run's rows. SQLite has
  * no hash aggregate: its GROUP BY sorts every row (twice the scan's time at
  * 5*10^6 ops, measured) or looks each row up through ops_run (about a
- * second at 5*10^5 ops); the scan and a hash table over the few distinct
+ * second at 5*10^5 ops); the scan and a hash index over the few distinct
  * (name, type) keys take ~0.1 s at 5*10^5. */
 typedef struct op_raw { int64_t name_id, type_id, dur, step; } op_raw;
-typedef struct op_scan {
-	op_raw *v;
-	int64_t n, cap;
-	int failed;
-} op_scan;
+typedef struct op_raw_list { op_raw *v; int n; } op_raw_list;
 
-static int op_scan_row(sqlite3_stmt *row, void *ud)
+static void op_raw_read(sqlite3_stmt *row, void *e)
 {
-	op_scan *a = ud;
-	if (a->n == a->cap) {
-		int64_t nc = a->cap ? a->cap * 2 : 4096;
-		op_raw *nv = realloc(a->v, (size_t)nc * sizeof *nv);
-		if (!nv) {
-			a->failed = 1;
-			return 1;
-		}
-		a->v = nv;
-		a->cap = nc;
-	}
-	op_raw *r = &a->v[a->n++];
+	op_raw *r = e;
 	r->name_id = sqlite3_column_int64(row, 0);
 	r->type_id = sqlite3_column_int64(row, 1);
 	r->dur = sqlite3_column_int64(row, 3) - sqlite3_column_int64(row, 2);
 	r->step = sqlite3_column_type(row, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(row, 4);
-	return 0;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -63,12 +50,11 @@ int pp_store_ops(pp_store *st, int64_t run_id, int limit, pp_op_stat **out, int 
 {
 	*out = NULL;
 	*n = 0;
-	op_scan sc = {0};
-	if (store_each(st, "SELECT name_id, type_id, start_ns, end_ns, step FROM ops"
-		       " WHERE run_id = ?1 AND end_ns IS NOT NULL", run_id, 0, NULL, op_scan_row, &sc) != 0 || sc.failed) {
-		free(sc.v);
+	op_raw_list sc;
+	if (store_rows(st, "SELECT name_id, type_id, start_ns, end_ns, step FROM ops"
+			   " WHERE run_id = ?1 AND end_ns IS NOT NULL", run_id, 0, NULL, sizeof *sc.v, op_raw_read,
+		       &sc.v, &sc.n) != 0)
 		return -1;
-	}
 	if (sc.n == 0) {
 		free(sc.v);
 		return 0;
@@ -89,47 +75,28 @@ int pp_store_ops(pp_store *st, int64_t run_id, int limit, pp_op_stat **out, int 
 		if (steps[i] > s0 && (i == 0 || steps[i] != steps[i - 1]))
 			distinct_later++;
 	free(steps);
-	/* (name, type) → aggregate, open addressing */
-	int64_t nslots = 64;
-	while (nslots < sc.n * 2 && nslots < (1 << 24))
-		nslots *= 2;
-	int *slot = calloc((size_t)nslots, sizeof *slot);
+	/* (name, type) → aggregate */
+	pp_hash index;
+	pp_hash_init(&index, NULL);
 	pp_op_stat *agg = NULL;
-	int nagg = 0, cap = 0;
 	int64_t (*keys)[2] = NULL;
+	int nagg = 0, cap = 0, cap_keys = 0;
 	int rc = -1;
-	if (!slot)
-		goto done;
 	for (int64_t i = 0; i < sc.n; i++) {
 		const op_raw *r = &sc.v[i];
-		uint64_t h = ((uint64_t)r->name_id * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)r->type_id * 0xC2B2AE3D27D4EB4Full);
-		int64_t sidx = (int64_t)(h >> 7) & (nslots - 1);
-		int k;
-		for (;;) {
-			k = slot[sidx] - 1;
-			if (k < 0 || (keys[k][0] == r->name_id && keys[k][1] == r->type_id))
-				break;
-			sidx = (sidx + 1) & (nslots - 1);
-		}
+		uint32_t h = pp_hash_u64x2((uint64_t)r->name_id, (uint64_t)r->type_id), id;
+		int k = -1;
+		for (uint32_t it = 0; k < 0 && pp_hash_next(&index, h, &it, &id);)
+			if (keys[id][0] == r->name_id && keys[id][1] == r->type_id)
+				k = (int)id;
 		if (k < 0) {
-			if (nagg == cap || nagg * 2 >= nslots) {
-				if (nagg * 2 >= nslots)
-					goto done;   /* cannot happen: nslots >= 2 * rows */
-				cap = cap ? cap * 2 : 64;
-				pp_op_stat *na = realloc(agg, (size_t)cap * sizeof *na);
-				int64_t (*nk)[2] = realloc(keys, (size_t)cap * sizeof *nk);
-				if (na)
-					agg = na;
-				if (nk)
-					keys = nk;
-				if (!na || !nk)
-					goto done;
-			}
+			if (PP_GROW(agg, nagg + 1, cap) != 0 || PP_GROW(keys, nagg + 1, cap_keys) != 0 ||
+			    pp_hash_add(&index, h, (uint32_t)nagg) != 0)
+				goto done;
 			k = nagg++;
 			memset(&agg[k], 0, sizeof agg[k]);
 			keys[k][0] = r->name_id;
 			keys[k][1] = r->type_id;
-			slot[sidx] = k + 1;
 		}
 		pp_op_stat *o = &agg[k];
 		o->calls++;
@@ -173,7 +140,7 @@ int pp_store_ops(pp_store *st, int64_t run_id, int limit, pp_op_stat **out, int 
 done:
 	free(agg);
 	free(keys);
-	free(slot);
+	pp_hash_free(&index);
 	free(sc.v);
 	return rc;
 }
@@ -197,38 +164,14 @@ int pp_store_each_op(pp_store *st, int64_t run_id, int (*cb)(const pp_op_row *, 
 			  run_id, 0, NULL, op_row, &c);
 }
 
-typedef struct time_acc { pp_op_time *v; int n, cap, failed; } time_acc;
-
-static int time_row(sqlite3_stmt *s, void *ud)
+static void time_read(sqlite3_stmt *s, void *e)
 {
-	time_acc *a = ud;
-	if (a->n == a->cap) {
-		int nc = a->cap ? a->cap * 2 : 64;
-		pp_op_time *nv = realloc(a->v, (size_t)nc * sizeof *nv);
-		if (!nv) {
-			a->failed = 1;
-			return 1;
-		}
-		a->v = nv;
-		a->cap = nc;
-	}
-	a->v[a->n++] = (pp_op_time){sqlite3_column_int64(s, 0), sqlite3_column_double(s, 1)};
-	return 0;
+	*(pp_op_time *)e = (pp_op_time){sqlite3_column_int64(s, 0), sqlite3_column_double(s, 1)};
 }
 
 int pp_store_op_times(pp_store *st, int64_t run_id, pp_op_time **out, int *n)
 {
-	time_acc a = {0};
-	int rc = store_each(st, "SELECT name_id, SUM(end_ns - start_ns) FROM ops WHERE run_id = ?1"
-				" AND end_ns IS NOT NULL GROUP BY name_id ORDER BY name_id",
-			    run_id, 0, NULL, time_row, &a);
-	if (rc != 0 || a.failed) {
-		free(a.v);
-		*out = NULL;
-		*n = 0;
-		return -1;
-	}
-	*out = a.v;
-	*n = a.n;
-	return 0;
+	return store_rows(st, "SELECT name_id, SUM(end_ns - start_ns) FROM ops WHERE run_id = ?1"
+			      " AND end_ns IS NOT NULL GROUP BY name_id ORDER BY name_id",
+			  run_id, 0, NULL, sizeof **out, time_read, out, n);
 }

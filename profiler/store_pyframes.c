@@ -3,6 +3,7 @@
  * with that row's symbol and module. */
 #include "store.h"
 #include "store_internal.h"
+#include "pp_grow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,13 +22,8 @@ int pp_store_py_frames(pp_store *st, int64_t run_id, pp_py_frames *out)
 	sqlite3_bind_int64(q, 1, run_id);
 	int s;
 	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
-		if (out->n == cap) {
-			cap = cap ? cap * 2 : 64;
-			pp_py_frame *v = realloc(out->v, (size_t)cap * sizeof *v);
-			if (!v)
-				goto done;
-			out->v = v;
-		}
+		if (PP_GROW(out->v, out->n + 1, cap) != 0)
+			goto done;
 		pp_py_frame *f = &out->v[out->n++];
 		f->id = sqlite3_column_int64(q, 0);
 		f->symbol_id = sqlite3_column_int64(q, 1);
@@ -64,22 +60,5 @@ void pp_py_frames_free(pp_py_frames *f)
 
 int pp_store_python_frames_state(pp_store *st, int64_t run_id, char *buf, size_t len)
 {
-	sqlite3_stmt *q = NULL;
-	int rc = -1;
-	buf[0] = 0;
-	if (sqlite3_prepare_v2(st->db,
-			       "SELECT value FROM run_meta WHERE run_id = ?1 AND key = 'agent.python_frames'"
-			       " ORDER BY rowid DESC LIMIT 1", -1, &q, NULL) != SQLITE_OK)
-		goto done;
-	sqlite3_bind_int64(q, 1, run_id);
-	int s = sqlite3_step(q);
-	if (s == SQLITE_ROW) {
-		const unsigned char *v = sqlite3_column_text(q, 0);
-		snprintf(buf, len, "%s", v ? (const char *)v : "");
-		rc = 0;
-	} else if (s == SQLITE_DONE)
-		rc = 1;
-done:
-	sqlite3_finalize(q);
-	return rc;
+	return pp_store_run_meta(st, run_id, "agent.python_frames", buf, len);
 }

@@ -4,21 +4,25 @@
  */
 #include "phaseprof.h"
 #include "store_internal.h"
+#include "pp_grow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Self time: the import's own duration less its direct child imports, as
- * `python -X importtime` counts it (library loads it caused stay in it). */
+ * `python -X importtime` counts it (library loads it caused stay in it).
+ * Each child import subtracts its time from its parent's row (found by
+ * rowid): a subquery per import read every import of the run again, which
+ * was quadratic and most of record's own time after `import numpy`. */
 static const char import_sql[] =
-	"SELECT n.value, COUNT(*), SUM(s.end_ns - s.start_ns),"
-	" SUM(s.end_ns - s.start_ns - COALESCE((SELECT SUM(c.end_ns - c.start_ns) FROM spans c"
-	"   WHERE c.run_id = s.run_id AND c.parent_id = s.id AND c.kind = ?2"
-	"   AND c.end_ns IS NOT NULL), 0)),"
-	" MIN(s.depth)"
-	" FROM spans s JOIN strings n ON n.id = s.name_id"
-	" WHERE s.run_id = ?1 AND s.kind = ?2 AND s.end_ns IS NOT NULL"
+	"WITH imp AS (SELECT id, parent_id, name_id, end_ns - start_ns AS d, depth FROM spans"
+	"   WHERE run_id = ?1 AND kind = ?2 AND end_ns IS NOT NULL),"
+	" r AS (SELECT name_id, 1 AS cnt, d AS cum, d AS self, depth FROM imp"
+	"   UNION ALL SELECT p.name_id, 0, 0, -c.d, NULL FROM imp c JOIN spans p ON p.id = c.parent_id"
+	"   WHERE p.run_id = ?1 AND p.kind = ?2 AND p.end_ns IS NOT NULL)"
+	" SELECT n.value, SUM(cnt), SUM(cum), SUM(self), MIN(depth)"
+	" FROM r JOIN strings n ON n.id = r.name_id"
 	" GROUP BY n.value ORDER BY %s DESC, n.value LIMIT ?3";
 
 int pp_store_import_times(pp_store *st, int64_t run_id, int by_self, int limit,
@@ -39,13 +43,8 @@ int pp_store_import_times(pp_store *st, int64_t run_id, int by_self, int limit,
 		goto out;
 	int r;
 	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
-		if (k == cap) {
-			cap = cap ? cap * 2 : 16;
-			pp_import_time *g = realloc(v, (size_t)cap * sizeof *v);
-			if (!g)
-				goto out;
-			v = g;
-		}
+		if (PP_GROW(v, k + 1, cap) != 0)
+			goto out;
 		pp_import_time *t = &v[k];
 		memset(t, 0, sizeof *t);
 		const unsigned char *name = sqlite3_column_text(s, 0);
@@ -70,24 +69,6 @@ out:
 
 int pp_store_python_status(pp_store *st, int64_t run_id, char *out, size_t n)
 {
-	sqlite3_stmt *s = NULL;
-	int rc = -1;
-	if (n)
-		out[0] = 0;
-	if (sqlite3_prepare_v2(st->db,
-			       "SELECT value FROM run_meta WHERE run_id = ?1 AND key = 'python'"
-			       " ORDER BY rowid DESC LIMIT 1",
-			       -1, &s, NULL) != SQLITE_OK ||
-	    sqlite3_bind_int64(s, 1, run_id) != SQLITE_OK)
-		goto out;
-	int r = sqlite3_step(s);
-	if (r == SQLITE_ROW) {
-		const unsigned char *v = sqlite3_column_text(s, 0);
-		snprintf(out, n, "%s", v ? (const char *)v : "");
-		rc = 1;
-	} else if (r == SQLITE_DONE)
-		rc = 0;
-out:
-	sqlite3_finalize(s);
-	return rc;
+	int rc = pp_store_run_meta(st, run_id, "python", out, n);
+	return rc < 0 ? -1 : rc == 0;
 }

@@ -6,6 +6,7 @@
 #include "store.h"
 #include "store_internal.h"
 #include "phaseprof.h"
+#include "pp_grow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,26 +78,16 @@ int pp_store_rank_runs(pp_store *st, pp_rank_run **out, int *n)
 		goto done;
 	int step;
 	while ((step = sqlite3_step(p)) == SQLITE_ROW) {
-		if (npar == cap) {
-			cap = cap ? cap * 2 : 64;
-			parent_of *q = realloc(par, (size_t)cap * sizeof *q);
-			if (!q)
-				goto done;
-			par = q;
-		}
+		if (PP_GROW(par, npar + 1, cap) != 0)
+			goto done;
 		par[npar++] = (parent_of){sqlite3_column_int64(p, 0), sqlite3_column_int64(p, 1)};
 	}
 	if (step != SQLITE_DONE || sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
 		goto done;
 	cap = 0;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			pp_rank_run *q = realloc(*out, (size_t)cap * sizeof *q);
-			if (!q)
-				goto done;
-			*out = q;
-		}
+		if (PP_GROW(*out, *n + 1, cap) != 0)
+			goto done;
 		pp_rank_run *r = &(*out)[(*n)++];
 		memset(r, 0, sizeof *r);
 		r->run_id = sqlite3_column_int64(s, 0);
@@ -194,14 +185,9 @@ int pp_store_sync_events(pp_store *st, int64_t run_id, pp_sync_event **out, int 
 	sqlite3_bind_int64(s, 1, run_id);
 	int cap = 0, step;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 64;
-			pp_sync_event *q = realloc(*out, (size_t)cap * sizeof *q);
-			if (!q) {
-				step = SQLITE_NOMEM;
-				break;
-			}
-			*out = q;
+		if (PP_GROW(*out, *n + 1, cap) != 0) {
+			step = SQLITE_NOMEM;
+			break;
 		}
 		pp_sync_event *e = &(*out)[(*n)++];
 		e->start_ns = sqlite3_column_int64(s, 0);
@@ -261,17 +247,6 @@ done:
 }
 
 /* ---- merge: copy every run of another database into this one ---- */
-
-static int exec1(pp_store *st, const char *sql, char *err, size_t errlen)
-{
-	char *msg = NULL;
-	if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		snprintf(err, errlen, "%s: %s", st->path, msg ? msg : sqlite3_errmsg(st->db));
-		sqlite3_free(msg);
-		return -1;
-	}
-	return 0;
-}
 
 static int64_t max_id(pp_store *st, const char *table)
 {
@@ -356,7 +331,7 @@ static int copy_table(pp_store *st, const char *table, int64_t roff, int64_t sof
 	if (!nc)
 		return 0;
 	snprintf(sql, sizeof sql, "INSERT INTO main.\"%s\"(%s) SELECT %s FROM src.\"%s\" x", table, cols, sel, table);
-	return exec1(st, sql, err, errlen);
+	return store_exec(st, sql, err, errlen);
 }
 
 int pp_store_merge_file(pp_store *st, const char *src_path, int64_t *first_run, int *n_runs, char *err,
@@ -373,7 +348,7 @@ int pp_store_merge_file(pp_store *st, const char *src_path, int64_t *first_run, 
 	sqlite3_stmt *s = NULL;
 	/* a merge's temporary tables and index sorts grow with the job: on disk,
 	 * not in memory (the store's default), so memory stays flat */
-	if (exec1(st, "PRAGMA temp_store=FILE", err, errlen) != 0)
+	if (store_exec(st, "PRAGMA temp_store=FILE", err, errlen) != 0)
 		return -1;
 	if (sqlite3_prepare_v2(st->db, "ATTACH DATABASE ?1 AS src", -1, &s, NULL) != SQLITE_OK)
 		goto fail;
@@ -386,10 +361,10 @@ int pp_store_merge_file(pp_store *st, const char *src_path, int64_t *first_run, 
 	int64_t roff = max_id(st, "runs"), soff = max_id(st, "spans"), goff = max_id(st, "graphs");
 	if (roff < 0 || soff < 0 || goff < 0)
 		goto fail;
-	if (exec1(st, "BEGIN", err, errlen) != 0)
+	if (store_exec(st, "BEGIN", err, errlen) != 0)
 		goto out;
 	in_tx = 1;
-	if (exec1(st,
+	if (store_exec(st,
 		  "INSERT OR IGNORE INTO main.strings(value) SELECT value FROM src.strings;"
 		  "DROP TABLE IF EXISTS temp.pp_smap;"
 		  "CREATE TEMP TABLE pp_smap(old INTEGER PRIMARY KEY, new INTEGER);"
@@ -399,7 +374,7 @@ int pp_store_merge_file(pp_store *st, const char *src_path, int64_t *first_run, 
 	for (int t = 0; tables[t]; t++)
 		if (copy_table(st, tables[t], roff, soff, goff, err, errlen) != 0)
 			goto out;
-	if (exec1(st, "DROP TABLE temp.pp_smap; COMMIT", err, errlen) != 0)
+	if (store_exec(st, "DROP TABLE temp.pp_smap; COMMIT", err, errlen) != 0)
 		goto out;
 	in_tx = 0;
 	if (sqlite3_prepare_v2(st->db, "SELECT min(id), count(*) FROM src.runs", -1, &s, NULL) != SQLITE_OK ||

@@ -3,6 +3,7 @@
 #include "store.h"
 #include "store_internal.h"
 #include "phaseprof.h"
+#include "pp_grow.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -54,14 +55,9 @@ int pp_store_runs(pp_store *st, pp_run_info **out, int *n)
 		return -1;
 	int cap = 0, rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			pp_run_info *r = realloc(*out, (size_t)cap * sizeof *r);
-			if (!r) {
-				rc = SQLITE_NOMEM;
-				break;
-			}
-			*out = r;
+		if (PP_GROW(*out, *n + 1, cap) != 0) {
+			rc = SQLITE_NOMEM;
+			break;
 		}
 		read_run(s, &(*out)[(*n)++]);
 	}
@@ -109,25 +105,15 @@ int pp_store_spans(pp_store *st, int64_t run_id, int kind_filter, pp_span_list *
 	sqlite3_bind_int64(s, 1, run_id);
 	if (kind_filter >= 0)
 		sqlite3_bind_int(s, 2, kind_filter);
-	int cap = 0;
+	int cap = 0, cap_off = 0;
 	size_t scap = 0, sn = 0;
 	/* names are stored as offsets while the string pool may move */
 	size_t *name_off = NULL;
 	int src;
 	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
-		if (out->n == cap) {
-			cap = cap ? cap * 2 : 256;
-			pp_span_row *r = realloc(out->rows, (size_t)cap * sizeof *r);
-			size_t *no = realloc(name_off, (size_t)cap * sizeof *no);
-			if (!r || !no) {
-				free(r ? r : out->rows);
-				free(no ? no : name_off);
-				out->rows = NULL;
-				sqlite3_finalize(s);
-				return -1;
-			}
-			out->rows = r;
-			name_off = no;
+		if (PP_GROW(out->rows, out->n + 1, cap) != 0 || PP_GROW(name_off, out->n + 1, cap_off) != 0) {
+			src = SQLITE_NOMEM;
+			break;
 		}
 		pp_span_row *r = &out->rows[out->n];
 		r->id = sqlite3_column_int64(s, 0);
@@ -138,19 +124,9 @@ int pp_store_spans(pp_store *st, int64_t run_id, int kind_filter, pp_span_list *
 		if (!nm)
 			nm = "";
 		size_t l = strlen(nm) + 1;
-		if (sn + l > scap) {
-			size_t nc = scap ? scap * 2 : 4096;
-			while (nc < sn + l)
-				nc *= 2;
-			char *p = realloc(out->strings, nc);
-			if (!p) {
-				sqlite3_finalize(s);
-				free(name_off);
-				pp_span_list_free(out);
-				return -1;
-			}
-			out->strings = p;
-			scap = nc;
+		if (PP_GROW(out->strings, sn + l, scap) != 0) {
+			src = SQLITE_NOMEM;
+			break;
 		}
 		memcpy(out->strings + sn, nm, l);
 		name_off[out->n] = sn;
@@ -291,14 +267,9 @@ int pp_store_steps(pp_store *st, int64_t run_id, pp_step_row **out, int *n)
 		outer_end = end;
 		if (open)
 			continue; /* still open at the run's end: no duration */
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 256;
-			pp_step_row *r = realloc(*out, (size_t)cap * sizeof *r);
-			if (!r) {
-				rc = SQLITE_NOMEM;
-				break;
-			}
-			*out = r;
+		if (PP_GROW(*out, *n + 1, cap) != 0) {
+			rc = SQLITE_NOMEM;
+			break;
 		}
 		pp_step_row *r = &(*out)[(*n)++];
 		r->kind = sqlite3_column_int(s, 1);
@@ -339,14 +310,9 @@ char **pp_store_counter_names(pp_store *st, int64_t run_id)
 	char **names = calloc(cap, sizeof *names);
 	int rc = SQLITE_NOMEM;
 	while (names && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (n + 1 >= cap) {
-			cap *= 2;
-			char **p = realloc(names, cap * sizeof *p);
-			if (!p) {
-				rc = SQLITE_NOMEM;
-				break;
-			}
-			names = p;
+		if (PP_GROW(names, n + 2, cap) != 0) {
+			rc = SQLITE_NOMEM;
+			break;
 		}
 		const char *t = (const char *)sqlite3_column_text(s, 0);
 		names[n] = strdup(t ? t : "");
@@ -385,14 +351,9 @@ int pp_store_counter(pp_store *st, int64_t run_id, const char *name, pp_counter_
 	sqlite3_bind_text(s, 2, name, -1, SQLITE_TRANSIENT);
 	int cap = 0, rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 256;
-			pp_counter_row *r = realloc(*out, (size_t)cap * sizeof *r);
-			if (!r) {
-				rc = SQLITE_NOMEM;
-				break;
-			}
-			*out = r;
+		if (PP_GROW(*out, *n + 1, cap) != 0) {
+			rc = SQLITE_NOMEM;
+			break;
 		}
 		(*out)[*n].ts_ns = sqlite3_column_int64(s, 0);
 		(*out)[*n].value = sqlite3_column_double(s, 1);
@@ -455,14 +416,9 @@ int pp_store_findings(pp_store *st, int64_t run_id, pp_finding **out, int *n)
 		sqlite3_bind_int64(s, 1, run_id);
 	int cap = 0, rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			pp_finding *r = realloc(*out, (size_t)cap * sizeof *r);
-			if (!r) {
-				rc = SQLITE_NOMEM;
-				break;
-			}
-			*out = r;
+		if (PP_GROW(*out, *n + 1, cap) != 0) {
+			rc = SQLITE_NOMEM;
+			break;
 		}
 		pp_finding *f = &(*out)[(*n)++];
 		f->run_id = sqlite3_column_int64(s, 0);
@@ -498,15 +454,9 @@ static void agg_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	agg *a = sqlite3_aggregate_context(ctx, sizeof *a);
 	if (!a)
 		return;
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 64;
-		double *p = realloc(a->v, cap * sizeof *p);
-		if (!p) {
-			sqlite3_result_error_nomem(ctx);
-			return;
-		}
-		a->v = p;
-		a->cap = cap;
+	if (PP_GROW(a->v, a->n + 1, a->cap) != 0) {
+		sqlite3_result_error_nomem(ctx);
+		return;
 	}
 	a->v[a->n++] = sqlite3_value_double(argv[0]);
 }
@@ -631,15 +581,9 @@ typedef struct thr_acc { pp_thread_row *v; int n, cap, failed; } thr_acc;
 static int thr_row(sqlite3_stmt *s, void *ud)
 {
 	thr_acc *a = ud;
-	if (a->n == a->cap) {
-		int nc = a->cap ? a->cap * 2 : 16;
-		pp_thread_row *nv = realloc(a->v, (size_t)nc * sizeof *nv);
-		if (!nv) {
-			a->failed = 1;
-			return 1;
-		}
-		a->v = nv;
-		a->cap = nc;
+	if (PP_GROW(a->v, a->n + 1, a->cap) != 0) {
+		a->failed = 1;
+		return 1;
 	}
 	pp_thread_row *t = &a->v[a->n++];
 	t->tid = sqlite3_column_int64(s, 0);

@@ -2,6 +2,7 @@
  * loaded, file I/O, allocations. */
 #include "store.h"
 #include "store_internal.h"
+#include "pp_grow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,40 +94,16 @@ int pp_store_io_op_totals(pp_store *st, int64_t run_id, const char *op, int64_t 
 	return rc;
 }
 
-typedef struct series_acc { pp_counter_row *v; int n, cap, failed; } series_acc;
-
-static int series_row(sqlite3_stmt *s, void *ud)
+static void series_read(sqlite3_stmt *s, void *e)
 {
-	series_acc *a = ud;
-	if (a->n == a->cap) {
-		int nc = a->cap ? a->cap * 2 : 256;
-		pp_counter_row *nv = realloc(a->v, (size_t)nc * sizeof *nv);
-		if (!nv) {
-			a->failed = 1;
-			return 1;
-		}
-		a->v = nv;
-		a->cap = nc;
-	}
-	a->v[a->n++] = (pp_counter_row){sqlite3_column_int64(s, 0), sqlite3_column_double(s, 1)};
-	return 0;
+	*(pp_counter_row *)e = (pp_counter_row){sqlite3_column_int64(s, 0), sqlite3_column_double(s, 1)};
 }
 
 int pp_store_alloc_in_use(pp_store *st, int64_t run_id, pp_counter_row **out, int *n)
 {
-	series_acc a = {0};
-	int rc = store_each(st, "SELECT ts_ns, in_use FROM allocations WHERE run_id = ?1 AND in_use IS NOT NULL"
-				" AND ts_ns IS NOT NULL ORDER BY ts_ns",
-			    run_id, 0, NULL, series_row, &a);
-	if (rc != 0 || a.failed) {
-		free(a.v);
-		*out = NULL;
-		*n = 0;
-		return -1;
-	}
-	*out = a.v;
-	*n = a.n;
-	return 0;
+	return store_rows(st, "SELECT ts_ns, in_use FROM allocations WHERE run_id = ?1 AND in_use IS NOT NULL"
+			      " AND ts_ns IS NOT NULL ORDER BY ts_ns",
+			  run_id, 0, NULL, sizeof **out, series_read, out, n);
 }
 
 static int alloc_row(sqlite3_stmt *s, void *ud)

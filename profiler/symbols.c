@@ -1,6 +1,7 @@
 /* symbols.c — address to function name over a run's modules (symbols.h). */
 #include "symbols.h"
 #include "elf_file.h"
+#include "pp_grow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,14 +38,8 @@ void pp_symbols_free(pp_symbols *s)
 
 int pp_symbols_add_module(pp_symbols *s, const char *path, uint64_t base)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		module *m = realloc(s->mods, cap * sizeof *m);
-		if (!m)
-			return -1;
-		s->mods = m;
-		s->cap = cap;
-	}
+	if (PP_GROW(s->mods, s->n + 1, s->cap) != 0)
+		return -1;
 	module *mo = &s->mods[s->n];
 	memset(mo, 0, sizeof *mo);
 	mo->path = strdup(path ? path : "?");

@@ -30,14 +30,25 @@ static void ev_sep(pp_view_ctx *c)
 	s->first = 0;
 }
 
-static void ev_meta(pp_view_ctx *c, int64_t pid, int64_t tid, const char *what, const char *name, int64_t sort)
+/* Opens an event: `{<fields>,"pid":…,"tid":…,"ts":…` (ts_ns printed in
+ * µs); the caller writes the rest and the closing brace. */
+static void ev_open(pp_view_ctx *c, const char *fields, int64_t pid, int64_t tid, int64_t ts_ns)
 {
 	ev_sep(c);
-	pp_out_puts(c->out, "{\"ph\":\"M\",\"pid\":");
+	pp_out_putc(c->out, '{');
+	pp_out_puts(c->out, fields);
+	pp_out_puts(c->out, ",\"pid\":");
 	pp_out_i64(c->out, pid);
 	pp_out_puts(c->out, ",\"tid\":");
 	pp_out_i64(c->out, tid);
-	pp_out_puts(c->out, ",\"ts\":0,\"name\":\"");
+	pp_out_puts(c->out, ",\"ts\":");
+	pp_out_us(c->out, ts_ns);
+}
+
+static void ev_meta(pp_view_ctx *c, int64_t pid, int64_t tid, const char *what, const char *name, int64_t sort)
+{
+	ev_open(c, "\"ph\":\"M\"", pid, tid, 0);
+	pp_out_puts(c->out, ",\"name\":\"");
 	pp_out_puts(c->out, what);
 	pp_out_puts(c->out, "\",\"args\":{");
 	if (name) {
@@ -70,17 +81,20 @@ typedef struct counter_ctx {
 	int64_t pid, off;
 } counter_ctx;
 
+/* A process-wide event (thread 0) up to its name. */
+static void ev_process(counter_ctx *k, const char *ph_fields, int64_t ts_ns, const char *name)
+{
+	pp_view_ctx *c = k->c;
+	ev_open(c, ph_fields, k->pid, 0, ts_ns + k->off);
+	pp_out_puts(c->out, ",\"name\":");
+	pp_out_json_str(c->out, name);
+}
+
 static int counter_row(const pp_counter_sample *row, void *ud)
 {
 	counter_ctx *k = ud;
 	pp_view_ctx *c = k->c;
-	ev_sep(c);
-	pp_out_puts(c->out, "{\"ph\":\"C\",\"pid\":");
-	pp_out_i64(c->out, k->pid);
-	pp_out_puts(c->out, ",\"tid\":0,\"ts\":");
-	pp_out_us(c->out, row->ts_ns + k->off);
-	pp_out_puts(c->out, ",\"name\":");
-	pp_out_json_str(c->out, row->name);
+	ev_process(k, "\"ph\":\"C\"", row->ts_ns, row->name);
 	double v = row->value;
 	if (isfinite(v))   /* SQLite stores NaN as NULL */
 		pp_out_printf(c->out, ",\"args\":{\"value\":%.17g}}", v);
@@ -92,15 +106,8 @@ static int counter_row(const pp_counter_sample *row, void *ud)
 static int mark_row(const pp_mark_row *row, void *ud)
 {
 	counter_ctx *k = ud;
-	pp_view_ctx *c = k->c;
-	ev_sep(c);
-	pp_out_puts(c->out, "{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"mark\",\"pid\":");
-	pp_out_i64(c->out, k->pid);
-	pp_out_puts(c->out, ",\"tid\":0,\"ts\":");
-	pp_out_us(c->out, row->ts_ns + k->off);
-	pp_out_puts(c->out, ",\"name\":");
-	pp_out_json_str(c->out, row->name);
-	pp_out_puts(c->out, "}");
+	ev_process(k, "\"ph\":\"i\",\"s\":\"p\",\"cat\":\"mark\"", row->ts_ns, row->name);
+	pp_out_puts(k->c->out, "}");
 	return 0;
 }
 
@@ -151,13 +158,7 @@ static int chrome_run(pp_view_ctx *c, const pp_run_info *run)
 		ev_meta(c, pid, tid, "thread_sort_index", NULL, t);
 		for (int i = 0; i < tr->n; i++) {
 			const pp_item *it = &tr->items[i];
-			ev_sep(c);
-			pp_out_puts(c->out, "{\"ph\":\"X\",\"pid\":");
-			pp_out_i64(c->out, pid);
-			pp_out_puts(c->out, ",\"tid\":");
-			pp_out_i64(c->out, tid);
-			pp_out_puts(c->out, ",\"ts\":");
-			pp_out_us(c->out, it->start + off);
+			ev_open(c, "\"ph\":\"X\"", pid, tid, it->start + off);
 			pp_out_puts(c->out, ",\"dur\":");
 			pp_out_us(c->out, it->end - it->start);
 			pp_out_puts(c->out, ",\"name\":");
@@ -192,15 +193,10 @@ static int chrome_run(pp_view_ctx *c, const pp_run_info *run)
 			}
 			pp_out_puts(c->out, "}}");
 			if (it->cat == PP_CAT_GPU_API && it->arg >= 0) {
-				if (n_ln == cap_ln) {
-					cap_ln = cap_ln ? cap_ln * 2 : 256;
-					launch *nl = realloc(ln, (size_t)cap_ln * sizeof *nl);
-					if (!nl) {
-						free(ln);
-						pp_model_free(&m);
-						return pp_view_fail(c, "out of memory");
-					}
-					ln = nl;
+				if (PP_GROW(ln, n_ln + 1, cap_ln) != 0) {
+					free(ln);
+					pp_model_free(&m);
+					return pp_view_fail(c, "out of memory");
 				}
 				ln[n_ln++] = (launch){it->arg, it->start, tid};
 			}
@@ -230,23 +226,13 @@ static int chrome_run(pp_view_ctx *c, const pp_run_info *run)
 				if (lo >= n_ln || ln[lo].corr != it->arg)
 					continue;
 				int64_t id = (run->id << 40) | (it->arg & 0xffffffffffLL);
-				ev_sep(c);
-				pp_out_puts(c->out, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"pid\":");
-				pp_out_i64(c->out, pid);
-				pp_out_puts(c->out, ",\"tid\":");
-				pp_out_i64(c->out, ln[lo].tid);
-				pp_out_puts(c->out, ",\"ts\":");
-				pp_out_us(c->out, ln[lo].ts + off);
+				ev_open(c, "\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\"", pid, ln[lo].tid,
+					ln[lo].ts + off);
 				pp_out_puts(c->out, ",\"id\":");
 				pp_out_i64(c->out, id);
 				pp_out_puts(c->out, "}");
-				ev_sep(c);
-				pp_out_puts(c->out, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\",\"pid\":");
-				pp_out_i64(c->out, pid);
-				pp_out_puts(c->out, ",\"tid\":");
-				pp_out_i64(c->out, t + 1);
-				pp_out_puts(c->out, ",\"ts\":");
-				pp_out_us(c->out, it->start + off);
+				ev_open(c, "\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\"", pid, t + 1,
+					it->start + off);
 				pp_out_puts(c->out, ",\"id\":");
 				pp_out_i64(c->out, id);
 				pp_out_puts(c->out, "}");
@@ -269,14 +255,8 @@ static int node_add(void *ud, const pp_stack_node *n)
 {
 	node_ctx *k = ud;
 	chrome_state *s = k->s;
-	if (s->n_nodes == s->cap_nodes) {
-		int64_t cap = s->cap_nodes ? s->cap_nodes * 2 : 256;
-		cnode *v = realloc(s->nodes, (size_t)cap * sizeof *v);
-		if (!v)
-			return 1;
-		s->nodes = v;
-		s->cap_nodes = cap;
-	}
+	if (PP_GROW(s->nodes, s->n_nodes + 1, s->cap_nodes) != 0)
+		return 1;
 	char *name = strdup(n->symbol ? n->symbol : "?");
 	if (!name)
 		return 1;
@@ -328,13 +308,7 @@ static int sample_out(void *ud, int64_t tid, int64_t ts, int64_t stack)
 			named = n;
 			break;
 		}
-	ev_sep(c);
-	pp_out_puts(c->out, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"sample\",\"pid\":");
-	pp_out_i64(c->out, k->pid);
-	pp_out_puts(c->out, ",\"tid\":");
-	pp_out_i64(c->out, SAMPLE_TID + tid);
-	pp_out_puts(c->out, ",\"ts\":");
-	pp_out_us(c->out, ts + k->off);
+	ev_open(c, "\"ph\":\"i\",\"s\":\"t\",\"cat\":\"sample\"", k->pid, SAMPLE_TID + tid, ts + k->off);
 	pp_out_puts(c->out, ",\"name\":");
 	pp_out_json_str(c->out, named ? named->name : "?");
 	if (leaf)

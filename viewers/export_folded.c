@@ -17,17 +17,10 @@ typedef struct folded_acc {
 static int acc_add(folded_acc *a, const char *path, int64_t v)
 {
 	int i = pp_strtab_add(&a->paths, path);
-	if (i >= a->cap) {
-		int nc = a->cap ? a->cap * 2 : 256;
-		while (nc <= i)
-			nc *= 2;
-		int64_t *n = realloc(a->count, (size_t)nc * sizeof *n);
-		if (!n)
-			return -1;
-		memset(n + a->cap, 0, (size_t)(nc - a->cap) * sizeof *n);
-		a->count = n;
-		a->cap = nc;
-	}
+	int old = a->cap;
+	if (i < 0 || PP_GROW(a->count, i + 1, a->cap) != 0)
+		return -1;
+	memset(a->count + old, 0, (size_t)(a->cap - old) * sizeof *a->count);
 	a->count[i] += v;
 	return 0;
 }
@@ -51,16 +44,8 @@ static void path_append(pbuf *b, const char *name)
 	if (!name)
 		name = "?";
 	size_t need = b->len + strlen(name) + 2;
-	if (need > b->cap) {
-		size_t cap = b->cap ? b->cap : 1024;
-		while (cap < need)
-			cap *= 2;
-		char *ns = realloc(b->s, cap);
-		if (!ns)
-			return;
-		b->s = ns;
-		b->cap = cap;
-	}
+	if (PP_GROW(b->s, need, b->cap) != 0)
+		return;
 	if (b->len)
 		b->s[b->len++] = ';';
 	for (const char *p = name; *p; p++) {
@@ -89,15 +74,9 @@ typedef struct stack_load {
 static int stack_row(const pp_stack_row *row, void *ud)
 {
 	stack_load *l = ud;
-	if (l->n == l->cap) {
-		int nc = l->cap ? l->cap * 2 : 256;
-		stack_node *nv = realloc(l->v, (size_t)nc * sizeof *nv);
-		if (!nv) {
-			l->failed = 1;
-			return 1;
-		}
-		l->v = nv;
-		l->cap = nc;
+	if (PP_GROW(l->v, l->n + 1, l->cap) != 0) {
+		l->failed = 1;
+		return 1;
 	}
 	stack_node *s = &l->v[l->n++];
 	s->id = row->id;

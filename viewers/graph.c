@@ -49,15 +49,9 @@ static void clean_label(char *s)
 static int node_row(const pp_graph_node_row *row, void *ud)
 {
 	gload *g = ud;
-	if (g->nn == g->capn) {
-		int nc = g->capn ? g->capn * 2 : 64;
-		gnode *nv = realloc(g->n, (size_t)nc * sizeof *nv);
-		if (!nv) {
-			g->failed = 1;
-			return 1;
-		}
-		g->n = nv;
-		g->capn = nc;
+	if (PP_GROW(g->n, g->nn + 1, g->capn) != 0) {
+		g->failed = 1;
+		return 1;
 	}
 	gnode *n = &g->n[g->nn++];
 	n->name_id = row->name_id;
@@ -82,15 +76,9 @@ static int edge_row(int64_t src, int64_t dst, void *ud)
 	int s = (int)src, d = (int)dst;
 	if (s < 0 || d < 0 || s >= g->nn || d >= g->nn)
 		return 0;   /* dangling edge: drawn nowhere, counted in n_edges */
-	if (g->ne == g->cape) {
-		int nc = g->cape ? g->cape * 2 : 64;
-		gedge *nv = realloc(g->e, (size_t)nc * sizeof *nv);
-		if (!nv) {
-			g->failed = 1;
-			return 1;
-		}
-		g->e = nv;
-		g->cape = nc;
+	if (PP_GROW(g->e, g->ne + 1, g->cape) != 0) {
+		g->failed = 1;
+		return 1;
 	}
 	g->e[g->ne++] = (gedge){s, d};
 	return 0;

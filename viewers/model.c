@@ -44,10 +44,8 @@ static int track_push(pp_track *t, const pp_item *it)
 
 static pp_track *model_add_track(pp_model *m)
 {
-	pp_track *nt = realloc(m->tracks, (size_t)(m->n_tracks + 1) * sizeof *nt);
-	if (!nt)
+	if (PP_GROW(m->tracks, m->n_tracks + 1, m->cap_tracks) != 0)
 		return NULL;
-	m->tracks = nt;
 	pp_track *t = &m->tracks[m->n_tracks++];
 	memset(t, 0, sizeof *t);
 	return t;
@@ -256,18 +254,16 @@ int pp_model_load(pp_store *st, const pp_run_info *run, pp_model *m, char *err, 
 	pp_sort(c.gpu.v, (size_t)c.gpu.n, sizeof *c.gpu.v, cmp_raw);
 	int64_t dropped = 0;
 	/* Threads in order of first activity (the main thread first). */
-	int n_groups = 0;
+	int n_groups = 0, cap_groups = 0;
 	grp *groups = NULL;
 	for (int64_t i = 0; i < c.cpu.n;) {
 		int64_t j = i;
 		while (j < c.cpu.n && c.cpu.v[j].tid == c.cpu.v[i].tid)
 			j++;
-		grp *ng = realloc(groups, (size_t)(n_groups + 1) * sizeof *ng);
-		if (!ng) {
+		if (PP_GROW(groups, n_groups + 1, cap_groups) != 0) {
 			free(groups);
 			goto oom;
 		}
-		groups = ng;
 		groups[n_groups++] = (grp){i, j, c.cpu.v[i].it.start};
 		i = j;
 	}

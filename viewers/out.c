@@ -3,6 +3,7 @@
  * printf, which is several times slower for plain integers. */
 #include "pp_json.h"
 #include "viewers.h"
+#include "pp_grow.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -186,18 +187,10 @@ void pp_out_write(pp_out *o, const void *p, size_t n)
 {
 	o->total += n;
 	if (o->type == OUT_MEM) {
-		if (o->len + n + 1 > o->cap) {
-			size_t cap = o->cap;
-			while (o->len + n + 1 > cap)
-				cap *= 2;
-			char *nb = realloc(o->buf, cap);
-			if (!nb) {
-				o->failed = 1;
-				o->err_no = ENOMEM;
-				return;
-			}
-			o->buf = nb;
-			o->cap = cap;
+		if (PP_GROW(o->buf, o->len + n + 1, o->cap) != 0) {
+			o->failed = 1;
+			o->err_no = ENOMEM;
+			return;
 		}
 		memcpy(o->buf + o->len, p, n);
 		o->len += n;

@@ -143,13 +143,8 @@ static void load_findings(pp_view_ctx *c, html_state *s)
 			continue;
 		s->computed |= computed && n > 0;
 		for (int k = 0; k < n; k++) {
-			if (s->n_findings == cap) {
-				cap = cap ? cap * 2 : 16;
-				pp_finding *nf = realloc(s->findings, (size_t)cap * sizeof *nf);
-				if (!nf)
-					break;
-				s->findings = nf;
-			}
+			if (PP_GROW(s->findings, s->n_findings + 1, cap) != 0)
+				break;
 			s->findings[s->n_findings++] = f[k];
 		}
 		free(f);
@@ -497,13 +492,8 @@ static int waterfall_rows(const pp_model *m, int phases_only, wf_row **out)
 			stack_phase[d] = is_phase;
 			if (!is_phase || inside || (!phases_only && d > 0))
 				continue;
-			if (n == cap) {
-				cap = cap ? cap * 2 : 64;
-				wf_row *nv = realloc(v, (size_t)cap * sizeof *nv);
-				if (!nv)
-					break;
-				v = nv;
-			}
+			if (PP_GROW(v, n + 1, cap) != 0)
+				break;
 			int64_t dur = it->end - it->start;
 			v[n++] = (wf_row){it->kind, it->name, it->start, it->end, dur, dur, 1};
 		}
@@ -683,13 +673,8 @@ static void section_imports(pp_view_ctx *c, const pp_model *m)
 			int row = -1;
 			int lib_in_import = it->kind == PP_LIBRARY_LOAD && parent >= 0;
 			if (it->kind == PP_IMPORT || lib_in_import) {
-				if (n == cap) {
-					cap = cap ? cap * 2 : 256;
-					imp_row *nr = realloc(rows, (size_t)cap * sizeof *nr);
-					if (!nr)
-						break;
-					rows = nr;
-				}
+				if (PP_GROW(rows, n + 1, cap) != 0)
+					break;
 				int64_t d = it->end - it->start;
 				rows[n] = (imp_row){it, imp_depth, d};
 				if (it->kind == PP_IMPORT && parent >= 0)
@@ -1521,14 +1506,8 @@ static int fchild(ftree *t, int parent, int name)
 	for (int k = t->v[parent].first_child; k >= 0; k = t->v[k].next)
 		if (t->v[k].name == name)
 			return k;
-	if (t->n == t->cap) {
-		int nc = t->cap * 2;
-		fnode *nv = realloc(t->v, (size_t)nc * sizeof *nv);
-		if (!nv)
-			return -1;
-		t->v = nv;
-		t->cap = nc;
-	}
+	if (PP_GROW(t->v, t->n + 1, t->cap) != 0)
+		return -1;
 	int k = t->n++;
 	t->v[k] = (fnode){name, 0, -1, t->v[parent].first_child};
 	t->v[parent].first_child = k;

@@ -16,19 +16,13 @@ typedef struct tbl {
 	int right[TBL_MAXC];
 	int flex;                 /* column that shrinks to fit */
 	char **cells;             /* rows * nc */
-	int nr, cap;
+	int nr, cap;              /* cap: cells */
 } tbl;
 
 static void tbl_add(tbl *t, ...)
 {
-	if (t->nr == t->cap) {
-		int nc = t->cap ? t->cap * 2 : 16;
-		char **n = realloc(t->cells, (size_t)nc * (size_t)t->nc * sizeof *n);
-		if (!n)
-			return;
-		t->cells = n;
-		t->cap = nc;
-	}
+	if (PP_GROW(t->cells, (t->nr + 1) * t->nc, t->cap) != 0)
+		return;
 	va_list ap;
 	va_start(ap, t);
 	for (int c = 0; c < t->nc; c++) {

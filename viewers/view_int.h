@@ -82,7 +82,7 @@ typedef struct pp_track {
 typedef struct pp_model {
 	pp_strtab names;
 	pp_track *tracks;
-	int n_tracks;
+	int n_tracks, cap_tracks;
 	int64_t t_end;            /* latest item end */
 	int64_t n_items;
 	int open_spans;           /* spans still open at the end (drawn to t_end) */

@@ -2,7 +2,8 @@
 # Overhead of the agent in default mode, side by side:
 #   a 10^7 malloc/free loop (target <= 1.5x) and
 #   /usr/bin/python3 -c 'import numpy' (target <= 1.10x),
-# plain vs `phaseprof record`, and under heaptrack / ltrace when installed.
+# plain vs `phaseprof record`, and under heaptrack, `perf record -g` and
+# ltrace when installed.
 # Usage: bench/agent/run.sh BUILD_DIR [REPEATS]   (median of REPEATS, default 5)
 set -euo pipefail
 build=$(cd "${1:?usage: run.sh BUILD_DIR [REPEATS]}" && pwd) # absolute: heaptrack runs from a temp folder
@@ -64,6 +65,14 @@ for w in loop numpy; do
     rm -f "$tmp"/ht*
   else
     echo "  heaptrack                    (not installed)"
+  fi
+  # perf record samples (default 4 kHz) with call graphs: the sampling peer
+  if command -v perf >/dev/null && perf record -q -o "$tmp/probe.data" -- true >/dev/null 2>&1; then
+    pr=$(median_ms perf record -q -g -o "$tmp/perf.data" -- "${cmd[@]}")
+    row "perf record -g" "$plain" "$pr"
+    rm -f "$tmp"/*.data
+  else
+    echo "  perf record -g               (cannot record here: not installed or perf_event_open refused)"
   fi
   if command -v ltrace >/dev/null; then
     # ltrace stops at every traced call: a shorter loop, one run, 120 s cap

@@ -37,11 +37,14 @@ static void *named_loop(void *arg)
 	return NULL;
 }
 
-static double run(int threads, void *(*fn)(void *), uint64_t *lost)
+/* Opens the recorder with o, runs fn on `threads` threads, closes; the wall
+ * time in seconds and the recorder's statistics at the end. */
+static double run_threads(pp_options o, const char *name, int threads, void *(*fn)(void *),
+			  pp_recorder_stats *rs)
 {
 	char path[64];
-	snprintf(path, sizeof path, "/tmp/pp-bench-%d.spool", (int)getpid());
-	pp_options o = {.spool_path = path, .max_buffers = 4096};
+	snprintf(path, sizeof path, "/tmp/pp-bench-%s%d.spool", name, (int)getpid());
+	o.spool_path = path;
 	if (pp_open(&o) != 0) {
 		fprintf(stderr, "%s\n", pp_last_error());
 		exit(1);
@@ -53,11 +56,17 @@ static double run(int threads, void *(*fn)(void *), uint64_t *lost)
 	for (int i = 0; i < threads; i++)
 		pthread_join(th[i], NULL);
 	double t = now_s() - t0;
-	pp_recorder_stats rs;
-	pp_stats(&rs);
-	*lost = rs.events_lost;
+	pp_stats(rs);
 	pp_close();
 	unlink(path);
+	return t;
+}
+
+static double run(int threads, void *(*fn)(void *), uint64_t *lost)
+{
+	pp_recorder_stats rs;
+	double t = run_threads((pp_options){.max_buffers = 4096}, "", threads, fn, &rs);
+	*lost = rs.events_lost;
 	/* per event, per thread: wall time of each thread's own loop */
 	return t * 1e9 / (2.0 * PAIRS);
 }
@@ -79,23 +88,8 @@ static void *load_loop(void *arg)
 
 static void load_test(int policy)
 {
-	char path[64];
-	snprintf(path, sizeof path, "/tmp/pp-bench-load-%d.spool", (int)getpid());
-	if (pp_open(&(pp_options){.spool_path = path, .full_policy = policy}) != 0) {
-		fprintf(stderr, "%s\n", pp_last_error());
-		exit(1);
-	}
-	pthread_t th[LOAD_THREADS];
-	double t0 = now_s();
-	for (int i = 0; i < LOAD_THREADS; i++)
-		pthread_create(&th[i], NULL, load_loop, NULL);
-	for (int i = 0; i < LOAD_THREADS; i++)
-		pthread_join(th[i], NULL);
-	double t = now_s() - t0;
 	pp_recorder_stats rs;
-	pp_stats(&rs);
-	pp_close();
-	unlink(path);
+	double t = run_threads((pp_options){.full_policy = policy}, "load-", LOAD_THREADS, load_loop, &rs);
 	printf("  8 threads x 10^7 events, default buffers, %s: %.2f s, lost %llu (%.2f%%), "
 	       "self-drains %llu\n", policy == PP_FULL_DRAIN ? "drain (default)" : "drop   ", t,
 	       (unsigned long long)rs.events_lost, 100.0 * (double)rs.events_lost / 1e7,

@@ -51,7 +51,7 @@ rows=$(sqlite3 "$tmp/i.db" "SELECT count(*) FROM spans")
 sqlite3 -csv "$tmp/i.db" "SELECT id,run_id,tid,kind,name_id,start_ns,end_ns,depth,parent_id,step FROM spans" > "$tmp/spans.csv"
 rm -rf "$dir"
 s=$(date +%s%N)
-sqlite3 "$tmp/floor.db" "PRAGMA page_size=65536; CREATE TABLE spans(id INTEGER PRIMARY KEY, run_id INTEGER, tid INTEGER,
+sqlite3 "$tmp/floor.db" "CREATE TABLE spans(id INTEGER PRIMARY KEY, run_id INTEGER, tid INTEGER,
   kind INTEGER, name_id INTEGER, start_ns INTEGER, end_ns INTEGER, depth INTEGER, parent_id INTEGER, step INTEGER);" \
   ".import --csv $tmp/spans.csv spans" "CREATE INDEX spans_run ON spans(run_id, tid, start_ns);
   CREATE INDEX spans_kind ON spans(run_id, kind);"
@@ -61,3 +61,15 @@ echo
 echo "ingest of a 10^6-event spool, every span kept ($rows span rows, indexes included):"
 echo "  phaseprof ingest  ${ours} ms   (spool walk, CRCs, clock conversion, spans, threads, close)"
 echo "  sqlite3 .import   ${floor} ms   (the same rows from CSV, same indexes: the floor)"
+# Perfetto's trace_processor loading the same spans (Chrome JSON export);
+# Debian packages no Perfetto, so it runs only where one is on PATH
+tp=$(command -v trace_processor_shell || command -v trace_processor || true)
+if [ -n "$tp" ]; then
+  "$pp" export -f chrome -o "$tmp/k.json" "$tmp/i.db"
+  s=$(date +%s%N)
+  "$tp" -q <(echo "SELECT count(*) FROM slice;") "$tmp/k.json" >/dev/null 2>&1
+  e=$(date +%s%N)
+  echo "  trace_processor   $(( (e - s) / 1000000 )) ms   (the same spans as Chrome JSON, loaded and counted)"
+else
+  echo "  trace_processor   (not installed: Debian packages no Perfetto; the .import floor stands in)"
+fi

@@ -3,7 +3,7 @@
  * malloc, and the same step's allocation pattern replayed directly. */
 #include <string.h>
 
-#include "bench_common.h"
+#include "../bench_common.h"
 #include "flow.h"
 
 static void session_step(int kind, int steps)

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench_common.h"
+#include "../bench_common.h"
 #include "flow.h"
 
 typedef struct mlp {

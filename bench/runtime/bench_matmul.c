@@ -3,7 +3,7 @@
 #include <cblas.h>
 #include <string.h>
 
-#include "bench_common.h"
+#include "../bench_common.h"
 #include "flow.h"
 
 static void one(int m, int k, int n, int reps)

@@ -3,7 +3,7 @@
  * each followed by building and running a small MLP graph. */
 #include <string.h>
 
-#include "bench_common.h"
+#include "../bench_common.h"
 #include "flow.h"
 
 static double build_and_run(void)

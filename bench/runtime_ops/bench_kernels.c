@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench_common.h"
+#include "../bench_common.h"
 #include "flow.h"
 
 static flow_status *st;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "bench_common.h"
+#include "../bench_common.h"
 #include "init.h"
 #include "random.h"
 

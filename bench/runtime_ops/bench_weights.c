@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench_common.h"
+#include "../bench_common.h"
 #include "init.h"
 #include "weights.h"
 

@@ -10,6 +10,7 @@
 #include "agent_internal.h"
 #include "phaseprof.h"
 #include "recorder_internal.h"
+#include "pp_hash.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -51,6 +52,20 @@ void *ppa_map(size_t n)
 }
 
 void ppa_unmap(void *p, size_t n) { syscall(SYS_munmap, p, n); }
+
+static void *map_zalloc(size_t n, void *ud)
+{
+	(void)ud;
+	return ppa_map(n); /* anonymous pages come zeroed */
+}
+
+static void map_free(void *p, size_t n, void *ud)
+{
+	(void)ud;
+	ppa_unmap(p, n);
+}
+
+const pp_alloc ppa_map_alloc = {map_zalloc, map_free, NULL};
 
 uint32_t ppa_gettid(void) { return (uint32_t)syscall(SYS_gettid); }
 

@@ -75,6 +75,9 @@ static inline void *ppa_next(void **slot, const char *name)
  * agent's own mmap symbol is a hook. NULL on failure. */
 void *ppa_map(size_t n);
 void ppa_unmap(void *p, size_t n);
+/* The same as a pp_alloc, for the agent's hash indexes (pp_hash): they
+ * then never call malloc, not even from inside a signal handler. */
+extern const struct pp_alloc ppa_map_alloc;
 
 /* Settings from PHASEPROF_* (copied at start-up: the program may rewrite
  * its environment, exec must still carry them). */

@@ -11,6 +11,7 @@
 #include "agent_internal.h"
 #include "recorder_internal.h"
 #include "phaseprof.h"
+#include "pp_hash.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -36,17 +37,23 @@ typedef struct fdent {
 } fdent;
 static fdent *fds;
 static _Atomic int fds_state;
+/* one past the highest descriptor given a slot: the table is 3.8 MB and a
+ * scan of all of it at exit faulted in ~900 pages */
+static _Atomic int fds_end;
 
 typedef struct pathent {
 	char *path;
-	uint32_t hash;
 	uint64_t c[OP_N][C_N];
 } pathent;
 static pthread_mutex_t paths_lock = PTHREAD_MUTEX_INITIALIZER;
 static pathent *paths;       /* by id */
 static uint32_t n_paths, cap_paths;
-static uint32_t *path_hash;  /* open addressing: id + 1 */
-static uint32_t hash_cap;
+
+/* Tables and path copies come from raw anonymous mappings, never malloc:
+ * read/write/close are async-signal-safe, so these hooks run inside the
+ * program's signal handlers, possibly while the interrupted thread holds
+ * the allocator's lock. */
+static pp_hash path_index = {.al = &ppa_map_alloc}; /* path hash -> id */
 
 static ssize_t (*r_read)(int, void *, size_t);
 static ssize_t (*r_write)(int, const void *, size_t);
@@ -83,21 +90,15 @@ static fdent *fd_slot(int fd)
 				;
 		}
 	}
-	return fds ? &fds[fd] : NULL;
+	if (!fds)
+		return NULL;
+	int end = atomic_load_explicit(&fds_end, memory_order_relaxed);
+	while (fd >= end && !atomic_compare_exchange_weak_explicit(&fds_end, &end, fd + 1, memory_order_relaxed,
+								   memory_order_relaxed))
+		;
+	return &fds[fd];
 }
 
-static uint32_t hash_str(const char *s)
-{
-	uint32_t h = 2166136261u;
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h;
-}
-
-/* Tables and path copies come from raw anonymous mappings, never malloc:
- * read/write/close are async-signal-safe, so these hooks run inside the
- * program's signal handlers, possibly while the interrupted thread holds
- * the allocator's lock. */
 static void *map_grow(void *old, size_t old_bytes, size_t new_bytes)
 {
 	void *p = ppa_map(new_bytes);
@@ -135,16 +136,10 @@ static char *str_copy(const char *s, size_t n)
 /* Interns a path; returns id + 1 (0 on failure). Caller holds paths_lock. */
 static uint32_t path_intern_locked(const char *path)
 {
-	uint32_t h = hash_str(path);
-	if (hash_cap) {
-		for (uint32_t i = h & (hash_cap - 1);; i = (i + 1) & (hash_cap - 1)) {
-			uint32_t id = path_hash[i];
-			if (!id)
-				break;
-			if (paths[id - 1].hash == h && strcmp(paths[id - 1].path, path) == 0)
-				return id;
-		}
-	}
+	uint32_t h = pp_hash_str(path);
+	for (uint32_t it = 0, id; pp_hash_next(&path_index, h, &it, &id);)
+		if (strcmp(paths[id].path, path) == 0)
+			return id + 1;
 	if (n_paths == cap_paths) {
 		uint32_t cap = cap_paths ? cap_paths * 2 : 256;
 		pathent *p = map_grow(paths, cap_paths * sizeof *p, cap * sizeof *p);
@@ -153,34 +148,13 @@ static uint32_t path_intern_locked(const char *path)
 		paths = p;
 		cap_paths = cap;
 	}
-	if ((n_paths + 1) * 2 > hash_cap) {
-		uint32_t cap = hash_cap ? hash_cap * 2 : 512;
-		uint32_t *t = ppa_map(cap * sizeof *t); /* zeroed */
-		if (!t)
-			return 0;
-		for (uint32_t j = 0; j < n_paths; j++) {
-			uint32_t i = paths[j].hash & (cap - 1);
-			while (t[i])
-				i = (i + 1) & (cap - 1);
-			t[i] = j + 1;
-		}
-		if (path_hash)
-			ppa_unmap(path_hash, hash_cap * sizeof *path_hash);
-		path_hash = t;
-		hash_cap = cap;
-	}
 	char *copy = str_copy(path, strlen(path));
-	if (!copy)
+	if (!copy || pp_hash_add(&path_index, h, n_paths) != 0)
 		return 0;
 	pathent *e = &paths[n_paths];
 	memset(e, 0, sizeof *e);
 	e->path = copy;
-	e->hash = h;
-	uint32_t i = h & (hash_cap - 1);
-	while (path_hash[i])
-		i = (i + 1) & (hash_cap - 1);
-	path_hash[i] = ++n_paths;
-	return n_paths;
+	return ++n_paths;
 }
 
 /* Bounded string building without stdio (snprintf is not async-signal-safe). */
@@ -589,8 +563,9 @@ void ppa_io_emit(void) {}
 
 void ppa_io_flush_all(void)
 {
+	int end = atomic_load(&fds_end);
 	if (atomic_load(&fds_state) == 2 && fds)
-		for (int fd = 0; fd < MAX_FDS; fd++)
+		for (int fd = 0; fd < end; fd++)
 			if (atomic_load_explicit(&fds[fd].path, memory_order_relaxed)) {
 				/* still open: fold, but keep the name for later calls */
 				uint32_t id = atomic_load(&fds[fd].path);
@@ -614,8 +589,9 @@ void ppa_io_flush_all(void)
 void ppa_io_after_fork(void)
 {
 	/* descriptors are inherited, counts are not: the child's run starts at 0 */
+	int end = atomic_load(&fds_end);
 	if (atomic_load(&fds_state) == 2 && fds)
-		for (int fd = 0; fd < MAX_FDS; fd++)
+		for (int fd = 0; fd < end; fd++)
 			if (atomic_load_explicit(&fds[fd].path, memory_order_relaxed))
 				for (int o = 0; o < OP_N; o++)
 					for (int c = 0; c < C_N; c++)

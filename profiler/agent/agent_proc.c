@@ -328,23 +328,25 @@ PPA_API void exit(int status)
 	__builtin_unreachable();
 }
 
-/* _exit skips atexit: flush here. */
-PPA_API void _exit(int status)
+/* _exit and _Exit skip atexit: flush here. */
+static void before_exit_now(int status)
 {
 	if (owns_recorder()) {
 		ppa_exit_status(status & 0xff, 0);
 		ppa_close_recorder("_exit");
 	}
+}
+
+PPA_API void _exit(int status)
+{
+	before_exit_now(status);
 	REAL(_exit)(status);
 	__builtin_unreachable();
 }
 
 PPA_API void _Exit(int status)
 {
-	if (owns_recorder()) {
-		ppa_exit_status(status & 0xff, 0);
-		ppa_close_recorder("_exit");
-	}
+	before_exit_now(status);
 	REAL(_Exit)(status);
 	__builtin_unreachable();
 }

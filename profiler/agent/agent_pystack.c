@@ -29,6 +29,7 @@
  */
 #include "agent_internal.h"
 #include "phaseprof.h"
+#include "pp_hash.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -405,47 +406,51 @@ static int read_str(uintptr_t o, char *buf, size_t cap)
 	return 0;
 }
 
-/* Open-addressing caches in agent-mapped memory: (frame word → id) and
- * (code, line → id). Cleared when full, so a long run re-emits a few rows
- * rather than growing. */
-#define CACHE 16384
+/* Caches in agent-mapped memory: (frame word → id) and (code, line → id),
+ * entries under a pp_hash index each. Cleared at CACHE entries, so a long
+ * run re-emits a few rows rather than growing. */
+#define CACHE 8192
 typedef struct centry { uint64_t a, b; int64_t id; } centry;
-static centry *by_word, *by_line;
+typedef struct pcache { centry *e; uint32_t n; pp_hash index; } pcache;
+static pcache by_word = {.index.al = &ppa_map_alloc}, by_line = {.index.al = &ppa_map_alloc};
 static int64_t next_id;
-static size_t n_cached;
 static _Atomic uint64_t resolve_misses;  /* code objects read (cache misses) */
 static uint64_t unreadable;      /* Python frames written as p0 (drain only) */
 
-/* never full: cleared at half load */
-static centry *cache_slot(centry *t, uint64_t a, uint64_t b, int *found)
+static int64_t cache_get(const pcache *c, uint64_t a, uint64_t b)
 {
-	size_t i = (size_t)((a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full)) & (CACHE - 1);
-	while (t[i].id && !(t[i].a == a && t[i].b == b))
-		i = (i + 1) & (CACHE - 1);
-	*found = t[i].id != 0;
-	return &t[i];
+	for (uint32_t it = 0, i; pp_hash_next(&c->index, pp_hash_u64x2(a, b), &it, &i);)
+		if (c->e[i].a == a && c->e[i].b == b)
+			return c->e[i].id;
+	return 0;
+}
+
+/* never fails: the index is reserved for CACHE entries up front */
+static void cache_put(pcache *c, uint64_t a, uint64_t b, int64_t id)
+{
+	if (pp_hash_add(&c->index, pp_hash_u64x2(a, b), c->n) == 0)
+		c->e[c->n++] = (centry){a, b, id};
 }
 
 static void cache_clear(void)
 {
-	memset(by_word, 0, sizeof(centry) * CACHE);
-	memset(by_line, 0, sizeof(centry) * CACHE);
-	n_cached = 0;
+	pp_hash_clear(&by_word.index);
+	pp_hash_clear(&by_line.index);
+	by_word.n = by_line.n = 0;
 }
 
 static int64_t resolve_frame_locked(uint64_t fw)
 {
 	uint64_t key = fw & ~1ull;
-	int found;
-	if (!by_word)
+	if (!by_word.e)
 		return 0;
-	if (n_cached >= CACHE / 2) {
+	if (by_word.n >= CACHE) {
 		/* ids stay unique in the run; only the caches start again */
 		cache_clear();
 	}
-	centry *e = cache_slot(by_word, key, 0, &found);
-	if (found)
-		return e->id;
+	int64_t id = cache_get(&by_word, key, 0);
+	if (id)
+		return id;
 	resolve_misses++;
 	uintptr_t code = (uintptr_t)(fw >> 20) << 3;
 	int index = (int)((fw >> 1) & ((1u << 19) - 1)) - 1;
@@ -469,20 +474,16 @@ static int64_t resolve_frame_locked(uint64_t fw)
 				line = first;
 		}
 	}
-	centry *l = cache_slot(by_line, code, (uint64_t)line, &found);
-	int64_t id;
-	if (found)
-		id = l->id;
-	else {
+	id = cache_get(&by_line, code, (uint64_t)line);
+	if (!id) {
 		id = ++next_id;
 		const char *base = strrchr(file, '/');
 		char symbol[1700];
 		snprintf(symbol, sizeof symbol, "%s (%s:%d)", qual, base ? base + 1 : file, line);
 		pp_row("py_frames", "isssi", id, symbol, file[0] == '/' ? file : "python", qual, line);
-		*l = (centry){code, (uint64_t)line, id};
+		cache_put(&by_line, code, (uint64_t)line, id);
 	}
-	*e = (centry){key, 0, id};
-	n_cached++;
+	cache_put(&by_word, key, 0, id);
 	return id;
 }
 
@@ -537,7 +538,7 @@ static void *resolver_main(void *arg)
 
 static void resolver_start(void)
 {
-	if (atomic_load(&resolver_on) || !by_word)
+	if (atomic_load(&resolver_on) || !by_word.e)
 		return;
 	sigset_t all, old;
 	sigfillset(&all);
@@ -624,12 +625,18 @@ void ppa_pystack_poll(void)
 {
 	if (!pring)
 		return;
-	if (!by_word) {
-		void *p = ppa_map(sizeof(centry) * CACHE * 2);
+	if (!by_word.e) {
+		centry *p = ppa_map(sizeof(centry) * CACHE * 2);
 		if (!p)
 			return;
-		by_word = p;
-		by_line = by_word + CACHE;
+		if (pp_hash_reserve(&by_word.index, CACHE) != 0 || pp_hash_reserve(&by_line.index, CACHE) != 0) {
+			pp_hash_free(&by_word.index);
+			pp_hash_free(&by_line.index);
+			ppa_unmap(p, sizeof(centry) * CACHE * 2);
+			return;
+		}
+		by_line.e = p + CACHE;
+		by_word.e = p;
 	}
 	poll_state();
 	if (atomic_load(&py_state) == 1 && atomic_load(&ppa_recording) && !atomic_load(&resolver_stop))
@@ -654,7 +661,7 @@ void ppa_pystack_after_fork(void)
 	atomic_store(&resolver_busy, 0);
 	pthread_mutex_init(&resolve_lock, NULL);
 	/* the child records a new run: its py_frames rows start again */
-	if (by_word)
+	if (by_word.e)
 		cache_clear();
 	next_id = 0;
 	unreadable = 0;

@@ -186,6 +186,19 @@ static py_object *n_end(py_object *self, py_object *const *a, py_ssize n)
  * step 0, the shape the flow runtime records and the rules read. */
 static int first_done, first_open, step_open;
 
+/* Ends the open step, and the first_step phase around the first one. */
+static void close_step(void)
+{
+	if (!step_open)
+		return;
+	pp_step_end();
+	step_open = 0;
+	if (first_open) {
+		pp_phase_end();
+		first_open = 0;
+	}
+}
+
 static py_object *n_step_begin(py_object *self, py_object *const *a, py_ssize n)
 {
 	(void)self;
@@ -194,14 +207,7 @@ static py_object *n_step_begin(py_object *self, py_object *const *a, py_ssize n)
 		P.ErrClear();
 		i = 0;
 	}
-	if (step_open) {
-		pp_step_end();
-		step_open = 0;
-		if (first_open) {
-			pp_phase_end();
-			first_open = 0;
-		}
-	}
+	close_step();
 	if (!first_done) {
 		first_done = first_open = 1;
 		pp_phase_begin(PP_FIRST_STEP, "first_step");
@@ -214,14 +220,7 @@ static py_object *n_step_begin(py_object *self, py_object *const *a, py_ssize n)
 static py_object *n_step_end(py_object *self, py_object *const *a, py_ssize n)
 {
 	(void)self, (void)a, (void)n;
-	if (step_open) {
-		pp_step_end();
-		step_open = 0;
-		if (first_open) {
-			pp_phase_end();
-			first_open = 0;
-		}
-	}
+	close_step();
 	return none_ref();
 }
 

@@ -46,6 +46,10 @@ static sample *ring;
 static _Atomic uint64_t ring_w;
 static uint64_t ring_r;
 static _Atomic uint64_t lost;
+/* timer periods the kernel folded into a delivered signal (si_overrun): a
+ * CPU-clock timer fires at most once per scheduler tick, so asking for more
+ * than the tick rate gives the tick rate, and the run says so */
+static _Atomic uint64_t merged;
 static int sig_no;
 static long period_ns;
 static _Atomic int active;
@@ -70,10 +74,11 @@ static int timer_slot_add(timer_t t)
 static void handler(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
-	(void)si;
 	(void)uc;
 	if (!atomic_load_explicit(&active, memory_order_relaxed))
 		return;
+	if (si && si->si_code == SI_TIMER && si->si_overrun > 0)
+		atomic_fetch_add_explicit(&merged, (uint64_t)si->si_overrun, memory_order_relaxed);
 	int saved = errno;
 	/* libunwind calls read/write/mmap (its memory-validation pipe): they
 	 * must reach libc untouched, not the hooks, which may be what this
@@ -249,6 +254,18 @@ void ppa_sampler_yield(int sig)
 	atomic_store(&yielded, sig);
 }
 
+static uint64_t lost_said, merged_said;
+
+static void meta_total(const char *key, uint64_t total, uint64_t *said)
+{
+	if (total == *said || !atomic_load(&ppa_recording))
+		return;
+	char v[32];
+	snprintf(v, sizeof v, "%llu", (unsigned long long)total);
+	pp_meta(key, v);
+	*said = total;
+}
+
 void ppa_sampler_drain(void)
 {
 	if (!ring)
@@ -278,12 +295,9 @@ void ppa_sampler_drain(void)
 		snprintf(v, sizeof v, "stopped: the program installed its own handler for signal %d", y);
 		pp_meta("agent.sampling", v);
 	}
-	uint64_t l = atomic_exchange(&lost, 0);
-	if (l && atomic_load(&ppa_recording)) {
-		char v[32];
-		snprintf(v, sizeof v, "%llu", (unsigned long long)l);
-		pp_meta("agent.samples_lost", v);
-	}
+	/* totals, written when they change: a reader takes the latest value */
+	meta_total("agent.samples_lost", atomic_load(&lost), &lost_said);
+	meta_total("agent.sample_periods_merged", atomic_load(&merged), &merged_said);
 	if (!atomic_load(&active))
 		ppa_pystack_report(); /* the final drain, after stop */
 }
@@ -291,6 +305,9 @@ void ppa_sampler_drain(void)
 void ppa_sampler_after_fork(void)
 {
 	ppa_pystack_after_fork();
+	atomic_store(&lost, 0); /* the child is a run of its own */
+	atomic_store(&merged, 0);
+	lost_said = merged_said = 0;
 	/* timers are not inherited: forget the parent's ids (they may name
 	 * the child's own timers later); the child's only thread gets a new one */
 	if (timers)

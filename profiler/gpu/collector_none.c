@@ -38,21 +38,6 @@ void ppgpu_stop(void)
 	ppgpu_record_status(&status, 0, 0);
 }
 
-void ppgpu_finish(void)
-{
-	if (ppgpu_status()) {
-		ppgpu_stop();
-		return;
-	}
-	ppgpu_probe_result r;
-	memset(&r, 0, sizeof r);
-	r.state = PPGPU_UNUSED;
-	r.cu_result = r.cupti_result = -1;
-	snprintf(r.reason, sizeof r.reason,
-		 "the program did not initialise CUDA, so there was no GPU work to trace");
-	ppgpu_record_status(&r, 0, 0);
-}
-
 int ppgpu_active(void)
 {
 	return 0;

@@ -167,6 +167,20 @@ static const char *kind_label(CUpti_ActivityKind k)
 	}
 }
 
+/* Activity kinds off, callbacks unsubscribed, CUPTI finalised. */
+static void cupti_detach(void)
+{
+	for (size_t i = 0; i < N_KINDS; i++)
+		if (enabled[i]) {
+			api.disable(kinds[i]);
+			enabled[i] = 0;
+		}
+	ppgpu__cupti_unsubscribe(subscriber);
+	subscriber = NULL;
+	/* 13.0 crashes at unload without it (papi PR #594) */
+	api.finalize();
+}
+
 int ppgpu_start(const ppgpu_options *opts)
 {
 	ppgpu_options o = {0};
@@ -250,14 +264,7 @@ int ppgpu_start(const ppgpu_options *opts)
 	pthread_mutex_unlock(&state_lock);
 	return 0;
 fail:
-	for (size_t i = 0; i < N_KINDS; i++)
-		if (enabled[i]) {
-			api.disable(kinds[i]);
-			enabled[i] = 0;
-		}
-	ppgpu__cupti_unsubscribe(subscriber);
-	subscriber = NULL;
-	api.finalize();
+	cupti_detach();
 	pthread_mutex_unlock(&state_lock);
 	return -1;
 }
@@ -346,17 +353,8 @@ void ppgpu_stop(void)
 	int flush_hung = 0;
 	if (was_active) {
 		flush_hung = bounded_flush(flush_timeout_ms) != 0;
-		if (!flush_hung) {
-			for (size_t i = 0; i < N_KINDS; i++)
-				if (enabled[i]) {
-					api.disable(kinds[i]);
-					enabled[i] = 0;
-				}
-			ppgpu__cupti_unsubscribe(subscriber);
-			subscriber = NULL;
-			/* 13.0 crashes at unload without it (papi PR #594) */
-			api.finalize();
-		}
+		if (!flush_hung)
+			cupti_detach();
 	}
 	ppgpu_decoder_stats st;
 	ppgpu_collector_stats(&st);
@@ -393,21 +391,6 @@ void ppgpu_stop(void)
 		pthread_mutex_unlock(&decode_lock);
 	}
 	pthread_mutex_unlock(&state_lock);
-}
-
-void ppgpu_finish(void)
-{
-	if (ppgpu_status()) {
-		ppgpu_stop();
-		return;
-	}
-	ppgpu_probe_result r;
-	memset(&r, 0, sizeof r);
-	r.state = PPGPU_UNUSED;
-	r.cu_result = r.cupti_result = -1;
-	snprintf(r.reason, sizeof r.reason,
-		 "the program did not initialise CUDA, so there was no GPU work to trace");
-	ppgpu_record_status(&r, 0, 0);
 }
 
 /* ---- phases tied to GPU work ----
@@ -464,14 +447,9 @@ static void ext_pop_top(void)
 	uint64_t last = 0;
 	api.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 	ppgpu_row r;
-	memset(&r, 0, sizeof r);
-	r.kind = "phase";
+	ppgpu_row_init(&r, "phase");
 	r.start_ns = (int64_t)f->start;
 	r.end_ns = (int64_t)pp_now();
-	r.device = r.context = r.stream = r.correlation_id = -1;
-	for (int i = 0; i < 3; i++)
-		r.grid[i] = r.block[i] = -1;
-	r.bytes = -1;
 	r.name = f->name;
 	r.external_id = (int64_t)f->id;
 	r.tid = (int64_t)syscall(SYS_gettid);

@@ -7,6 +7,9 @@
  * join in SQL still works when a kernel arrived before its API record. */
 #include "gpu_internal.h"
 
+#include "pp_grow.h"
+#include "pp_hash.h"
+
 #include <cupti_activity.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +17,10 @@
 
 const char *ppgpu__cbid_name(int runtime, uint32_t cbid); /* generated */
 
-/* Correlation map: open addressing over uint32 correlation ids (0 = empty;
- * CUPTI correlation ids start at 1). Bounded: past the cap it is cleared,
- * and the "external" rows keep the join possible in SQL. */
-#define CORR_CAP_MAX (1u << 20)
+/* Correlation map: uint32 correlation ids (CUPTI's start at 1; 0 is none)
+ * in an array under the shared hash index. Bounded: at CORR_MAX ids it is
+ * cleared, and the "external" rows keep the join possible in SQL. */
+#define CORR_MAX (3u << 18)
 typedef struct corr_entry {
 	uint32_t key;
 	uint32_t tid;             /* 0 unknown */
@@ -30,7 +33,8 @@ struct ppgpu_decoder {
 	ppgpu_row_sink sink;
 	void *ud;
 	corr_entry *map;
-	uint32_t cap, used;
+	uint32_t n, cap;
+	pp_hash index;
 	ppgpu_decoder_stats st;
 	char err[192];
 };
@@ -54,6 +58,7 @@ void ppgpu_decoder_free(ppgpu_decoder *d)
 	if (!d)
 		return;
 	free(d->map);
+	pp_hash_free(&d->index);
 	free(d);
 }
 
@@ -72,57 +77,24 @@ const char *ppgpu_decoder_error(const ppgpu_decoder *d)
 	return d->err;
 }
 
-static uint32_t hash32(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
-}
-
 static corr_entry *corr_find(ppgpu_decoder *d, uint32_t key, int create)
 {
 	if (!key)
 		return NULL;
-	if (create && (d->used + 1) * 4 >= d->cap * 3) {
-		uint32_t ncap = d->cap ? d->cap * 2 : 1024;
-		if (ncap > CORR_CAP_MAX) { /* forget old ids; SQL joins still work */
-			memset(d->map, 0, sizeof *d->map * d->cap);
-			d->used = 0;
-		} else {
-			corr_entry *nm = calloc(ncap, sizeof *nm);
-			if (!nm)
-				return NULL;
-			for (uint32_t i = 0; i < d->cap; i++) {
-				if (!d->map[i].key)
-					continue;
-				uint32_t j = hash32(d->map[i].key) & (ncap - 1);
-				while (nm[j].key)
-					j = (j + 1) & (ncap - 1);
-				nm[j] = d->map[i];
-			}
-			free(d->map);
-			d->map = nm;
-			d->cap = ncap;
-		}
-	}
-	if (!d->cap)
-		return NULL;
-	uint32_t j = hash32(key) & (d->cap - 1);
-	while (d->map[j].key) {
-		if (d->map[j].key == key)
-			return &d->map[j];
-		j = (j + 1) & (d->cap - 1);
-	}
+	uint32_t h = pp_hash_u64(key), id;
+	for (uint32_t it = 0; pp_hash_next(&d->index, h, &it, &id);)
+		if (d->map[id].key == key)
+			return &d->map[id];
 	if (!create)
 		return NULL;
-	d->map[j].key = key;
-	d->map[j].tid = 0;
-	d->map[j].ext = -1;
-	d->used++;
-	return &d->map[j];
+	if (d->n >= CORR_MAX) { /* forget old ids */
+		pp_hash_free(&d->index);
+		d->n = 0;
+	}
+	if (PP_GROW(d->map, d->n + 1, d->cap) != 0 || pp_hash_add(&d->index, h, d->n) != 0)
+		return NULL;
+	d->map[d->n] = (corr_entry){key, 0, -1};
+	return &d->map[d->n++];
 }
 
 size_t ppgpu_record_size(uint32_t kind)
@@ -185,19 +157,6 @@ static const char *ext_kind_name(unsigned k)
 	return k < sizeof n / sizeof n[0] ? n[k] : "unknown";
 }
 
-static void row_init(ppgpu_row *r, const char *kind)
-{
-	memset(r, 0, sizeof *r);
-	r->kind = kind;
-	r->start_ns = r->end_ns = -1;
-	r->device = r->context = r->stream = r->correlation_id = -1;
-	for (int i = 0; i < 3; i++)
-		r->grid[i] = r->block[i] = -1;
-	r->bytes = -1;
-	r->external_id = -1;
-	r->tid = -1;
-}
-
 /* start/end on the recorder clock; 0 (and end before start, as records cut by a
  * forced flush have) become unknown. */
 static void row_times(ppgpu_decoder *d, ppgpu_row *r, uint64_t start, uint64_t end)
@@ -234,13 +193,20 @@ static void emit(ppgpu_decoder *d, const ppgpu_row *r)
 /* Memcpy and peer-to-peer memcpy records share these fields but not a type.
  * async vs sync is what a pageable-copy rule needs; it has no column of its
  * own and goes in the name. */
+/* The fields every device-side record (kernel, copy, memset) shares; the
+ * CUPTI structs differ, so a macro over the record pointer x. */
+#define DEVICE_ROW(x, kind_name)                                                       \
+	do {                                                                           \
+		ppgpu_row_init(&r, kind_name);                                               \
+		row_times(d, &r, (x)->start, (x)->end);                                \
+		r.device = (x)->deviceId;                                              \
+		r.context = (x)->contextId;                                            \
+		r.stream = (x)->streamId;                                              \
+	} while (0)
+
 #define MEMCPY_ROW(m)                                                                  \
 	do {                                                                           \
-		row_init(&r, "memcpy");                                                \
-		row_times(d, &r, (m)->start, (m)->end);                                \
-		r.device = (m)->deviceId;                                              \
-		r.context = (m)->contextId;                                            \
-		r.stream = (m)->streamId;                                              \
+		DEVICE_ROW(m, "memcpy");                                               \
 		r.name = ((m)->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? "async" : "sync"; \
 		r.bytes = (int64_t)(m)->bytes;                                         \
 		r.copy_kind = copy_kind_name((m)->copyKind);                           \
@@ -276,11 +242,7 @@ int ppgpu_decode_record(ppgpu_decoder *d, const void *record, size_t size)
 	case CUPTI_ACTIVITY_KIND_KERNEL:
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
 		const CUpti_ActivityKernel10 *k = record;
-		row_init(&r, "kernel");
-		row_times(d, &r, k->start, k->end);
-		r.device = k->deviceId;
-		r.context = k->contextId;
-		r.stream = k->streamId;
+		DEVICE_ROW(k, "kernel");
 		r.name = k->name;
 		r.grid[0] = k->gridX, r.grid[1] = k->gridY, r.grid[2] = k->gridZ;
 		r.block[0] = k->blockX, r.block[1] = k->blockY, r.block[2] = k->blockZ;
@@ -300,11 +262,7 @@ int ppgpu_decode_record(ppgpu_decoder *d, const void *record, size_t size)
 	}
 	case CUPTI_ACTIVITY_KIND_MEMSET: {
 		const CUpti_ActivityMemset4 *m = record;
-		row_init(&r, "memset");
-		row_times(d, &r, m->start, m->end);
-		r.device = m->deviceId;
-		r.context = m->contextId;
-		r.stream = m->streamId;
+		DEVICE_ROW(m, "memset");
 		r.name = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) ? "async" : "sync";
 		r.bytes = (int64_t)m->bytes;
 		r.dst_kind = mem_kind_name(m->memoryKind);
@@ -316,7 +274,7 @@ int ppgpu_decode_record(ppgpu_decoder *d, const void *record, size_t size)
 	case CUPTI_ACTIVITY_KIND_DRIVER: {
 		const CUpti_ActivityAPI *api = record;
 		int rt = kind == CUPTI_ACTIVITY_KIND_RUNTIME;
-		row_init(&r, rt ? "runtime" : "driver");
+		ppgpu_row_init(&r, rt ? "runtime" : "driver");
 		row_times(d, &r, api->start, api->end);
 		r.name = ppgpu__cbid_name(rt, api->cbid);
 		char unnamed[32];
@@ -336,7 +294,7 @@ int ppgpu_decode_record(ppgpu_decoder *d, const void *record, size_t size)
 	}
 	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
 		const CUpti_ActivitySynchronization2 *s = record;
-		row_init(&r, "sync");
+		ppgpu_row_init(&r, "sync");
 		row_times(d, &r, s->start, s->end);
 		r.context = s->contextId;
 		/* CUPTI_SYNCHRONIZATION_INVALID_VALUE (-1) marks "no stream" */
@@ -348,7 +306,7 @@ int ppgpu_decode_record(ppgpu_decoder *d, const void *record, size_t size)
 	}
 	case CUPTI_ACTIVITY_KIND_OVERHEAD: {
 		const CUpti_ActivityOverhead3 *o = record;
-		row_init(&r, "overhead");
+		ppgpu_row_init(&r, "overhead");
 		row_times(d, &r, o->start, o->end);
 		r.name = overhead_name(o->overheadKind);
 		if (o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD) {
@@ -379,7 +337,7 @@ int ppgpu_decode_record(ppgpu_decoder *d, const void *record, size_t size)
 			if (e)
 				e->ext = (int64_t)x->externalId;
 		}
-		row_init(&r, "external");
+		ppgpu_row_init(&r, "external");
 		r.correlation_id = x->correlationId;
 		r.external_id = (int64_t)x->externalId;
 		r.name = ext_kind_name(x->externalKind);

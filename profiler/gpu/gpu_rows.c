@@ -1,9 +1,11 @@
 /* Rows into the recorder: gpu_activity (one per decoded record) and
- * gpu_status (one per run). No CUDA header needed. */
+ * gpu_status (one per run, also when the program never used CUDA). No
+ * CUDA header needed. */
 #include "ppgpu.h"
 #include "phaseprof.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /* pp_row's 'n' takes no argument, so a row whose NULL columns vary cannot
  * be written with one fixed argument list. Integer columns are therefore
@@ -26,6 +28,19 @@ static const char *num(numtxt *t, int64_t v)
 		u /= 10;
 	} while (u);
 	return p;
+}
+
+void ppgpu_row_init(ppgpu_row *r, const char *kind)
+{
+	memset(r, 0, sizeof *r);
+	r->kind = kind;
+	r->start_ns = r->end_ns = -1;
+	r->device = r->context = r->stream = r->correlation_id = -1;
+	for (int i = 0; i < 3; i++)
+		r->grid[i] = r->block[i] = -1;
+	r->bytes = -1;
+	r->external_id = -1;
+	r->tid = -1;
 }
 
 void ppgpu_row_to_recorder(const ppgpu_row *r, void *ud)
@@ -63,4 +78,21 @@ int ppgpu_record_status(const ppgpu_probe_result *p, uint64_t dropped, int64_t c
 	}
 	return pp_row("gpu_status", "itii", (int64_t)(p->state == PPGPU_OK), p->reason, (int64_t)dropped,
 		      clock_offset_ns);
+}
+
+/* Either collector: stopped if started, else the status row of a run
+ * without CUDA. */
+void ppgpu_finish(void)
+{
+	if (ppgpu_status()) {
+		ppgpu_stop();
+		return;
+	}
+	ppgpu_probe_result r;
+	memset(&r, 0, sizeof r);
+	r.state = PPGPU_UNUSED;
+	r.cu_result = r.cupti_result = -1;
+	snprintf(r.reason, sizeof r.reason,
+		 "the program did not initialise CUDA, so there was no GPU work to trace");
+	ppgpu_record_status(&r, 0, 0);
 }

@@ -213,14 +213,9 @@ static void range_end(nvtxRangeId_t id)
 	if (!r)
 		return; /* unknown id: ignore, as the NVTX no-op would */
 	ppgpu_row row;
-	memset(&row, 0, sizeof row);
-	row.kind = "marker";
+	ppgpu_row_init(&row, "marker");
 	row.start_ns = (int64_t)r->start;
 	row.end_ns = (int64_t)end;
-	row.device = row.context = row.stream = row.correlation_id = -1;
-	for (int i = 0; i < 3; i++)
-		row.grid[i] = row.block[i] = -1;
-	row.bytes = -1;
 	row.name = r->name;
 	row.external_id = (int64_t)r->id;
 	row.tid = r->tid;

@@ -105,6 +105,9 @@ typedef struct ppgpu_row {
 	int64_t tid;              /* launching thread; -1 unknown */
 } ppgpu_row;
 
+/* A row of kind with every field unknown (-1, NULL). */
+void ppgpu_row_init(ppgpu_row *r, const char *kind);
+
 typedef void (*ppgpu_row_sink)(const ppgpu_row *row, void *ud);
 
 typedef struct ppgpu_decoder ppgpu_decoder;

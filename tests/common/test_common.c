@@ -202,6 +202,18 @@ static void test_hash_collisions(void **state)
 	assert_false(pp_hash_next(&h, 8, &it, &id));
 	it = 0;
 	assert_false(pp_hash_next(&h, 9, &it, &id));
+	/* cleared: no ids, the memory kept and usable again */
+	uint32_t cap = h.cap;
+	pp_hash_clear(&h);
+	it = 0;
+	assert_false(pp_hash_next(&h, 7, &it, &id));
+	assert_int_equal(h.n, 0);
+	assert_int_equal(h.cap, cap);
+	assert_int_equal(pp_hash_add(&h, 7, 5), 0);
+	it = 0;
+	assert_true(pp_hash_next(&h, 7, &it, &id));
+	assert_int_equal(id, 5);
+	assert_false(pp_hash_next(&h, 7, &it, &id));
 	pp_hash_free(&h);
 	/* the hash functions: stable values other code and stored data rely on */
 	assert_int_equal(pp_hash_str(""), 2166136261u);

@@ -43,6 +43,9 @@ chk=$(sqlite3 "$t/c.db" "PRAGMA integrity_check; SELECT count(*) FROM runs;" 2>&
 out=$("$pp" record -o "$t/d.db" -- /bin/sh -c 'rm -rf "$PHASEPROF_SPOOL_DIR"' 2>&1); rc=$?
 if [ $rc = 3 ] && grep -q "nothing was recorded" <<<"$out"; then ok "record with nothing recorded exits 3"
 else bad "nothing recorded: rc=$rc $out"; fi
+# the database record made while the program ran is not left behind
+if ls "$t"/d.db* >/dev/null 2>&1; then bad "nothing recorded, yet $(ls "$t"/d.db*) left"
+else ok "nothing recorded leaves no database"; fi
 
 # two records at once into one database, each with 6 processes: each names
 # exactly its own runs

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "elf_file.h"
+#include "idmap.h"
 #include "phaseprof.h"
 #include "spool_build.h"
 #include "spool_reader.h"
@@ -263,16 +264,24 @@ static void test_failed_write_is_an_error(void **state)
 
 /* ELF headers whose table offsets overflow when added to their sizes are
  * refused (record --sample read through them and crashed). */
-static void test_hostile_elf(void **state)
+/* A zeroed 64-bit ELF file of 4096 bytes with its header's identity and
+ * table entry sizes set. */
+static Elf64_Ehdr *elf_blank(unsigned char *f)
 {
-	(void)state;
-	unsigned char f[4096];
-	memset(f, 0, sizeof f);
+	memset(f, 0, 4096);
 	Elf64_Ehdr *h = (Elf64_Ehdr *)(void *)f;
 	memcpy(h->e_ident, ELFMAG, SELFMAG);
 	h->e_ident[EI_CLASS] = ELFCLASS64;
 	h->e_phentsize = sizeof(Elf64_Phdr);
 	h->e_shentsize = sizeof(Elf64_Shdr);
+	return h;
+}
+
+static void test_hostile_elf(void **state)
+{
+	(void)state;
+	unsigned char f[4096];
+	Elf64_Ehdr *h = elf_blank(f);
 	h->e_shoff = UINT64_MAX - 63; /* + shnum * 64 wraps to a small number */
 	h->e_shnum = 2;
 	pp_elf e;
@@ -317,6 +326,114 @@ static void test_hostile_elf(void **state)
 	pp_symbols_free(s);
 }
 
+/* The id map ingest re-keys through: values by (a, b), replaced in place,
+ * kept across growth, keys differing in one half apart. */
+static void test_idmap(void **state)
+{
+	(void)state;
+	pp_idmap m = {0};
+	assert_int_equal(pp_idmap_get(&m, 1, 2), 0);
+	for (uint64_t i = 1; i <= 5000; i++) {
+		assert_int_equal(pp_idmap_put(&m, i, i % 7, (int64_t)i * 3), 0);
+		assert_int_equal(pp_idmap_put(&m, i % 7, i, (int64_t)i * 5), 0);
+	}
+	/* below 7 both puts name the key (i, i): the second value stays */
+	for (uint64_t i = 1; i <= 5000; i++) {
+		assert_int_equal(pp_idmap_get(&m, i, i % 7), (int64_t)i * (i < 7 ? 5 : 3));
+		assert_int_equal(pp_idmap_get(&m, i % 7, i), (int64_t)i * 5);
+	}
+	assert_int_equal(pp_idmap_get(&m, 5001, 0), 0);
+	/* put replaces; at counts in place and adds a missing key as 0 */
+	assert_int_equal(pp_idmap_put(&m, 10, 3, 42), 0);
+	assert_int_equal(pp_idmap_get(&m, 10, 3), 42);
+	int64_t *v = pp_idmap_at(&m, 10, 3);
+	assert_non_null(v);
+	++*v;
+	assert_int_equal(pp_idmap_get(&m, 10, 3), 43);
+	v = pp_idmap_at(&m, 9999, 9999);
+	assert_non_null(v);
+	assert_int_equal(*v, 0);
+	*v = 7;
+	assert_int_equal(pp_idmap_get(&m, 9999, 9999), 7);
+	pp_idmap_free(&m);
+	assert_int_equal(pp_idmap_get(&m, 10, 3), 0);
+}
+
+/* The dynamic string table alone decides what a program links: the whole
+ * file also holds string constants, so a program that merely mentions
+ * "libmpi.so" (as this test does) was taken for an MPI program. */
+static void test_dynstr(void **state)
+{
+	(void)state;
+	static const char mention[] = "libmpi.so";
+	pp_elf e;
+	assert_int_equal(pp_elf_open("/proc/self/exe", &e), 0);
+	assert_non_null(memmem(e.p, e.n, mention, strlen(mention)));
+	assert_int_equal(pp_elf_dynstr_has(&e, mention, 0), 0);
+	assert_int_equal(pp_elf_dynstr_has(&e, "libsqlite3.so", 0), 1);
+	assert_int_equal(pp_elf_dynstr_has(&e, "sqlite3_open_v2", 1), 1);
+	assert_int_equal(pp_elf_dynstr_has(&e, "sqlite3_open_v", 1), 0);
+	pp_elf_close(&e);
+	/* a dynamic segment or string table outside the file: nothing read */
+	unsigned char f[4096];
+	Elf64_Ehdr *h = elf_blank(f);
+	h->e_phoff = 64;
+	h->e_phnum = 2;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(void *)(f + 64);
+	ph[0].p_type = PT_LOAD;
+	ph[0].p_vaddr = 0x1000;
+	ph[0].p_offset = 0;
+	ph[0].p_filesz = sizeof f;
+	ph[1].p_type = PT_DYNAMIC;
+	ph[1].p_offset = UINT64_MAX - 8;
+	ph[1].p_filesz = 64;
+	assert_int_equal(pp_elf_open_mem(f, sizeof f, &e), 0);
+	assert_int_equal(pp_elf_dynstr_has(&e, "x", 0), 0);
+	ph[1].p_offset = 1024;
+	Elf64_Dyn *d = (Elf64_Dyn *)(void *)(f + 1024);
+	d[0].d_tag = DT_STRTAB;
+	d[0].d_un.d_ptr = 0x1000 + 2048;
+	d[1].d_tag = DT_STRSZ;
+	d[1].d_un.d_val = UINT64_MAX - 100; /* past the segment */
+	memcpy(f + 2048, "\0libx.so\0", 10);
+	assert_int_equal(pp_elf_dynstr_has(&e, "libx.so", 0), 0);
+	d[1].d_un.d_val = 10;
+	assert_int_equal(pp_elf_dynstr_has(&e, "libx.so", 1), 1);
+}
+
+/* A database created by the store is written without syncs and left as one
+ * rollback-journal file in 4 KiB pages; appending to an existing file
+ * keeps SQLite's syncs. */
+static void test_fresh_database(void **state)
+{
+	(void)state;
+	char db[512], wal[520], err[512];
+	tmp(db, sizeof db, "fresh.db");
+	snprintf(wal, sizeof wal, "%s-wal", db);
+	unlink(db);
+	pp_store *st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(q1(st, "PRAGMA synchronous"), 0);
+	assert_int_equal(q1(st, "PRAGMA page_size"), 4096);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	assert_int_equal(access(wal, F_OK), -1);
+	struct stat sb;
+	assert_int_equal(stat(db, &sb), 0);
+	assert_true(sb.st_size < 1 << 20); /* 64 KiB pages: ~3 MB of empty tables */
+	st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(q1(st, "PRAGMA synchronous"), 1); /* NORMAL */
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	st = pp_store_open(db, PP_STORE_READ, err, sizeof err);
+	assert_non_null(st);
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_prepare_v2(pp_store_db(st), "PRAGMA journal_mode", -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(s, 0), "delete");
+	sqlite3_finalize(s);
+	pp_store_close(st, NULL, 0);
+}
+
 int main(void)
 {
 	if (ppt_tmpdir(tmpdir, sizeof tmpdir, "pp-test-ingest") != 0)
@@ -329,6 +446,9 @@ int main(void)
 		cmocka_unit_test(test_span_folding),
 		cmocka_unit_test(test_failed_write_is_an_error),
 		cmocka_unit_test(test_hostile_elf),
+		cmocka_unit_test(test_idmap),
+		cmocka_unit_test(test_dynstr),
+		cmocka_unit_test(test_fresh_database),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	return ppt_rmtree(tmpdir) != 0 ? 1 : rc;

@@ -466,8 +466,8 @@ static void test_clock_alignment(void **state)
 	assert_int_equal(n, 20);
 	for (int i = 0; i < 20; i++) {
 		/* 20 us of slack: the recorder's own call around each stamp (the
-		 * clock starts at pp_open, so the first bound can be below 0, which
-		 * assert_in_range would read as a huge unsigned number) */
+		 * bound is unsigned in cmocka: a clock that starts near 0 must
+		 * not wrap it) */
 		assert_in_range(steps[i].start_ns, before[i] > 20000 ? before[i] - 20000 : 0, after[i]);
 		assert_in_range(steps[i].start_ns + steps[i].dur_ns, before[i], after[i] + 20000);
 		assert_in_range(steps[i].dur_ns, 1900000, 2100000 + (after[i] - before[i] - 2000000));

@@ -103,6 +103,11 @@ enum { DIAG_ANYWHERE = 0, DIAG_IN_STEADY = 1, DIAG_OUTSIDE_STEPS = 2, DIAG_IN_FI
 int64_t diag_kind_time(const diag_run *r, int kind, int where, int *count);
 /* True if span i has an ancestor of kind (bounded walk). */
 int diag_has_ancestor(const diag_run *r, int i, int kind);
+/* (id, index) pairs sorted by id: diag_id_find gives the index stored
+ * for id, or -1. */
+typedef struct diag_id_index { int64_t id; int idx; } diag_id_index;
+void diag_id_sort(diag_id_index *map, int n);
+int diag_id_find(const diag_id_index *map, int n, int64_t id);
 /* Iteration slot of a time: the index of the last step starting at or
  * before t, so slot i is step i plus the gap after it. -1 before the first
  * step or after the last one ends: outside the loop. */

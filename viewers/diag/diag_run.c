@@ -6,21 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct id_index {
-	int64_t id;
-	int idx;
-} id_index;
-
 static int cmp_id(const void *a, const void *b)
 {
-	int64_t x = ((const id_index *)a)->id, y = ((const id_index *)b)->id;
+	int64_t x = ((const diag_id_index *)a)->id, y = ((const diag_id_index *)b)->id;
 	return (x > y) - (x < y);
 }
 
-static int find_idx(const id_index *map, int n, int64_t id)
+void diag_id_sort(diag_id_index *map, int n)
 {
-	id_index key = {id, 0};
-	const id_index *h = bsearch(&key, map, (size_t)n, sizeof *map, cmp_id);
+	qsort(map, (size_t)n, sizeof *map, cmp_id);
+}
+
+int diag_id_find(const diag_id_index *map, int n, int64_t id)
+{
+	diag_id_index key = {id, 0};
+	const diag_id_index *h = bsearch(&key, map, (size_t)n, sizeof *map, cmp_id);
 	return h ? h->idx : -1;
 }
 
@@ -119,23 +119,26 @@ int diag_has_ancestor(const diag_run *r, int i, int kind)
 	return 0;
 }
 
-int diag_slots_with_ex(const diag_run *r, int kind, int not_under, int from, int *n_spans,
-		       int64_t *t_ns)
+/* Outermost spans of kind (not under not_under, if >= 0) by the step or
+ * slot each falls in (idx_of): how many steps/slots >= from hold one; their
+ * count and total time in *n_spans and *t_ns. */
+static int outer_with(const diag_run *r, const int *idx_of, int kind, int not_under, int from,
+		      int *n_spans, int64_t *t_ns)
 {
 	unsigned char *seen = calloc((size_t)r->n_steps + 1, 1);
 	int with = 0, ns = 0;
 	int64_t t = 0;
 	for (int i = 0; i < r->spans.n; i++) {
 		const pp_span_row *s = &r->spans.rows[i];
-		int sl = r->slot_of[i];
-		if (s->kind != kind || !r->outer[i] || sl < from || sl < 0)
+		int k = idx_of[i];
+		if (s->kind != kind || !r->outer[i] || k < from || k < 0)
 			continue;
 		if (not_under >= 0 && diag_has_ancestor(r, i, not_under))
 			continue;
 		ns++;
 		t += diag_span_dur(s);
-		if (seen && !seen[sl]) {
-			seen[sl] = 1;
+		if (seen && !seen[k]) {
+			seen[k] = 1;
 			with++;
 		}
 	}
@@ -145,6 +148,12 @@ int diag_slots_with_ex(const diag_run *r, int kind, int not_under, int from, int
 	if (t_ns)
 		*t_ns = t;
 	return with;
+}
+
+int diag_slots_with_ex(const diag_run *r, int kind, int not_under, int from, int *n_spans,
+		       int64_t *t_ns)
+{
+	return outer_with(r, r->slot_of, kind, not_under, from, n_spans, t_ns);
 }
 
 int diag_slots_with(const diag_run *r, int kind, int from, int *n_spans, int64_t *t_ns)
@@ -174,7 +183,7 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 	r->parent = calloc((size_t)n + 1, sizeof *r->parent);
 	r->attr_kind = calloc((size_t)n + 1, sizeof *r->attr_kind);
 	r->outer = calloc((size_t)n + 1, 1);
-	id_index *map = malloc(((size_t)n + 1) * sizeof *map);
+	diag_id_index *map = malloc(((size_t)n + 1) * sizeof *map);
 	if (!r->self_ns || !r->step_of || !r->slot_of || !r->parent || !r->attr_kind || !r->outer || !map) {
 		free(map);
 		snprintf(err, errlen, "out of memory loading run %lld", (long long)run_id);
@@ -182,15 +191,15 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 	}
 	int64_t last_end = 0;
 	for (int i = 0; i < n; i++) {
-		map[i] = (id_index){l->rows[i].id, i};
+		map[i] = (diag_id_index){l->rows[i].id, i};
 		r->self_ns[i] = diag_span_dur(&l->rows[i]);
 		if (l->rows[i].end_ns > last_end)
 			last_end = l->rows[i].end_ns;
 	}
-	qsort(map, (size_t)n, sizeof *map, cmp_id);
+	diag_id_sort(map, n);
 	for (int i = 0; i < n; i++) {
 		const pp_span_row *s = &l->rows[i];
-		int p = s->parent_id > 0 ? find_idx(map, n, s->parent_id) : -1;
+		int p = s->parent_id > 0 ? diag_id_find(map, n, s->parent_id) : -1;
 		r->parent[i] = p;
 		if (p >= 0 && diag_span_closed(s))
 			r->self_ns[p] -= diag_span_dur(s);
@@ -203,7 +212,7 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 				break;
 			}
 			int64_t pid = l->rows[p].parent_id;
-			p = pid > 0 ? find_idx(map, n, pid) : -1;
+			p = pid > 0 ? diag_id_find(map, n, pid) : -1;
 		}
 	}
 	free(map);
@@ -250,6 +259,18 @@ void diag_run_free(diag_run *r)
 	memset(r, 0, sizeof *r);
 }
 
+/* Whether a span in step st (-1: outside any) counts for where
+ * (DIAG_IN_STEADY, DIAG_OUTSIDE_STEPS, DIAG_IN_FIRST; anything else: all). */
+static int step_in(int st, int where)
+{
+	switch (where) {
+	case DIAG_IN_STEADY: return st > 0;
+	case DIAG_OUTSIDE_STEPS: return st < 0;
+	case DIAG_IN_FIRST: return st == 0;
+	default: return 1;
+	}
+}
+
 int64_t diag_kind_time(const diag_run *r, int kind, int where, int *count)
 {
 	int64_t t = 0;
@@ -258,12 +279,7 @@ int64_t diag_kind_time(const diag_run *r, int kind, int where, int *count)
 		const pp_span_row *s = &r->spans.rows[i];
 		if (s->kind != kind || !r->outer[i] || !diag_span_closed(s))
 			continue;
-		int st = r->step_of[i];
-		if (where == DIAG_IN_STEADY && st <= 0)
-			continue;
-		if (where == DIAG_OUTSIDE_STEPS && st >= 0)
-			continue;
-		if (where == DIAG_IN_FIRST && st != 0)
+		if (!step_in(r->step_of[i], where))
 			continue;
 		t += diag_span_dur(s);
 		c++;
@@ -275,27 +291,7 @@ int64_t diag_kind_time(const diag_run *r, int kind, int where, int *count)
 
 int diag_steps_with(const diag_run *r, int kind, int from, int *n_spans, int64_t *t_ns)
 {
-	unsigned char *seen = calloc((size_t)r->n_steps + 1, 1);
-	int with = 0, ns = 0;
-	int64_t t = 0;
-	for (int i = 0; i < r->spans.n; i++) {
-		const pp_span_row *s = &r->spans.rows[i];
-		int st = r->step_of[i];
-		if (s->kind != kind || !r->outer[i] || st < from || st < 0)
-			continue;
-		ns++;
-		t += diag_span_dur(s);
-		if (seen && !seen[st]) {
-			seen[st] = 1;
-			with++;
-		}
-	}
-	free(seen);
-	if (n_spans)
-		*n_spans = ns;
-	if (t_ns)
-		*t_ns = t;
-	return with;
+	return outer_with(r, r->step_of, kind, -1, from, n_spans, t_ns);
 }
 
 int64_t diag_kind_self_time(const diag_run *r, int kind, int where)
@@ -304,12 +300,7 @@ int64_t diag_kind_self_time(const diag_run *r, int kind, int where)
 	for (int i = 0; i < r->spans.n; i++) {
 		if (r->attr_kind[i] != kind || !diag_span_closed(&r->spans.rows[i]))
 			continue;
-		int st = r->step_of[i];
-		if (where == DIAG_IN_STEADY && st <= 0)
-			continue;
-		if (where == DIAG_OUTSIDE_STEPS && st >= 0)
-			continue;
-		if (where == DIAG_IN_FIRST && st != 0)
+		if (!step_in(r->step_of[i], where))
 			continue;
 		t += r->self_ns[i];
 	}

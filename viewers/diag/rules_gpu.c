@@ -1,6 +1,7 @@
 /* rules_gpu.c — rules over gpu_activity (CUPTI records, Nsight-style). */
 #include "diag_internal.h"
 #include "diag_stats.h"
+#include "pp_grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -54,14 +55,8 @@ static void copy_text(char *dst, size_t len, const char *s)
 static int act_cb(const pp_gpu_row *row, void *ud)
 {
 	acts *a = ud;
-	if (a->n == a->cap) {
-		int cap = a->cap ? 2 * a->cap : 256;
-		act *v = realloc(a->v, (size_t)cap * sizeof *v);
-		if (!v)
-			return 1;
-		a->v = v;
-		a->cap = cap;
-	}
+	if (PP_GROW(a->v, a->n + 1, a->cap) != 0)
+		return 1;
 	act *p = &a->v[a->n++];
 	p->kind = act_kind(row->kind);
 	p->start = row->start_ns;
@@ -194,23 +189,13 @@ void rule_gpu_idle_gaps(diag_ctx *c)
 	free(a.v);
 }
 
-typedef struct corr_idx {
-	int64_t corr;
-	int idx;
-} corr_idx;
-static int cmp_corr(const void *x, const void *y)
-{
-	int64_t p = ((const corr_idx *)x)->corr, q = ((const corr_idx *)y)->corr;
-	return (p > q) - (p < q);
-}
-
 void rule_gpu_sync_copies(diag_ctx *c)
 {
 	const diag_run *r = c->run;
 	acts a;
 	load_acts(r, &a);
 	/* API calls by correlation id, to tell which call issued each copy. */
-	corr_idx *api = malloc(((size_t)a.n + 1) * sizeof *api);
+	diag_id_index *api = malloc(((size_t)a.n + 1) * sizeof *api);
 	int napi = 0;
 	if (!api) {
 		free(a.v);
@@ -218,8 +203,8 @@ void rule_gpu_sync_copies(diag_ctx *c)
 	}
 	for (int i = 0; i < a.n; i++)
 		if (a.v[i].kind == ACT_RUNTIME && a.v[i].corr)
-			api[napi++] = (corr_idx){a.v[i].corr, i};
-	qsort(api, (size_t)napi, sizeof *api, cmp_corr);
+			api[napi++] = (diag_id_index){a.v[i].corr, i};
+	diag_id_sort(api, napi);
 	int64_t window = gpu_window(&a, NULL);
 	int n = 0, n_pageable = 0, n_sync = 0, n_h2d = 0, n_d2h = 0;
 	int64_t t = 0, bytes = 0;
@@ -233,10 +218,9 @@ void rule_gpu_sync_copies(diag_ctx *c)
 		 * (cudaMemcpy, cuMemcpyHtoD_v2). */
 		/* profiler/gpu names each copy "sync" or "async" (CUPTI's flag). */
 		int sync = strcmp(x->name, "sync") == 0;
-		corr_idx key = {x->corr, 0};
-		const corr_idx *h = x->corr ? bsearch(&key, api, (size_t)napi, sizeof *api, cmp_corr) : NULL;
-		if (h && !sync) {
-			const char *nm = a.v[h->idx].name;
+		int h = x->corr ? diag_id_find(api, napi, x->corr) : -1;
+		if (h >= 0 && !sync) {
+			const char *nm = a.v[h].name;
 			sync = strstr(nm, "emcpy") && !strstr(nm, "Async");
 		}
 		if (sync && is_h2d(x) && x->bytes <= SMALL_H2D_BYTES && !pageable)

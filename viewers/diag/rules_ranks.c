@@ -12,6 +12,7 @@
  * shared already.
  */
 #include "diag_internal.h"
+#include "pp_grow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,17 +46,16 @@ void diag_job_free(diag_job *j)
 
 /* ---- loading ---- */
 
-static int add_phase(diag_phase **v, int *n, int kind, const char *name, int64_t ns)
+static int add_phase(diag_phase **v, int *n, int *cap, int kind, const char *name, int64_t ns)
 {
 	for (int i = 0; i < *n; i++)
 		if ((*v)[i].kind == kind && strcmp((*v)[i].name, name) == 0) {
 			(*v)[i].ns += ns;
 			return 0;
 		}
-	diag_phase *q = realloc(*v, (size_t)(*n + 1) * sizeof *q);
-	if (!q)
+	if (PP_GROW(*v, *n + 1, *cap) != 0)
 		return -1;
-	*v = q;
+	diag_phase *q = *v;
 	q[*n].kind = kind;
 	snprintf(q[*n].name, sizeof q[*n].name, "%s", name ? name : "");
 	q[*n].ns = ns;
@@ -67,12 +67,13 @@ static int add_phase(diag_phase **v, int *n, int kind, const char *name, int64_t
  * what a rank was doing before it reached a sync point. */
 static int collect_before(const diag_run *r, int64_t from, int64_t to, diag_phase **v, int *n)
 {
+	int cap = *n; /* a list not empty was allocated to its length */
 	for (int i = 0; i < r->spans.n; i++) {
 		const pp_span_row *s = &r->spans.rows[i];
 		if (s->depth != 0 || !diag_span_closed(s) || s->start_ns < from || s->end_ns > to ||
 		    s->kind == PP_COMM || s->kind == PP_COMM_INIT)
 			continue;
-		if (add_phase(v, n, s->kind, s->name, diag_span_dur(s)) != 0)
+		if (add_phase(v, n, &cap, s->kind, s->name, diag_span_dur(s)) != 0)
 			return -1;
 	}
 	return 0;

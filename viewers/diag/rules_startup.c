@@ -1,6 +1,7 @@
 /* rules_startup.c — start-up and init rules (registration, initialisers,
  * weight loading, libraries), retracing, and the generic phase share. */
 #include "diag_internal.h"
+#include "pp_grow.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -346,14 +347,8 @@ typedef struct lib_rows {
 static int lib_cb(const pp_library_row *row, void *ud)
 {
 	lib_rows *l = ud;
-	if (l->n == l->cap) {
-		int cap = l->cap ? 2 * l->cap : 64;
-		lib_row *v = realloc(l->v, (size_t)cap * sizeof *v);
-		if (!v)
-			return 1;
-		l->v = v;
-		l->cap = cap;
-	}
+	if (PP_GROW(l->v, l->n + 1, l->cap) != 0)
+		return 1;
 	lib_row *p = &l->v[l->n++];
 	snprintf(p->path, sizeof p->path, "%s", row->path ? row->path : "?");
 	p->open_ns = row->open_ns;

@@ -1,7 +1,9 @@
-/* Small helpers shared by the flow benchmarks, core and op library
- * (figures, no asserts). */
+/* bench_common.h — timing helpers shared by the benchmarks (figures, no
+ * asserts). */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
+
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -26,19 +28,20 @@ static inline double bench_median(double *v, int n)
 }
 
 /* Best of `reps` timings of `stmt` (seconds). */
-#define BENCH_BEST(reps, out, stmt)                                                        \
-	do {                                                                               \
-		double best_ = 1e300;                                                      \
-		for (int r_ = 0; r_ < (reps); r_++) {                                      \
-			double t0_ = bench_now();                                          \
-			stmt;                                                              \
-			double t1_ = bench_now() - t0_;                                    \
-			if (t1_ < best_)                                                   \
-				best_ = t1_;                                               \
-		}                                                                          \
-		(out) = best_;                                                             \
+#define BENCH_BEST(reps, out, stmt)                          \
+	do {                                                 \
+		double best_ = 1e300;                        \
+		for (int r_ = 0; r_ < (reps); r_++) {        \
+			double t0_ = bench_now();            \
+			stmt;                                \
+			double t1_ = bench_now() - t0_;      \
+			if (t1_ < best_)                     \
+				best_ = t1_;                 \
+		}                                            \
+		(out) = best_;                               \
 	} while (0)
 
+/* For the flow benchmarks: exits on a failed flow_status. */
 #define BENCH_CHECK(st)                                                                    \
 	do {                                                                               \
 		if (!flow_status_ok(st)) {                                                 \
@@ -46,4 +49,5 @@ static inline double bench_median(double *v, int n)
 			exit(1);                                                           \
 		}                                                                          \
 	} while (0)
+
 #endif
