@@ -413,8 +413,8 @@ static void test_fresh_database(void **state)
 	unlink(db);
 	pp_store *st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
 	assert_non_null(st);
-	assert_int_equal(q1(st, "PRAGMA synchronous"), 0);
-	assert_int_equal(q1(st, "PRAGMA page_size"), 4096);
+	assert_int_equal(ppt_q_int(st, "PRAGMA synchronous"), 0);
+	assert_int_equal(ppt_q_int(st, "PRAGMA page_size"), 4096);
 	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
 	assert_int_equal(access(wal, F_OK), -1);
 	struct stat sb;
@@ -422,7 +422,7 @@ static void test_fresh_database(void **state)
 	assert_true(sb.st_size < 1 << 20); /* 64 KiB pages: ~3 MB of empty tables */
 	st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
 	assert_non_null(st);
-	assert_int_equal(q1(st, "PRAGMA synchronous"), 1); /* NORMAL */
+	assert_int_equal(ppt_q_int(st, "PRAGMA synchronous"), 1); /* NORMAL */
 	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
 	st = pp_store_open(db, PP_STORE_READ, err, sizeof err);
 	assert_non_null(st);

@@ -107,8 +107,8 @@ static void test_frames(void **state)
 	/* one BLAS thread: the matmul's samples then carry the Python line that called it.
 	 * The sampler fires at most once per tick of the thread's CPU time (250 Hz
 	 * here), so each asserted part of the target runs for tens of ms at least */
-	assert_int_equal(ppt_sh(dir, "OPENBLAS_NUM_THREADS=1 " PP_BIN " record -o run.db --sample 1000 -- /usr/bin/python3 " PP_SRC
-			    "/" T " 6000000"),
+	assert_int_equal(ppt_sh(dir, "OPENBLAS_NUM_THREADS=1 " PP_BIN " record -o run.db --sample 1000 -- "
+				"/usr/bin/python3 " PP_SRC "/" T " 6000000"),
 			 0);
 	char *o = slurp("out");
 	assert_string_equal(o, "done\n");
