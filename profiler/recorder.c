@@ -3,12 +3,20 @@
  * the spool.
  *
  * Hot path (emit): load the thread's buffer, write 24 bytes, publish the new
- * count with a release store. A full buffer is handed to the writer under a
+ * count with a release store (the spool gets them packed, ~3 bytes each). A full buffer is handed to the writer under a
  * mutex (once per buffer_events events). When no free buffer may be had
  * (max_buffers in flight: the writer is behind, e.g. many busy threads on
  * few cores) the thread drains the spool itself and goes on, so nothing is
  * lost and memory stays bounded (PP_FULL_DRAIN); with PP_FULL_DROP the
  * event is dropped and counted instead.
+ *
+ * With PP_FULL_DRAIN a thread drains already when a few buffers per thread
+ * are in flight (recycled_buffers()), before max_buffers: a writer that is
+ * behind at that point is behind for good (it has no core to itself), and
+ * growing the backlog costs more than the drain: each new buffer is memory
+ * the kernel must fault in and zero on first touch (~1 ns per byte on this
+ * VM, as much as the event itself), used once. The buffers that do exist
+ * are reused while warm.
  *
  * Ordering: the writer snapshots every thread's (buffer, count) and takes the
  * full-buffer list under the same lock threads use to hand buffers over, so a
@@ -85,6 +93,7 @@ static struct recorder {
 	pp_buffer *full_head, *full_tail;
 	pp_buffer *free_list;
 	uint32_t buffers;             /* allocated */
+	uint32_t threads_seen;        /* registered this recording (sizes the recycled set) */
 	int kicked;
 	int stopping;
 	pthread_t writer;
@@ -264,13 +273,21 @@ static void thread_exit(void *arg)
 
 static void make_key(void) { pthread_key_create(&thread_key, thread_exit); }
 
-static pp_buffer *buffer_get_locked(pp_thread *owner)
+/* Buffers a PP_FULL_DRAIN recording grows to before threads drain: two per
+ * thread (the one being filled, one with the writer) and a few spare. */
+static uint32_t recycled_buffers(void)
+{
+	uint32_t n = 2 * R.threads_seen + 4;
+	return R.opts.full_policy == PP_FULL_DRAIN && n < R.max_buffers ? n : R.max_buffers;
+}
+
+static pp_buffer *buffer_get_locked(pp_thread *owner, uint32_t limit)
 {
 	pp_buffer *b = R.free_list;
 	if (b) {
 		R.free_list = b->next;
 	} else {
-		if (R.buffers >= R.max_buffers)
+		if (R.buffers >= limit)
 			return NULL;
 		b = malloc(sizeof *b + (size_t)R.buffer_events * sizeof(pp_event));
 		if (!b)
@@ -297,7 +314,8 @@ static pp_thread *thread_init(void)
 	t->tid = (uint32_t)syscall(SYS_gettid);
 	pthread_mutex_lock(&R.lock);
 	t->generation = R.generation;
-	pp_buffer *b = buffer_get_locked(t);
+	R.threads_seen++;
+	pp_buffer *b = buffer_get_locked(t, R.max_buffers);
 	atomic_store(&t->cur, b);
 	t->next = R.threads;
 	R.threads = t;
@@ -319,7 +337,7 @@ static pp_buffer *buffer_swap(pp_thread *t)
 		pthread_mutex_unlock(&R.lock);
 		return old;
 	}
-	pp_buffer *b = buffer_get_locked(t);
+	pp_buffer *b = buffer_get_locked(t, recycled_buffers());
 	/* Every buffer is in flight: do the writer's work on this thread.
 	 * write_lock orders us with the writer (one drain at a time, so each
 	 * thread's events stay in order); the drain writes this thread's full
@@ -333,8 +351,10 @@ static pp_buffer *buffer_swap(pp_thread *t)
 		pthread_mutex_unlock(&R.write_lock);
 		pthread_mutex_lock(&R.lock);
 		atomic_fetch_add_explicit(&R.self_drains, 1, memory_order_relaxed);
-		b = buffer_get_locked(t);
+		b = buffer_get_locked(t, recycled_buffers());
 	}
+	if (!b) /* others took every recycled one: grow, within max_buffers */
+		b = buffer_get_locked(t, R.max_buffers);
 	if (b) {
 		if (old) {
 			if (R.full_tail)
@@ -745,6 +765,25 @@ static void write_clock_point(void)
 	pp_spool_write_chunk(&R.w, PP_CHUNK_CLOCK, 0, pair, sizeof pair);
 }
 
+/* Events go to the spool packed (spool_pack.c), a slice at a time through
+ * one buffer: drains run one at a time (under write_lock), and the writer
+ * allocates nothing for it. */
+#define PACK_SLICE 8192
+static unsigned char pack_buf[PACK_SLICE * PP_PACK_MAX];
+
+static int write_events(uint32_t tid, const pp_event *ev, uint32_t n)
+{
+	int rc = 0;
+	for (uint32_t done = 0; done < n;) {
+		uint32_t k = n - done < PACK_SLICE ? n - done : PACK_SLICE;
+		size_t bytes = pp_events_pack(ev + done, k, pack_buf);
+		if (pp_spool_write_chunk(&R.w, PP_CHUNK_EVENTS_PACKED, tid, pack_buf, (uint32_t)bytes) != 0)
+			rc = -1;
+		done += k;
+	}
+	return rc;
+}
+
 typedef struct snap {
 	pp_buffer *b;
 	uint32_t n;
@@ -809,8 +848,7 @@ static void drain(int final)
 		full = b->next;
 		uint32_t n = atomic_load_explicit(&b->n, memory_order_acquire);
 		if (n > b->flushed) {
-			if (pp_spool_write_chunk(&R.w, PP_CHUNK_EVENTS, b->owner->tid, &b->ev[b->flushed],
-						 (n - b->flushed) * (uint32_t)sizeof(pp_event)) != 0)
+			if (write_events(b->owner->tid, &b->ev[b->flushed], n - b->flushed) != 0)
 				R.unwritten += n - b->flushed;
 			atomic_fetch_add(&R.events_total, n - b->flushed);
 		}
@@ -820,8 +858,7 @@ static void drain(int final)
 	for (i = 0; i < nt && snaps; i++) {
 		pp_buffer *b = snaps[i].b;
 		if (b && snaps[i].n > b->flushed) {
-			if (pp_spool_write_chunk(&R.w, PP_CHUNK_EVENTS, b->owner->tid, &b->ev[b->flushed],
-						 (snaps[i].n - b->flushed) * (uint32_t)sizeof(pp_event)) != 0)
+			if (write_events(b->owner->tid, &b->ev[b->flushed], snaps[i].n - b->flushed) != 0)
 				R.unwritten += snaps[i].n - b->flushed;
 			atomic_fetch_add(&R.events_total, snaps[i].n - b->flushed);
 			b->flushed = snaps[i].n;
@@ -1032,6 +1069,7 @@ static void atfork_child(void)
 	R.full_head = R.full_tail = NULL;
 	R.free_list = NULL;
 	R.buffers = 0;
+	R.threads_seen = 0;
 	R.writer_running = 0;
 	free(R.side);
 	R.side = NULL;
@@ -1194,6 +1232,7 @@ int pp_close(void)
 		free(b);
 	}
 	R.buffers = 0;
+	R.threads_seen = 0;
 	pthread_mutex_unlock(&R.lock);
 	tls_thread = NULL;
 	R.generation++; /* stale thread pointers in other threads' TLS are ignored */

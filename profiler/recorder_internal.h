@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include "spool.h"
 
+/* crc32.c: zlib's crc32() (same polynomial and result), faster on long buffers */
+uint32_t pp_crc32(uint32_t crc, const void *buf, size_t len);
+
 /* clock.c: raw ticks for the hot path (TSC when invariant, else CLOCK_MONOTONIC ns). */
 void pp_clock_init(void);
 int pp_clock_kind(void);

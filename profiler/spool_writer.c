@@ -17,7 +17,6 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include <zlib.h>
 
 /* The lowest descriptor the spool may take: far above what programs use
  * or hand to their children, below the descriptor limit. */
@@ -157,12 +156,8 @@ int pp_spool_write_chunk2(pp_spool_writer *w, uint16_t type, uint32_t tid, const
 	h.type = type;
 	h.tid = tid;
 	h.size = n1 + n2;
-	uLong crc = crc32(0L, Z_NULL, 0);
-	if (n1)
-		crc = crc32(crc, p1, n1);
-	if (n2)
-		crc = crc32(crc, p2, n2);
-	h.crc = (uint32_t)crc;
+	uint32_t crc = pp_crc32(0, p1, n1);
+	h.crc = n2 ? pp_crc32(crc, p2, n2) : crc;
 	struct iovec iov[4] = {
 		{&h, sizeof h}, {(void *)p1, n1}, {(void *)p2, n2}, {(void *)pad, (8 - (h.size & 7)) & 7},
 	};

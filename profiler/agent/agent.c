@@ -135,7 +135,7 @@ typedef struct totals {
 static void add_totals(ppa_tstats *t, void *ud)
 {
 	totals *s = ud;
-	s->alloc_calls += ppa_get(&t->alloc_calls);
+	s->alloc_calls += ppa_alloc_calls(t);
 	s->alloc_usable += ppa_get(&t->alloc_usable);
 	s->free_calls += ppa_get(&t->free_calls);
 	s->free_usable += ppa_get(&t->free_usable);
@@ -148,8 +148,8 @@ static void add_totals(ppa_tstats *t, void *ud)
 	s->munmap_bytes += ppa_get(&t->munmap_bytes);
 	s->mmap_ns += ppa_get(&t->mmap_ns);
 	s->threads_created += ppa_get(&t->threads_created);
-	for (int i = 0; i < PPA_SIZE_CLASSES; i++)
-		s->hist[i] += ppa_get(&t->hist[i]);
+	for (int i = 0; i < PPA_SIZE_SLOTS; i++)
+		s->hist[i < PPA_SIZE_CLASSES ? i : PPA_SIZE_CLASSES - 1] += ppa_get(&t->hist[i]);
 }
 
 static uint64_t peak_in_use;
@@ -167,14 +167,14 @@ static uint64_t est_ns(uint64_t calls, uint64_t timed_calls, uint64_t timed_ns, 
 
 static void count_alloc_threads(ppa_tstats *t, void *ud)
 {
-	if (ppa_get(&t->alloc_calls) || ppa_get(&t->free_calls))
+	if (ppa_alloc_calls(t) || ppa_get(&t->free_calls))
 		(*(uint64_t *)ud)++;
 }
 
 static void emit_thread_rows(ppa_tstats *t, void *ud)
 {
 	int64_t ts = *(int64_t *)ud;
-	uint64_t calls = ppa_get(&t->alloc_calls), frees = ppa_get(&t->free_calls);
+	uint64_t calls = ppa_alloc_calls(t), frees = ppa_get(&t->free_calls);
 	if (calls || frees) {
 		int64_t in_use = (int64_t)ppa_get(&t->alloc_usable) - (int64_t)ppa_get(&t->free_usable);
 		pp_row("allocations", "iistiiiinn", (int64_t)t->tid, ts, "malloc", "summary",
@@ -512,6 +512,8 @@ __attribute__((constructor)) static void ppa_init(void)
 	ppa_guard = 1;
 	ppa_malloc_resolve();
 	read_settings();
+	if (ppa_cfg.detailed)
+		ppa_tls.mts = NULL; /* counted before the mode was known: the slow path from now on */
 	ppa_proc_init();
 	ppa_guard = 0;
 	ppa_open_recorder();

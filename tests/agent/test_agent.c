@@ -161,6 +161,12 @@ static void test_churn(void **state)
 	/* size classes: 48 B lands in [32, 64), 100000 B in [65536, 131072) */
 	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'histogram' AND size_class = 32") >= 80000);
 	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'histogram' AND size_class = 65536") >= 8000);
+	/* the histogram counts requests: malloc(0) in class 0, a failed one in the
+	 * top class, and every call once (it sums to the total's count) */
+	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'histogram' AND size_class = 0") >= 4);
+	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'histogram'"
+			      " AND size_class = 70368744177664") >= 4);
+	assert_int_equal(q_int(db, "SELECT SUM(count) FROM allocations WHERE kind = 'histogram'"), allocs);
 	/* per-thread rows: the four workers each made >= 22000 allocations */
 	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM allocations WHERE kind = 'summary' AND count >= 22000"
 				   " AND source_id = (SELECT id FROM strings WHERE value = 'malloc')"), 4);
