@@ -596,7 +596,7 @@ static void test_sigclose(void **state)
 {
 	(void)state;
 	for (int i = 0; i < 3; i++) {
-		assert_int_equal(sh("PHASEPROF_BUFFER_EVENTS=64 PHASEPROF_MAX_BUFFERS=4 timeout -s KILL 60 "
+		assert_int_equal(ppt_sh(dir, "PHASEPROF_BUFFER_EVENTS=64 PHASEPROF_MAX_BUFFERS=4 timeout -s KILL 60 "
 				    PP_BIN " record -o run.db -- " PP_TARGETS "/t_sigclose"), 0);
 		assert_out("200000 spans, signals handled: yes\n");
 		sqlite3 *db = db_open();
@@ -630,13 +630,13 @@ static void test_childsig(void **state)
 static void test_rlimit_as(void **state)
 {
 	(void)state;
-	assert_int_equal(sh(PP_TARGETS "/t_rlimit_as probe"), 0);
+	assert_int_equal(ppt_sh(dir, PP_TARGETS "/t_rlimit_as probe"), 0);
 	char *o = out_text();
 	long need = atol(o);
 	free(o);
 	assert_true(need > 0);
 	long limit = need + 32 * 1024;
-	assert_int_equal(sh(PP_TARGETS "/t_rlimit_as %ld", limit), 0);
+	assert_int_equal(ppt_sh(dir, PP_TARGETS "/t_rlimit_as %ld", limit), 0);
 	char *plain = out_text();
 	assert_string_equal(plain, "48 MiB in 1 MiB blocks and a thread: ok; arenas 2\n");
 	assert_int_equal(RECORD_T(60, "-- " PP_TARGETS "/t_rlimit_as %ld", limit), 0);
