@@ -126,6 +126,7 @@ static struct recorder {
 	.str_lock = PTHREAD_MUTEX_INITIALIZER,
 	.side_lock = PTHREAD_MUTEX_INITIALIZER,
 	.write_lock = PTHREAD_MUTEX_INITIALIZER,
+	.w.lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP,
 };
 
 /* initial-exec: the hot path must not call __tls_get_addr (PIC code would) */
@@ -328,6 +329,27 @@ static pp_thread *thread_init(void)
 
 static void drain(int final);
 
+/* The spool's lock taken on a program's thread (a drain of its own, the
+ * close, fork): the thread's signals are held back meanwhile, so none of
+ * the program's handlers runs in the middle of its writes — one that
+ * closes or dup2s a descriptor (pp_spool_fd_enter) would move the spool's
+ * between a write's check and the write, and one that records would wait
+ * for the lock its own thread holds. The writer thread blocks every signal
+ * for its whole life. */
+static void write_lock_held(sigset_t *old)
+{
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, old);
+	pthread_mutex_lock(&R.write_lock);
+}
+
+static void write_unlock_held(const sigset_t *old)
+{
+	pthread_mutex_unlock(&R.write_lock);
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
 /* The current buffer is full (or missing): hand it to the writer, take another. */
 static pp_buffer *buffer_swap(pp_thread *t)
 {
@@ -346,9 +368,10 @@ static pp_buffer *buffer_swap(pp_thread *t)
 	for (int tries = 0; !b && R.opts.full_policy == PP_FULL_DRAIN && !R.stopping && tries < 100;
 	     tries++) {
 		pthread_mutex_unlock(&R.lock);
-		pthread_mutex_lock(&R.write_lock);
+		sigset_t old_mask;
+		write_lock_held(&old_mask);
 		drain(0);
-		pthread_mutex_unlock(&R.write_lock);
+		write_unlock_held(&old_mask);
 		pthread_mutex_lock(&R.lock);
 		atomic_fetch_add_explicit(&R.self_drains, 1, memory_order_relaxed);
 		b = buffer_get_locked(t, recycled_buffers());
@@ -1030,30 +1053,40 @@ static int start_writer(void)
 	return 0;
 }
 
+/* Whether this thread's atfork_prepare took the locks: the recorder may be
+ * closed by another thread meanwhile, the locks must still be released. */
+static PP_TLS int tls_fork_locked;
+static sigset_t fork_mask; /* under write_lock */
+
 static void atfork_prepare(void)
 {
 	if (!is_open())
 		return;
-	pthread_mutex_lock(&R.write_lock);
+	write_lock_held(&fork_mask);
+	tls_fork_locked = 1;
 	pthread_mutex_lock(&R.lock);
 	pthread_mutex_lock(&R.str_lock);
 	pthread_mutex_lock(&R.side_lock);
+	pthread_mutex_lock(&R.w.lock);
 }
 
 static void atfork_parent(void)
 {
-	if (!is_open())
+	if (!tls_fork_locked)
 		return;
+	tls_fork_locked = 0;
+	pthread_mutex_unlock(&R.w.lock);
 	pthread_mutex_unlock(&R.side_lock);
 	pthread_mutex_unlock(&R.str_lock);
 	pthread_mutex_unlock(&R.lock);
-	pthread_mutex_unlock(&R.write_lock);
+	write_unlock_held(&fork_mask);
 }
 
 static void atfork_child(void)
 {
-	if (!is_open())
+	if (!tls_fork_locked)
 		return;
+	tls_fork_locked = 0;
 	/* Re-initialised, not unlocked: a condition variable copied from a
 	 * parent whose writer was waiting on it holds that phantom waiter, and
 	 * the child's first signal on it can block forever. */
@@ -1061,7 +1094,11 @@ static void atfork_child(void)
 	pthread_mutex_init(&R.str_lock, NULL);
 	pthread_mutex_init(&R.lock, NULL);
 	pthread_mutex_init(&R.write_lock, NULL);
+	pp_spool_lock_init(&R.w);
 	pthread_cond_init(&R.wake, NULL);
+	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
+	if (!is_open())
+		return; /* closed by another thread while we forked */
 	/* The parent owns every buffered event and the spool fd: drop our copies
 	 * (leaked on purpose: other threads' states are unreachable in a child). */
 	R.generation++;
@@ -1120,6 +1157,10 @@ int pp_open(const pp_options *opts)
 		return -1;
 	}
 	pp_clock_init();
+	/* the thread key now, while its number is low: glibc allocates a
+	 * thread's slot for key numbers from 32 up, on that thread (the agent's
+	 * own threads must not allocate) */
+	pthread_once(&key_once, make_key);
 	pp_options o = {0};
 	if (opts)
 		o = *opts;
@@ -1200,17 +1241,23 @@ int pp_close(void)
 		pthread_join(R.writer, NULL);
 		R.writer_running = 0;
 	}
-	pthread_mutex_lock(&R.write_lock);
+	sigset_t old_mask;
+	write_lock_held(&old_mask);
 	drain(1);
 	if (R.w.reclaimed) {
 		char v[32];
 		snprintf(v, sizeof v, "%u", R.w.reclaimed);
 		write_meta_direct("recorder.spool_fd_reclaimed", v);
 	}
+	if (atomic_load(&R.self_drains)) {
+		char v[32];
+		snprintf(v, sizeof v, "%llu", (unsigned long long)atomic_load(&R.self_drains));
+		write_meta_direct("recorder.self_drains", v);
+	}
 	pp_spool_write_chunk(&R.w, PP_CHUNK_END, 0, &end, sizeof end);
 	int failed = R.w.failed;
 	pp_spool_close(&R.w);
-	pthread_mutex_unlock(&R.write_lock);
+	write_unlock_held(&old_mask);
 
 	/* free buffers and thread states; threads re-register on the next open */
 	pthread_mutex_lock(&R.lock);
@@ -1251,22 +1298,32 @@ int pp_exit_note_signal_safe(int32_t code, int32_t sig)
 	return pp_spool_write_exit_signal_safe(&R.w, code, sig);
 }
 
-void pp_spool_fd_yield_range(unsigned int first, unsigned int last)
+/* The program closes or replaces descriptors [first, last] between enter
+ * and leave, holding the descriptor's lock: no write is between its check
+ * and its write, and no reopen is between its open and its move to a high
+ * number (a blanket close would take that temporary number). A handler
+ * doing the same on a thread already inside passes straight through: this
+ * thread holds the lock, so no write or reopen is in progress. */
+static PP_TLS int tls_fd_depth, tls_fd_locked;
+
+void pp_spool_fd_enter(unsigned int first, unsigned int last)
 {
-	int fd = __atomic_load_n(&R.w.fd, __ATOMIC_RELAXED);
-	if (fd < 0 || (unsigned int)fd < first || (unsigned int)fd > last || !is_open())
-		return;
-	/* under write_lock no drain is between its check and its write */
-	pthread_mutex_lock(&R.write_lock);
-	if (R.w.fd >= 0 && (unsigned int)R.w.fd >= first && (unsigned int)R.w.fd <= last)
-		pp_spool_move(&R.w);
-	pthread_mutex_unlock(&R.write_lock);
+	if (tls_fd_depth++ == 0) {
+		if (!is_open())
+			return;
+		pthread_mutex_lock(&R.w.lock);
+		tls_fd_locked = 1;
+	}
+	if (tls_fd_locked && R.w.fd >= 0 && (unsigned int)R.w.fd >= first && (unsigned int)R.w.fd <= last)
+		pp_spool_move(&R.w, first, last);
 }
 
-void pp_spool_fd_yield(int fd)
+void pp_spool_fd_leave(void)
 {
-	if (fd >= 0)
-		pp_spool_fd_yield_range((unsigned int)fd, (unsigned int)fd);
+	if (--tls_fd_depth == 0 && tls_fd_locked) {
+		tls_fd_locked = 0;
+		pthread_mutex_unlock(&R.w.lock);
+	}
 }
 
 void pp_stats(pp_recorder_stats *out)

@@ -128,6 +128,13 @@ void ppa_unmap(void *p, size_t n);
  * then never call malloc, not even from inside a signal handler. */
 extern const struct pp_alloc ppa_map_alloc;
 
+/* agent_mem.c: the recorder's allocator (never the program's malloc) */
+void ppa_mem_init(void);
+void *ppa_mem_alloc(size_t n);
+void *ppa_mem_calloc(size_t n, size_t m);
+void *ppa_mem_realloc(void *p, size_t n);
+void ppa_mem_free(void *p);
+
 /* Settings from PHASEPROF_* (copied at start-up: the program may rewrite
  * its environment, exec must still carry them). */
 typedef struct ppa_settings {
@@ -138,6 +145,7 @@ typedef struct ppa_settings {
 	int follow_fork;
 	int period_ms;             /* stats thread period */
 	int alloc_sample;          /* detailed mode: one allocation event in N */
+	int buffer_events, max_buffers; /* recorder buffers (tests: 0 = the recorder's defaults) */
 } ppa_settings;
 
 extern ppa_settings ppa_cfg;

@@ -26,23 +26,13 @@
 #include "store.h"
 #include "store_internal.h"
 #include "symbols.h"
+#include "pp_testutil.h"
 
 static char tmpdir[256];
 
 static void tmp(char *out, size_t n, const char *name)
 {
 	snprintf(out, n, "%s/%s", tmpdir, name);
-}
-
-static int64_t q1(pp_store *st, const char *sql)
-{
-	sqlite3_stmt *s;
-	assert_int_equal(sqlite3_prepare_v2(pp_store_db(st), sql, -1, &s, NULL), SQLITE_OK);
-	int64_t v = -1;
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	return v;
 }
 
 static pp_store *fresh(const char *name)
@@ -198,13 +188,13 @@ static void test_samples_symbolised(void **state)
 	pp_ingest_result r;
 	assert_int_equal(pp_store_ingest(st, spool, NULL, &r, err, sizeof err), 0);
 	assert_int_equal(r.samples, 3);
-	assert_int_equal(q1(st, "SELECT count(*) FROM samples WHERE typeof(stack) = 'integer'"), 3);
-	assert_int_equal(q1(st, "SELECT count(DISTINCT stack) FROM samples"), 1);
-	assert_int_equal(q1(st, "SELECT count(*) FROM stacks"), 2);
-	assert_int_equal(q1(st, "SELECT count(*) FROM samples s JOIN stacks k ON k.run_id = s.run_id AND k.id = s.stack"
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM samples WHERE typeof(stack) = 'integer'"), 3);
+	assert_int_equal(ppt_q_int(st, "SELECT count(DISTINCT stack) FROM samples"), 1);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM stacks"), 2);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM samples s JOIN stacks k ON k.run_id = s.run_id AND k.id = s.stack"
 				" JOIN frames f ON f.run_id = k.run_id AND f.id = k.frame"
 				" JOIN strings y ON y.id = f.symbol_id WHERE y.value = 'pp_test_leaf_function'"), 3);
-	assert_int_equal(q1(st, "SELECT count(*) FROM stacks k JOIN frames f ON f.run_id = k.run_id AND f.id = k.frame"
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM stacks k JOIN frames f ON f.run_id = k.run_id AND f.id = k.frame"
 				" JOIN strings y ON y.id = f.symbol_id WHERE k.parent IS NULL"
 				" AND y.value = 'test_samples_symbolised'"), 1);
 	pp_store_close(st, NULL, 0);
@@ -230,11 +220,11 @@ static void test_span_folding(void **state)
 	assert_int_equal(pp_store_ingest(st, spool, NULL, &r, err, sizeof err), 0);
 	assert_int_equal(r.spans, 10001);
 	assert_int_equal(r.spans_folded, 15000);
-	assert_int_equal(q1(st, "SELECT count(*) FROM spans WHERE kind = 21"), 10000);
-	assert_int_equal(q1(st, "SELECT count(*) FROM span_groups"), 1);
-	assert_int_equal(q1(st, "SELECT sum(count) FROM span_groups g JOIN spans p ON p.id = g.parent_id"
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM spans WHERE kind = 21"), 10000);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM span_groups"), 1);
+	assert_int_equal(ppt_q_int(st, "SELECT sum(count) FROM span_groups g JOIN spans p ON p.id = g.parent_id"
 				" WHERE p.kind = 16 AND g.step = 0 AND g.depth = 1"), 15000);
-	assert_int_equal(q1(st, "SELECT count(*) FROM span_groups WHERE min_ns <= max_ns AND total_ns >= count * min_ns"), 1);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM span_groups WHERE min_ns <= max_ns AND total_ns >= count * min_ns"), 1);
 	pp_ingest_opts o = {.exit_code = -1, .keep_all_spans = 1};
 	assert_int_equal(pp_store_ingest(st, spool, &o, &r, err, sizeof err), 0);
 	assert_int_equal(r.spans, 25001);
@@ -360,10 +350,10 @@ static void test_failed_write_is_an_error(void **state)
 	assert_non_null(strstr(err, "loss.spool"));
 	assert_non_null(strstr(err, "losses"));
 	assert_null(strchr(err, '\n'));
-	assert_int_equal(q1(st, "SELECT count(*) FROM runs"), 0);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM runs"), 0);
 	assert_int_equal(sqlite3_exec(pp_store_db(st), "DROP TRIGGER no_losses", NULL, NULL, NULL), SQLITE_OK);
 	assert_int_equal(pp_store_ingest(st, spool, NULL, &r, err, sizeof err), 0);
-	assert_int_equal(q1(st, "SELECT count FROM losses"), 5);
+	assert_int_equal(ppt_q_int(st, "SELECT count FROM losses"), 5);
 	pp_store_close(st, NULL, 0);
 }
 
@@ -518,8 +508,8 @@ static void test_fresh_database(void **state)
 	unlink(db);
 	pp_store *st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
 	assert_non_null(st);
-	assert_int_equal(q1(st, "PRAGMA synchronous"), 0);
-	assert_int_equal(q1(st, "PRAGMA page_size"), 4096);
+	assert_int_equal(ppt_q_int(st, "PRAGMA synchronous"), 0);
+	assert_int_equal(ppt_q_int(st, "PRAGMA page_size"), 4096);
 	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
 	assert_int_equal(access(wal, F_OK), -1);
 	struct stat sb;
@@ -527,7 +517,7 @@ static void test_fresh_database(void **state)
 	assert_true(sb.st_size < 1 << 20); /* 64 KiB pages: ~3 MB of empty tables */
 	st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
 	assert_non_null(st);
-	assert_int_equal(q1(st, "PRAGMA synchronous"), 1); /* NORMAL */
+	assert_int_equal(ppt_q_int(st, "PRAGMA synchronous"), 1); /* NORMAL */
 	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
 	st = pp_store_open(db, PP_STORE_READ, err, sizeof err);
 	assert_non_null(st);
@@ -541,8 +531,7 @@ static void test_fresh_database(void **state)
 
 int main(void)
 {
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/pp-test-ingest-XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (ppt_tmpdir(tmpdir, sizeof tmpdir, "pp-test-ingest") != 0)
 		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sparse_ids_bounded),
@@ -559,9 +548,5 @@ int main(void)
 		cmocka_unit_test(test_fresh_database),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		return 1;
-	return rc;
+	return ppt_rmtree(tmpdir) != 0 ? 1 : rc;
 }
