@@ -298,7 +298,7 @@ static void test_groups_in_totals(void **state)
 	assert_int_equal(pp_store_ingest(b, spool, &keep, &rb, err, sizeof err), 0);
 	assert_true(ra.spans_folded > 10000);
 	assert_int_equal(rb.spans_folded, 0);
-	assert_true(q1(a, "SELECT count(*) FROM span_groups WHERE kind = 0") > 0);
+	assert_true(ppt_q_int(a, "SELECT count(*) FROM span_groups WHERE kind = 0") > 0);
 	pp_phase_total *ta, *tb;
 	int na, nb;
 	assert_int_equal(pp_store_phase_totals(a, ra.run_id, &ta, &na), 0);
