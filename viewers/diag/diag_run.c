@@ -198,6 +198,55 @@ static int *group_by(const int *kind_of, const pp_span_list *l, int at[PP_KIND_C
 	return v;
 }
 
+/* Span id -> index: a table over the id range when the ids are dense (a
+ * run's ids are one block: no sort of 10^7 pairs), else sorted pairs. */
+typedef struct id_lookup {
+	int64_t lo, range;
+	int *dense;
+	diag_id_index *map;
+	int n;
+} id_lookup;
+
+static int id_lookup_init(id_lookup *k, const pp_span_list *l)
+{
+	memset(k, 0, sizeof *k);
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	for (int i = 0; i < l->n; i++) {
+		if (l->rows[i].id < lo)
+			lo = l->rows[i].id;
+		if (l->rows[i].id > hi)
+			hi = l->rows[i].id;
+	}
+	if (l->n && hi - lo < 4 * (int64_t)l->n + 64) {
+		k->lo = lo;
+		k->range = hi - lo + 1;
+		k->dense = malloc((size_t)k->range * sizeof *k->dense);
+		if (!k->dense)
+			return -1;
+		memset(k->dense, 0xff, (size_t)k->range * sizeof *k->dense);  /* -1 */
+		for (int i = 0; i < l->n; i++)
+			k->dense[l->rows[i].id - lo] = i;
+		return 0;
+	}
+	k->map = malloc(((size_t)l->n + 1) * sizeof *k->map);
+	if (!k->map)
+		return -1;
+	for (int i = 0; i < l->n; i++)
+		k->map[i] = (diag_id_index){l->rows[i].id, i};
+	k->n = l->n;
+	diag_id_sort(k->map, k->n);
+	return 0;
+}
+
+static int id_lookup_find(const id_lookup *k, int64_t id)
+{
+	if (id <= 0)
+		return -1;
+	if (k->dense)
+		return id >= k->lo && id - k->lo < k->range ? k->dense[id - k->lo] : -1;
+	return diag_id_find(k->map, k->n, id);
+}
+
 int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t errlen)
 {
 	memset(r, 0, sizeof *r);
@@ -220,23 +269,21 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 	r->parent = calloc((size_t)n + 1, sizeof *r->parent);
 	r->attr_kind = calloc((size_t)n + 1, sizeof *r->attr_kind);
 	r->outer = calloc((size_t)n + 1, 1);
-	diag_id_index *map = malloc(((size_t)n + 1) * sizeof *map);
-	if (!r->self_ns || !r->step_of || !r->slot_of || !r->parent || !r->attr_kind || !r->outer || !map) {
-		free(map);
+	id_lookup map;
+	if (!r->self_ns || !r->step_of || !r->slot_of || !r->parent || !r->attr_kind || !r->outer ||
+	    id_lookup_init(&map, l) != 0) {
 		snprintf(err, errlen, "out of memory loading run %lld", (long long)run_id);
 		return -1;
 	}
 	int64_t last_end = 0;
 	for (int i = 0; i < n; i++) {
-		map[i] = (diag_id_index){l->rows[i].id, i};
 		r->self_ns[i] = diag_span_dur(&l->rows[i]);
 		if (l->rows[i].end_ns > last_end)
 			last_end = l->rows[i].end_ns;
 	}
-	diag_id_sort(map, n);
 	for (int i = 0; i < n; i++) {
 		const pp_span_row *s = &l->rows[i];
-		int p = s->parent_id > 0 ? diag_id_find(map, n, s->parent_id) : -1;
+		int p = id_lookup_find(&map, s->parent_id);
 		r->parent[i] = p;
 		if (p >= 0 && diag_span_closed(s))
 			r->self_ns[p] -= diag_span_dur(s);
@@ -248,11 +295,11 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 				r->outer[i] = 0;
 				break;
 			}
-			int64_t pid = l->rows[p].parent_id;
-			p = pid > 0 ? diag_id_find(map, n, pid) : -1;
+			p = id_lookup_find(&map, l->rows[p].parent_id);
 		}
 	}
-	free(map);
+	free(map.dense);
+	free(map.map);
 	for (int i = 0; i < n; i++) {
 		if (r->self_ns[i] < 0)
 			r->self_ns[i] = 0; /* children on other threads may overlap */
