@@ -562,8 +562,9 @@ int pp_store_phase_totals(pp_store *st, int64_t run_id, pp_phase_total **out, in
 					 "NOT INDEXED WHERE id BETWEEN ?2 AND ?3 AND run_id = ?1",
 				 run_id, lo, hi, kp_span, &a) != 0 || a.failed))
 		goto out;
-	if (store_each(st, "SELECT kind, COALESCE(parent_id, 0), count, total_ns, max_ns FROM span_groups "
-			   "WHERE run_id = ?1", run_id, 0, NULL, kp_row, &a) != 0 || a.failed)
+	if (st->has_span_groups &&
+	    (store_each(st, "SELECT kind, COALESCE(parent_id, 0), count, total_ns, max_ns FROM span_groups "
+			    "WHERE run_id = ?1", run_id, 0, NULL, kp_row, &a) != 0 || a.failed))
 		goto out;
 	tot = calloc(PP_KIND_COUNT, sizeof *tot);
 	if (!tot || sqlite3_prepare_v2(st->db, "SELECT COALESCE(parent_id, 0), kind FROM spans WHERE id = ?1", -1,
@@ -1031,13 +1032,18 @@ int pp_store_span_name_total(pp_store *st, int64_t run_id, const char *name, int
 {
 	int64_t v[2] = {0, 0};
 	/* spans folded into span_groups count too */
-	int rc = store_each(st, "WITH n AS (SELECT id FROM strings WHERE value = ?3) "
-				"SELECT COALESCE(SUM(t), 0), COALESCE(SUM(c), 0) FROM ("
-				"SELECT SUM(s.end_ns - s.start_ns) t, COUNT(*) c FROM spans s JOIN n ON n.id = s.name_id "
-				"WHERE s.run_id = ?1 AND s.end_ns IS NOT NULL UNION ALL "
-				"SELECT SUM(g.total_ns), SUM(g.count) FROM span_groups g JOIN n ON n.id = g.name_id "
-				"WHERE g.run_id = ?1)",
+#define SPAN_NAME_TOTAL(GROUPED)                                                                          \
+	"WITH n AS (SELECT id FROM strings WHERE value = ?3) "                                            \
+	"SELECT COALESCE(SUM(t), 0), COALESCE(SUM(c), 0) FROM ("                                          \
+	"SELECT SUM(s.end_ns - s.start_ns) t, COUNT(*) c FROM spans s JOIN n ON n.id = s.name_id "         \
+	"WHERE s.run_id = ?1 AND s.end_ns IS NOT NULL" GROUPED ")"
+	int rc = store_each(st,
+			    st->has_span_groups
+				    ? SPAN_NAME_TOTAL(" UNION ALL SELECT SUM(g.total_ns), SUM(g.count) FROM span_groups g "
+						      "JOIN n ON n.id = g.name_id WHERE g.run_id = ?1")
+				    : SPAN_NAME_TOTAL(""),
 			    run_id, 0, name, two_i64, v);
+#undef SPAN_NAME_TOTAL
 	if (total_ns)
 		*total_ns = v[0];
 	if (count)
