@@ -374,33 +374,24 @@ static gentry *lookup_entry(const tape_rec *r, flow_tensor *const *dys, flow_sta
 
 /* Gradient map: tensor (by identity) -> accumulated gradient. */
 typedef struct gmap {
-	const flow_tensor **k;
-	flow_tensor **v;
+	struct gslot {
+		const flow_tensor *k;
+		flow_tensor *v;
+	} *e;
 	int n, cap;
+	pp_hash index;     /* tensor address -> index in e[] */
 } gmap;
 
 static flow_tensor **gmap_slot(gmap *m, const flow_tensor *t, int create)
 {
-	for (int i = 0; i < m->n; i++)
-		if (m->k[i] == t)
-			return &m->v[i];
-	if (!create)
+	uint32_t h = pp_hash_u64((uint64_t)(uintptr_t)t);
+	for (uint32_t it = 0, i; pp_hash_next(&m->index, h, &it, &i);)
+		if (m->e[i].k == t)
+			return &m->e[i].v;
+	if (!create || PP_GROW(m->e, m->n + 1, m->cap) || pp_hash_add(&m->index, h, (uint32_t)m->n))
 		return NULL;
-	if (m->n == m->cap) {
-		int nc = m->cap ? 2 * m->cap : 32;
-		const flow_tensor **nk = realloc(m->k, sizeof *nk * (size_t)nc);
-		if (!nk)
-			return NULL;
-		m->k = nk;
-		flow_tensor **nv = realloc(m->v, sizeof *nv * (size_t)nc);
-		if (!nv)
-			return NULL;
-		m->v = nv;
-		m->cap = nc;
-	}
-	m->k[m->n] = t;
-	m->v[m->n] = NULL;
-	return &m->v[m->n++];
+	m->e[m->n] = (struct gslot){t, NULL};
+	return &m->e[m->n++].v;
 }
 
 /* *slot += g (a new tensor: fetched gradients may share buffers with feeds). */
@@ -522,9 +513,9 @@ out:
 			dsources[i] = NULL;
 		}
 	for (int i = 0; i < m.n; i++)
-		flow_tensor_unref(m.v[i]);
-	free(m.k);
-	free(m.v);
+		flow_tensor_unref(m.e[i].v);
+	free(m.e);
+	pp_hash_free(&m.index);
 	free(dys);
 	free(dxs);
 	free(feed_v);
