@@ -6,6 +6,7 @@
 #define FLOW_CORE_H
 
 #include "flow_internal.h"
+#include "pp_hash.h"
 
 #include <time.h>
 #include <unistd.h>
@@ -99,8 +100,7 @@ struct flow_op {
 struct flow_graph {
 	flow_op **ops;
 	int n_ops, cap_ops;
-	flow_op **by_name;           /* open addressing, size cap_names (power of two) */
-	int cap_names;
+	pp_hash by_name;             /* name -> index in ops[] */
 	flow_op **vars;
 	int n_vars, cap_vars;
 	uint64_t version;

@@ -310,7 +310,7 @@ void flow_ctx_fail(flow_kernel_ctx *k, flow_code code, const char *fmt, ...)
 int flow_ctx_ok(flow_kernel_ctx *k);
 
 /* ---- misc helpers shared with op libraries ---- */
-uint64_t flow_hash_bytes(const void *p, size_t n, uint64_t seed); /* fast, not cryptographic */
+uint64_t flow_hash_bytes(const void *p, size_t n, uint64_t seed); /* stable content digest, not cryptographic */
 int flow_threads_default(void);
 
 #ifdef __cplusplus

@@ -18,12 +18,7 @@ flow_graph *flow_graph_new(void)
 	flow_graph *g = calloc(1, sizeof *g);
 	if (!g)
 		return NULL;
-	g->cap_names = 64;
-	g->by_name = calloc((size_t)g->cap_names, sizeof *g->by_name);
-	if (!g->by_name) {
-		free(g);
-		return NULL;
-	}
+	pp_hash_init(&g->by_name, NULL);
 	g->hash_version = (uint64_t)-1;
 	return g;
 }
@@ -78,7 +73,7 @@ static void graph_destroy(flow_graph *g)
 	for (int i = 0; i < g->n_ops; i++)
 		op_free(g->ops[i]);
 	free(g->ops);
-	free(g->by_name);
+	pp_hash_free(&g->by_name);
 	free(g->vars);
 	free(g);
 }
@@ -119,38 +114,15 @@ flow_op *flow_graph_variable_at(const flow_graph *g, int i)
 	return i >= 0 && i < g->n_vars ? g->vars[i] : NULL;
 }
 
-static size_t name_slot(const flow_graph *g, const char *name)
-{
-	size_t m = (size_t)g->cap_names - 1;
-	size_t i = flow_hash_bytes(name, strlen(name), 0) & m;
-	while (g->by_name[i] && strcmp(g->by_name[i]->name, name))
-		i = (i + 1) & m;
-	return i;
-}
-
 flow_op *flow_graph_op_by_name(const flow_graph *g, const char *name)
 {
-	return name ? g->by_name[name_slot(g, name)] : NULL;
-}
-
-static int name_insert(flow_graph *g, flow_op *op)
-{
-	if ((g->n_ops + 1) * 2 > g->cap_names) {
-		int nc = g->cap_names * 2;
-		flow_op **nb = calloc((size_t)nc, sizeof *nb);
-		if (!nb)
-			return -1;
-		flow_op **old = g->by_name;
-		int oc = g->cap_names;
-		g->by_name = nb;
-		g->cap_names = nc;
-		for (int i = 0; i < oc; i++)
-			if (old[i])
-				g->by_name[name_slot(g, old[i]->name)] = old[i];
-		free(old);
-	}
-	g->by_name[name_slot(g, op->name)] = op;
-	return 0;
+	if (!name)
+		return NULL;
+	uint32_t h = pp_hash_str(name), id;
+	for (uint32_t it = 0; pp_hash_next(&g->by_name, h, &it, &id);)
+		if (!strcmp(g->ops[id]->name, name))
+			return g->ops[id];
+	return NULL;
 }
 
 /* ---- op accessors ---- */
@@ -915,7 +887,7 @@ flow_op *flow_op_finish(flow_op_desc *d, flow_status *st)
 		g->ops = no;
 		g->cap_ops = nc;
 	}
-	if (name_insert(g, op))
+	if (pp_hash_add(&g->by_name, pp_hash_str(op->name), (uint32_t)g->n_ops))
 		goto fail;
 	op->id = g->n_ops;
 	g->ops[g->n_ops++] = op;

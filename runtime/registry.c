@@ -44,56 +44,39 @@ static struct {
 	int n_libs;
 	entry *e;
 	int n, cap;
-	int *index;                  /* open addressing over e[], -1 empty */
-	int cap_index;
+	pp_hash index;               /* op name -> index in e[] */
 	int kernels_known, kernels_registered, ops_registered;
 	uint64_t ns;
 	const char **names;
 } R = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static uint64_t hstr(const char *s)
-{
-	return flow_hash_bytes(s, strlen(s), 0);
-}
-
 static int index_find(const char *name)
 {
-	if (!R.cap_index)
-		return -1;
-	size_t m = (size_t)R.cap_index - 1;
-	for (size_t i = hstr(name) & m;; i = (i + 1) & m) {
-		int k = R.index[i];
-		if (k < 0)
-			return -1;
+	uint32_t h = pp_hash_str(name), k;
+	for (uint32_t it = 0; pp_hash_next(&R.index, h, &it, &k);)
 		if (!strcmp(R.e[k].def->name, name))
-			return k;
-	}
+			return (int)k;
+	return -1;
 }
 
 static int index_build(flow_status *st)
 {
-	free(R.index);
-	R.cap_index = 64;
-	while (R.cap_index < R.n * 2)
-		R.cap_index *= 2;
-	R.index = malloc(sizeof(int) * (size_t)R.cap_index);
-	if (!R.index) {
+	pp_hash_clear(&R.index);
+	if (pp_hash_reserve(&R.index, (uint32_t)R.n)) {
 		flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "op registry: out of memory");
 		return -1;
 	}
-	memset(R.index, 0xff, sizeof(int) * (size_t)R.cap_index);
-	size_t m = (size_t)R.cap_index - 1;
 	for (int k = 0; k < R.n; k++) {
 		const char *name = R.e[k].def->name;
-		size_t i = hstr(name) & m;
-		for (; R.index[i] >= 0; i = (i + 1) & m)
-			if (!strcmp(R.e[R.index[i]].def->name, name)) {
+		uint32_t h = pp_hash_str(name), j;
+		for (uint32_t it = 0; pp_hash_next(&R.index, h, &it, &j);)
+			if (!strcmp(R.e[j].def->name, name)) {
 				flow_status_set(st, FLOW_ALREADY_EXISTS,
 						"op registry: op '%s' defined twice (libraries '%s' and '%s')",
-						name, R.e[R.index[i]].lib->name, R.e[k].lib->name);
+						name, R.e[j].lib->name, R.e[k].lib->name);
 				return -1;
 			}
-		R.index[i] = k;
+		pp_hash_add(&R.index, h, (uint32_t)k); /* room reserved: cannot fail */
 	}
 	return 0;
 }
@@ -792,14 +775,13 @@ void flow__registry_free(void)
 	for (int k = 0; k < R.n; k++)
 		reg_free(R.e[k].reg);
 	free(R.e);
-	free(R.index);
+	pp_hash_free(&R.index);
 	free(R.libs);
 	free(R.names);
 	R.e = NULL;
-	R.index = NULL;
 	R.libs = NULL;
 	R.names = NULL;
-	R.n = R.cap = R.cap_index = R.n_libs = 0;
+	R.n = R.cap = R.n_libs = 0;
 	R.kernels_known = R.kernels_registered = R.ops_registered = 0;
 	R.ns = 0;
 	R.inited = 0;

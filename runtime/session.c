@@ -6,6 +6,7 @@
  */
 #include "session_internal.h"
 #include "phaseprof.h"
+#include "pp_grow.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -48,16 +49,10 @@ void sess_plan_free(plan *pl)
 
 static void drop_plans(flow_session *s)
 {
-	for (int b = 0; b < s->n_buckets; b++) {
-		plan *p = s->buckets[b];
-		while (p) {
-			plan *n = p->next;
-			sess_plan_free(p);
-			p = n;
-		}
-		s->buckets[b] = NULL;
-	}
+	for (int i = 0; i < s->n_plans; i++)
+		sess_plan_free(s->plans[i]);
 	s->n_plans = 0;
+	pp_hash_clear(&s->plan_index);
 }
 
 static int ensure_ids(flow_session *s)
@@ -104,9 +99,8 @@ flow_session *flow_session_new(flow_graph *g, const flow_session_options *opts, 
 	s->no_step_phase = opts ? opts->no_step_phase : 0;
 	s->disable = opts ? opts->disable_passes : 0;
 	pthread_mutex_init(&s->mu, NULL);
-	s->n_buckets = 64;
-	s->buckets = calloc((size_t)s->n_buckets, sizeof *s->buckets);
-	if (!s->buckets || ensure_ids(s)) {
+	pp_hash_init(&s->plan_index, NULL);
+	if (ensure_ids(s)) {
 		flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "session: out of memory");
 		s->closed = 1; /* never counted on the graph */
 		flow_session_free(s);
@@ -144,10 +138,11 @@ void flow_session_free(flow_session *s)
 {
 	if (!s)
 		return;
-	if (!s->closed && s->buckets)
+	if (!s->closed)
 		flow_session_close(s, NULL);
 	drop_plans(s);
-	free(s->buckets);
+	free(s->plans);
+	pp_hash_free(&s->plan_index);
 	if (s->vars)
 		for (int i = 0; i < s->cap_ids; i++)
 			flow_tensor_unref(s->vars[i]);
@@ -278,35 +273,21 @@ static int check_feeds(flow_session *s, const flow_output *feeds, flow_tensor *c
 	return 0;
 }
 
-static plan *plan_lookup(flow_session *s, const char *key, uint64_t h)
+static plan *plan_lookup(flow_session *s, const char *key, uint32_t h)
 {
-	for (plan *p = s->buckets[h & (uint64_t)(s->n_buckets - 1)]; p; p = p->next)
-		if (p->hash_key == h && !strcmp(p->key, key))
-			return p;
+	for (uint32_t it = 0, i; pp_hash_next(&s->plan_index, h, &it, &i);)
+		if (!strcmp(s->plans[i]->key, key))
+			return s->plans[i];
 	return NULL;
 }
 
-static void plan_insert(flow_session *s, plan *pl)
+static int plan_insert(flow_session *s, plan *pl, uint32_t h)
 {
-	if (s->n_plans + 1 > s->n_buckets) {
-		int nb = s->n_buckets * 2;
-		plan **b = calloc((size_t)nb, sizeof *b);
-		if (b) {
-			for (int i = 0; i < s->n_buckets; i++)
-				for (plan *p = s->buckets[i], *n; p; p = n) {
-					n = p->next;
-					p->next = b[p->hash_key & (uint64_t)(nb - 1)];
-					b[p->hash_key & (uint64_t)(nb - 1)] = p;
-				}
-			free(s->buckets);
-			s->buckets = b;
-			s->n_buckets = nb;
-		}
-	}
-	plan **head = &s->buckets[pl->hash_key & (uint64_t)(s->n_buckets - 1)];
-	pl->next = *head;
-	*head = pl;
-	s->n_plans++;
+	if (PP_GROW(s->plans, s->n_plans + 1, s->cap_plans) ||
+	    pp_hash_add(&s->plan_index, h, (uint32_t)s->n_plans))
+		return -1;
+	s->plans[s->n_plans++] = pl;
+	return 0;
 }
 
 static plan *get_plan(flow_session *s, const flow_output *feeds, int nf, const flow_output *fetches,
@@ -334,7 +315,7 @@ static plan *get_plan(flow_session *s, const flow_output *feeds, int nf, const f
 		flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "session: out of memory");
 		return NULL;
 	}
-	uint64_t h = flow_hash_bytes(key, strlen(key), 0);
+	uint32_t h = pp_hash_str(key);
 	plan *pl = plan_lookup(s, key, h);
 	if (pl) {
 		s->st.plan_cache_hits++;
@@ -358,8 +339,11 @@ static plan *get_plan(flow_session *s, const flow_output *feeds, int nf, const f
 		return NULL;
 	}
 	pl->key = key;
-	pl->hash_key = h;
-	plan_insert(s, pl);
+	if (plan_insert(s, pl, h)) {
+		sess_plan_free(pl);
+		flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "session: out of memory");
+		return NULL;
+	}
 	s->st.last_plan_nodes = pl->n;
 	s->st.last_pruned_nodes = pl->pruned;
 	s->st.last_folded = pl->folded;

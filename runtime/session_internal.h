@@ -54,8 +54,6 @@ typedef struct plan {
 	flow_tensor **ins, **outs;
 	flow_tensor ***vslots;
 	int pruned, folded, cse, fused, inplace;
-	uint64_t hash_key;
-	struct plan *next;           /* hash chain */
 } plan;
 
 struct flow_session {
@@ -69,8 +67,9 @@ struct flow_session {
 	pthread_mutex_t mu;
 	uint64_t seen_version;
 	int seen_ops;
-	plan **buckets;
-	int n_buckets, n_plans;
+	plan **plans;                /* the in-memory plan cache */
+	int n_plans, cap_plans;
+	pp_hash plan_index;          /* signature key -> index in plans[] */
 	flow_tensor **vars;          /* by graph op id */
 	uint64_t *state;             /* by graph op id */
 	int cap_ids;

@@ -161,9 +161,10 @@ char *flow_shape_str(const flow_shape *s, char *buf, size_t len)
 	return buf;
 }
 
-/* Eight bytes per step (graph hashes cover weight-sized constants), then a
- * murmur-style finaliser. Deterministic across processes: plan file names
- * depend on it. */
+/* A content digest, not a table hash (in-memory tables use pp_hash): the
+ * graph fingerprint, plan file names and plan checksums, so deterministic
+ * across processes. Eight bytes per step (graph hashes cover weight-sized
+ * constants), then a murmur-style finaliser. */
 uint64_t flow_hash_bytes(const void *p, size_t n, uint64_t seed)
 {
 	const unsigned char *c = p;

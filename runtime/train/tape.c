@@ -44,7 +44,6 @@ static _Thread_local flow_tape *active;
 /* ---- grad-graph cache (process-wide) ---- */
 
 typedef struct gentry {
-	uint64_t hash;
 	unsigned char *key;
 	size_t klen;
 	flow_graph *g;
@@ -60,6 +59,7 @@ typedef struct gentry {
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 static gentry **cache;
 static int n_cache, cap_cache;
+static pp_hash cache_index;    /* key bytes -> index in cache[] */
 
 static void gentry_free(gentry *e)
 {
@@ -83,6 +83,7 @@ void flow_tape_cache_clear(void)
 	free(cache);
 	cache = NULL;
 	n_cache = cap_cache = 0;
+	pp_hash_free(&cache_index);
 	pthread_mutex_unlock(&cache_mu);
 }
 
@@ -234,7 +235,7 @@ static void key_shape(flow_buf *b, const flow_tensor *t)
 }
 
 static gentry *build_entry(const tape_rec *r, flow_tensor *const *dys, flow_buf *key,
-			   uint64_t h, flow_status *st)
+			   flow_status *st)
 {
 	flow_train_grad_fn fn = train_grad_lookup(r->type);
 	if (!fn) {
@@ -248,7 +249,6 @@ static gentry *build_entry(const tape_rec *r, flow_tensor *const *dys, flow_buf 
 	gentry *e = calloc(1, sizeof *e);
 	if (!e)
 		goto oom;
-	e->hash = h;
 	e->klen = key->n;
 	e->key = malloc(key->n);
 	e->n_in = r->n_in;
@@ -350,26 +350,19 @@ static gentry *lookup_entry(const tape_rec *r, flow_tensor *const *dys, flow_sta
 		flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "tape: out of memory");
 		return NULL;
 	}
-	uint64_t h = flow_hash_bytes(key.p, key.n, 0);
+	uint32_t h = pp_hash_mem(key.p, key.n);
 	gentry *e = NULL;
 	pthread_mutex_lock(&cache_mu);
-	for (int i = 0; i < n_cache && !e; i++)
-		if (cache[i]->hash == h && cache[i]->klen == key.n &&
-		    !memcmp(cache[i]->key, key.p, key.n))
+	for (uint32_t it = 0, i; !e && pp_hash_next(&cache_index, h, &it, &i);)
+		if (cache[i]->klen == key.n && !memcmp(cache[i]->key, key.p, key.n))
 			e = cache[i];
 	if (!e) {
-		e = build_entry(r, dys, &key, h, st);
-		if (e && n_cache == cap_cache) {
-			int nc = cap_cache ? 2 * cap_cache : 32;
-			gentry **n = realloc(cache, sizeof *n * (size_t)nc);
-			if (!n) {
-				gentry_free(e);
-				e = NULL;
-				flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "tape: out of memory");
-			} else {
-				cache = n;
-				cap_cache = nc;
-			}
+		e = build_entry(r, dys, &key, st);
+		if (e && (PP_GROW(cache, n_cache + 1, cap_cache) ||
+			  pp_hash_add(&cache_index, h, (uint32_t)n_cache))) {
+			gentry_free(e);
+			e = NULL;
+			flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "tape: out of memory");
 		}
 		if (e)
 			cache[n_cache++] = e;
@@ -381,33 +374,24 @@ static gentry *lookup_entry(const tape_rec *r, flow_tensor *const *dys, flow_sta
 
 /* Gradient map: tensor (by identity) -> accumulated gradient. */
 typedef struct gmap {
-	const flow_tensor **k;
-	flow_tensor **v;
+	struct gslot {
+		const flow_tensor *k;
+		flow_tensor *v;
+	} *e;
 	int n, cap;
+	pp_hash index;     /* tensor address -> index in e[] */
 } gmap;
 
 static flow_tensor **gmap_slot(gmap *m, const flow_tensor *t, int create)
 {
-	for (int i = 0; i < m->n; i++)
-		if (m->k[i] == t)
-			return &m->v[i];
-	if (!create)
+	uint32_t h = pp_hash_u64((uint64_t)(uintptr_t)t);
+	for (uint32_t it = 0, i; pp_hash_next(&m->index, h, &it, &i);)
+		if (m->e[i].k == t)
+			return &m->e[i].v;
+	if (!create || PP_GROW(m->e, m->n + 1, m->cap) || pp_hash_add(&m->index, h, (uint32_t)m->n))
 		return NULL;
-	if (m->n == m->cap) {
-		int nc = m->cap ? 2 * m->cap : 32;
-		const flow_tensor **nk = realloc(m->k, sizeof *nk * (size_t)nc);
-		if (!nk)
-			return NULL;
-		m->k = nk;
-		flow_tensor **nv = realloc(m->v, sizeof *nv * (size_t)nc);
-		if (!nv)
-			return NULL;
-		m->v = nv;
-		m->cap = nc;
-	}
-	m->k[m->n] = t;
-	m->v[m->n] = NULL;
-	return &m->v[m->n++];
+	m->e[m->n] = (struct gslot){t, NULL};
+	return &m->e[m->n++].v;
 }
 
 /* *slot += g (a new tensor: fetched gradients may share buffers with feeds). */
@@ -529,9 +513,9 @@ out:
 			dsources[i] = NULL;
 		}
 	for (int i = 0; i < m.n; i++)
-		flow_tensor_unref(m.v[i]);
-	free(m.k);
-	free(m.v);
+		flow_tensor_unref(m.e[i].v);
+	free(m.e);
+	pp_hash_free(&m.index);
 	free(dys);
 	free(dxs);
 	free(feed_v);

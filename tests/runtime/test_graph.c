@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,38 @@ static void test_names_and_versions(void **state)
 	char *dot = flow_graph_to_dot(g);
 	assert_non_null(strstr(dot, "sum"));
 	free(dot);
+	flow_graph_free(g);
+}
+
+/* Far more ops than the name index starts with: every name is found again
+ * after the index grew, unknown names are not, duplicates are refused. */
+static void test_many_names(void **state)
+{
+	(void)state;
+	flow_graph *g = flow_graph_new();
+	enum { N = 1500 };
+	flow_op *ops[N];
+	char name[32];
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "n%d", i);
+		ops[i] = cmat(g, name, 1, 1, (float)i).op;
+		assert_non_null(ops[i]);
+	}
+	assert_true(flow_status_ok(st));
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "n%d", i);
+		assert_ptr_equal(flow_graph_op_by_name(g, name), ops[i]);
+	}
+	assert_null(flow_graph_op_by_name(g, "n1500"));
+	assert_null(flow_graph_op_by_name(g, ""));
+	assert_null(flow_graph_op_by_name(g, NULL));
+	cmat(g, "n777", 1, 1, 0);
+	EXPECT_ERR(FLOW_ALREADY_EXISTS, "'n777' is already used");
+	assert_int_equal(flow_graph_num_ops(g), N);
+	/* unnamed ops of one type get distinct generated names */
+	flow_op *c1 = cmat(g, NULL, 1, 1, 0).op, *c2 = cmat(g, NULL, 1, 1, 0).op;
+	assert_string_not_equal(flow_op_name(c1), flow_op_name(c2));
+	assert_ptr_equal(flow_graph_op_by_name(g, flow_op_name(c2)), c2);
 	flow_graph_free(g);
 }
 
@@ -177,6 +210,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names_and_versions),
+		cmocka_unit_test(test_many_names),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_finalize),
 		cmocka_unit_test(test_default_graph_and_init),

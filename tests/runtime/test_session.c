@@ -202,6 +202,34 @@ static void test_variables_per_session(void **state)
 	flow_graph_free(g);
 }
 
+/* More signatures than the plan cache starts with: each compiles once and
+ * every later run of any of them is a cache hit. */
+static void test_many_signatures(void **state)
+{
+	(void)state;
+	flow_graph *g = flow_graph_new();
+	enum { N = 150 };
+	flow_output o[N];
+	o[0] = cmat(g, "c", 2, 2, 1, 0);
+	for (int i = 1; i < N; i++)
+		o[i] = op2(g, "Add", NULL, o[i - 1], o[0]);
+	OK();
+	flow_session *s = flow_session_new(g, NULL, st);
+	flow_output none = {0};
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < N; i++) {
+			flow_tensor *t = run1(s, none, NULL, o[i]);
+			assert_true(flow_tensor_get(t, 0) == (double)(i + 1));
+			flow_tensor_unref(t);
+		}
+	flow_session_stats ss;
+	flow_session_stats_get(s, &ss);
+	assert_int_equal(ss.compiles, N);
+	assert_int_equal(ss.plan_cache_hits, N);
+	flow_session_free(s);
+	flow_graph_free(g);
+}
+
 static void test_cache_and_growth(void **state)
 {
 	(void)state;
@@ -700,6 +728,7 @@ int main(void)
 		cmocka_unit_test(test_bad_runs),
 		cmocka_unit_test(test_variables_per_session),
 		cmocka_unit_test(test_cache_and_growth),
+		cmocka_unit_test(test_many_signatures),
 		cmocka_unit_test(test_pass_constant_folding),
 		cmocka_unit_test(test_pass_cse),
 		cmocka_unit_test(test_pass_fusion),
