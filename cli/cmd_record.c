@@ -168,35 +168,19 @@ static int check_command(const char *cmd, char *resolved, size_t len)
 
 static double ms(int64_t ns) { return (double)ns / 1e6; }
 
-/* What the Python layer saw: start-up, imports, steps. */
-static void summarise_python(pp_store *st, int64_t run)
+/* What the Python layer saw: start-up, imports. */
+static void summarise_python(pp_store *st, int64_t run, const pp_startup_summary *s)
 {
 	char py[512];
 	if (pp_store_python_status(st, run, py, sizeof py) != 1)
 		return;
 	fprintf(stderr, "  python        %s\n", py);
-	pp_phase_total *pt = NULL;
-	int np = 0;
-	int64_t startup = -1, imports = 0, n_imp = 0;
-	if (pp_store_phase_totals(st, run, &pt, &np) == 0)
-		for (int k = 0; k < np; k++) {
-			if (pt[k].kind == PP_PROCESS_START)
-				startup = pt[k].total_ns;
-			if (pt[k].kind == PP_IMPORT)
-				imports = pt[k].total_ns;
-		}
-	free(pt);
-	if (startup >= 0)
-		fprintf(stderr, "    start-up    %8.1f ms  (to the program's first line)\n", ms(startup));
-	pp_import_time *im = NULL;
-	int ni = 0;
-	if (pp_store_import_times(st, run, 0, 0, &im, &ni) == 0 && ni) {
-		for (int k = 0; k < ni; k++)
-			n_imp += im[k].count;
+	if (s->py_startup_ns >= 0)
+		fprintf(stderr, "    start-up    %8.1f ms  (to the program's first line)\n", ms(s->py_startup_ns));
+	if (s->imports)
 		fprintf(stderr, "    imports     %8.1f ms  %lld modules; slowest %s (%.1f ms with what it imported)\n",
-			ms(imports), (long long)n_imp, im[0].module, ms(im[0].cumulative_ns));
-	}
-	free(im);
+			ms(s->imports_ns > 0 ? s->imports_ns : 0), (long long)s->imports, s->slowest_import,
+			ms(s->slowest_import_ns));
 }
 
 /* The start-up question for one run, on stderr. */
@@ -238,7 +222,7 @@ static void summarise_run(pp_store *st, int64_t run, int64_t wall_ns)
 			ms(s.io_ns), (long long)s.files_opened, (long long)s.failed_opens, (long long)s.reads, b1,
 			(long long)s.small_reads);
 	}
-	summarise_python(st, run);
+	summarise_python(st, run, &s);
 	if (wall_ns > 0) {
 		int64_t before = have_main ? s.main_ns - s.loader_ns : 0;
 		int64_t rest = wall_ns - before - s.dlopen_map_ns - s.dlopen_init_ns - s.alloc_ns - s.io_ns;

@@ -1,7 +1,11 @@
 /* store_startup.c — the start-up figures `record` prints for a run. */
+#include "phaseprof.h"
 #include "store.h"
 #include "store_internal.h"
+#include "pp_grow.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int64_t meta_i64(sqlite3 *db, int64_t run, const char *key, int *rc)
@@ -41,6 +45,131 @@ static void row_i64(sqlite3 *db, int64_t run, const char *sql, int64_t *out, int
 	else if (r != SQLITE_DONE)
 		*rc = -1;
 	sqlite3_finalize(s);
+}
+
+typedef struct pyspan {
+	int64_t id, parent_id, name_id, start_ns, end_ns;   /* end_ns -1: still open */
+	int kind;
+} pyspan;
+
+static int cmp_pyspan_id(const void *a, const void *b)
+{
+	const pyspan *x = a, *y = b;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+typedef struct name_dur { int64_t name_id, ns; } name_dur;
+
+static int cmp_name_dur(const void *a, const void *b)
+{
+	const name_dur *x = a, *y = b;
+	return (x->name_id > y->name_id) - (x->name_id < y->name_id);
+}
+
+/* The Python lines of the summary in one read of the run's spans, no
+ * strings joined: outermost process_start and import time counted as
+ * pp_store_phase_totals does (an open span runs to the run's end), closed
+ * imports and the module with the most cumulative time as
+ * pp_store_import_times orders them. Both of those read every span with
+ * its name; the import tree's query joined spans to themselves, which
+ * before the indexes are built (record prints before it builds them) was
+ * quadratic in the run's spans. */
+static void python_summary(sqlite3 *db, int64_t run, pp_startup_summary *o, int *rc)
+{
+	o->py_startup_ns = o->imports_ns = -1;
+	sqlite3_stmt *s = NULL;
+	pyspan *v = NULL;
+	name_dur *nd = NULL;
+	int n = 0, cap = 0, nn = 0, ncap = 0, any = 0;
+	if (sqlite3_prepare_v2(db, "SELECT id, coalesce(parent_id, 0), kind, name_id, start_ns,"
+				   " coalesce(end_ns, -1) FROM spans WHERE run_id = ?1 ORDER BY id",
+			       -1, &s, NULL) != SQLITE_OK)
+		goto fail;
+	sqlite3_bind_int64(s, 1, run);
+	int r;
+	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+		if (PP_GROW(v, n + 1, cap) != 0)
+			goto fail;
+		v[n] = (pyspan){sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 3),
+				sqlite3_column_int64(s, 4), sqlite3_column_int64(s, 5), sqlite3_column_int(s, 2)};
+		any |= v[n].kind == PP_PROCESS_START || v[n].kind == PP_IMPORT;
+		n++;
+	}
+	if (r != SQLITE_DONE)
+		goto fail;
+	sqlite3_finalize(s);
+	s = NULL;
+	int64_t run_end = -1;
+	for (int i = 0; any && i < n; i++) {
+		const pyspan *p = &v[i];
+		if (p->kind != PP_PROCESS_START && p->kind != PP_IMPORT)
+			continue;
+		int64_t end = p->end_ns;
+		if (end < 0) {
+			if (run_end < 0) {
+				int64_t d = 0;
+				row_i64(db, run, "SELECT duration_ns FROM runs WHERE id = ?1", &d, 1, rc);
+				run_end = d;
+			}
+			end = run_end;
+		}
+		int64_t dur = end > p->start_ns ? end - p->start_ns : 0;
+		int nested = 0;
+		int64_t pid = p->parent_id;
+		for (int guard = 0; pid && guard < 256; guard++) {
+			pyspan key = {.id = pid};
+			const pyspan *hit = bsearch(&key, v, (size_t)n, sizeof *v, cmp_pyspan_id);
+			if (!hit)
+				break;
+			if (hit->kind == p->kind) {
+				nested = 1;
+				break;
+			}
+			pid = hit->parent_id;
+		}
+		int64_t *total = p->kind == PP_IMPORT ? &o->imports_ns : &o->py_startup_ns;
+		if (*total < 0)
+			*total = 0;
+		if (!nested)
+			*total += dur;
+		if (p->kind == PP_IMPORT && p->end_ns >= 0) {
+			if (PP_GROW(nd, nn + 1, ncap) != 0)
+				goto fail;
+			nd[nn++] = (name_dur){p->name_id, p->end_ns - p->start_ns};
+			o->imports++;
+		}
+	}
+	/* cumulative time per module name: ties go to the first name id */
+	qsort(nd, (size_t)nn, sizeof *nd, cmp_name_dur);
+	int64_t best = -1, best_ns = 0;
+	for (int i = 0; i < nn;) {
+		int64_t sum = 0;
+		int j = i;
+		for (; j < nn && nd[j].name_id == nd[i].name_id; j++)
+			sum += nd[j].ns;
+		if (best < 0 || sum > best_ns) {
+			best = nd[i].name_id;
+			best_ns = sum;
+		}
+		i = j;
+	}
+	if (best >= 0) {
+		o->slowest_import_ns = best_ns;
+		snprintf(o->slowest_import, sizeof o->slowest_import, "?");
+		if (sqlite3_prepare_v2(db, "SELECT value FROM strings WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
+			goto fail;
+		sqlite3_bind_int64(s, 1, best);
+		if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+			snprintf(o->slowest_import, sizeof o->slowest_import, "%s",
+				 (const char *)sqlite3_column_text(s, 0));
+	}
+	goto out;
+fail:
+	*rc = -1;
+out:
+	sqlite3_finalize(s);
+	free(v);
+	free(nd);
 }
 
 int pp_store_startup_summary(pp_store *st, int64_t run, pp_startup_summary *o)
@@ -100,5 +229,6 @@ int pp_store_startup_summary(pp_store *st, int64_t run, pp_startup_summary *o)
 	o->small_reads = v[3];
 	o->io_ns = v[4];
 	o->failed_opens = v[5];
+	python_summary(db, run, o, &rc);
 	return rc;
 }
