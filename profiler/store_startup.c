@@ -47,6 +47,58 @@ static void row_i64(sqlite3 *db, int64_t run, const char *sql, int64_t *out, int
 	sqlite3_finalize(s);
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+	const int64_t *x = a, *y = b;
+	return (*x > *y) - (*x < *y);
+}
+
+/* File I/O (pipes, sockets and devices left out) summed here from the
+ * run's rows: the same sums as SQL with a COUNT(DISTINCT) and CASE per
+ * column cost several thousand instructions a row, most of the summary. */
+static void io_summary(sqlite3 *db, int64_t run, pp_startup_summary *o, int *rc)
+{
+	sqlite3_stmt *s = NULL;
+	int64_t *opened = NULL;
+	int n = 0, cap = 0;
+	if (sqlite3_prepare_v2(db, "SELECT i.op, i.path_id, i.calls, i.bytes, i.small_calls, i.time_ns"
+				   " FROM io i JOIN strings p ON p.id = i.path_id WHERE i.run_id = ?1"
+				   " AND p.value NOT LIKE 'pipe:%' AND p.value NOT LIKE 'socket:%'"
+				   " AND p.value NOT LIKE '/dev/%'",
+			       -1, &s, NULL) != SQLITE_OK)
+		goto fail;
+	sqlite3_bind_int64(s, 1, run);
+	int r;
+	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *op = (const char *)sqlite3_column_text(s, 0);
+		op = op ? op : "";
+		int64_t calls = sqlite3_column_int64(s, 2);
+		o->io_ns += sqlite3_column_int64(s, 5);
+		if (strcmp(op, "open") == 0) {
+			if (PP_GROW(opened, n + 1, cap) != 0)
+				goto fail;
+			opened[n++] = sqlite3_column_int64(s, 1);
+		} else if (strcmp(op, "read") == 0 || strcmp(op, "fread") == 0) {
+			o->reads += calls;
+			o->read_bytes += sqlite3_column_int64(s, 3);
+			o->small_reads += sqlite3_column_int64(s, 4);
+		} else if (strcmp(op, "open_failed") == 0) {
+			o->failed_opens += calls;
+		}
+	}
+	if (r != SQLITE_DONE)
+		goto fail;
+	qsort(opened, (size_t)n, sizeof *opened, cmp_i64);
+	for (int i = 0; i < n; i++)
+		o->files_opened += i == 0 || opened[i] != opened[i - 1];
+	goto out;
+fail:
+	*rc = -1;
+out:
+	sqlite3_finalize(s);
+	free(opened);
+}
+
 typedef struct pyspan {
 	int64_t id, parent_id, name_id, start_ns, end_ns;   /* end_ns -1: still open */
 	int kind;
@@ -176,7 +228,7 @@ int pp_store_startup_summary(pp_store *st, int64_t run, pp_startup_summary *o)
 {
 	sqlite3 *db = st->db;
 	int rc = 0;
-	int64_t v[6];
+	int64_t v[11];
 	memset(o, 0, sizeof *o);
 	o->loader_ns = meta_i64(db, run, "agent.loader_start_ns", &rc);
 	/* main's first instruction when the agent saw it, else la_preinit */
@@ -184,26 +236,30 @@ int pp_store_startup_summary(pp_store *st, int64_t run, pp_startup_summary *o)
 	if (o->main_ns == INT64_MIN)
 		o->main_ns = meta_i64(db, run, "agent.preinit_ns", &rc);
 	o->end_ns = meta_i64(db, run, "agent.end_ns", &rc);
-	row_i64(db, run, "SELECT COUNT(*), SUM(via IN ('dlopen','dependency','dlmopen'))"
-			 " FROM libraries WHERE run_id = ?1", v, 2, &rc);
+	/* libraries in one statement (each statement costs its compile):
+	 * start-up batch: the exec row; dlopen batches: depth-1 rows */
+	row_i64(db, run,
+		"SELECT COUNT(*), SUM(via IN ('dlopen','dependency','dlmopen')),"
+		" SUM(CASE WHEN via = 'exec' AND end_ns IS NOT NULL THEN mapped_ns - open_ns END),"
+		" SUM(CASE WHEN via = 'exec' AND end_ns IS NOT NULL THEN end_ns - mapped_ns END),"
+		" COUNT(CASE WHEN via = 'exec' AND end_ns IS NOT NULL THEN 1 END),"
+		" SUM(CASE WHEN depth = 1 AND end_ns IS NOT NULL THEN mapped_ns - open_ns END),"
+		" SUM(CASE WHEN depth = 1 AND end_ns IS NOT NULL THEN end_ns - mapped_ns END),"
+		" COUNT(CASE WHEN depth = 1 AND end_ns IS NOT NULL THEN 1 END),"
+		" SUM(CASE WHEN depth <= 1 THEN reloc_ns END), SUM(CASE WHEN depth <= 1 THEN ctor_ns END),"
+		" COUNT(CASE WHEN depth <= 1 THEN reloc_ns END)"
+		" FROM libraries WHERE run_id = ?1", v, 11, &rc);
 	o->libs = v[0];
 	o->libs_dlopen = v[1];
-	/* start-up batch: the exec row; dlopen batches: depth-1 rows */
-	row_i64(db, run, "SELECT SUM(mapped_ns - open_ns), SUM(end_ns - mapped_ns), COUNT(*)"
-			 " FROM libraries WHERE run_id = ?1 AND via = 'exec' AND end_ns IS NOT NULL", v, 3, &rc);
-	o->startup_map_ns = v[0];
-	o->startup_init_ns = v[1];
-	o->startup_batches = v[2];
-	row_i64(db, run, "SELECT SUM(mapped_ns - open_ns), SUM(end_ns - mapped_ns), COUNT(*)"
-			 " FROM libraries WHERE run_id = ?1 AND depth = 1 AND end_ns IS NOT NULL", v, 3, &rc);
-	o->dlopen_map_ns = v[0];
-	o->dlopen_init_ns = v[1];
-	o->dlopen_calls = v[2];
-	row_i64(db, run, "SELECT SUM(reloc_ns), SUM(ctor_ns), COUNT(reloc_ns)"
-			 " FROM libraries WHERE run_id = ?1 AND depth <= 1", v, 3, &rc);
-	o->reloc_ns = v[0];
-	o->ctor_ns = v[1];
-	o->split_loads = v[2];
+	o->startup_map_ns = v[2];
+	o->startup_init_ns = v[3];
+	o->startup_batches = v[4];
+	o->dlopen_map_ns = v[5];
+	o->dlopen_init_ns = v[6];
+	o->dlopen_calls = v[7];
+	o->reloc_ns = v[8];
+	o->ctor_ns = v[9];
+	o->split_loads = v[10];
 	row_i64(db, run, "SELECT a.count, a.bytes, a.time_ns, a.peak FROM allocations a"
 			 " JOIN strings s ON s.id = a.source_id"
 			 " WHERE a.run_id = ?1 AND a.kind = 'total' AND s.value = 'malloc'", v, 4, &rc);
@@ -214,21 +270,7 @@ int pp_store_startup_summary(pp_store *st, int64_t run, pp_startup_summary *o)
 	row_i64(db, run, "SELECT SUM(a.count) FROM allocations a JOIN strings s ON s.id = a.source_id"
 			 " WHERE a.run_id = ?1 AND a.kind = 'free' AND s.value = 'malloc'", v, 1, &rc);
 	o->frees = v[0];
-	row_i64(db, run, "SELECT COUNT(DISTINCT CASE WHEN i.op = 'open' THEN i.path_id END),"
-			 " SUM(CASE WHEN i.op IN ('read','fread') THEN i.calls END),"
-			 " SUM(CASE WHEN i.op IN ('read','fread') THEN i.bytes END),"
-			 " SUM(CASE WHEN i.op IN ('read','fread') THEN i.small_calls END),"
-			 " SUM(i.time_ns),"
-			 " SUM(CASE WHEN i.op = 'open_failed' THEN i.calls END)"
-			 " FROM io i JOIN strings p ON p.id = i.path_id WHERE i.run_id = ?1"
-			 " AND p.value NOT LIKE 'pipe:%' AND p.value NOT LIKE 'socket:%' AND p.value NOT LIKE '/dev/%'",
-		v, 6, &rc);
-	o->files_opened = v[0];
-	o->reads = v[1];
-	o->read_bytes = v[2];
-	o->small_reads = v[3];
-	o->io_ns = v[4];
-	o->failed_opens = v[5];
+	io_summary(db, run, o, &rc);
 	python_summary(db, run, o, &rc);
 	return rc;
 }
