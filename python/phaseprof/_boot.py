@@ -38,10 +38,45 @@ def _install(name, module):
         n.mark("phaseprof adapter %s failed" % name)
 
 
+def _exit_check():
+    """At exit (atexit, after the program's own handlers): an exception
+    nobody caught is left in sys.last_value when CPython printed it."""
+    v = getattr(sys, "last_value", None)
+    if v is None:
+        return
+    try:
+        s = str(v)
+    except BaseException:
+        s = ""
+    name = type(v).__name__
+    _native._m.exit_check((name + ": " + s if s else name)[:500])
+
+
+def _register_exit_check():
+    """The agent drops its audit hook after start-up (every audit event
+    costs the program while one is installed); the uncaught exception the
+    hook saw at sys.excepthook is then found at exit. The atexit module is
+    left out of sys.modules when the program had not imported it."""
+    had = "atexit" in sys.modules
+    ax = sys.modules.get("atexit")
+    if ax is None:
+        ax = sys.modules["_frozen_importlib"]._builtin_from_name("atexit")
+    try:
+        ax.register(_exit_check)
+    finally:
+        if not had:
+            sys.modules.pop("atexit", None)
+    _native._m.exit_check()
+
+
 def boot(load):
     global _load
     _load = load
     n = _native._m
+    try:
+        _register_exit_check()
+    except BaseException as e:  # the hook then stays: exceptions still seen
+        n.meta("python.exit_check", "not registered: %s: %s" % (type(e).__name__, e))
     n.watch_imports(tuple(ADAPTERS), _install)
     for name in ADAPTERS:
         mod = sys.modules.get(name)
