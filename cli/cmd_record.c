@@ -12,6 +12,7 @@
 #include "cli_opt.h"
 #include "diagnostics.h"
 #include "phaseprof.h"
+#include "recorder_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,6 +22,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -570,6 +572,29 @@ static int check_database(const char *out)
 	}
 	return 0;
 }
+/* The launcher's orphans (PR_SET_CHILD_SUBREAPER): reaped as they die,
+ * for at most a second; one killed by a signal gets it in its spool (its
+ * own agent may have been stopped by SIGKILL before it could say). */
+static void reap_orphans(const char *dir)
+{
+	for (int waited_ms = 0;;) {
+		int st;
+		pid_t p = waitpid(-1, &st, WNOHANG);
+		if (p > 0) {
+			if (WIFSIGNALED(st))
+				pp_spool_note_exit(dir, (int32_t)p, 0, -1, WTERMSIG(st));
+			continue;
+		}
+		if (p < 0 && errno == EINTR)
+			continue;
+		if (p < 0 || waited_ms >= 1000)
+			return; /* none left, or alive and well: left to run */
+		struct timespec t = {0, 10000000};
+		nanosleep(&t, NULL);
+		waited_ms += 10;
+	}
+}
+
 
 int cmd_record(int argc, char **argv)
 {
@@ -647,7 +672,9 @@ int cmd_record(int argc, char **argv)
 		else if (strncmp(e, "PHASEPROF_", 10) != 0 || !strncmp(e, "PHASEPROF_CLOCK=", 16) ||
 			 !strncmp(e, "PHASEPROF_ALLOC_SAMPLE=", 23) || !strncmp(e, "PHASEPROF_AGENT_PERIOD_MS=", 26) ||
 			 (python && !strncmp(e, "PHASEPROF_PYTHON=", 17)) ||
-			 !strncmp(e, "PHASEPROF_PYSTACK_FAKE_VERSION=", 31)) /* tests: an unchecked CPython */
+			 !strncmp(e, "PHASEPROF_PYSTACK_FAKE_VERSION=", 31) || /* tests: an unchecked CPython */
+			 !strncmp(e, "PHASEPROF_BUFFER_EVENTS=", 24) || /* tests: few small buffers */
+			 !strncmp(e, "PHASEPROF_MAX_BUFFERS=", 22))
 			env[k++] = environ[j];
 	}
 	size_t k_own = k;
@@ -691,6 +718,10 @@ int cmd_record(int argc, char **argv)
 		cli_error("record: pipe: %s", strerror(errno));
 		return 2;
 	}
+	/* An MPI launcher that aborts a job kills its ranks and exits without
+	 * reaping them: we adopt them, to learn how each ended. */
+	if (mpi)
+		prctl(PR_SET_CHILD_SUBREAPER, 1L, 0L, 0L, 0L);
 	pid_t pid = fork();
 	if (pid < 0) {
 		cli_error("record: fork: %s", strerror(errno));
@@ -728,6 +759,8 @@ int cmd_record(int argc, char **argv)
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	clock_gettime(CLOCK_MONOTONIC, &ts1);
+	if (mpi)
+		reap_orphans(dir);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGQUIT, &old_quit, NULL);
 	sigaction(SIGTERM, &old_term, NULL);

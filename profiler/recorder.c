@@ -3,12 +3,20 @@
  * the spool.
  *
  * Hot path (emit): load the thread's buffer, write 24 bytes, publish the new
- * count with a release store. A full buffer is handed to the writer under a
+ * count with a release store (the spool gets them packed, ~3 bytes each). A full buffer is handed to the writer under a
  * mutex (once per buffer_events events). When no free buffer may be had
  * (max_buffers in flight: the writer is behind, e.g. many busy threads on
  * few cores) the thread drains the spool itself and goes on, so nothing is
  * lost and memory stays bounded (PP_FULL_DRAIN); with PP_FULL_DROP the
  * event is dropped and counted instead.
+ *
+ * With PP_FULL_DRAIN a thread drains already when a few buffers per thread
+ * are in flight (recycled_buffers()), before max_buffers: a writer that is
+ * behind at that point is behind for good (it has no core to itself), and
+ * growing the backlog costs more than the drain: each new buffer is memory
+ * the kernel must fault in and zero on first touch (~1 ns per byte on this
+ * VM, as much as the event itself), used once. The buffers that do exist
+ * are reused while warm.
  *
  * Ordering: the writer snapshots every thread's (buffer, count) and takes the
  * full-buffer list under the same lock threads use to hand buffers over, so a
@@ -85,6 +93,7 @@ static struct recorder {
 	pp_buffer *full_head, *full_tail;
 	pp_buffer *free_list;
 	uint32_t buffers;             /* allocated */
+	uint32_t threads_seen;        /* registered this recording (sizes the recycled set) */
 	int kicked;
 	int stopping;
 	pthread_t writer;
@@ -117,6 +126,7 @@ static struct recorder {
 	.str_lock = PTHREAD_MUTEX_INITIALIZER,
 	.side_lock = PTHREAD_MUTEX_INITIALIZER,
 	.write_lock = PTHREAD_MUTEX_INITIALIZER,
+	.w.lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP,
 };
 
 /* initial-exec: the hot path must not call __tls_get_addr (PIC code would) */
@@ -264,13 +274,21 @@ static void thread_exit(void *arg)
 
 static void make_key(void) { pthread_key_create(&thread_key, thread_exit); }
 
-static pp_buffer *buffer_get_locked(pp_thread *owner)
+/* Buffers a PP_FULL_DRAIN recording grows to before threads drain: two per
+ * thread (the one being filled, one with the writer) and a few spare. */
+static uint32_t recycled_buffers(void)
+{
+	uint32_t n = 2 * R.threads_seen + 4;
+	return R.opts.full_policy == PP_FULL_DRAIN && n < R.max_buffers ? n : R.max_buffers;
+}
+
+static pp_buffer *buffer_get_locked(pp_thread *owner, uint32_t limit)
 {
 	pp_buffer *b = R.free_list;
 	if (b) {
 		R.free_list = b->next;
 	} else {
-		if (R.buffers >= R.max_buffers)
+		if (R.buffers >= limit)
 			return NULL;
 		b = malloc(sizeof *b + (size_t)R.buffer_events * sizeof(pp_event));
 		if (!b)
@@ -297,7 +315,8 @@ static pp_thread *thread_init(void)
 	t->tid = (uint32_t)syscall(SYS_gettid);
 	pthread_mutex_lock(&R.lock);
 	t->generation = R.generation;
-	pp_buffer *b = buffer_get_locked(t);
+	R.threads_seen++;
+	pp_buffer *b = buffer_get_locked(t, R.max_buffers);
 	atomic_store(&t->cur, b);
 	t->next = R.threads;
 	R.threads = t;
@@ -310,6 +329,27 @@ static pp_thread *thread_init(void)
 
 static void drain(int final);
 
+/* The spool's lock taken on a program's thread (a drain of its own, the
+ * close, fork): the thread's signals are held back meanwhile, so none of
+ * the program's handlers runs in the middle of its writes — one that
+ * closes or dup2s a descriptor (pp_spool_fd_enter) would move the spool's
+ * between a write's check and the write, and one that records would wait
+ * for the lock its own thread holds. The writer thread blocks every signal
+ * for its whole life. */
+static void write_lock_held(sigset_t *old)
+{
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, old);
+	pthread_mutex_lock(&R.write_lock);
+}
+
+static void write_unlock_held(const sigset_t *old)
+{
+	pthread_mutex_unlock(&R.write_lock);
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
 /* The current buffer is full (or missing): hand it to the writer, take another. */
 static pp_buffer *buffer_swap(pp_thread *t)
 {
@@ -319,7 +359,7 @@ static pp_buffer *buffer_swap(pp_thread *t)
 		pthread_mutex_unlock(&R.lock);
 		return old;
 	}
-	pp_buffer *b = buffer_get_locked(t);
+	pp_buffer *b = buffer_get_locked(t, recycled_buffers());
 	/* Every buffer is in flight: do the writer's work on this thread.
 	 * write_lock orders us with the writer (one drain at a time, so each
 	 * thread's events stay in order); the drain writes this thread's full
@@ -328,13 +368,16 @@ static pp_buffer *buffer_swap(pp_thread *t)
 	for (int tries = 0; !b && R.opts.full_policy == PP_FULL_DRAIN && !R.stopping && tries < 100;
 	     tries++) {
 		pthread_mutex_unlock(&R.lock);
-		pthread_mutex_lock(&R.write_lock);
+		sigset_t old_mask;
+		write_lock_held(&old_mask);
 		drain(0);
-		pthread_mutex_unlock(&R.write_lock);
+		write_unlock_held(&old_mask);
 		pthread_mutex_lock(&R.lock);
 		atomic_fetch_add_explicit(&R.self_drains, 1, memory_order_relaxed);
-		b = buffer_get_locked(t);
+		b = buffer_get_locked(t, recycled_buffers());
 	}
+	if (!b) /* others took every recycled one: grow, within max_buffers */
+		b = buffer_get_locked(t, R.max_buffers);
 	if (b) {
 		if (old) {
 			if (R.full_tail)
@@ -745,6 +788,25 @@ static void write_clock_point(void)
 	pp_spool_write_chunk(&R.w, PP_CHUNK_CLOCK, 0, pair, sizeof pair);
 }
 
+/* Events go to the spool packed (spool_pack.c), a slice at a time through
+ * one buffer: drains run one at a time (under write_lock), and the writer
+ * allocates nothing for it. */
+#define PACK_SLICE 8192
+static unsigned char pack_buf[PACK_SLICE * PP_PACK_MAX];
+
+static int write_events(uint32_t tid, const pp_event *ev, uint32_t n)
+{
+	int rc = 0;
+	for (uint32_t done = 0; done < n;) {
+		uint32_t k = n - done < PACK_SLICE ? n - done : PACK_SLICE;
+		size_t bytes = pp_events_pack(ev + done, k, pack_buf);
+		if (pp_spool_write_chunk(&R.w, PP_CHUNK_EVENTS_PACKED, tid, pack_buf, (uint32_t)bytes) != 0)
+			rc = -1;
+		done += k;
+	}
+	return rc;
+}
+
 typedef struct snap {
 	pp_buffer *b;
 	uint32_t n;
@@ -809,8 +871,7 @@ static void drain(int final)
 		full = b->next;
 		uint32_t n = atomic_load_explicit(&b->n, memory_order_acquire);
 		if (n > b->flushed) {
-			if (pp_spool_write_chunk(&R.w, PP_CHUNK_EVENTS, b->owner->tid, &b->ev[b->flushed],
-						 (n - b->flushed) * (uint32_t)sizeof(pp_event)) != 0)
+			if (write_events(b->owner->tid, &b->ev[b->flushed], n - b->flushed) != 0)
 				R.unwritten += n - b->flushed;
 			atomic_fetch_add(&R.events_total, n - b->flushed);
 		}
@@ -820,8 +881,7 @@ static void drain(int final)
 	for (i = 0; i < nt && snaps; i++) {
 		pp_buffer *b = snaps[i].b;
 		if (b && snaps[i].n > b->flushed) {
-			if (pp_spool_write_chunk(&R.w, PP_CHUNK_EVENTS, b->owner->tid, &b->ev[b->flushed],
-						 (snaps[i].n - b->flushed) * (uint32_t)sizeof(pp_event)) != 0)
+			if (write_events(b->owner->tid, &b->ev[b->flushed], snaps[i].n - b->flushed) != 0)
 				R.unwritten += snaps[i].n - b->flushed;
 			atomic_fetch_add(&R.events_total, snaps[i].n - b->flushed);
 			b->flushed = snaps[i].n;
@@ -993,30 +1053,40 @@ static int start_writer(void)
 	return 0;
 }
 
+/* Whether this thread's atfork_prepare took the locks: the recorder may be
+ * closed by another thread meanwhile, the locks must still be released. */
+static PP_TLS int tls_fork_locked;
+static sigset_t fork_mask; /* under write_lock */
+
 static void atfork_prepare(void)
 {
 	if (!is_open())
 		return;
-	pthread_mutex_lock(&R.write_lock);
+	write_lock_held(&fork_mask);
+	tls_fork_locked = 1;
 	pthread_mutex_lock(&R.lock);
 	pthread_mutex_lock(&R.str_lock);
 	pthread_mutex_lock(&R.side_lock);
+	pthread_mutex_lock(&R.w.lock);
 }
 
 static void atfork_parent(void)
 {
-	if (!is_open())
+	if (!tls_fork_locked)
 		return;
+	tls_fork_locked = 0;
+	pthread_mutex_unlock(&R.w.lock);
 	pthread_mutex_unlock(&R.side_lock);
 	pthread_mutex_unlock(&R.str_lock);
 	pthread_mutex_unlock(&R.lock);
-	pthread_mutex_unlock(&R.write_lock);
+	write_unlock_held(&fork_mask);
 }
 
 static void atfork_child(void)
 {
-	if (!is_open())
+	if (!tls_fork_locked)
 		return;
+	tls_fork_locked = 0;
 	/* Re-initialised, not unlocked: a condition variable copied from a
 	 * parent whose writer was waiting on it holds that phantom waiter, and
 	 * the child's first signal on it can block forever. */
@@ -1024,7 +1094,11 @@ static void atfork_child(void)
 	pthread_mutex_init(&R.str_lock, NULL);
 	pthread_mutex_init(&R.lock, NULL);
 	pthread_mutex_init(&R.write_lock, NULL);
+	pp_spool_lock_init(&R.w);
 	pthread_cond_init(&R.wake, NULL);
+	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
+	if (!is_open())
+		return; /* closed by another thread while we forked */
 	/* The parent owns every buffered event and the spool fd: drop our copies
 	 * (leaked on purpose: other threads' states are unreachable in a child). */
 	R.generation++;
@@ -1032,6 +1106,7 @@ static void atfork_child(void)
 	R.full_head = R.full_tail = NULL;
 	R.free_list = NULL;
 	R.buffers = 0;
+	R.threads_seen = 0;
 	R.writer_running = 0;
 	free(R.side);
 	R.side = NULL;
@@ -1082,6 +1157,10 @@ int pp_open(const pp_options *opts)
 		return -1;
 	}
 	pp_clock_init();
+	/* the thread key now, while its number is low: glibc allocates a
+	 * thread's slot for key numbers from 32 up, on that thread (the agent's
+	 * own threads must not allocate) */
+	pthread_once(&key_once, make_key);
 	pp_options o = {0};
 	if (opts)
 		o = *opts;
@@ -1162,17 +1241,23 @@ int pp_close(void)
 		pthread_join(R.writer, NULL);
 		R.writer_running = 0;
 	}
-	pthread_mutex_lock(&R.write_lock);
+	sigset_t old_mask;
+	write_lock_held(&old_mask);
 	drain(1);
 	if (R.w.reclaimed) {
 		char v[32];
 		snprintf(v, sizeof v, "%u", R.w.reclaimed);
 		write_meta_direct("recorder.spool_fd_reclaimed", v);
 	}
+	if (atomic_load(&R.self_drains)) {
+		char v[32];
+		snprintf(v, sizeof v, "%llu", (unsigned long long)atomic_load(&R.self_drains));
+		write_meta_direct("recorder.self_drains", v);
+	}
 	pp_spool_write_chunk(&R.w, PP_CHUNK_END, 0, &end, sizeof end);
 	int failed = R.w.failed;
 	pp_spool_close(&R.w);
-	pthread_mutex_unlock(&R.write_lock);
+	write_unlock_held(&old_mask);
 
 	/* free buffers and thread states; threads re-register on the next open */
 	pthread_mutex_lock(&R.lock);
@@ -1194,6 +1279,7 @@ int pp_close(void)
 		free(b);
 	}
 	R.buffers = 0;
+	R.threads_seen = 0;
 	pthread_mutex_unlock(&R.lock);
 	tls_thread = NULL;
 	R.generation++; /* stale thread pointers in other threads' TLS are ignored */
@@ -1212,22 +1298,32 @@ int pp_exit_note_signal_safe(int32_t code, int32_t sig)
 	return pp_spool_write_exit_signal_safe(&R.w, code, sig);
 }
 
-void pp_spool_fd_yield_range(unsigned int first, unsigned int last)
+/* The program closes or replaces descriptors [first, last] between enter
+ * and leave, holding the descriptor's lock: no write is between its check
+ * and its write, and no reopen is between its open and its move to a high
+ * number (a blanket close would take that temporary number). A handler
+ * doing the same on a thread already inside passes straight through: this
+ * thread holds the lock, so no write or reopen is in progress. */
+static PP_TLS int tls_fd_depth, tls_fd_locked;
+
+void pp_spool_fd_enter(unsigned int first, unsigned int last)
 {
-	int fd = __atomic_load_n(&R.w.fd, __ATOMIC_RELAXED);
-	if (fd < 0 || (unsigned int)fd < first || (unsigned int)fd > last || !is_open())
-		return;
-	/* under write_lock no drain is between its check and its write */
-	pthread_mutex_lock(&R.write_lock);
-	if (R.w.fd >= 0 && (unsigned int)R.w.fd >= first && (unsigned int)R.w.fd <= last)
-		pp_spool_move(&R.w);
-	pthread_mutex_unlock(&R.write_lock);
+	if (tls_fd_depth++ == 0) {
+		if (!is_open())
+			return;
+		pthread_mutex_lock(&R.w.lock);
+		tls_fd_locked = 1;
+	}
+	if (tls_fd_locked && R.w.fd >= 0 && (unsigned int)R.w.fd >= first && (unsigned int)R.w.fd <= last)
+		pp_spool_move(&R.w, first, last);
 }
 
-void pp_spool_fd_yield(int fd)
+void pp_spool_fd_leave(void)
 {
-	if (fd >= 0)
-		pp_spool_fd_yield_range((unsigned int)fd, (unsigned int)fd);
+	if (--tls_fd_depth == 0 && tls_fd_locked) {
+		tls_fd_locked = 0;
+		pthread_mutex_unlock(&R.w.lock);
+	}
 }
 
 void pp_stats(pp_recorder_stats *out)

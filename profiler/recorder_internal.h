@@ -2,9 +2,13 @@
 #ifndef PP_RECORDER_INTERNAL_H
 #define PP_RECORDER_INTERNAL_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stddef.h>
 #include "spool.h"
+
+/* crc32.c: zlib's crc32() (same polynomial and result), faster on long buffers */
+uint32_t pp_crc32(uint32_t crc, const void *buf, size_t len);
 
 /* clock.c: raw ticks for the hot path (TSC when invariant, else CLOCK_MONOTONIC ns). */
 void pp_clock_init(void);
@@ -20,23 +24,17 @@ static inline uint64_t pp_ticks(void)
 }
 #else
 static inline uint64_t pp_ticks(void) { return pp_mono_ns(); }
-/* The program is about to close or replace descriptor fd (close, dup2,
- * dup3, close_range): if it is the spool's, the spool moves to another
- * number first, so no write can land in the program's file between a
- * check and the write. Safe to call with the recorder closed. */
-void pp_spool_fd_yield(int fd);
-void pp_spool_fd_yield_range(unsigned int first, unsigned int last);
-/* spool_writer.c: moves w->fd to another number (or to none: the next write
- * reopens the spool by name); the old number is left to the program. */
-void pp_spool_move(pp_spool_writer *w);
-
-/* recorder.c: the process's exit or fatal signal, from a signal handler */
-int pp_exit_note_signal_safe(int32_t code, int32_t sig);
-
 #endif
 
 /* spool_writer.c: append-only chunk writer over a file descriptor. */
 typedef struct pp_spool_writer {
+	/* The descriptor's lock (recursive): held from a write's check of fd
+	 * to the write itself, and while the program closes or replaces
+	 * descriptors (pp_spool_fd_enter..leave). No other recorder lock is
+	 * waited for under it, so a program's signal handler may take it on a
+	 * thread that holds any other; a handler that ends the process from
+	 * inside the program's close (exit, _exit) re-takes it. */
+	pthread_mutex_t lock;
 	int fd;
 	uint64_t bytes;
 	int failed;               /* a write failed (disk full…): further writes are counted as lost */
@@ -46,6 +44,7 @@ typedef struct pp_spool_writer {
 } pp_spool_writer;
 
 int pp_spool_create(pp_spool_writer *w, const char *path, int exclusive, char *err, size_t errlen);
+void pp_spool_lock_init(pp_spool_writer *w);
 int pp_spool_write_header(pp_spool_writer *w, const pp_spool_header *h);
 /* Writes one chunk (header + payload + padding) in a single writev. */
 int pp_spool_write_chunk(pp_spool_writer *w, uint16_t type, uint32_t tid, const void *payload,
@@ -56,16 +55,32 @@ int pp_spool_write_chunk2(pp_spool_writer *w, uint16_t type, uint32_t tid, const
 void pp_spool_close(pp_spool_writer *w);
 /* An EXIT chunk from a signal handler: no allocation, no lock, one write(2). */
 int pp_spool_write_exit_signal_safe(pp_spool_writer *w, int32_t code, int32_t sig);
+/* The same chunk, formatted (async-signal-safe): for a parent that saw how
+ * a child ended which the child's own agent could not record. */
+typedef struct pp_exit_chunk {
+	pp_chunk_header h;
+	int32_t v[2];
+} pp_exit_chunk;
+void pp_spool_exit_chunk(pp_exit_chunk *c, int32_t code, int32_t sig);
+/* Appends that chunk to the last spool of process pid in dir (one whose
+ * header names parent as its parent, unless parent is 0). A process that
+ * reaped pid calls it: the status the child's own agent could not record
+ * (SIGKILL, a fatal signal whose handler the program replaced). 0 or -1;
+ * async-signal-safe. */
+int pp_spool_note_exit(const char *dir, int32_t pid, uint32_t parent, int32_t code, int32_t sig);
 
-/* The program is about to close or replace descriptor fd (close, dup2,
- * dup3, close_range): if it is the spool's, the spool moves to another
- * number first, so no write can land in the program's file between a
- * check and the write. Safe to call with the recorder closed. */
-void pp_spool_fd_yield(int fd);
-void pp_spool_fd_yield_range(unsigned int first, unsigned int last);
-/* spool_writer.c: moves w->fd to another number (or to none: the next write
- * reopens the spool by name); the old number is left to the program. */
-void pp_spool_move(pp_spool_writer *w);
+/* The program closes or replaces descriptors first..last (close, dup2,
+ * dup3, close_range) between these two calls: if the spool's is among
+ * them it moves out of the way first, and no spool write or reopen runs
+ * meanwhile, so none can land in the program's file or lose its
+ * descriptor to the program. Safe to call with the recorder closed, and
+ * from signal handlers. */
+void pp_spool_fd_enter(unsigned int first, unsigned int last);
+void pp_spool_fd_leave(void);
+/* spool_writer.c: moves w->fd to a number outside [first, last], or to none
+ * (the next write reopens the spool by name); the old number is left to
+ * the program. Caller holds w->lock. */
+void pp_spool_move(pp_spool_writer *w, unsigned int first, unsigned int last);
 
 /* recorder.c: the process's exit or fatal signal, from a signal handler */
 int pp_exit_note_signal_safe(int32_t code, int32_t sig);

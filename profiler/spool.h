@@ -52,6 +52,7 @@ enum pp_chunk_type {
 	PP_CHUNK_ROW = 7,         /* a structured row, see below */
 	PP_CHUNK_END = 8,         /* clean close: u64 ticks at close */
 	PP_CHUNK_EXIT = 9,        /* i32 exit code, i32 signal (agent, at exit / crash) */
+	PP_CHUNK_EVENTS_PACKED = 10, /* the same events, packed (below) */
 };
 
 /* Event types in an EVENTS chunk. */
@@ -72,6 +73,35 @@ typedef struct pp_event {
 	uint32_t name;            /* interned string id */
 	uint64_t arg;
 } pp_event;                   /* 24 bytes */
+
+/*
+ * EVENTS_PACKED payload: one record per event, in order. A tag byte: the
+ * type in its low 3 bits, then flags for the fields that follow it, each
+ * an LEB128 varint unless noted: the ts delta from the previous event of
+ * the chunk (zigzag; the first from 0), always; kind (1 byte) if nonzero;
+ * reserved, name if nonzero; arg if neither 0 nor UINT64_MAX (a flag says
+ * which). Tag 0: a raw pp_event follows.
+ */
+#define PP_PACK_TYPE_MASK 0x07
+#define PP_PACK_KIND 0x08
+#define PP_PACK_RESERVED 0x10
+#define PP_PACK_NAME 0x20
+#define PP_PACK_ARG 0x40
+#define PP_PACK_ARG_NONE 0x80
+#define PP_PACK_MAX 30            /* bytes one event can take packed */
+
+#include <stddef.h>
+/* spool_pack.c: packs n events into out (room for n * PP_PACK_MAX);
+ * returns the bytes written. */
+size_t pp_events_pack(const pp_event *ev, size_t n, unsigned char *out);
+typedef struct pp_unpack {
+	const unsigned char *p;
+	size_t len, off;
+	uint64_t ts;              /* previous event's */
+} pp_unpack;
+/* Unpacks up to cap events from u (start with off = ts = 0); returns how
+ * many, 0 at the end, -1 if the payload is malformed. */
+long pp_events_unpack(pp_unpack *u, pp_event *out, size_t cap);
 
 /*
  * ROW payload: u32 table-name length, table name bytes, u32 column count,

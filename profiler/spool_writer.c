@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -17,7 +18,6 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include <zlib.h>
 
 /* The lowest descriptor the spool may take: far above what programs use
  * or hand to their children, below the descriptor limit. */
@@ -52,9 +52,19 @@ static int adopt(pp_spool_writer *w, int fd)
 	return 0;
 }
 
+void pp_spool_lock_init(pp_spool_writer *w)
+{
+	pthread_mutexattr_t a;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&w->lock, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
 int pp_spool_create(pp_spool_writer *w, const char *path, int exclusive, char *err, size_t errlen)
 {
 	memset(w, 0, sizeof *w);
+	pp_spool_lock_init(w);
 	w->fd = -1;
 	/* never through a link, never someone else's file (0600) */
 	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND | O_NOFOLLOW | (exclusive ? O_EXCL : O_TRUNC);
@@ -96,18 +106,25 @@ static int reclaim(pp_spool_writer *w)
 	return 0;
 }
 
-void pp_spool_move(pp_spool_writer *w)
+void pp_spool_move(pp_spool_writer *w, unsigned int first, unsigned int last)
 {
 	if (w->fd < 0)
 		return;
-	int h = fcntl(w->fd, F_DUPFD_CLOEXEC, w->fd + 1);
-	if (h < 0)
+	int h = -1;
+	if (last < (unsigned int)INT_MAX)
+		h = fcntl(w->fd, F_DUPFD_CLOEXEC, (int)last + 1);
+	if (h < 0 && first > 3) {
 		h = fcntl(w->fd, F_DUPFD_CLOEXEC, 3);
+		if (h >= 0 && (unsigned int)h >= first) {
+			close(h); /* ours, and inside the range too */
+			h = -1;
+		}
+	}
 	w->fd = h; /* -1: reopened by name at the next write */
 	w->reclaimed++;
 }
 
-static int write_all(pp_spool_writer *w, struct iovec *iov, int n)
+static int write_all_locked(pp_spool_writer *w, struct iovec *iov, int n)
 {
 	if (w->failed)
 		return -1;
@@ -142,6 +159,16 @@ static int write_all(pp_spool_writer *w, struct iovec *iov, int n)
 	return 0;
 }
 
+/* No program thread's handler runs here: the writer blocks every signal,
+ * and a program thread writes only with its signals held (recorder.c). */
+static int write_all(pp_spool_writer *w, struct iovec *iov, int n)
+{
+	pthread_mutex_lock(&w->lock);
+	int rc = write_all_locked(w, iov, n);
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
 int pp_spool_write_header(pp_spool_writer *w, const pp_spool_header *h)
 {
 	struct iovec iov = {(void *)h, sizeof *h};
@@ -157,12 +184,8 @@ int pp_spool_write_chunk2(pp_spool_writer *w, uint16_t type, uint32_t tid, const
 	h.type = type;
 	h.tid = tid;
 	h.size = n1 + n2;
-	uLong crc = crc32(0L, Z_NULL, 0);
-	if (n1)
-		crc = crc32(crc, p1, n1);
-	if (n2)
-		crc = crc32(crc, p2, n2);
-	h.crc = (uint32_t)crc;
+	uint32_t crc = pp_crc32(0, p1, n1);
+	h.crc = n2 ? pp_crc32(crc, p2, n2) : crc;
 	struct iovec iov[4] = {
 		{&h, sizeof h}, {(void *)p1, n1}, {(void *)p2, n2}, {(void *)pad, (8 - (h.size & 7)) & 7},
 	};
@@ -188,19 +211,21 @@ static uint32_t crc32_small(const unsigned char *p, size_t n)
 	return ~c;
 }
 
+void pp_spool_exit_chunk(pp_exit_chunk *c, int32_t code, int32_t sig)
+{
+	memset(c, 0, sizeof *c);
+	c->v[0] = code;
+	c->v[1] = sig;
+	c->h.magic = PP_CHUNK_MAGIC;
+	c->h.type = PP_CHUNK_EXIT;
+	c->h.size = sizeof c->v;
+	c->h.crc = crc32_small((const unsigned char *)c->v, sizeof c->v);
+}
+
 int pp_spool_write_exit_signal_safe(pp_spool_writer *w, int32_t code, int32_t sig)
 {
-	struct {
-		pp_chunk_header h;
-		int32_t v[2];
-	} c;
-	memset(&c, 0, sizeof c);
-	c.v[0] = code;
-	c.v[1] = sig;
-	c.h.magic = PP_CHUNK_MAGIC;
-	c.h.type = PP_CHUNK_EXIT;
-	c.h.size = sizeof c.v;
-	c.h.crc = crc32_small((const unsigned char *)c.v, sizeof c.v);
+	pp_exit_chunk c;
+	pp_spool_exit_chunk(&c, code, sig);
 	if (w->failed || !fd_is_ours(w))
 		return -1;
 	/* raw system call: no hook, no lazy symbol lookup */
@@ -210,7 +235,71 @@ int pp_spool_write_exit_signal_safe(pp_spool_writer *w, int32_t code, int32_t si
 
 void pp_spool_close(pp_spool_writer *w)
 {
+	pthread_mutex_lock(&w->lock);
 	if (fd_is_ours(w))
 		close(w->fd);
 	w->fd = -1;
+	pthread_mutex_unlock(&w->lock);
+}
+
+static size_t put_str(char *d, size_t at, size_t cap, const char *s)
+{
+	while (*s && at + 1 < cap)
+		d[at++] = *s++;
+	d[at] = 0;
+	return at;
+}
+
+static size_t put_uint(char *d, size_t at, size_t cap, unsigned long v)
+{
+	char t[24];
+	int n = 0;
+	do
+		t[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n > 0 && at + 1 < cap)
+		d[at++] = t[--n];
+	d[at] = 0;
+	return at;
+}
+
+int pp_spool_note_exit(const char *dir, int32_t pid, uint32_t parent, int32_t code, int32_t sig)
+{
+	if (!dir || dir[0] != '/' || pid <= 0)
+		return -1;
+	int saved = errno;
+	char path[4200], best[sizeof path];
+	best[0] = 0;
+	/* a pid's spools are numbered from 0 without gaps; its last image's is
+	 * the highest (the pid is not reused before its process is reaped) */
+	for (unsigned long seq = 0; seq < 10000; seq++) {
+		size_t n = put_str(path, 0, sizeof path, dir);
+		n = put_str(path, n, sizeof path, "/");
+		n = put_uint(path, n, sizeof path, (unsigned long)pid);
+		n = put_str(path, n, sizeof path, "-");
+		n = put_uint(path, n, sizeof path, seq);
+		put_str(path, n, sizeof path, ".spool");
+		long fd = syscall(SYS_openat, (long)AT_FDCWD, path, (long)(O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+		if (fd < 0)
+			break;
+		pp_spool_header h;
+		long r = syscall(SYS_pread64, fd, &h, sizeof h, 0L);
+		syscall(SYS_close, fd);
+		if (r == (long)sizeof h && memcmp(h.magic, PP_SPOOL_MAGIC, 8) == 0 && h.pid == (uint32_t)pid &&
+		    (!parent || h.ppid == parent))
+			memcpy(best, path, sizeof path);
+	}
+	int rc = -1;
+	if (best[0]) {
+		long fd = syscall(SYS_openat, (long)AT_FDCWD, best,
+				  (long)(O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
+		if (fd >= 0) {
+			pp_exit_chunk c;
+			pp_spool_exit_chunk(&c, code, sig);
+			rc = syscall(SYS_write, fd, &c, sizeof c) == (long)sizeof c ? 0 : -1;
+			syscall(SYS_close, fd);
+		}
+	}
+	errno = saved;
+	return rc;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Overhead of the agent in default mode, side by side:
-#   a 10^7 malloc/free loop (target <= 1.5x) and
+#   a 10^7 malloc/free loop (target <= 1.3x) and
 #   /usr/bin/python3 -c 'import numpy' (target <= 1.10x),
 # plain vs `phaseprof record`, and under heaptrack, `perf record -g` and
 # ltrace when installed.
@@ -38,7 +38,7 @@ echo "agent overhead (median of $reps runs; $(nproc) CPUs; $(date -u +%Y-%m-%d))
 "$py" -c 'import numpy' # warm the page cache
 for w in loop numpy; do
   if [ $w = loop ]; then
-    echo "malloc/free loop, $n pairs (target <= 1.5x):"
+    echo "malloc/free loop, $n pairs (target <= 1.3x):"
     cmd=("$loop" "$n")
   else
     echo "python3 -c 'import numpy' (target <= 1.10x):"

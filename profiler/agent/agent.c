@@ -35,14 +35,17 @@ __thread ppa_tls_block ppa_tls PPA_TLS;
 __thread ppa_tstats *ppa_ts PPA_TLS;
 
 /* ---- per-thread counter blocks ----
- * Blocks come from one anonymous mapping (never malloc: the first malloc of
- * a thread is what asks for one) and outlive their thread, so totals of
- * threads that exited are kept. When the slab runs out, late threads share
- * the last block: their counts stay right on average but can lose updates. */
+ * Blocks come from anonymous mappings (never malloc: the first malloc of a
+ * thread is what asks for one), 64 blocks (256 KiB) at a time as threads
+ * arrive — a block is a page, and 4096 of them reserved up front were
+ * 16 MiB of the program's address space. They outlive their thread, so
+ * totals of threads that exited are kept. When all are taken, late
+ * threads share the last block: their counts stay right on average but
+ * can lose updates. */
 #define PPA_MAX_TSTATS 4096
-static ppa_tstats *slab;
+#define PPA_TSTATS_SEG 64
+static ppa_tstats *_Atomic segs[PPA_MAX_TSTATS / PPA_TSTATS_SEG];
 static _Atomic uint32_t slab_used;
-static _Atomic int slab_state; /* 0 none, 1 being mapped, 2 ready */
 
 void *ppa_map(size_t n)
 {
@@ -69,56 +72,71 @@ const pp_alloc ppa_map_alloc = {map_zalloc, map_free, NULL};
 
 uint32_t ppa_gettid(void) { return (uint32_t)syscall(SYS_gettid); }
 
-ppa_tstats *ppa_tstats_slow(void)
+/* Block i's segment, mapped by the first thread that needs it (a thread
+ * that loses the race unmaps its own). NULL if no memory. */
+static ppa_tstats *segment(uint32_t i)
 {
-	int st = atomic_load(&slab_state);
-	if (st != 2) {
-		int zero = 0;
-		if (atomic_compare_exchange_strong(&slab_state, &zero, 1)) {
-			slab = ppa_map(sizeof(ppa_tstats) * PPA_MAX_TSTATS);
-			atomic_store(&slab_state, 2);
-		} else {
-			while (atomic_load(&slab_state) != 2)
-				;
+	ppa_tstats *_Atomic *slot = &segs[i / PPA_TSTATS_SEG];
+	ppa_tstats *s = atomic_load(slot);
+	if (!s) {
+		ppa_tstats *m = ppa_map(sizeof(ppa_tstats) * PPA_TSTATS_SEG);
+		if (!m)
+			return NULL;
+		ppa_tstats *none = NULL;
+		if (atomic_compare_exchange_strong(slot, &none, m))
+			s = m;
+		else {
+			ppa_unmap(m, sizeof(ppa_tstats) * PPA_TSTATS_SEG);
+			s = none;
 		}
 	}
-	if (!slab) {
+	return s;
+}
+
+ppa_tstats *ppa_tstats_slow(void)
+{
+	uint32_t i = atomic_fetch_add(&slab_used, 1);
+	if (i >= PPA_MAX_TSTATS)
+		i = PPA_MAX_TSTATS - 1;
+	ppa_tstats *s = segment(i);
+	if (!s) {
 		static ppa_tstats fallback;
 		ppa_ts = &fallback;
 		return ppa_ts;
 	}
-	uint32_t i = atomic_fetch_add(&slab_used, 1);
-	if (i >= PPA_MAX_TSTATS)
-		i = PPA_MAX_TSTATS - 1;
-	ppa_tstats *t = &slab[i];
+	ppa_tstats *t = &s[i % PPA_TSTATS_SEG];
 	t->tid = ppa_gettid();
 	t->used = 1;
 	ppa_ts = t;
 	return t;
 }
 
+static uint32_t blocks_used(void)
+{
+	uint32_t n = atomic_load(&slab_used);
+	return n > PPA_MAX_TSTATS ? PPA_MAX_TSTATS : n;
+}
+
 void ppa_for_each_tstats(void (*fn)(ppa_tstats *, void *), void *ud)
 {
-	if (atomic_load(&slab_state) != 2 || !slab)
-		return;
-	uint32_t n = atomic_load(&slab_used);
-	if (n > PPA_MAX_TSTATS)
-		n = PPA_MAX_TSTATS;
-	for (uint32_t i = 0; i < n; i++)
-		if (slab[i].used)
-			fn(&slab[i], ud);
+	uint32_t n = blocks_used();
+	for (uint32_t i = 0; i < n; i++) {
+		ppa_tstats *s = atomic_load(&segs[i / PPA_TSTATS_SEG]);
+		if (s && s[i % PPA_TSTATS_SEG].used)
+			fn(&s[i % PPA_TSTATS_SEG], ud);
+	}
 }
 
 /* Fork child: only the forking thread survives; counts start again so the
  * child's run holds only its own work. */
 void ppa_reset_tstats(void)
 {
-	if (atomic_load(&slab_state) != 2 || !slab)
-		return;
-	uint32_t n = atomic_load(&slab_used);
-	if (n > PPA_MAX_TSTATS)
-		n = PPA_MAX_TSTATS;
-	memset(slab, 0, sizeof(ppa_tstats) * n);
+	uint32_t n = blocks_used();
+	for (uint32_t k = 0; k * PPA_TSTATS_SEG < n; k++) {
+		ppa_tstats *s = atomic_load(&segs[k]);
+		if (s)
+			memset(s, 0, sizeof(ppa_tstats) * PPA_TSTATS_SEG);
+	}
 	atomic_store(&slab_used, 0);
 	ppa_ts = NULL;
 	ppa_tls.mts = NULL;
@@ -135,7 +153,7 @@ typedef struct totals {
 static void add_totals(ppa_tstats *t, void *ud)
 {
 	totals *s = ud;
-	s->alloc_calls += ppa_get(&t->alloc_calls);
+	s->alloc_calls += ppa_alloc_calls(t);
 	s->alloc_usable += ppa_get(&t->alloc_usable);
 	s->free_calls += ppa_get(&t->free_calls);
 	s->free_usable += ppa_get(&t->free_usable);
@@ -148,8 +166,8 @@ static void add_totals(ppa_tstats *t, void *ud)
 	s->munmap_bytes += ppa_get(&t->munmap_bytes);
 	s->mmap_ns += ppa_get(&t->mmap_ns);
 	s->threads_created += ppa_get(&t->threads_created);
-	for (int i = 0; i < PPA_SIZE_CLASSES; i++)
-		s->hist[i] += ppa_get(&t->hist[i]);
+	for (int i = 0; i < PPA_SIZE_SLOTS; i++)
+		s->hist[i < PPA_SIZE_CLASSES ? i : PPA_SIZE_CLASSES - 1] += ppa_get(&t->hist[i]);
 }
 
 static uint64_t peak_in_use;
@@ -167,14 +185,14 @@ static uint64_t est_ns(uint64_t calls, uint64_t timed_calls, uint64_t timed_ns, 
 
 static void count_alloc_threads(ppa_tstats *t, void *ud)
 {
-	if (ppa_get(&t->alloc_calls) || ppa_get(&t->free_calls))
+	if (ppa_alloc_calls(t) || ppa_get(&t->free_calls))
 		(*(uint64_t *)ud)++;
 }
 
 static void emit_thread_rows(ppa_tstats *t, void *ud)
 {
 	int64_t ts = *(int64_t *)ud;
-	uint64_t calls = ppa_get(&t->alloc_calls), frees = ppa_get(&t->free_calls);
+	uint64_t calls = ppa_alloc_calls(t), frees = ppa_get(&t->free_calls);
 	if (calls || frees) {
 		int64_t in_use = (int64_t)ppa_get(&t->alloc_usable) - (int64_t)ppa_get(&t->free_usable);
 		pp_row("allocations", "iistiiiinn", (int64_t)t->tid, ts, "malloc", "summary",
@@ -364,6 +382,8 @@ void ppa_open_recorder(void)
 	pp_options o;
 	memset(&o, 0, sizeof o);
 	o.fork_policy = ppa_cfg.follow_fork ? PP_FORK_FOLLOW : PP_FORK_DISABLE;
+	o.buffer_events = ppa_cfg.buffer_events > 0 ? (uint32_t)ppa_cfg.buffer_events : 0;
+	o.max_buffers = ppa_cfg.max_buffers > 0 ? (uint32_t)ppa_cfg.max_buffers : 0;
 	if (pp_open(&o) == 0) {
 		ppa_run_start = ppa_mono() - pp_now();
 		ppa_pid = getpid();
@@ -487,6 +507,9 @@ static void read_settings(void)
 	if (ppa_cfg.period_ms < 1)
 		ppa_cfg.period_ms = 1;
 	ppa_cfg.alloc_sample = env_int("PHASEPROF_ALLOC_SAMPLE", 1000);
+	/* tests: few small buffers make recording threads write the spool themselves */
+	ppa_cfg.buffer_events = env_int("PHASEPROF_BUFFER_EVENTS", 0);
+	ppa_cfg.max_buffers = env_int("PHASEPROF_MAX_BUFFERS", 0);
 }
 
 /* The audit copy lives in its own link-map namespace. */
@@ -510,8 +533,11 @@ __attribute__((constructor)) static void ppa_init(void)
 	}
 	uint64_t t_ctor = ppa_mono();
 	ppa_guard = 1;
+	ppa_mem_init(); /* before the recorder registers its fork handlers */
 	ppa_malloc_resolve();
 	read_settings();
+	if (ppa_cfg.detailed)
+		ppa_tls.mts = NULL; /* counted before the mode was known: the slow path from now on */
 	ppa_proc_init();
 	ppa_guard = 0;
 	ppa_open_recorder();

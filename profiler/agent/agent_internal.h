@@ -25,33 +25,82 @@
 #define PPA_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PPA_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-/* log2 size classes: class k holds sizes in [2^(k-1), 2^k), class 0 holds 0 */
+/* log2 size classes: class k holds sizes in [2^(k-1), 2^k), class 0 holds 0;
+ * the last reported class holds the rest. Counted in one slot per bit
+ * length (no clamp on the hot path) and folded when read. */
 #define PPA_SIZE_CLASSES 48
+#define PPA_SIZE_SLOTS 65
 
-/* Thread-owned counters. Only the owner writes (relaxed load + store, no
- * lock prefix); the stats thread and the exit path read them. */
+/* Thread-owned counters. Only the owner writes (a plain add, no lock
+ * prefix); the stats thread and the exit path read them relaxed. One page
+ * each, the counters in its second half: the hooks store to them around
+ * glibc's loads of its thread cache (tcache, at the start of a heap page),
+ * and a load whose address agrees with an earlier store's in the low 12
+ * bits waits for it (4K aliasing: ~5 % of a malloc/free loop's time). */
 typedef _Atomic uint64_t ppa_ctr;
-typedef struct ppa_tstats {
+typedef struct __attribute__((aligned(4096))) ppa_tstats {
+	char away_from_tcache[2048];
 	uint32_t tid;
 	uint32_t used;
-	ppa_ctr alloc_calls, alloc_usable;   /* bytes: usable size of each block */
+	ppa_ctr alloc_usable;                /* bytes: usable size of each block */
 	ppa_ctr free_calls, free_usable;
 	ppa_ctr realloc_calls;
-	ppa_ctr timed_calls, timed_ns;       /* 1 call in 64 is timed */
+	ppa_ctr timed_calls, timed_ns;       /* 1 call in 1024 is timed */
+	ppa_ctr alloc_left, free_left;       /* calls until the next timed one (see ppa_countdown) */
 	ppa_ctr mmap_calls, mmap_bytes, munmap_calls, munmap_bytes, mmap_ns;
 	ppa_ctr threads_created;
-	ppa_ctr hist[PPA_SIZE_CLASSES];
+	ppa_ctr hist[PPA_SIZE_SLOTS];        /* requests by bit length of the requested size */
+	ppa_ctr detail_seq;                  /* --mode detailed: allocations seen, for 1 in N */
 	char pad[64];
 } ppa_tstats;
 
+/* Allocation calls: every request is counted once in the histogram, so the
+ * hot path keeps no separate call counter. */
+static inline uint64_t ppa_alloc_calls(ppa_tstats *t)
+{
+	uint64_t n = 0;
+	for (int i = 0; i < PPA_SIZE_SLOTS; i++)
+		n += atomic_load_explicit(&t->hist[i], memory_order_relaxed);
+	return n;
+}
+
 static inline void ppa_add(ppa_ctr *c, uint64_t v)
 {
+#if defined(__x86_64__)
+	/* one add to memory: an aligned 8-byte store never tears, and the
+	 * asm keeps the compiler from splitting or caching it */
+	__asm__("addq %1, %0" : "+m"(*(uint64_t *)c) : "er"(v));
+#else
 	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
 			      memory_order_relaxed);
+#endif
 }
 static inline uint64_t ppa_get(ppa_ctr *c)
 {
 	return atomic_load_explicit(c, memory_order_relaxed);
+}
+/* Takes one from a down-counter and says whether it was already 0 (the
+ * borrow): one instruction and a branch on its flag. Starting at 0 and reset
+ * to N-1 when it fires, it picks the first call and then one in N. */
+static inline int ppa_countdown(ppa_ctr *c)
+{
+#if defined(__x86_64__)
+	int borrow;
+	__asm__("subq $1, %0" : "+m"(*(uint64_t *)c), "=@ccc"(borrow));
+	return borrow;
+#else
+	uint64_t v = atomic_load_explicit(c, memory_order_relaxed);
+	atomic_store_explicit(c, v - 1, memory_order_relaxed);
+	return v == 0;
+#endif
+}
+
+/* Adds one and returns the previous value (one load, one store). */
+static inline uint64_t ppa_inc(ppa_ctr *c)
+{
+	uint64_t v = atomic_load_explicit(c, memory_order_relaxed);
+	atomic_store_explicit(c, v + 1, memory_order_relaxed);
+	return v;
 }
 
 static inline uint64_t ppa_mono(void)
@@ -79,6 +128,13 @@ void ppa_unmap(void *p, size_t n);
  * then never call malloc, not even from inside a signal handler. */
 extern const struct pp_alloc ppa_map_alloc;
 
+/* agent_mem.c: the recorder's allocator (never the program's malloc) */
+void ppa_mem_init(void);
+void *ppa_mem_alloc(size_t n);
+void *ppa_mem_calloc(size_t n, size_t m);
+void *ppa_mem_realloc(void *p, size_t n);
+void ppa_mem_free(void *p);
+
 /* Settings from PHASEPROF_* (copied at start-up: the program may rewrite
  * its environment, exec must still carry them). */
 typedef struct ppa_settings {
@@ -89,6 +145,7 @@ typedef struct ppa_settings {
 	int follow_fork;
 	int period_ms;             /* stats thread period */
 	int alloc_sample;          /* detailed mode: one allocation event in N */
+	int buffer_events, max_buffers; /* recorder buffers (tests: 0 = the recorder's defaults) */
 } ppa_settings;
 
 extern ppa_settings ppa_cfg;
@@ -98,7 +155,8 @@ extern uint64_t ppa_run_start;     /* CLOCK_MONOTONIC of the run's t = 0 */
 extern pid_t ppa_pid;              /* pid the agent state belongs to */
 /* The malloc hooks' thread state in one TLS block (one GOT load per hook):
  * mts is set once the allocator functions are resolved and the thread has
- * its counter block, so the hot path tests one pointer. */
+ * its counter block, and only where the fast path applies (glibc's heap,
+ * default mode), so the hot path tests one pointer. */
 typedef struct ppa_tls_block {
 	struct ppa_tstats *mts;
 	int guard;                 /* the agent's own work: pass through uncounted */

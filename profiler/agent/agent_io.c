@@ -360,36 +360,50 @@ PPA_API int creat64(const char *path, mode_t mode)
 }
 
 /* The program may close or replace any descriptor, the spool's included:
- * the spool steps aside first (pp_spool_fd_yield), so its chunks never land
- * in the program's file. */
+ * the spool steps aside first and stays out of the way until the call
+ * returned (pp_spool_fd_enter/leave), so its chunks never land in the
+ * program's file. */
 PPA_API int dup2(int oldfd, int newfd)
 {
-	if (oldfd != newfd)
-		pp_spool_fd_yield(newfd);
-	return REAL(dup2)(oldfd, newfd);
+	if (oldfd == newfd || newfd < 0)
+		return REAL(dup2)(oldfd, newfd);
+	pp_spool_fd_enter((unsigned int)newfd, (unsigned int)newfd);
+	int r = REAL(dup2)(oldfd, newfd);
+	pp_spool_fd_leave();
+	return r;
 }
 
 PPA_API int dup3(int oldfd, int newfd, int flags)
 {
-	pp_spool_fd_yield(newfd);
-	return REAL(dup3)(oldfd, newfd, flags);
+	if (newfd < 0)
+		return REAL(dup3)(oldfd, newfd, flags);
+	pp_spool_fd_enter((unsigned int)newfd, (unsigned int)newfd);
+	int r = REAL(dup3)(oldfd, newfd, flags);
+	pp_spool_fd_leave();
+	return r;
 }
 
 PPA_API int close_range(unsigned int first, unsigned int last, int flags)
 {
-	pp_spool_fd_yield_range(first, last);
-	return REAL(close_range)(first, last, flags);
+	pp_spool_fd_enter(first, last);
+	int r = REAL(close_range)(first, last, flags);
+	pp_spool_fd_leave();
+	return r;
 }
 
 PPA_API int close(int fd)
 {
-	pp_spool_fd_yield(fd);
 	if (TRACKING()) {
 		ppa_guard = 1;
 		fd_fold(fd);
 		ppa_guard = 0;
 	}
-	return REAL(close)(fd);
+	if (fd < 0)
+		return REAL(close)(fd);
+	pp_spool_fd_enter((unsigned int)fd, (unsigned int)fd);
+	int r = REAL(close)(fd);
+	pp_spool_fd_leave();
+	return r;
 }
 
 static inline void rw_done(int fd, int op, ssize_t r, size_t asked, uint64_t t0)

@@ -22,15 +22,16 @@
 	if (!p_)                                                               \
 		p_ = (__typeof__(type))dlsym(RTLD_NEXT, name)
 
-void *ppa_libc_malloc(size_t n) { return ppa_real_malloc(n); }
-void ppa_libc_free(void *p) { ppa_real_free(p); }
-void *ppa_libc_calloc(size_t n, size_t m) { return ppa_real_calloc(n, m); }
-void *ppa_libc_realloc(void *p, size_t n) { return ppa_real_realloc(p, n); }
+/* never the program's malloc: agent_mem.c says why */
+void *ppa_libc_malloc(size_t n) { return ppa_mem_alloc(n); }
+void ppa_libc_free(void *p) { ppa_mem_free(p); }
+void *ppa_libc_calloc(size_t n, size_t m) { return ppa_mem_calloc(n, m); }
+void *ppa_libc_realloc(void *p, size_t n) { return ppa_mem_realloc(p, n); }
 
 char *ppa_libc_strdup(const char *s)
 {
 	size_t n = strlen(s) + 1;
-	char *d = ppa_real_malloc(n);
+	char *d = ppa_mem_alloc(n);
 	if (d)
 		memcpy(d, s, n);
 	return d;
@@ -135,7 +136,7 @@ typedef struct start { void *(*fn)(void *); void *arg; } start;
 static void *own_thread(void *p)
 {
 	start s = *(start *)p;
-	ppa_real_free(p);
+	ppa_mem_free(p);
 	ppa_guard = 1;
 	return s.fn(s.arg);
 }
@@ -143,7 +144,7 @@ static void *own_thread(void *p)
 int ppa_libc_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
 {
 	NEXT(int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *), "pthread_create");
-	start *s = ppa_real_malloc(sizeof *s);
+	start *s = ppa_mem_alloc(sizeof *s);
 	if (!s)
 		return p_(t, a, fn, arg);
 	s->fn = fn;
@@ -157,6 +158,6 @@ int ppa_libc_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(v
 	if (!a)
 		pthread_attr_destroy(&small);
 	if (r)
-		ppa_real_free(s);
+		ppa_mem_free(s);
 	return r;
 }

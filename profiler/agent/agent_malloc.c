@@ -10,7 +10,10 @@
  * pair on a VM clock); the reported time is that sample scaled to all calls.
  * Bytes in use come from the chunk header when the allocator is glibc's
  * (what malloc_usable_size computes, without the call), else from
- * malloc_usable_size.
+ * malloc_usable_size. The histogram counts requests (a failed one too) by
+ * requested size, so it is counted before the call and the hot path keeps
+ * a single register across it. The call to time is picked by a down-counter
+ * per thread (ppa_countdown), one for allocations and one for frees.
  */
 #include "agent_internal.h"
 #include "phaseprof.h"
@@ -39,14 +42,20 @@ static void calibrate_clock(void);
 /* glibc chunk: size word before the payload; low bits are flags
  * (IS_MMAPPED = 2). An in-use chunk's payload is its size minus the
  * header word (two for mmapped chunks). */
+static inline size_t glibc_usable(void *p)
+{
+	size_t sz = ((size_t *)p)[-1];
+	return (sz & ~(size_t)7) - sizeof(size_t) - ((sz & 2) << 2);
+}
+
 static inline size_t usable(void *p)
 {
-	if (PPA_LIKELY(glibc_heap)) {
-		size_t sz = ((size_t *)p)[-1];
-		return (sz & ~(size_t)7) - ((sz & 2) ? 2 * sizeof(size_t) : sizeof(size_t));
-	}
-	return r_usable(p);
+	return PPA_LIKELY(glibc_heap) ? glibc_usable(p) : r_usable(p);
 }
+
+/* The hooks' fast path applies (glibc's chunk layout, default mode): the
+ * slow paths publish the thread's counters to it only then. */
+static inline int fast_ok(void) { return glibc_heap && !ppa_cfg.detailed; }
 
 /* dlsym may call calloc before we know where calloc is */
 static _Alignas(64) char boot_pool[16384];
@@ -104,19 +113,40 @@ void ppa_real_free(void *p) { if (p && !in_boot(p)) { RESOLVE(); r_free(p); } }
 void *ppa_real_calloc(size_t n, size_t m) { RESOLVE(); return r_calloc(n, m); }
 void *ppa_real_realloc(void *p, size_t n) { RESOLVE(); return r_realloc(p, n); }
 
-static inline int size_class(size_t n)
+/* branch-free: the bit length of n (0 for 0), a slot of hist[] */
+static inline unsigned size_class(size_t n)
 {
-	if (n == 0)
+	return (unsigned)(63 ^ __builtin_clzll((unsigned long long)n | 1)) + (n != 0);
+}
+
+/* Counts the request (the histogram is the call count too); says whether
+ * to time it. */
+static inline int count_request(ppa_tstats *t, size_t n)
+{
+	ppa_add(&t->hist[size_class(n)], 1);
+	if (PPA_LIKELY(!ppa_countdown(&t->alloc_left)))
 		return 0;
-	int k = 64 - __builtin_clzll((unsigned long long)n);
-	return k < PPA_SIZE_CLASSES ? k : PPA_SIZE_CLASSES - 1;
+	atomic_store_explicit(&t->alloc_left, TIME_MASK, memory_order_relaxed);
+	return 1;
+}
+
+static inline int count_free(ppa_tstats *t, size_t usable_bytes)
+{
+	ppa_add(&t->free_calls, 1);
+	ppa_add(&t->free_usable, usable_bytes);
+	if (PPA_LIKELY(!ppa_countdown(&t->free_left)))
+		return 0;
+	atomic_store_explicit(&t->free_left, TIME_MASK, memory_order_relaxed);
+	return 1;
 }
 
 /* Detailed mode: one allocation in N becomes an event row. */
-static void sample_event(ppa_tstats *t, size_t n, uint64_t c)
+static void sample_event(ppa_tstats *t, size_t n)
 {
-	if (!ppa_cfg.detailed || !atomic_load_explicit(&ppa_recording, memory_order_relaxed) ||
-	    (c % (uint64_t)(ppa_cfg.alloc_sample > 0 ? ppa_cfg.alloc_sample : 1)) != 0)
+	if (!ppa_cfg.detailed || !atomic_load_explicit(&ppa_recording, memory_order_relaxed))
+		return;
+	uint64_t c = ppa_inc(&t->detail_seq);
+	if ((c % (uint64_t)(ppa_cfg.alloc_sample > 0 ? ppa_cfg.alloc_sample : 1)) != 0)
 		return;
 	ppa_guard = 1;
 	pp_row("allocations", "iistiinnnn", (int64_t)t->tid, (int64_t)pp_now(), "malloc", "alloc",
@@ -124,16 +154,15 @@ static void sample_event(ppa_tstats *t, size_t n, uint64_t c)
 	ppa_guard = 0;
 }
 
-static inline void account_alloc(ppa_tstats *t, size_t n, void *p, uint64_t c)
+static inline void account_alloc(ppa_tstats *t, size_t n, void *p)
 {
 	if (PPA_UNLIKELY(!p))
 		return;
 	/* requested bytes are the histogram's; totals use the usable size
 	 * (one counter less on the hot path) */
 	ppa_add(&t->alloc_usable, usable(p));
-	ppa_add(&t->hist[size_class(n)], 1);
 	if (PPA_UNLIKELY(ppa_cfg.detailed))
-		sample_event(t, n, c);
+		sample_event(t, n);
 }
 
 /* What two back-to-back clock reads cost (a VM clock: tens of ns, several
@@ -171,10 +200,10 @@ static inline void account_time(ppa_tstats *t, uint64_t t0)
 	ppa_add(&t->timed_ns, dt > clock_cost ? dt - clock_cost : 0);
 }
 
-/* The hot paths below do only: two TLS loads, the call, four counter
- * updates. Everything rare (first call, guard, timed call, detailed mode)
- * is out of line so the common path needs no stack frame to speak of. */
-static __attribute__((noinline, cold)) void *malloc_slow(size_t n)
+/* The hot paths below do only: one TLS load, the call, three counter
+ * updates, one register kept across the call. Everything else (first call,
+ * guard, timed call, detailed mode, another allocator) is out of line. */
+static __attribute__((noinline)) void *malloc_slow(size_t n)
 {
 	if (!r_malloc) {
 		if (booting)
@@ -184,22 +213,26 @@ static __attribute__((noinline, cold)) void *malloc_slow(size_t n)
 	if (ppa_guard)
 		return r_malloc(n);
 	ppa_tstats *t = ppa_self();
-	ppa_tls.mts = t; /* resolved and counted from now on: the fast path */
-	uint64_t c = ppa_get(&t->alloc_calls);
-	ppa_add(&t->alloc_calls, 1);
-	uint64_t t0 = ppa_mono();
-	void *p = r_malloc(n);
-	account_time(t, t0);
-	account_alloc(t, n, p, c);
+	if (fast_ok())
+		ppa_tls.mts = t; /* resolved and counted from now on: the fast path */
+	void *p;
+	if (count_request(t, n)) {
+		uint64_t t0 = ppa_mono();
+		p = r_malloc(n);
+		account_time(t, t0);
+	} else {
+		p = r_malloc(n);
+	}
+	account_alloc(t, n, p);
 	return p;
 }
 
-static __attribute__((noinline)) void *malloc_timed(ppa_tstats *t, size_t n, uint64_t c)
+static __attribute__((noinline)) void *malloc_timed(ppa_tstats *t, size_t n)
 {
 	uint64_t t0 = ppa_mono();
 	void *p = r_malloc(n);
 	account_time(t, t0);
-	account_alloc(t, n, p, c);
+	account_alloc(t, n, p);
 	return p;
 }
 
@@ -209,16 +242,15 @@ PPA_API void *malloc(size_t n)
 	ppa_tstats *t = b->mts;
 	if (PPA_UNLIKELY(!t || b->guard))
 		return malloc_slow(n);
-	uint64_t c = ppa_get(&t->alloc_calls);
-	ppa_add(&t->alloc_calls, 1);
-	if (PPA_UNLIKELY((c & TIME_MASK) == 0))
-		return malloc_timed(t, n, c);
+	if (PPA_UNLIKELY(count_request(t, n)))
+		return malloc_timed(t, n);
 	void *p = r_malloc(n);
-	account_alloc(t, n, p, c);
+	if (PPA_LIKELY(p != NULL))
+		ppa_add(&t->alloc_usable, glibc_usable(p));
 	return p;
 }
 
-static __attribute__((noinline, cold)) void free_slow(void *p)
+static __attribute__((noinline)) void free_slow(void *p)
 {
 	if (!r_free)
 		ppa_malloc_resolve();
@@ -227,13 +259,15 @@ static __attribute__((noinline, cold)) void free_slow(void *p)
 		return;
 	}
 	ppa_tstats *t = ppa_self();
-	if (r_malloc)
+	if (r_malloc && fast_ok())
 		ppa_tls.mts = t;
-	ppa_add(&t->free_calls, 1);
-	ppa_add(&t->free_usable, usable(p));
-	uint64_t t0 = ppa_mono();
-	r_free(p);
-	account_time(t, t0);
+	if (count_free(t, usable(p))) {
+		uint64_t t0 = ppa_mono();
+		r_free(p);
+		account_time(t, t0);
+	} else {
+		r_free(p);
+	}
 }
 
 static __attribute__((noinline)) void free_timed(ppa_tstats *t, void *p)
@@ -253,10 +287,7 @@ PPA_API void free(void *p)
 		free_slow(p);
 		return;
 	}
-	uint64_t c = ppa_get(&t->free_calls);
-	ppa_add(&t->free_calls, 1);
-	ppa_add(&t->free_usable, usable(p));
-	if (PPA_UNLIKELY((c & TIME_MASK) == 0)) {
+	if (PPA_UNLIKELY(count_free(t, glibc_usable(p)))) {
 		free_timed(t, p);
 		return;
 	}
@@ -277,17 +308,15 @@ PPA_API void *calloc(size_t n, size_t m)
 	if (PPA_UNLIKELY(ppa_guard))
 		return r_calloc(n, m);
 	ppa_tstats *t = ppa_self();
-	uint64_t c = ppa_get(&t->alloc_calls);
-	ppa_add(&t->alloc_calls, 1);
 	void *p;
-	if (PPA_UNLIKELY((c & TIME_MASK) == 0)) {
+	if (PPA_UNLIKELY(count_request(t, n * m))) {
 		uint64_t t0 = ppa_mono();
 		p = r_calloc(n, m);
 		account_time(t, t0);
 	} else {
 		p = r_calloc(n, m);
 	}
-	account_alloc(t, n * m, p, c);
+	account_alloc(t, n * m, p);
 	return p;
 }
 
@@ -310,12 +339,11 @@ PPA_API void *realloc(void *old, size_t n)
 	if (PPA_UNLIKELY(ppa_guard))
 		return r_realloc(old, n);
 	ppa_tstats *t = ppa_self();
-	uint64_t c = ppa_get(&t->alloc_calls);
-	ppa_add(&t->alloc_calls, 1);
+	int timed = count_request(t, n);
 	ppa_add(&t->realloc_calls, 1);
 	size_t old_usable = old ? usable(old) : 0;
 	void *p;
-	if (PPA_UNLIKELY((c & TIME_MASK) == 0)) {
+	if (PPA_UNLIKELY(timed)) {
 		uint64_t t0 = ppa_mono();
 		p = r_realloc(old, n);
 		account_time(t, t0);
@@ -324,7 +352,7 @@ PPA_API void *realloc(void *old, size_t n)
 	}
 	if (p || n == 0) /* realloc(p, 0) frees p */
 		ppa_add(&t->free_usable, old_usable);
-	account_alloc(t, n, p, c);
+	account_alloc(t, n, p);
 	return p;
 }
 
@@ -336,10 +364,9 @@ static void *aligned_common(align_fn fn, size_t a, size_t n)
 	if (PPA_UNLIKELY(ppa_guard))
 		return fn(a, n);
 	ppa_tstats *t = ppa_self();
-	uint64_t c = ppa_get(&t->alloc_calls);
-	ppa_add(&t->alloc_calls, 1);
+	(void)count_request(t, n); /* not timed: a pick here is a sample skipped */
 	void *p = fn(a, n);
-	account_alloc(t, n, p, c);
+	account_alloc(t, n, p);
 	return p;
 }
 
@@ -349,11 +376,10 @@ PPA_API int posix_memalign(void **out, size_t a, size_t n)
 	if (PPA_UNLIKELY(ppa_guard))
 		return r_posix_memalign(out, a, n);
 	ppa_tstats *t = ppa_self();
-	uint64_t c = ppa_get(&t->alloc_calls);
-	ppa_add(&t->alloc_calls, 1);
+	(void)count_request(t, n); /* not timed: a pick here is a sample skipped */
 	int rc = r_posix_memalign(out, a, n);
 	if (rc == 0)
-		account_alloc(t, n, *out, c);
+		account_alloc(t, n, *out);
 	return rc;
 }
 

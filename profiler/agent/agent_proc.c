@@ -14,9 +14,11 @@
  */
 #include "agent_internal.h"
 #include "phaseprof.h"
+#include "recorder_internal.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -24,6 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -316,6 +321,62 @@ PPA_API int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_ac
 	return REAL(posix_spawnp)(pid, file, fa, attr, argv, env);
 }
 
+/* ---- children's ends ----
+ * A child killed by a signal its own agent did not see — SIGKILL, or a
+ * fatal signal whose handler the program replaced (Open MPI's for SIGABRT
+ * and SIGSEGV prints a backtrace and re-raises) — leaves a spool without
+ * an exit record. Its parent learns the signal from wait*(), and the agent
+ * completes the child's spool with it (pp_spool_note_exit: async-signal-
+ * safe, as wait is called from SIGCHLD handlers). */
+static void note_child_signaled(pid_t pid, int sig)
+{
+	if (ppa_cfg.spool_dir[0] == '/')
+		pp_spool_note_exit(ppa_cfg.spool_dir, pid, (uint32_t)getpid(), -1, sig);
+}
+
+static pid_t (*r_waitpid)(pid_t, int *, int);
+static pid_t (*r_wait4)(pid_t, int *, int, struct rusage *);
+static int (*r_waitid)(idtype_t, id_t, siginfo_t *, int);
+
+PPA_API pid_t waitpid(pid_t pid, int *status, int options)
+{
+	int st = 0, *sp = status ? status : &st; /* the program's own pointer: same faults */
+	pid_t r = REAL(waitpid)(pid, sp, options);
+	if (r > 0 && WIFSIGNALED(*sp))
+		note_child_signaled(r, WTERMSIG(*sp));
+	return r;
+}
+
+PPA_API pid_t wait(int *status) { return waitpid(-1, status, 0); }
+
+PPA_API pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
+{
+	int st = 0, *sp = status ? status : &st;
+	pid_t r = REAL(wait4)(pid, sp, options, ru);
+	if (r > 0 && WIFSIGNALED(*sp))
+		note_child_signaled(r, WTERMSIG(*sp));
+	return r;
+}
+
+PPA_API pid_t wait3(int *status, int options, struct rusage *ru) { return wait4(-1, status, options, ru); }
+
+PPA_API int waitid(idtype_t type, id_t id, siginfo_t *info, int options)
+{
+	int r = REAL(waitid)(type, id, info, options);
+	if (r == 0 && info && info->si_pid > 0 && !(options & WNOWAIT) &&
+	    (info->si_code == CLD_KILLED || info->si_code == CLD_DUMPED))
+		note_child_signaled(info->si_pid, info->si_status);
+	return r;
+}
+
+/* resolved at start-up: wait is called from signal handlers */
+static void resolve_wait(void)
+{
+	(void)REAL(waitpid);
+	(void)REAL(wait4);
+	(void)REAL(waitid);
+}
+
 static void (*r_exit)(int);
 
 /* The status of an explicit exit() (a return from main reaches exit inside
@@ -445,6 +506,7 @@ static void atfork_prepare(void) {}
 
 void ppa_proc_init(void)
 {
+	resolve_wait();
 	save_carry();
 	following = 1;
 }

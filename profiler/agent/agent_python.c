@@ -269,7 +269,7 @@ static py_object *n_meta(py_object *self, py_object *const *a, py_ssize n)
 static void sum_alloc(ppa_tstats *t, void *ud)
 {
 	uint64_t *s = ud;
-	s[0] += ppa_get(&t->alloc_calls);
+	s[0] += ppa_alloc_calls(t);
 	s[1] += ppa_get(&t->alloc_usable);
 }
 

@@ -122,6 +122,12 @@ void ppa_sampler_thread_start(void)
 {
 	if (!atomic_load(&active))
 		return;
+	/* libunwind keeps per-thread state in dynamic TLS, which the loader
+	 * allocates with malloc on the thread's first backtrace: take that one
+	 * here, not in the handler, whose signal may have interrupted malloc
+	 * holding its arena lock (the thread then waits on itself) */
+	void *warm[4];
+	unw_bt(warm, 4);
 	struct sigevent sev;
 	memset(&sev, 0, sizeof sev);
 	sev.sigev_notify = SIGEV_THREAD_ID;

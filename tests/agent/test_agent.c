@@ -191,6 +191,12 @@ static void test_churn(void **state)
 	/* size classes: 48 B lands in [32, 64), 100000 B in [65536, 131072) */
 	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'histogram' AND size_class = 32") >= 80000);
 	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'histogram' AND size_class = 65536") >= 8000);
+	/* the histogram counts requests: malloc(0) in class 0, a failed one in the
+	 * top class, and every call once (it sums to the total's count) */
+	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'histogram' AND size_class = 0") >= 4);
+	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'histogram'"
+			      " AND size_class = 70368744177664") >= 4);
+	assert_int_equal(q_int(db, "SELECT SUM(count) FROM allocations WHERE kind = 'histogram'"), allocs);
 	/* per-thread rows: the four workers each made >= 22000 allocations */
 	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM allocations WHERE kind = 'summary' AND count >= 22000"
 				   " AND source_id = (SELECT id FROM strings WHERE value = 'malloc')"), 4);
@@ -366,6 +372,22 @@ static void rm_db(void)
 	char p[300];
 	snprintf(p, sizeof p, "%s/run.db", dir);
 	unlink(p);
+}
+
+/* The recorded program's stdout is exactly want. */
+static void assert_out(const char *want)
+{
+	char *o = out_text();
+	assert_string_equal(o, want);
+	free(o);
+}
+
+/* All rows of sql (q_rows) are exactly want. */
+static void assert_rows(sqlite3 *db, const char *sql, const char *want)
+{
+	char *rows = q_rows(db, sql);
+	assert_string_equal(rows, want);
+	free(rows);
 }
 
 /* The program's own signal handler writes to fresh descriptors while the
@@ -574,12 +596,18 @@ static void test_forkmt(void **state)
 	}
 }
 
-/* The time-inside-the-allocator estimate never exceeds the time there was. */
+/* The time-inside-the-allocator estimate never exceeds the time there was,
+ * with 64 threads contending for one arena (without the caps it read
+ * 289-14,150 s for runs of 0.36-0.58 s, 4 runs of 4). */
 static void test_alloc_time(void **state)
 {
 	(void)state;
 	assert_int_equal(RECORD_T(120, "-- " PP_TARGETS "/t_threads64"), 0);
+	assert_out("64 threads done\n");
 	sqlite3 *db = db_open();
+	/* the scenario: 64 allocating threads, every call counted */
+	assert_true(q_int(db, "SELECT COUNT(*) FROM allocations WHERE kind = 'summary'") >= 64);
+	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'total'") >= 6400000);
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	char sql[512];
 	snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM allocations a, runs r WHERE a.kind = 'total'"
@@ -587,6 +615,66 @@ static void test_alloc_time(void **state)
 	assert_int_equal(q_int(db, sql), 1);
 	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM allocations a, runs r WHERE a.kind = 'summary'"
 				   " AND a.time_ns > r.duration_ns"), 0);
+	sqlite3_close(db);
+}
+
+/* A signal handler that closes descriptors (the spool's included) lands
+ * while its thread writes the spool itself (few small buffers: every
+ * buffer in flight): it must not wait for the lock its own thread holds
+ * (hung every run before), and nothing recorded is lost. */
+static void test_sigclose(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(sh("PHASEPROF_BUFFER_EVENTS=64 PHASEPROF_MAX_BUFFERS=4 timeout -s KILL 60 "
+				    PP_BIN " record -o run.db -- " PP_TARGETS "/t_sigclose"), 0);
+		assert_out("200000 spans, signals handled: yes\n");
+		sqlite3 *db = db_open();
+		assert_rows(db, "SELECT status, exit_code, events_lost FROM runs", "complete 0 0");
+		assert_true(q_int(db, "SELECT events FROM runs") >= 400000);
+		/* the scenario happened: drains on the program's thread, spool moved */
+		assert_true(q_int(db, "SELECT CAST(value AS INTEGER) FROM run_meta WHERE key = 'recorder.self_drains'") > 0);
+		assert_true(q_int(db, "SELECT CAST(value AS INTEGER) FROM run_meta WHERE key = 'recorder.spool_fd_reclaimed'") > 0);
+		sqlite3_close(db);
+		rm_db();
+	}
+}
+
+/* Children killed by a signal their own agent could not see (the program
+ * replaced the agent's SIGABRT handler; SIGKILL): the parent's agent saw
+ * the signal in waitpid and completes their runs with it. Before, both
+ * read "killed" without a signal. */
+static void test_childsig(void **state)
+{
+	(void)state;
+	assert_int_equal(RECORD_T(60, "-- " PP_TARGETS "/t_childsig"), 0);
+	assert_out("child 1: signal 6\nchild 2: signal 9\n");
+	sqlite3 *db = db_open();
+	assert_rows(db, "SELECT status, term_signal FROM runs ORDER BY id", "complete 0|crashed 6|killed 9");
+	sqlite3_close(db);
+}
+
+/* A program that sets a tight RLIMIT_AS (its own need + 32 MiB) runs under
+ * `record` as without it: the agent's threads take no malloc arena of
+ * their own (64 MiB of address space each). */
+static void test_rlimit_as(void **state)
+{
+	(void)state;
+	assert_int_equal(sh(PP_TARGETS "/t_rlimit_as probe"), 0);
+	char *o = out_text();
+	long need = atol(o);
+	free(o);
+	assert_true(need > 0);
+	long limit = need + 32 * 1024;
+	assert_int_equal(sh(PP_TARGETS "/t_rlimit_as %ld", limit), 0);
+	char *plain = out_text();
+	assert_string_equal(plain, "48 MiB in 1 MiB blocks and a thread: ok; arenas 2\n");
+	assert_int_equal(RECORD_T(60, "-- " PP_TARGETS "/t_rlimit_as %ld", limit), 0);
+	assert_out(plain);
+	free(plain);
+	sqlite3 *db = db_open();
+	assert_rows(db, "SELECT status, exit_code FROM runs", "complete 0");
+	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'total'") >= 48);
 	sqlite3_close(db);
 }
 
@@ -737,6 +825,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_reltmp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_forkmt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rlimit_as, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sigclose, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_childsig, setup, teardown),
 	};
 	if (argc > 1) {
 		char filter[64];

@@ -14,7 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "phaseprof.h"
+#include "recorder_internal.h"
 #include "store.h"
 #include "store_internal.h"
 
@@ -435,17 +438,28 @@ static void test_corrupt(void **state)
 	assert_int_equal(pp_close(), 0);
 	struct stat sb;
 	stat(spool, &sb);
-	/* flip a byte two thirds in: CRC must catch it; the prefix is kept */
+	/* flip a payload byte of the chunk two thirds in (events are packed, so
+	 * headers are a good part of the file): CRC must catch it; the prefix
+	 * is kept */
 	FILE *f = fopen(spool, "r+b");
-	fseek(f, sb.st_size * 2 / 3, SEEK_SET);
+	long at = (long)sizeof(pp_spool_header), pos = -1;
+	pp_chunk_header h;
+	while (pos < 0 && fseek(f, at, SEEK_SET) == 0 && fread(&h, sizeof h, 1, f) == 1) {
+		long next = at + (long)sizeof h + (long)((h.size + 7u) & ~7u);
+		if (next > sb.st_size * 2 / 3 && h.size > 0)
+			pos = at + (long)sizeof h + (long)h.size / 2;
+		at = next;
+	}
+	assert_true(pos > 0);
+	fseek(f, pos, SEEK_SET);
 	int c = fgetc(f);
-	fseek(f, sb.st_size * 2 / 3, SEEK_SET);
+	fseek(f, pos, SEEK_SET);
 	fputc(c ^ 0x5a, f);
 	fclose(f);
 	pp_ingest_result res;
 	pp_store *st = ingest_one(spool, db, &res);
 	assert_int_equal(res.truncated, 1);
-	assert_true(res.truncated_at > 0 && res.truncated_at <= (uint64_t)sb.st_size * 2 / 3 + 1);
+	assert_true(res.truncated_at > 0 && res.truncated_at <= (uint64_t)pos);
 	assert_true(res.spans > 0 && res.spans <= 200);
 	assert_non_null(strstr(res.note, "offset"));
 	assert_int_equal(pp_store_close(st, NULL, 0), 0);
@@ -596,6 +610,85 @@ static void test_spool_safety(void **state)
 	assert_int_equal(pp_close(), 0);
 }
 
+/* The spool's checksum is zlib's crc32, bit for bit, at every length and
+ * alignment, chained or not (the folded path takes 64 bytes and more). */
+static void test_crc32_is_zlibs(void **state)
+{
+	(void)state;
+	enum { N = 4096 };
+	unsigned char *buf = malloc(N + 16);
+	assert_non_null(buf);
+	uint32_t x = 12345;
+	for (int i = 0; i < N + 16; i++) {
+		x = x * 1103515245u + 12345u;
+		buf[i] = (unsigned char)(x >> 16);
+	}
+	for (size_t len = 0; len <= 600; len++)
+		for (size_t off = 0; off < 16; off += 5) {
+			uint32_t want = (uint32_t)crc32(0L, buf + off, (uInt)len);
+			assert_int_equal(pp_crc32(0, buf + off, len), want);
+			/* chained: a header part, then the rest */
+			size_t h = len / 3;
+			assert_int_equal(pp_crc32(pp_crc32(0, buf + off, h), buf + off + h, len - h), want);
+		}
+	assert_int_equal(pp_crc32(0, buf, N), (uint32_t)crc32(0L, buf, N));
+	assert_int_equal(pp_crc32(0x89abcdefu, buf + 3, N - 7), (uint32_t)crc32(0x89abcdefu, buf + 3, N - 7));
+	free(buf);
+}
+
+/* The packed form gives back every field of every event, and a cut or
+ * garbled payload is refused, never read past. */
+static void test_events_pack(void **state)
+{
+	(void)state;
+	enum { N = 64 };
+	pp_event ev[N], back[N];
+	memset(ev, 0, sizeof ev);
+	uint64_t x = 88172645463325252ull;
+	for (int i = 0; i < N; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		ev[i].ts = i % 7 == 3 ? x : 1000000 + (uint64_t)i * 37; /* deltas of both signs */
+		ev[i].type = (uint8_t)(i % 9);                         /* 0 and 8: stored raw */
+		ev[i].kind = (uint8_t)(i % 3 ? i : 0);
+		ev[i].reserved = (uint16_t)(i % 5 == 0 ? 1 : i % 11 == 0 ? 65535 : 0);
+		ev[i].name = i % 4 ? (uint32_t)(x >> 32) : 0;
+		ev[i].arg = i % 3 == 0 ? UINT64_MAX : i % 3 == 1 ? 0 : x;
+	}
+	unsigned char buf[N * PP_PACK_MAX];
+	size_t n = pp_events_pack(ev, N, buf);
+	assert_true(n > 0 && n <= sizeof buf);
+	pp_unpack u = {.p = buf, .len = n};
+	assert_int_equal(pp_events_unpack(&u, back, 10), 10); /* in batches */
+	assert_int_equal(pp_events_unpack(&u, back + 10, N), N - 10);
+	assert_int_equal(pp_events_unpack(&u, back, N), 0);
+	assert_memory_equal(ev, back, sizeof ev);
+	/* a begin and an end as the recorder writes them: a few bytes each */
+	pp_event two[2] = {{.ts = 5000, .type = PP_EV_BEGIN, .name = 3, .arg = UINT64_MAX},
+			   {.ts = 5030, .type = PP_EV_END}};
+	assert_true(pp_events_pack(two, 2, buf) <= 8);
+	/* every cut of the payload: events before the cut, then -1 or the end */
+	n = pp_events_pack(ev, N, buf);
+	for (size_t len = 0; len < n; len++) {
+		pp_unpack c = {.p = buf, .len = len};
+		long k, total = 0;
+		while ((k = pp_events_unpack(&c, back, N)) > 0)
+			total += k;
+		assert_true(k == -1 || (k == 0 && total < N));
+		assert_true(c.off <= len);
+	}
+	/* an endless varint, both arg flags */
+	unsigned char bad[16];
+	memset(bad, 0xff, sizeof bad);
+	bad[0] = PP_EV_BEGIN;
+	pp_unpack b = {.p = bad, .len = sizeof bad};
+	assert_int_equal(pp_events_unpack(&b, back, N), -1);
+	unsigned char both[2] = {PP_EV_BEGIN | PP_PACK_ARG | PP_PACK_ARG_NONE, 0};
+	pp_unpack b2 = {.p = both, .len = 2};
+	assert_int_equal(pp_events_unpack(&b2, back, N), -1);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/pp-test-recorder-XXXXXX");
@@ -609,6 +702,7 @@ int main(void)
 		cmocka_unit_test(test_fork_disable),   cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_corrupt),        cmocka_unit_test(test_phase_hook),
 		cmocka_unit_test(test_clock_alignment), cmocka_unit_test(test_spool_safety),
+		cmocka_unit_test(test_crc32_is_zlibs), cmocka_unit_test(test_events_pack),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char cmd[300];

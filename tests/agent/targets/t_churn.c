@@ -1,5 +1,6 @@
 /* Multi-threaded allocator churn: THREADS named threads, each ROUNDS
- * malloc/free pairs of 48 bytes and ROUNDS/10 of 100000 bytes. */
+ * malloc/free pairs of 48 bytes and ROUNDS/10 of 100000 bytes, one
+ * malloc(0) and one request no allocator can meet. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,11 @@ static void *work(void *arg)
 	snprintf(name, sizeof name, "churn-%d", (int)(long)arg);
 	pthread_setname_np(pthread_self(), name);
 	unsigned sum = 0;
+	static volatile size_t huge = (size_t)1 << 62, zero = 0;
+	char *f = malloc(huge); /* fails: still a request, in the top size class */
+	sum += f != NULL;
+	free(f);
+	free(malloc(zero));
 	for (int i = 0; i < ROUNDS; i++) {
 		char *p = malloc(48);
 		p[0] = (char)i;
