@@ -88,7 +88,8 @@ static void io_summary(sqlite3 *db, int64_t run, pp_startup_summary *o, int *rc)
 	}
 	if (r != SQLITE_DONE)
 		goto fail;
-	qsort(opened, (size_t)n, sizeof *opened, cmp_i64);
+	if (n)
+		qsort(opened, (size_t)n, sizeof *opened, cmp_i64);
 	for (int i = 0; i < n; i++)
 		o->files_opened += i == 0 || opened[i] != opened[i - 1];
 	goto out;
@@ -192,7 +193,8 @@ static void python_summary(sqlite3 *db, int64_t run, pp_startup_summary *o, int 
 		}
 	}
 	/* cumulative time per module name: ties go to the first name id */
-	qsort(nd, (size_t)nn, sizeof *nd, cmp_name_dur);
+	if (nn)
+		qsort(nd, (size_t)nn, sizeof *nd, cmp_name_dur);
 	int64_t best = -1, best_ns = 0;
 	for (int i = 0; i < nn;) {
 		int64_t sum = 0;
