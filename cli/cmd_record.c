@@ -347,12 +347,14 @@ static int list_spools(const char *dir, pp_session_spool **out)
 }
 
 /* A database made while the program ran and then not needed goes: record
- * leaves no file when nothing was recorded. */
-static void drop_early(pp_store *early, const char *out)
+ * leaves no file when nothing was recorded (one that existed stays). */
+static void drop_early(pp_store *early, int created, const char *out)
 {
 	if (!early)
 		return;
 	pp_store_close(early, NULL, 0);
+	if (!created)
+		return;
 	static const char *const ext[] = {"", "-wal", "-shm", "-journal"};
 	char p[PATH_MAX + 16];
 	for (int i = 0; i < 4; i++) {
@@ -361,16 +363,29 @@ static void drop_early(pp_store *early, const char *out)
 	}
 }
 
-/* Ingests the session (into early when the database was created while the
- * program ran), prints what was recorded. Returns the number of runs
- * recorded, -1 if the database could not be written. */
+/* No -wal or -journal beside db: no other writer is in the middle of it. */
+static int no_other_writer(const char *db)
+{
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof p, "%s-wal", db);
+	if (access(p, F_OK) == 0)
+		return 0;
+	snprintf(p, sizeof p, "%s-journal", db);
+	return access(p, F_OK) != 0;
+}
+
+/* Ingests the session (into early when the database was opened while the
+ * program ran; early_created: it was made then), prints what was recorded.
+ * Returns the number of runs recorded, -1 if the database could not be
+ * written. */
 static int ingest_and_report(const char *out, const char *dir, const char *resolved, pid_t pid,
-			     int code, int sig, int64_t wall, int keep_all, pp_store *early, int *failed)
+			     int code, int sig, int64_t wall, int keep_all, pp_store *early, int early_created,
+			     int *failed)
 {
 	pp_session_spool *sp = NULL;
 	int nsp = list_spools(dir, &sp);
 	if (!nsp) {
-		drop_early(early, out);
+		drop_early(early, early_created, out);
 		early = NULL;
 	}
 	pp_store *st = early ? early : nsp ? cli_open_store(out, PP_STORE_WRITE) : NULL;
@@ -748,12 +763,15 @@ int cmd_record(int argc, char **argv)
 	if (read(errpipe[0], &exec_errno, sizeof exec_errno) != (ssize_t)sizeof exec_errno)
 		exec_errno = 0;
 	close(errpipe[0]);
-	/* a new database's schema is made while the program runs, off the
-	 * wait after it exits (a failure here is met again, and reported,
-	 * after the run) */
+	/* the database is opened while the program runs, off the wait after
+	 * it exits: a new one's schema made, an existing one's checks and its
+	 * switch to WAL (four syncs) done (a failure here is met again, and
+	 * reported, after the run). Not while another writer has it open (a
+	 * -wal or -journal beside it): the open would wait for that writer. */
 	pp_store *early = NULL;
 	char early_err[512];
-	if (!exec_errno && access(out, F_OK) != 0)
+	int early_created = access(out, F_OK) != 0;
+	if (!exec_errno && (early_created || no_other_writer(out)))
 		early = pp_store_open(out, PP_STORE_WRITE, early_err, sizeof early_err);
 	int status = 0;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -780,7 +798,8 @@ int cmd_record(int argc, char **argv)
 	/* a full disk (RLIMIT_FSIZE) must fail the write, not kill us mid-commit */
 	signal(SIGXFSZ, SIG_IGN);
 	int failed = 0;
-	int recorded = ingest_and_report(out, dir, resolved, pid, code, sig, wall, keep_all, early, &failed);
+	int recorded = ingest_and_report(out, dir, resolved, pid, code, sig, wall, keep_all, early, early_created,
+					 &failed);
 	if (keep || failed)
 		fprintf(stderr, "phaseprof: spool files kept in %s%s\n", dir,
 			failed ? " (ingest them with 'phaseprof ingest DIR/*.spool -o DB')" : "");
