@@ -6,9 +6,7 @@
 #include "cli.h"
 #include "cli_opt.h"
 #include "scenarios.h"
-#ifdef PP_HAVE_DIAG
 #include "diagnostics.h"
-#endif
 
 #include <errno.h>
 #include <ftw.h>
@@ -204,7 +202,6 @@ static void read_findings(run_ctx *c, const pp_scenario *s, variant_result *r)
 {
 	pp_finding *f = NULL;
 	int n = 0;
-#ifdef PP_HAVE_DIAG
 	if (c->diag) {
 		pp_diag_result d;
 		if (pp_diag_run(c->st, r->run_id, &d) != 0) {
@@ -214,9 +211,6 @@ static void read_findings(run_ctx *c, const pp_scenario *s, variant_result *r)
 		f = d.findings;
 		n = d.n;
 	}
-#else
-	(void)c;
-#endif
 	if (!f && pp_store_findings(c->st, r->run_id, &f, &n) != 0)
 		return;
 	r->n_findings = n;
@@ -539,11 +533,6 @@ int cmd_run(int argc, char **argv)
 		pp_store_close(st, NULL, 0);
 		return 1;
 	}
-#ifndef PP_HAVE_DIAG
-	if (diag)
-		printf("note: built without the diagnostics library; no findings are computed\n");
-	diag = 0;
-#endif
 	run_ctx c = {st, tmp, size, diag, 0};
 	printf("phaseprof run: %d scenario%s, %s size, into %s\n\n", nsel, nsel == 1 ? "" : "s",
 	       pp_scn_size_name(size), db);

@@ -55,6 +55,19 @@ int store_exec(pp_store *st, const char *sql, char *err, size_t errlen)
 	return 0;
 }
 
+int store_has_table(pp_store *st, const char *schema, const char *table)
+{
+	char sql[160];
+	snprintf(sql, sizeof sql, "SELECT 1 FROM %s.sqlite_master WHERE type='table' AND name=?", schema);
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(s, 1, table, -1, SQLITE_STATIC);
+	int r = sqlite3_step(s) == SQLITE_ROW;
+	sqlite3_finalize(s);
+	return r;
+}
+
 static int64_t query_int(sqlite3 *db, const char *sql, int64_t dflt, int *rc_out)
 {
 	sqlite3_stmt *s;
@@ -280,6 +293,8 @@ static pp_store *store_open(const char *path, int mode, char *err, size_t errlen
 		    store_exec(st, "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;", err, errlen) != 0)
 			goto fail;
 	}
+	/* a file from before span folding (schema version 1), opened to read */
+	st->has_span_groups = store_has_table(st, "main", "span_groups");
 	return st;
 fail:
 	sqlite3_close(st->db);

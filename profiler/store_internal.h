@@ -20,6 +20,7 @@ struct pp_store {
 	int mode;
 	int schema_version;
 	int fresh;                   /* created by this open: written without syncs */
+	int has_span_groups;         /* 0 in files older than span folding */
 	/* string -> id cache over the strings table (write mode) */
 	intern_ent *interned;
 	uint32_t n_interned, cap_interned;
@@ -38,6 +39,8 @@ int pp_store_query(pp_store *st, const char *sql, int64_t run_id, pp_row_cb cb, 
 /* Runs sql (statements without results); 0, or -1 with "path: message"
  * in err. */
 int store_exec(pp_store *st, const char *sql, char *err, size_t errlen);
+/* 1 when schema ("main", or an attached one) has the table */
+int store_has_table(pp_store *st, const char *schema, const char *table);
 /* Prepares sql, binds ?1 = a, ?2 = b and ?3 = t (those the statement has),
  * calls row per result row (non-zero stops) and finalizes. 0, or -1 on any
  * SQLite error. */

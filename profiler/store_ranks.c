@@ -18,19 +18,6 @@ static void col_text(char *dst, size_t n, sqlite3_stmt *s, int col)
 	snprintf(dst, n, "%s", t ? (const char *)t : "");
 }
 
-static int has_table(pp_store *st, const char *schema, const char *table)
-{
-	char sql[160];
-	snprintf(sql, sizeof sql, "SELECT 1 FROM %s.sqlite_master WHERE type='table' AND name=?", schema);
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(s, 1, table, -1, SQLITE_STATIC);
-	int r = sqlite3_step(s) == SQLITE_ROW;
-	sqlite3_finalize(s);
-	return r;
-}
-
 typedef struct parent_of { int64_t id, parent; } parent_of;
 
 static int cmp_parent(const void *a, const void *b)
@@ -284,7 +271,7 @@ static int is_string_col(const char *table, const char *col)
 static int copy_table(pp_store *st, const char *table, int64_t roff, int64_t soff, int64_t goff, char *err,
 		      size_t errlen)
 {
-	if (!has_table(st, "src", table))
+	if (!store_has_table(st, "src", table))
 		return 0;
 	char sql[4096], cols[1536] = "", sel[2560] = "";
 	snprintf(sql, sizeof sql,
@@ -398,7 +385,7 @@ out:
 int pp_store_comm_totals(pp_store *st, int64_t run_id, int64_t *calls, int64_t *bytes)
 {
 	*calls = *bytes = 0;
-	if (!has_table(st, "main", "comm"))
+	if (!store_has_table(st, "main", "comm"))
 		return 0;
 	sqlite3_stmt *s;
 	if (sqlite3_prepare_v2(st->db, "SELECT count(*), coalesce(sum(bytes),0) FROM comm WHERE run_id = ?1", -1, &s,

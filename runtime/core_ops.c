@@ -110,23 +110,13 @@ static void k_read_variable(flow_kernel_ctx *k)
 	flow_ctx_set_output(k, 0, *slot);
 }
 
-static int same_shape(const flow_tensor *a, const flow_tensor *b)
-{
-	if (a->ndim != b->ndim)
-		return 0;
-	for (int i = 0; i < a->ndim; i++)
-		if (a->dims[i] != b->dims[i])
-			return 0;
-	return 1;
-}
-
 static void k_assign(flow_kernel_ctx *k)
 {
 	flow_tensor **slot = flow_ctx_var(k, 0);
 	flow_tensor *v = flow_ctx_input(k, 1);
 	if (!slot)
 		return;
-	if (*slot && flow_ctx_attr_bool(k, "validate_shape", 1) && !same_shape(*slot, v)) {
+	if (*slot && flow_ctx_attr_bool(k, "validate_shape", 1) && !flow_tensor_same_shape(*slot, v)) {
 		char a[96], b[96];
 		flow_shape sa = flow_tensor_shape(*slot), sb = flow_tensor_shape(v);
 		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "variable shape %s does not match value shape %s",
@@ -207,7 +197,7 @@ static void assign_update(flow_kernel_ctx *k, int sub)
 		return;
 	}
 	flow_tensor *v = flow_ctx_input(k, 1);
-	if (!same_shape(*slot, v)) {
+	if (!flow_tensor_same_shape(*slot, v)) {
 		char a[96], b[96];
 		flow_shape sa = flow_tensor_shape(*slot), sb = flow_tensor_shape(v);
 		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "variable shape %s does not match update shape %s",

@@ -92,6 +92,17 @@ static inline void *flow_tensor_ptr(flow_tensor *t)
 #define FLOW_I64P(t) ((int64_t *)flow_tensor_ptr(t))
 #define FLOW_BOOLP(t) ((uint8_t *)flow_tensor_ptr(t))
 
+/* 1 if a and b have the same rank and dimensions. */
+static inline int flow_tensor_same_shape(const flow_tensor *a, const flow_tensor *b)
+{
+	if (a->ndim != b->ndim)
+		return 0;
+	for (int i = 0; i < a->ndim; i++)
+		if (a->dims[i] != b->dims[i])
+			return 0;
+	return 1;
+}
+
 /* A new tensor sharing t's buffer with another shape of the same element
  * count (Reshape, ExpandDims, Squeeze: no copy). */
 flow_tensor *flow_tensor_alias(flow_tensor *t, int ndim, const int64_t *dims, flow_status *st);

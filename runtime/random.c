@@ -151,46 +151,74 @@ typedef struct fill_job {
 
 enum { FK_F32, FK_F64, FK_I32, FK_I64 };
 
-static void trunc_group_f32(flow_philox *p, float *dst, size_t cnt, float mean, float sd)
+/* One Philox block as the values of a group (PER below): 4 floats or 2
+ * doubles, uniform in [0, 1) or standard normal. */
+static void uniform_float(const uint32_t w[4], float v[4])
 {
-	/* Rejection within the reserved budget; the budget (64 blocks = 256
-	 * normals for 4 outputs) runs out with probability ~0.046^250. If it
-	 * ever did, the stream continues in a counter region no other group
-	 * uses (high counter word flipped), so the result stays deterministic. */
-	size_t got = 0;
-	uint32_t used = 0;
-	while (got < cnt) {
-		uint32_t w[4];
-		if (used == FLOW_TRUNC_BLOCKS)
-			p->ctr[3] ^= 0x80000000u;
-		flow_philox_next(p, w);
-		used++;
-		float z[4];
-		flow_box_muller_f32(w[0], w[1], &z[0], &z[1]);
-		flow_box_muller_f32(w[2], w[3], &z[2], &z[3]);
-		for (int i = 0; i < 4 && got < cnt; i++)
-			if (fabsf(z[i]) < 2.0f)
-				dst[got++] = mean + sd * z[i];
-	}
+	for (int i = 0; i < 4; i++)
+		v[i] = flow_u32_to_float(w[i]);
 }
 
-static void trunc_group_f64(flow_philox *p, double *dst, size_t cnt, double mean, double sd)
+static void normal_float(const uint32_t w[4], float v[4])
 {
-	size_t got = 0;
-	uint32_t used = 0;
-	while (got < cnt) {
-		uint32_t w[4];
-		if (used == FLOW_TRUNC_BLOCKS)
-			p->ctr[3] ^= 0x80000000u;
-		flow_philox_next(p, w);
-		used++;
-		double z[2];
-		flow_box_muller_f64(w[0], w[1], w[2], w[3], &z[0], &z[1]);
-		for (int i = 0; i < 2 && got < cnt; i++)
-			if (fabs(z[i]) < 2.0)
-				dst[got++] = mean + sd * z[i];
-	}
+	flow_box_muller_f32(w[0], w[1], &v[0], &v[1]);
+	flow_box_muller_f32(w[2], w[3], &v[2], &v[3]);
 }
+
+static void uniform_double(const uint32_t w[4], double v[2])
+{
+	v[0] = flow_u64_to_double(w[0], w[1]);
+	v[1] = flow_u64_to_double(w[2], w[3]);
+}
+
+static void normal_double(const uint32_t w[4], double v[2])
+{
+	flow_box_muller_f64(w[0], w[1], w[2], w[3], &v[0], &v[1]);
+}
+
+/* A group of a real fill, one function per type. Truncated normals reject
+ * within the reserved budget; the budget (64 blocks = 256 normals for 4
+ * outputs) runs out with probability ~0.046^250. If it ever did, the stream
+ * continues in a counter region no other group uses (high counter word
+ * flipped), so the result stays deterministic. */
+#define DEFINE_REAL_GROUP(T, ABS, PER)                                                     \
+	static void trunc_##T(flow_philox *p, T *o, size_t cnt, T a, T b)                  \
+	{                                                                                  \
+		size_t got = 0;                                                            \
+		for (uint32_t used = 0; got < cnt; used++) {                               \
+			uint32_t w[4];                                                     \
+			T v[PER];                                                          \
+			if (used == FLOW_TRUNC_BLOCKS)                                     \
+				p->ctr[3] ^= 0x80000000u;                                  \
+			flow_philox_next(p, w);                                            \
+			normal_##T(w, v);                                                  \
+			for (int i = 0; i < PER && got < cnt; i++)                         \
+				if (ABS(v[i]) < (T)2)                                      \
+					o[got++] = a + b * v[i];                           \
+		}                                                                          \
+	}                                                                                  \
+	static void group_##T(const fill_job *j, flow_philox *p, T *o, size_t cnt)         \
+	{                                                                                  \
+		if (j->dist == FLOW_DIST_TRUNC_NORMAL) {                                   \
+			trunc_##T(p, o, cnt, (T)j->a, (T)j->b);                            \
+			return;                                                            \
+		}                                                                          \
+		T a = (T)j->a, b = (T)j->b, v[PER];                                        \
+		uint32_t w[4];                                                             \
+		flow_philox_next(p, w);                                                    \
+		if (j->dist == FLOW_DIST_UNIFORM) {                                        \
+			uniform_##T(w, v);                                                 \
+			for (int i = 0; i < PER; i++)                                      \
+				v[i] = a + (b - a) * v[i];                                 \
+		} else {                                                                   \
+			normal_##T(w, v);                                                  \
+			for (int i = 0; i < PER; i++)                                      \
+				v[i] = a + b * v[i];                                       \
+		}                                                                          \
+		memcpy(o, v, cnt * sizeof *o);                                             \
+	}
+DEFINE_REAL_GROUP(float, fabsf, 4)
+DEFINE_REAL_GROUP(double, fabs, 2)
 
 static void fill_range(fill_job *j)
 {
@@ -201,46 +229,12 @@ static void fill_range(fill_job *j)
 		size_t cnt = j->n - e0 < j->group ? j->n - e0 : j->group;
 		uint32_t w[4];
 		switch (j->kind) {
-		case FK_F32: {
-			float *o = (float *)j->out + e0;
-			float a = (float)j->a, b = (float)j->b;
-			if (j->dist == FLOW_DIST_TRUNC_NORMAL) {
-				trunc_group_f32(&p, o, cnt, a, b);
-				break;
-			}
-			flow_philox_next(&p, w);
-			float v[4];
-			if (j->dist == FLOW_DIST_UNIFORM) {
-				for (int i = 0; i < 4; i++)
-					v[i] = a + (b - a) * flow_u32_to_float(w[i]);
-			} else {
-				flow_box_muller_f32(w[0], w[1], &v[0], &v[1]);
-				flow_box_muller_f32(w[2], w[3], &v[2], &v[3]);
-				for (int i = 0; i < 4; i++)
-					v[i] = a + b * v[i];
-			}
-			memcpy(o, v, cnt * sizeof *o);
+		case FK_F32:
+			group_float(j, &p, (float *)j->out + e0, cnt);
 			break;
-		}
-		case FK_F64: {
-			double *o = (double *)j->out + e0;
-			if (j->dist == FLOW_DIST_TRUNC_NORMAL) {
-				trunc_group_f64(&p, o, cnt, j->a, j->b);
-				break;
-			}
-			flow_philox_next(&p, w);
-			double v[2];
-			if (j->dist == FLOW_DIST_UNIFORM) {
-				v[0] = j->a + (j->b - j->a) * flow_u64_to_double(w[0], w[1]);
-				v[1] = j->a + (j->b - j->a) * flow_u64_to_double(w[2], w[3]);
-			} else {
-				flow_box_muller_f64(w[0], w[1], w[2], w[3], &v[0], &v[1]);
-				v[0] = j->a + j->b * v[0];
-				v[1] = j->a + j->b * v[1];
-			}
-			memcpy(o, v, cnt * sizeof *o);
+		case FK_F64:
+			group_double(j, &p, (double *)j->out + e0, cnt);
 			break;
-		}
 		case FK_I32: {
 			int32_t *o = (int32_t *)j->out + e0;
 			flow_philox_next(&p, w);
@@ -299,17 +293,6 @@ static void fill_run(fill_job *proto, int nthreads)
 	}
 }
 
-static void job_init(fill_job *j, void *out, size_t n, uint64_t seed, uint64_t seed2, int kind)
-{
-	memset(j, 0, sizeof *j);
-	j->out = out;
-	j->n = n;
-	j->kind = kind;
-	j->stride = 1;
-	flow_philox_seed(&j->base, seed, seed2);
-}
-
-
 uint64_t flow_random_blocks(size_t n, int f64, flow_dist dist)
 {
 	size_t group = f64 ? 2 : 4;
@@ -317,66 +300,62 @@ uint64_t flow_random_blocks(size_t n, int f64, flow_dist dist)
 	return groups * (dist == FLOW_DIST_TRUNC_NORMAL ? FLOW_TRUNC_BLOCKS : 1);
 }
 
+/* Sets up j (out, n, kind and the distribution's parameters filled in) to
+ * draw from (seed, seed2), offset counter blocks into the stream. */
+static void fill_prepare(fill_job *j, uint64_t seed, uint64_t seed2, uint64_t offset)
+{
+	int real = j->kind == FK_F32 || j->kind == FK_F64;
+	j->group = j->kind == FK_F32 || j->kind == FK_I32 ? 4 : 2;
+	j->stride = real && j->dist == FLOW_DIST_TRUNC_NORMAL ? FLOW_TRUNC_BLOCKS : 1;
+	flow_philox_seed(&j->base, seed, seed2);
+	flow_philox_skip(&j->base, offset);
+}
+
+static void fill(fill_job j, uint64_t seed, uint64_t seed2, uint64_t offset, int nthreads)
+{
+	if (!j.n)
+		return;
+	fill_prepare(&j, seed, seed2, offset);
+	fill_run(&j, nthreads);
+}
+
+/* Groups [g0, g1) of a fill, on the calling thread. */
+static void fill_part(fill_job j, uint64_t seed, uint64_t seed2, uint64_t offset, size_t g0, size_t g1)
+{
+	fill_prepare(&j, seed, seed2, offset);
+	j.g0 = g0;
+	j.g1 = g1;
+	fill_range(&j);
+}
+
 void flow_random_fill_f32_at(float *out, size_t n, uint64_t seed, uint64_t seed2, uint64_t offset,
 			  flow_dist dist, float a, float b, int nthreads)
 {
-	fill_job j;
-	if (!n)
-		return;
-	job_init(&j, out, n, seed, seed2, FK_F32);
-	j.group = 4;
-	j.dist = dist;
-	j.a = a;
-	j.b = b;
-	if (dist == FLOW_DIST_TRUNC_NORMAL)
-		j.stride = FLOW_TRUNC_BLOCKS;
-	flow_philox_skip(&j.base, offset);
-	fill_run(&j, nthreads);
+	fill((fill_job){.out = out, .n = n, .kind = FK_F32, .dist = dist, .a = a, .b = b}, seed, seed2,
+	     offset, nthreads);
 }
 
 void flow_random_fill_f64_at(double *out, size_t n, uint64_t seed, uint64_t seed2, uint64_t offset,
 			  flow_dist dist, double a, double b, int nthreads)
 {
-	fill_job j;
-	if (!n)
-		return;
-	job_init(&j, out, n, seed, seed2, FK_F64);
-	j.group = 2;
-	j.dist = dist;
-	j.a = a;
-	j.b = b;
-	if (dist == FLOW_DIST_TRUNC_NORMAL)
-		j.stride = FLOW_TRUNC_BLOCKS;
-	flow_philox_skip(&j.base, offset);
-	fill_run(&j, nthreads);
+	fill((fill_job){.out = out, .n = n, .kind = FK_F64, .dist = dist, .a = a, .b = b}, seed, seed2,
+	     offset, nthreads);
 }
 
 void flow_random_fill_i32_at(int32_t *out, size_t n, uint64_t seed, uint64_t seed2, uint64_t offset,
 			  int32_t lo, int32_t hi, int nthreads)
 {
-	fill_job j;
-	if (!n)
-		return;
-	job_init(&j, out, n, seed, seed2, FK_I32);
-	j.group = 4;
-	j.ilo = lo;
-	j.irange = hi > lo ? (uint64_t)((int64_t)hi - lo) : 1;
-	flow_philox_skip(&j.base, offset);
-	fill_run(&j, nthreads);
+	fill((fill_job){.out = out, .n = n, .kind = FK_I32, .ilo = lo,
+			.irange = hi > lo ? (uint64_t)((int64_t)hi - lo) : 1},
+	     seed, seed2, offset, nthreads);
 }
 
 void flow_random_fill_i64_at(int64_t *out, size_t n, uint64_t seed, uint64_t seed2, uint64_t offset,
 			  int64_t lo, int64_t hi, int nthreads)
 {
-	fill_job j;
-	if (!n)
-		return;
-	job_init(&j, out, n, seed, seed2, FK_I64);
-	j.group = 2;
-	j.ilo = lo;
-	j.irange = hi > lo ? (uint64_t)hi - (uint64_t)lo : 1;
-	flow_philox_skip(&j.base, offset);
-	fill_run(&j, nthreads);
+	fill((fill_job){.out = out, .n = n, .kind = FK_I64, .ilo = lo,
+			.irange = hi > lo ? (uint64_t)hi - (uint64_t)lo : 1},
+	     seed, seed2, offset, nthreads);
 }
 
 void flow_random_resolve_seeds(int64_t seed, int64_t seed2, uint64_t *s1, uint64_t *s2)
@@ -432,33 +411,13 @@ size_t flow_random_groups(size_t n, int f64)
 void flow_random_fill_part_f32(float *out, size_t n, uint64_t seed, uint64_t seed2, uint64_t offset,
 			       flow_dist dist, float a, float b, size_t g0, size_t g1)
 {
-	fill_job j;
-	job_init(&j, out, n, seed, seed2, FK_F32);
-	j.group = 4;
-	j.dist = dist;
-	j.a = a;
-	j.b = b;
-	if (dist == FLOW_DIST_TRUNC_NORMAL)
-		j.stride = FLOW_TRUNC_BLOCKS;
-	flow_philox_skip(&j.base, offset);
-	j.g0 = g0;
-	j.g1 = g1;
-	fill_range(&j);
+	fill_part((fill_job){.out = out, .n = n, .kind = FK_F32, .dist = dist, .a = a, .b = b}, seed, seed2,
+		  offset, g0, g1);
 }
 
 void flow_random_fill_part_f64(double *out, size_t n, uint64_t seed, uint64_t seed2, uint64_t offset,
 			       flow_dist dist, double a, double b, size_t g0, size_t g1)
 {
-	fill_job j;
-	job_init(&j, out, n, seed, seed2, FK_F64);
-	j.group = 2;
-	j.dist = dist;
-	j.a = a;
-	j.b = b;
-	if (dist == FLOW_DIST_TRUNC_NORMAL)
-		j.stride = FLOW_TRUNC_BLOCKS;
-	flow_philox_skip(&j.base, offset);
-	j.g0 = g0;
-	j.g1 = g1;
-	fill_range(&j);
+	fill_part((fill_job){.out = out, .n = n, .kind = FK_F64, .dist = dist, .a = a, .b = b}, seed, seed2,
+		  offset, g0, g1);
 }

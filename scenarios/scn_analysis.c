@@ -23,19 +23,28 @@ void scn_series_free(scn_series *s)
 	s->n = 0;
 }
 
-int scn_steps(pp_store *st, int64_t run_id, scn_series *out)
+/* The run's steps, and out sized for one value per step (n set by the
+ * caller once the values are in). */
+static int steps_series(pp_store *st, int64_t run_id, pp_step_row **rows, int *n, scn_series *out)
 {
 	out->v = NULL;
 	out->n = 0;
-	pp_step_row *rows;
-	int n;
-	if (outer_steps(st, run_id, &rows, &n) != 0)
+	if (outer_steps(st, run_id, rows, n) != 0)
 		return -1;
-	out->v = malloc(((size_t)n + 1) * sizeof *out->v);
+	out->v = malloc(((size_t)*n + 1) * sizeof *out->v);
 	if (!out->v) {
-		free(rows);
+		free(*rows);
 		return -1;
 	}
+	return 0;
+}
+
+int scn_steps(pp_store *st, int64_t run_id, scn_series *out)
+{
+	pp_step_row *rows;
+	int n;
+	if (steps_series(st, run_id, &rows, &n, out) != 0)
+		return -1;
 	for (int i = 0; i < n; i++)
 		out->v[i] = (double)rows[i].dur_ns;
 	out->n = n;
@@ -45,21 +54,16 @@ int scn_steps(pp_store *st, int64_t run_id, scn_series *out)
 
 int scn_counter_at_steps(pp_store *st, int64_t run_id, const char *name, scn_series *out)
 {
-	out->v = NULL;
-	out->n = 0;
-	pp_step_row *steps;
-	int ns;
-	if (outer_steps(st, run_id, &steps, &ns) != 0)
-		return -1;
 	pp_counter_row *c = NULL;
 	int nc = 0;
 	if (pp_store_counter(st, run_id, name, &c, &nc) != 0) {
-		free(steps);
+		out->v = NULL;
+		out->n = 0;
 		return -1;
 	}
-	out->v = malloc(((size_t)ns + 1) * sizeof *out->v);
-	if (!out->v) {
-		free(steps);
+	pp_step_row *steps;
+	int ns;
+	if (steps_series(st, run_id, &steps, &ns, out) != 0) {
 		free(c);
 		return -1;
 	}

@@ -34,12 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifdef PP_HAVE_FLOW_TRAIN
 #include "flow_train.h"
-
-/* Requested from flow-train (docs/requests.md); used when it exists. */
-extern int flow_model_warmup(flow_model *m, flow_tensor *x, flow_tensor *y, flow_status *st)
-	__attribute__((weak));
 
 /* A small batch: the step itself is cheap, so what the first step pays once
  * is visible (as in the reports: epoch 1 3,943 s vs 239 s later, keras#6503). */
@@ -155,18 +150,13 @@ static int fs_train(scn_env *e, int kind, int mode, const char *plans, size_t re
 	if (!rc && mode == FS_PREPARED && flow_model_prepare_train(m, st) != 0)
 		rc = scn_fail(e, "prepare_train: %s", flow_status_message(st));
 	if (!rc && mode == FS_WARMUP) {
-		if (!flow_model_warmup)
-			rc = scn_fail(e, "this flow_train has no flow_model_warmup (requested in "
-					 "docs/requests.md): a warm-up step would be recorded as step 0");
-		else {
-			/* one batch of the loop's shape: a differently shaped warm-up
-			 * would leave the loop's own first execution cold */
-			flow_tensor *wx = fs_rows(x, FS_BATCH, st), *wy = fs_rows(y, FS_BATCH, st);
-			if (!wx || !wy || flow_model_warmup(m, wx, wy, st) != 0)
-				rc = scn_fail(e, "warm-up: %s", flow_status_message(st));
-			flow_tensor_unref(wx);
-			flow_tensor_unref(wy);
-		}
+		/* one batch of the loop's shape: a differently shaped warm-up
+		 * would leave the loop's own first execution cold */
+		flow_tensor *wx = fs_rows(x, FS_BATCH, st), *wy = fs_rows(y, FS_BATCH, st);
+		if (!wx || !wy || flow_model_warmup(m, wx, wy, st) != 0)
+			rc = scn_fail(e, "warm-up: %s", flow_status_message(st));
+		flow_tensor_unref(wx);
+		flow_tensor_unref(wy);
 	}
 	flow_fit_result fr;
 	scn_measured_begin();
@@ -262,20 +252,22 @@ static int fs_prepare(const char *workdir, int size, char *err, size_t errlen)
 	}
 	return 0;
 }
-#else
-static int fs_missing(scn_env *e)
-{
-	return scn_fail(e, "training needs flow_train (runtime/train), not built here");
-}
-#define fs_slow fs_missing
-#define fs_slow_cnn fs_missing
-#define fs_warmup fs_missing
-#define fs_prepared fs_missing
-#define fs_prepare NULL
-#endif
 
 /* ---- claims ---- */
 
+
+/* A part of the first step's extra time: supported at 10% of it, partly
+ * when it is there at all. */
+static int fs_part_verdict(double part, double extra)
+{
+	return part >= 0.1 * extra ? PP_CLAIM_SUPPORTED : part > 0 ? PP_CLAIM_PARTLY : PP_CLAIM_NOT_SUPPORTED;
+}
+
+/* part as a percentage of the extra time (0 when there is none). */
+static double fs_pct(double part, double extra)
+{
+	return extra > 0 ? 100 * part / extra : 0;
+}
 
 static int fs_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int max)
 {
@@ -306,20 +298,14 @@ static int fs_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 			      first > med ? 100 * build / (first - med) : 0);
 		n = scn_claim(out, n, max, "optimizer-slots",
 			      "optimiser set-up (slot variables) adds to the first step",
-			      os.v[0] >= 0.1 * (first - med) ? PP_CLAIM_SUPPORTED
-			      : os.v[0] > 0                  ? PP_CLAIM_PARTLY
-							     : PP_CLAIM_NOT_SUPPORTED,
+			      fs_part_verdict(os.v[0], first - med),
 			      "Adam's slots created in the first step: %s (%.0f%% of the extra time)",
-			      pp_fmt_dur(a, sizeof a, os.v[0]),
-			      first > med ? 100 * os.v[0] / (first - med) : 0);
+			      pp_fmt_dur(a, sizeof a, os.v[0]), fs_pct(os.v[0], first - med));
 		n = scn_claim(out, n, max, "memory-allocation",
 			      "allocating device/host memory makes the first step slower",
-			      ma.v[0] >= 0.1 * (first - med) ? PP_CLAIM_SUPPORTED
-			      : ma.v[0] > 0                  ? PP_CLAIM_PARTLY
-							     : PP_CLAIM_NOT_SUPPORTED,
+			      fs_part_verdict(ma.v[0], first - med),
 			      "arena growth inside the first step: %s (%.0f%% of the extra time)",
-			      pp_fmt_dur(a, sizeof a, ma.v[0]),
-			      first > med ? 100 * ma.v[0] / (first - med) : 0);
+			      pp_fmt_dur(a, sizeof a, ma.v[0]), fs_pct(ma.v[0], first - med));
 		/* the model's own variables, not the optimiser's slots (whose
 		 * initialiser runs inside optimizer_setup) */
 		int64_t mv[2] = {0, 0};

@@ -122,13 +122,21 @@ static int gg_loop(scn_env *e, gg_ctx *c, flow_output y)
 	return rc;
 }
 
+/* The fixes' graph: y = x * 2 built once, before the loop. */
+static int gg_setup_once(scn_env *e, gg_ctx *c, flow_output *y)
+{
+	int rc = gg_setup(e, c, 1);
+	*y = rc ? c->x : scn_binary(c->g, "Mul", "mul", c->x, c->two, c->st);
+	if (!rc && !y->op)
+		rc = scn_fail(e, "mul: %s", flow_status_message(c->st));
+	return rc;
+}
+
 static int gg_build_once(scn_env *e)
 {
 	gg_ctx c;
-	int rc = gg_setup(e, &c, 1);
-	flow_output y = rc ? c.x : scn_binary(c.g, "Mul", "mul", c.x, c.two, c.st);
-	if (!rc && !y.op)
-		rc = scn_fail(e, "mul: %s", flow_status_message(c.st));
+	flow_output y;
+	int rc = gg_setup_once(e, &c, &y);
 	if (!rc)
 		rc = gg_loop(e, &c, y);
 	gg_free(&c);
@@ -138,10 +146,8 @@ static int gg_build_once(scn_env *e)
 static int gg_finalized(scn_env *e)
 {
 	gg_ctx c;
-	int rc = gg_setup(e, &c, 1);
-	flow_output y = rc ? c.x : scn_binary(c.g, "Mul", "mul", c.x, c.two, c.st);
-	if (!rc && !y.op)
-		rc = scn_fail(e, "mul: %s", flow_status_message(c.st));
+	flow_output y;
+	int rc = gg_setup_once(e, &c, &y);
 	if (!rc) {
 		flow_graph_finalize(c.g);
 		/* The slow variant's mistake, once: a finalized graph refuses it
@@ -163,7 +169,6 @@ static int gg_finalized(scn_env *e)
 	return rc;
 }
 
-#ifdef PP_HAVE_FLOW_TRAIN
 #include "flow_train.h"
 
 static int gg_trace(flow_graph *g, const flow_output *in, int n_in, flow_output *out, int n_out,
@@ -201,12 +206,6 @@ static int gg_traced(scn_env *e)
 	gg_free(&c);
 	return rc;
 }
-#else
-static int gg_traced(scn_env *e)
-{
-	return scn_fail(e, "traced functions need flow_train (runtime/train), not built here");
-}
-#endif
 
 /* The write-up's example 1 verbatim in eager mode: x = x * 2, then
  * reduce_sum(x), every iteration. No graph exists to grow. */

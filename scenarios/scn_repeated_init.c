@@ -179,7 +179,6 @@ static int ri_one_session(scn_env *e)
 	return rc;
 }
 
-#ifdef PP_HAVE_FLOW_TRAIN
 #include "flow_train.h"
 
 typedef struct ri_fn {
@@ -236,12 +235,6 @@ static int ri_traced(scn_env *e)
 	ri_free(&c);
 	return rc;
 }
-#else
-static int ri_traced(scn_env *e)
-{
-	return scn_fail(e, "traced functions need flow_train (runtime/train), not built here");
-}
-#endif
 
 /* ---- claims ---- */
 

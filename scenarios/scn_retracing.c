@@ -22,7 +22,6 @@
 #define RT_OUT 10
 #define RT_DEPTH 4 /* hidden 128x128 layers: a realistic trace, not a toy */
 
-#ifdef PP_HAVE_FLOW_TRAIN
 #include "flow_train.h"
 
 typedef struct rt_model {
@@ -189,16 +188,6 @@ static int rt_prepare(const char *workdir, int size, char *err, size_t errlen)
 	return rc;
 }
 
-#else
-#define rt_prepare NULL
-static int rt_missing(scn_env *e)
-{
-	return scn_fail(e, "traced functions need flow_train (runtime/train), not built here");
-}
-#define rt_slow rt_missing
-#define rt_relaxed rt_missing
-#define rt_reduce rt_missing
-#endif
 
 
 static int rt_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int max)

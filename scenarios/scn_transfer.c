@@ -43,9 +43,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifdef PP_HAVE_GPU_PROBE
 #include "ppgpu.h"
-#endif
 #ifdef PP_HAVE_FLOW_CUDA
 #include "flow_cuda.h"
 #endif
@@ -56,7 +54,6 @@
  * scenario can run, else 0 with why. */
 static int transfer_probe(char *why, size_t len)
 {
-#if defined(PP_HAVE_GPU_PROBE)
 	ppgpu_probe_result r;
 	if (ppgpu_probe_driver(NULL, &r) != PPGPU_OK) {
 		snprintf(why, len, "no usable GPU (%s): %s", ppgpu_state_name(r.state), r.reason);
@@ -78,10 +75,6 @@ static int transfer_probe(char *why, size_t len)
 		 "GPU %s found, but phaseprof was built without flow's CUDA backend (no nvcc or cuBLAS at "
 		 "build time)",
 		 r.device_name[0] ? r.device_name : "device 0");
-	return 0;
-#endif
-#else
-	snprintf(why, len, "phaseprof was built without the GPU probe (profiler/gpu)");
 	return 0;
 #endif
 }

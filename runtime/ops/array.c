@@ -405,7 +405,9 @@ static void concat_run(flow_kernel_ctx *k, flow_tensor **in, int n, int64_t axis
 	}
 }
 
-static void k_ConcatV2(flow_kernel_ctx *k)
+/* Concat and ConcatV2: n values from input `first` on, the axis a scalar in
+ * input axis_in (named `what` in messages). */
+static void concat_kernel(flow_kernel_ctx *k, int first, int axis_in, const char *what)
 {
 	int n = flow_ctx_num_inputs(k) - 1;
 	flow_tensor *in[256];
@@ -415,32 +417,23 @@ static void k_ConcatV2(flow_kernel_ctx *k)
 		return;
 	}
 	for (int i = 0; i < n; i++)
-		in[i] = flow_ctx_input(k, i);
-	if (ops_read_ints(k, flow_ctx_input(k, n), a, 1, "axis") != 1) {
+		in[i] = flow_ctx_input(k, first + i);
+	if (ops_read_ints(k, flow_ctx_input(k, axis_in), a, 1, what) != 1) {
 		if (flow_ctx_ok(k))
-			flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "axis must be a scalar");
+			flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "%s must be a scalar", what);
 		return;
 	}
 	concat_run(k, in, n, a[0], 0);
 }
 
+static void k_ConcatV2(flow_kernel_ctx *k)
+{
+	concat_kernel(k, 0, flow_ctx_num_inputs(k) - 1, "axis");
+}
+
 static void k_Concat(flow_kernel_ctx *k)
 {
-	int n = flow_ctx_num_inputs(k) - 1;
-	flow_tensor *in[256];
-	int64_t a[1];
-	if (n > 256) {
-		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "at most 256 inputs");
-		return;
-	}
-	for (int i = 0; i < n; i++)
-		in[i] = flow_ctx_input(k, i + 1);
-	if (ops_read_ints(k, flow_ctx_input(k, 0), a, 1, "concat_dim") != 1) {
-		if (flow_ctx_ok(k))
-			flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "concat_dim must be a scalar");
-		return;
-	}
-	concat_run(k, in, n, a[0], 0);
+	concat_kernel(k, 1, 0, "concat_dim");
 }
 
 static void k_Pack(flow_kernel_ctx *k)

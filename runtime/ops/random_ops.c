@@ -14,6 +14,7 @@
 #include "../init.h"
 #include "../random.h"
 #include "../weights/weights.h"
+#include "phaseprof.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,9 +208,17 @@ static void k_Initializer(flow_kernel_ctx *k)
 	s.mean = flow_ctx_attr_float(k, "mean", 0);
 	s.stddev = flow_ctx_attr_float(k, "stddev", 0.05);
 	s.gain = flow_ctx_attr_float(k, "gain", 1);
-	s.nthreads = pool_threads(k);
+	int64_t nt = flow_ctx_attr_int(k, "threads", 0);
+	s.nthreads = nt > 0 ? (int)nt : pool_threads(k);
+	/* A model names each variable's fill, so start-up can be read per
+	 * variable; a bare op stays inside whatever phase runs it. */
+	const char *phase = flow_ctx_attr_string(k, "phase", "");
+	if (*phase)
+		pp_phase_begin(PP_VARIABLE_INIT, phase);
 	int rc = y->dtype == FLOW_F64 ? flow_init_fill_f64(&s, y->dims, y->ndim, FLOW_F64P(y), err, sizeof err)
 				      : flow_init_fill_f32(&s, y->dims, y->ndim, FLOW_F32P(y), err, sizeof err);
+	if (*phase)
+		pp_phase_end();
 	if (rc)
 		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "%s", err);
 }
@@ -329,9 +338,11 @@ static const flow_op_def random_ops[] = {
 	{.name = "Initializer", .inputs = "", .outputs = "output: dtype",
 	 .attrs = "dtype: {f32,f64} = f32; shape: shape; kind: string; seed: int = 0; seed2: int = 0; "
 		  "value: float = 0; minval: float = -0.05; maxval: float = 0.05; mean: float = 0; "
-		  "stddev: float = 0.05; gain: float = 1",
+		  "stddev: float = 0.05; gain: float = 1; threads: int = 0; phase: string = \"\"",
 	 .shape_fn = shape_initializer, .flags = FLOW_OP_RANDOM,
-	 .doc = "Keras initialiser (zeros, ones, constant, random_*, truncated_normal, glorot_*, he_*, lecun_*, orthogonal)"},
+	 .doc = "Keras initialiser (zeros, ones, constant, random_*, truncated_normal, glorot_*, he_*, lecun_*, "
+		"orthogonal); threads 0 = the session's pool; a non-empty phase records the fill as a "
+		"variable_init phase of that name"},
 	{.name = "LoadWeight", .inputs = "", .outputs = "output: dtype",
 	 .attrs = "dtype: {f32,f64,i32,i64,bool}; path: string; tensor_name: string = \"\"; shape: shape",
 	 .shape_fn = shape_load_weight, .flags = FLOW_OP_STATEFUL,

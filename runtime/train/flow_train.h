@@ -139,9 +139,10 @@ flow_tensor *flow_eager_matmul(flow_tensor *a, flow_tensor *b, int ta, int tb, f
 flow_tensor *flow_eager_unary(const char *op_type, flow_tensor *x, flow_status *st);
 flow_tensor *flow_eager_binary(const char *op_type, flow_tensor *a, flow_tensor *b,
 			       flow_status *st);
-/* A Keras initialiser run eagerly: the same numbers as a flow_model layer
- * whose variable has this kind, shape and seed (model seed + 2*layer for a
- * kernel, + 1 for its bias). */
+/* A Keras initialiser run eagerly (runtime/ops' Initializer): the same
+ * numbers as a flow_model layer whose variable has this kind, shape and seed
+ * (model seed + 2*layer for a kernel, + 1 for its bias); seed 0 draws fresh
+ * numbers each call. */
 flow_tensor *flow_eager_initializer(const char *kind, int ndim, const int64_t *dims,
 				    uint64_t seed, flow_status *st);
 /* Mean over the batch of sparse softmax cross-entropy (labels i32 [N]). */
@@ -219,11 +220,11 @@ void flow_layer_free(flow_layer *l);
 
 typedef struct flow_model flow_model;
 typedef struct flow_model_options {
-	uint64_t seed;              /* initialisers and dropout */
+	uint64_t seed;              /* initialisers and dropout; 0: initialisers unseeded */
 	flow_allocator *allocator;  /* session allocator; NULL default */
 	int op_timing;              /* 1: record every op execution; 0/-1: flow_init's default */
 	const char *plan_cache_dir; /* passed to the session */
-	int init_threads;           /* initialiser fill threads; 0 = all cores, 1 = serial */
+	int init_threads;           /* initialiser fill threads; 0 = the session's pool, 1 = serial */
 } flow_model_options;
 flow_model *flow_model_sequential(const flow_model_options *opts);
 void flow_model_free(flow_model *m);

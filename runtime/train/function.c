@@ -10,6 +10,7 @@
  * emitted (at most 2 per function).
  */
 #include "train_internal.h"
+#include "pp_grow.h"
 #include "phaseprof.h"
 
 #include <stdio.h>
@@ -194,15 +195,9 @@ static void detector(flow_function *f, int traced)
 /* Makes and caches a trace for the signature (dt, sh). */
 static trace *do_trace(flow_function *f, const flow_dtype *dt, flow_shape *sh, flow_status *st)
 {
-	if (f->n_traces == f->cap_traces) {
-		int nc = f->cap_traces ? 2 * f->cap_traces : 4;
-		trace *nt = realloc(f->traces, sizeof *nt * (size_t)nc);
-		if (!nt) {
-			flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "function: out of memory");
-			return NULL;
-		}
-		f->traces = nt;
-		f->cap_traces = nc;
+	if (PP_GROW(f->traces, f->n_traces + 1, f->cap_traces) != 0) {
+		flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "function: out of memory");
+		return NULL;
 	}
 	trace *t = &f->traces[f->n_traces];
 	memset(t, 0, sizeof *t);

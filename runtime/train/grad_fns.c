@@ -153,34 +153,6 @@ static int g_addn(flow_graph *g, flow_op *op, const flow_output *dy, flow_output
 	return 0;
 }
 
-static int g_relu(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
-		  flow_status *st)
-{
-	dx[0] = tb_op2(g, "ReluGrad", dy[0], X(0), st);
-	return done(st);
-}
-
-static int g_sigmoid(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
-		     flow_status *st)
-{
-	dx[0] = tb_op2(g, "_SigmoidGrad", Y(0), dy[0], st);
-	return done(st);
-}
-
-static int g_tanh(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
-		  flow_status *st)
-{
-	dx[0] = tb_op2(g, "_TanhGrad", Y(0), dy[0], st);
-	return done(st);
-}
-
-static int g_softmax(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
-		     flow_status *st)
-{
-	dx[0] = tb_op2(g, "_SoftmaxGrad", Y(0), dy[0], st);
-	return done(st);
-}
-
 static int g_exp(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
 		 flow_status *st)
 {
@@ -239,6 +211,10 @@ static int g_via(flow_graph *g, flow_op *op, const flow_output *dy, flow_output 
 	{                                                                                    \
 		return g_via(g, op, dy, dx, st, gop, use_out, dy_first);                     \
 	}
+VIA(g_relu, "ReluGrad", 0, 1)
+VIA(g_sigmoid, "_SigmoidGrad", 1, 0)
+VIA(g_tanh, "_TanhGrad", 1, 0)
+VIA(g_softmax, "_SoftmaxGrad", 1, 0)
 VIA(g_relu6, "Relu6Grad", 0, 1)
 VIA(g_leaky_relu, "LeakyReluGrad", 0, 1)
 VIA(g_elu, "EluGrad", 1, 1)
@@ -247,6 +223,24 @@ VIA(g_softplus, "SoftplusGrad", 0, 1)
 VIA(g_softsign, "SoftsignGrad", 0, 1)
 VIA(g_rsqrt, "RsqrtGrad", 1, 0)
 VIA(g_reciprocal, "ReciprocalGrad", 1, 0)
+
+/* dx = dy * f(x), f a unary op: the gradients of Abs (Sign) and Sin (Cos). */
+static int g_mul_by(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
+		    flow_status *st, const char *f)
+{
+	flow_output s = tb_op1(g, f, X(0), st);
+	if (ok(st, s))
+		dx[0] = tb_op2(g, "Mul", dy[0], s, st);
+	return done(st);
+}
+#define MUL_BY(name, f)                                                                      \
+	static int name(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,  \
+			flow_status *st)                                                     \
+	{                                                                                    \
+		return g_mul_by(g, op, dy, dx, st, f);                                       \
+	}
+MUL_BY(g_abs, "Sign")
+MUL_BY(g_sin, "Cos")
 
 /* z = (x - y)^2: dx = 2 (x - y) dy, dy_ = -dx */
 static int g_squared_difference(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
@@ -285,15 +279,6 @@ static int g_log_softmax(flow_graph *g, flow_op *op, const flow_output *dy, flow
 	return done(st);
 }
 
-static int g_abs(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
-		 flow_status *st)
-{
-	flow_output s = tb_op1(g, "Sign", X(0), st);
-	if (ok(st, s))
-		dx[0] = tb_op2(g, "Mul", dy[0], s, st);
-	return done(st);
-}
-
 /* AvgPool: TF's AvgPoolGrad(orig_input_shape, grad) with the static shape. */
 static int g_avgpool(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
 		     flow_status *st)
@@ -321,15 +306,6 @@ static int g_avgpool(flow_graph *g, flow_op *op, const flow_output *dy, flow_out
 	flow_op_add_input(d, dy[0]);
 	copy_window_attrs(d, op, 1);
 	dx[0] = flow_out(flow_op_finish(d, st), 0);
-	return done(st);
-}
-
-static int g_sin(flow_graph *g, flow_op *op, const flow_output *dy, flow_output *dx,
-		 flow_status *st)
-{
-	flow_output c = tb_op1(g, "Cos", X(0), st);
-	if (ok(st, c))
-		dx[0] = tb_op2(g, "Mul", dy[0], c, st);
 	return done(st);
 }
 

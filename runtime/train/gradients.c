@@ -10,6 +10,7 @@
  * flow_train, so the table cannot live in the op defs).
  */
 #include "train_internal.h"
+#include "pp_grow.h"
 #include "phaseprof.h"
 
 #include <pthread.h>
@@ -134,15 +135,9 @@ int flow_gradient_register(const char *op_type, flow_train_grad_fn fn)
 			gt[i].fn = fn;
 			goto out;
 		}
-	if (gt_n == gt_cap) {
-		int nc = gt_cap ? 2 * gt_cap : 64;
-		grad_entry *ne = realloc(gt, sizeof *ne * (size_t)nc);
-		if (!ne) {
-			rc = -1;
-			goto out;
-		}
-		gt = ne;
-		gt_cap = nc;
+	if (PP_GROW(gt, gt_n + 1, gt_cap) != 0) {
+		rc = -1;
+		goto out;
 	}
 	gt[gt_n].op = strdup(op_type);
 	gt[gt_n].fn = fn;
@@ -186,14 +181,8 @@ typedef struct glist {
 
 static int glist_add(glist *l, flow_output o)
 {
-	if (l->n == l->cap) {
-		int nc = l->cap ? 2 * l->cap : 2;
-		flow_output *nv = realloc(l->v, sizeof *nv * (size_t)nc);
-		if (!nv)
-			return -1;
-		l->v = nv;
-		l->cap = nc;
-	}
+	if (PP_GROW(l->v, l->n + 1, l->cap) != 0)
+		return -1;
 	l->v[l->n++] = o;
 	return 0;
 }

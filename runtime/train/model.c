@@ -13,6 +13,7 @@
  * variables (Dropout is only in the training one).
  */
 #include "train_internal.h"
+#include "pp_grow.h"
 #include "phaseprof.h"
 #include "init.h"
 #include "weights.h"
@@ -203,16 +204,10 @@ int flow_model_add(flow_model *m, flow_layer *l, flow_status *st)
 		flow_layer_free(l);
 		return -1;
 	}
-	if (m->n_layers == m->cap_layers) {
-		int nc = m->cap_layers ? 2 * m->cap_layers : 8;
-		flow_layer **nl = realloc(m->layers, sizeof *nl * (size_t)nc);
-		if (!nl) {
-			flow_layer_free(l);
-			flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "model: out of memory");
-			return -1;
-		}
-		m->layers = nl;
-		m->cap_layers = nc;
+	if (PP_GROW(m->layers, m->n_layers + 1, m->cap_layers) != 0) {
+		flow_layer_free(l);
+		flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "model: out of memory");
+		return -1;
 	}
 	static const char *const kn[] = {"dense", "activation", "dropout", "flatten", "conv2d",
 					 "max_pooling2d"};
@@ -221,20 +216,25 @@ int flow_model_add(flow_model *m, flow_layer *l, flow_status *st)
 	return 0;
 }
 
-/* A variable whose initialiser is an _Initializer op: the fill happens when
- * the initialiser runs (variable_init), as TF's random initialiser ops. */
+/* A variable whose initialiser is runtime/ops' Initializer op: the fill
+ * happens when the initialiser runs, as TF's random initialiser ops, and is
+ * a variable_init phase "<initializer>:<variable>". Seed 0 is the op's
+ * "unseeded" (fresh numbers each run), so an unseeded model stays unseeded
+ * in every layer rather than only in the first. */
 static flow_output make_var(flow_model *m, const char *name, const char *init, int64_t *dims,
 			    int nd, uint64_t seed, flow_status *st)
 {
-	char n[160];
+	char n[160], phase[300];
 	snprintf(n, sizeof n, "%s/initializer", name);
-	flow_op_desc *d = flow_op_new(m->g, "_Initializer", n);
+	snprintf(phase, sizeof phase, "%s:%s", init, name);
+	flow_op_desc *d = flow_op_new(m->g, "Initializer", n);
 	flow_shape s = flow_shape_make(nd, dims);
-	flow_op_set_attr_type(d, "T", FLOW_F32);
+	flow_op_set_attr_type(d, "dtype", FLOW_F32);
 	flow_op_set_attr_shape(d, "shape", &s);
 	flow_op_set_attr_string(d, "kind", init);
-	flow_op_set_attr_int(d, "seed", (int64_t)seed);
+	flow_op_set_attr_int(d, "seed", m->o.seed ? (int64_t)seed : 0);
 	flow_op_set_attr_int(d, "threads", m->o.init_threads);
+	flow_op_set_attr_string(d, "phase", phase);
 	flow_op *iop = flow_op_finish(d, st);
 	if (!iop)
 		return (flow_output){NULL, 0};
@@ -249,6 +249,19 @@ static flow_output make_var(flow_model *m, const char *name, const char *init, i
 		m->params[m->n_params++] = v;
 	}
 	return v;
+}
+
+/* A layer's kernel (shape kd, seed) and bias ([units], seed + 1). */
+static int make_weights(flow_model *m, flow_layer *l, int64_t *kd, int nd, uint64_t seed,
+			flow_status *st)
+{
+	int64_t bd[1] = {l->units};
+	char n[128];
+	snprintf(n, sizeof n, "%s/kernel", l->name);
+	l->w = make_var(m, n, l->kinit, kd, nd, seed, st);
+	snprintf(n, sizeof n, "%s/bias", l->name);
+	l->b = l->w.op ? make_var(m, n, l->binit, bd, 1, seed + 1, st) : l->w;
+	return l->b.op ? 0 : -1;
 }
 
 static flow_output act(flow_graph *g, int a, flow_output x, flow_status *st)
@@ -296,15 +309,8 @@ static int forward(flow_model *m, int training, int create, flow_output *logits,
 							i, l->name, flow_shape_str(&hs, b, sizeof b));
 					return -1;
 				}
-				int64_t kd[2] = {hs.dims[1], l->units}, bd[1] = {l->units};
-				char n[128];
-				snprintf(n, sizeof n, "%s/kernel", l->name);
-				l->w = make_var(m, n, l->kinit, kd, 2, seed + 2 * (uint64_t)i, st);
-				snprintf(n, sizeof n, "%s/bias", l->name);
-				l->b = l->w.op ? make_var(m, n, l->binit, bd, 1,
-							  seed + 2 * (uint64_t)i + 1, st)
-					       : l->w;
-				if (!l->b.op)
+				int64_t kd[2] = {hs.dims[1], l->units};
+				if (make_weights(m, l, kd, 2, seed + 2 * (uint64_t)i, st))
 					return -1;
 			}
 			flow_output mm = tb_matmul(m->g, h, l->w, 0, 0, st);
@@ -320,15 +326,8 @@ static int forward(flow_model *m, int training, int create, flow_output *logits,
 							l->name);
 					return -1;
 				}
-				int64_t kd[4] = {l->kh, l->kw, hs.dims[3], l->units}, bd[1] = {l->units};
-				char n[128];
-				snprintf(n, sizeof n, "%s/kernel", l->name);
-				l->w = make_var(m, n, l->kinit, kd, 4, seed + 2 * (uint64_t)i, st);
-				snprintf(n, sizeof n, "%s/bias", l->name);
-				l->b = l->w.op ? make_var(m, n, l->binit, bd, 1,
-							  seed + 2 * (uint64_t)i + 1, st)
-					       : l->w;
-				if (!l->b.op)
+				int64_t kd[4] = {l->kh, l->kw, hs.dims[3], l->units};
+				if (make_weights(m, l, kd, 4, seed + 2 * (uint64_t)i, st))
 					return -1;
 			}
 			flow_output c = window_op(m->g, "Conv2D", h, l->w, l, st);

@@ -9,6 +9,7 @@
  * phase, which is what the first-step scenario measures.
  */
 #include "train_internal.h"
+#include "pp_grow.h"
 #include "phaseprof.h"
 
 #include <math.h>
@@ -287,15 +288,9 @@ int flow_optimizer_build(flow_optimizer *o, flow_graph *g, const flow_output *va
 	for (int i = 0; i < n; i++) {
 		if (find_rec(o, vars[i].op))
 			continue;
-		if (o->n == o->cap) {
-			int nc = o->cap ? 2 * o->cap : 16;
-			opt_slotrec *nr = realloc(o->recs, sizeof *nr * (size_t)nc);
-			if (!nr) {
-				flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "optimizer: out of memory");
-				return -1;
-			}
-			o->recs = nr;
-			o->cap = nc;
+		if (PP_GROW(o->recs, o->n + 1, o->cap) != 0) {
+			flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "optimizer: out of memory");
+			return -1;
 		}
 		opt_slotrec *r = &o->recs[o->n];
 		memset(r, 0, sizeof *r);
@@ -448,16 +443,10 @@ int flow_optimizer_apply_eager(flow_optimizer *o, flow_tensor *const *vars,
 			pp_phase_begin(PP_OPTIMIZER_SETUP, "optimizer_setup");
 			setup = 1;
 		}
-		if (o->ne == o->cap_e) {
-			int nc = o->cap_e ? 2 * o->cap_e : 16;
-			opt_eager *ne = realloc(o->eager, sizeof *ne * (size_t)nc);
-			if (!ne) {
-				pp_phase_end();
-				flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "optimizer: out of memory");
-				return -1;
-			}
-			o->eager = ne;
-			o->cap_e = nc;
+		if (PP_GROW(o->eager, o->ne + 1, o->cap_e) != 0) {
+			pp_phase_end();
+			flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "optimizer: out of memory");
+			return -1;
 		}
 		opt_eager *e = &o->eager[o->ne];
 		memset(e, 0, sizeof *e);

@@ -14,10 +14,12 @@
  * accessor for them).
  */
 #include "train_internal.h"
+#include "pp_grow.h"
 #include "core.h"
 #include "phaseprof.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,14 +150,8 @@ static int track(flow_tape *tp, flow_tensor *t)
 {
 	if (tracked(tp, t))
 		return 0;
-	if (tp->n_tr == tp->cap_tr) {
-		int nc = tp->cap_tr ? 2 * tp->cap_tr : 32;
-		flow_tensor **n = realloc(tp->tracked, sizeof *n * (size_t)nc);
-		if (!n)
-			return -1;
-		tp->tracked = n;
-		tp->cap_tr = nc;
-	}
+	if (PP_GROW(tp->tracked, tp->n_tr + 1, tp->cap_tr) != 0)
+		return -1;
 	tp->tracked[tp->n_tr++] = flow_tensor_ref(t);
 	return 0;
 }
@@ -186,16 +182,10 @@ int flow_tape_execute(flow_op_desc *d, flow_tensor **outputs, int n_out, flow_st
 			rec = tracked(tp, d->tin[i]);
 	if (!rec)
 		return flow_execute(d, outputs, n_out, st);
-	if (tp->n == tp->cap) {
-		int nc = tp->cap ? 2 * tp->cap : 32;
-		tape_rec *n = realloc(tp->recs, sizeof *n * (size_t)nc);
-		if (!n) {
-			flow__desc_free(d);
-			flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "tape: out of memory");
-			return -1;
-		}
-		tp->recs = n;
-		tp->cap = nc;
+	if (PP_GROW(tp->recs, tp->n + 1, tp->cap) != 0) {
+		flow__desc_free(d);
+		flow_status_set(st, FLOW_RESOURCE_EXHAUSTED, "tape: out of memory");
+		return -1;
 	}
 	tape_rec *r = &tp->recs[tp->n];
 	memset(r, 0, sizeof *r);
@@ -587,11 +577,14 @@ flow_tensor *flow_eager_initializer(const char *kind, int ndim, const int64_t *d
 	if (flow_train_init(st))
 		return NULL;
 	flow_shape s = flow_shape_make(ndim, dims);
-	flow_op_desc *d = flow_eager_new("_Initializer");
-	flow_op_set_attr_type(d, "T", FLOW_F32);
+	char phase[128];
+	snprintf(phase, sizeof phase, "%s:eager", kind ? kind : "glorot_uniform");
+	flow_op_desc *d = flow_eager_new("Initializer");
+	flow_op_set_attr_type(d, "dtype", FLOW_F32);
 	flow_op_set_attr_shape(d, "shape", &s);
 	flow_op_set_attr_string(d, "kind", kind ? kind : "glorot_uniform");
 	flow_op_set_attr_int(d, "seed", (int64_t)seed);
+	flow_op_set_attr_string(d, "phase", phase);
 	flow_tensor *o = NULL;
 	return flow_execute(d, &o, 1, st) ? NULL : o;
 }

@@ -11,7 +11,6 @@
  */
 #include "train_internal.h"
 #include "random.h"
-#include "init.h"
 #include "phaseprof.h"
 
 #include <cblas.h>
@@ -90,20 +89,10 @@ static flow_tensor *out_like(flow_kernel_ctx *k, int i, const flow_tensor *t)
 	return flow_ctx_output(k, i, t->ndim, t->dims);
 }
 
-static int same_shape(const flow_tensor *a, const flow_tensor *b)
-{
-	if (a->ndim != b->ndim)
-		return 0;
-	for (int i = 0; i < a->ndim; i++)
-		if (a->dims[i] != b->dims[i])
-			return 0;
-	return 1;
-}
-
 static int check_same(flow_kernel_ctx *k, const flow_tensor *a, const flow_tensor *b,
 		      const char *what)
 {
-	if (same_shape(a, b))
+	if (flow_tensor_same_shape(a, b))
 		return 0;
 	char x[64], y[64];
 	flow_shape sa = flow_tensor_shape(a), sb = flow_tensor_shape(b);
@@ -339,41 +328,6 @@ static void k_zeros(flow_kernel_ctx *k)
 	flow_ctx_output_zeros(k, 0, a->u.shape.ndim, a->u.shape.dims);
 }
 
-/* A Keras initialiser as an op: the fill runs when the variable's
- * initialiser runs (variable_init), in parallel Philox as random.h does. */
-static void k_initializer(flow_kernel_ctx *k)
-{
-	const flow_attr_value *a = flow_ctx_attr(k, "shape");
-	const char *kind = flow_ctx_attr_string(k, "kind", "zeros");
-	int ki = flow_init_from_name(kind);
-	if (!a || !flow_shape_is_full(&a->u.shape) || ki < 0) {
-		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "initializer '%s' or its shape is not valid",
-			      kind);
-		return;
-	}
-	flow_tensor *y = flow_ctx_output(k, 0, a->u.shape.ndim, a->u.shape.dims);
-	if (!y || !y->nelem)
-		return;
-	flow_init_spec sp = flow_init_default((flow_init_kind)ki,
-					     (uint64_t)flow_ctx_attr_int(k, "seed", 0));
-	sp.value = flow_ctx_attr_float(k, "value", 0.0);
-	sp.nthreads = (int)flow_ctx_attr_int(k, "threads", 0);
-	char err[TRAIN_ERRLEN], name[256];
-	/* "<initializer>:<variable>", the name the diagnostics group by. */
-	const char *node = flow_ctx_node_name(k);
-	size_t nl = strlen(node);
-	if (nl > 12 && !strcmp(node + nl - 12, "/initializer"))
-		nl -= 12;
-	snprintf(name, sizeof name, "%s:%.*s", kind, (int)nl, node);
-	pp_phase_begin(PP_VARIABLE_INIT, name);
-	int rc = flow_init_fill_f32(&sp, a->u.shape.dims, a->u.shape.ndim, FLOW_F32P(y), err,
-				    sizeof err);
-	pp_phase_end();
-	if (rc)
-		flow_ctx_fail(k, FLOW_INVALID_ARGUMENT, "%s", err);
-}
-
-
 static void k_fill_like(flow_kernel_ctx *k)
 {
 	flow_tensor *dy = flow_ctx_input(k, 0), *like = flow_ctx_input(k, 1);
@@ -544,11 +498,6 @@ static const flow_op_def all_ops[] = {
 	 .shape_fn = shape_flatten, .doc = "[N, ...] -> [N, prod(...)]"},
 	{.name = "_Zeros", .inputs = "", .outputs = "y: T", .attrs = "T: type; shape: shape",
 	 .shape_fn = shape_zeros, .doc = "zeros of a static shape (slot initial values)"},
-	{.name = "_Initializer", .inputs = "", .outputs = "y: T",
-	 .attrs = F32 "; shape: shape; kind: string; seed: int = 0; value: float = 0; "
-		  "threads: int = 0",
-	 .shape_fn = shape_zeros, .flags = FLOW_OP_STATEFUL,
-	 .doc = "Keras initialiser (glorot_uniform, he_normal, orthogonal, ...)"},
 	{.name = "_FillLike", .inputs = "value: T, like: U", .outputs = "y: T",
 	 .attrs = F32 "; U: type; scale: float = 1; mean: bool = false", .shape_fn = shape_like1},
 	{.name = "_MeanAll", .inputs = "x: T", .outputs = "y: T", .attrs = F32,
@@ -580,7 +529,6 @@ static const flow_kernel_def all_kernels[] = {
 	{"_ReshapeLike", FLOW_CPU, FLOW_DT_INVALID, k_reshape_like},
 	{"_Flatten", FLOW_CPU, FLOW_DT_INVALID, k_flatten},
 	{"_Zeros", FLOW_CPU, FLOW_DT_INVALID, k_zeros},
-	{"_Initializer", FLOW_CPU, FLOW_F32, k_initializer},
 	{"_FillLike", FLOW_CPU, FLOW_F32, k_fill_like},
 	{"_MeanAll", FLOW_CPU, FLOW_F32, k_mean_all},
 	{"_SumAll", FLOW_CPU, FLOW_F32, k_sum_all},

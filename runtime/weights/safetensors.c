@@ -50,6 +50,20 @@ static int jexpect(jp *p, char c, const char *what)
 	return 0;
 }
 
+/* A container's opening character (else `what` is the error), then 1 if
+ * its closing one follows at once (consumed), 0 if items follow; -1 on error. */
+static int jopen(jp *p, char open, char close, const char *what)
+{
+	if (jexpect(p, open, what))
+		return -1;
+	jws(p);
+	if (p->i < p->n && p->s[p->i] == (unsigned char)close) {
+		p->i++;
+		return 1;
+	}
+	return 0;
+}
+
 static int hexval(int c)
 {
 	if (c >= '0' && c <= '9') return c - '0';
@@ -241,14 +255,10 @@ static int juint(jp *p, uint64_t *out)
 static int juint_array(jp *p, uint64_t *v, int max, int *count, const char *what)
 {
 	char msg[96];
-	if (jexpect(p, '[', what))
-		return -1;
 	*count = 0;
-	jws(p);
-	if (p->i < p->n && p->s[p->i] == ']') {
-		p->i++;
-		return 0;
-	}
+	int empty = jopen(p, '[', ']', what);
+	if (empty)
+		return empty < 0 ? -1 : 0;
 	for (;;) {
 		if (*count == max) {
 			snprintf(msg, sizeof msg, "more than %d items in %s", max, what);
@@ -299,13 +309,9 @@ static int parse_dtype(const char *s, flow_wdtype *out)
 
 static int parse_metadata(jp *p, flow_weights *w)
 {
-	if (jexpect(p, '{', "__metadata__ must be an object"))
-		return -1;
-	jws(p);
-	if (p->i < p->n && p->s[p->i] == '}') {
-		p->i++;
-		return 0;
-	}
+	int empty = jopen(p, '{', '}', "__metadata__ must be an object");
+	if (empty)
+		return empty < 0 ? -1 : 0;
 	for (;;) {
 		char *k = jstring(p);
 		if (!k)
@@ -468,12 +474,10 @@ flow_weights *flow_safetensors_parse(const void *buf, size_t len, const char *la
 	size_t dlen = len - 8 - (size_t)hlen;
 	char msg[200];
 
-	if (jexpect(&p, '{', "expected '{'"))
+	int empty = jopen(&p, '{', '}', "expected '{'");
+	if (empty < 0)
 		goto fail;
-	jws(&p);
-	if (p.i < p.n && p.s[p.i] == '}') {
-		p.i++;
-	} else {
+	if (!empty) {
 		for (;;) {
 			size_t kpos;
 			jws(&p);

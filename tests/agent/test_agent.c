@@ -21,57 +21,27 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pp_testutil.h"
+
 static char dir[256];
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof dir, "/tmp/pp-agent-test-XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
+	return ppt_tmpdir(dir, sizeof dir, "pp-agent-test");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[512];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return ppt_rmtree(dir);
 }
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return strdup("");
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *s = malloc((size_t)n + 1);
-	size_t r = fread(s, 1, (size_t)n, f);
-	s[r] = 0;
-	fclose(f);
-	return s;
-}
-
-/* Runs a shell command line with stdout/stderr to files; returns the exit
- * status the shell saw (128+signal for a killed command). */
-static int sh(const char *fmt, ...)
-{
-	char line[4096], cmd[5200];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	snprintf(cmd, sizeof cmd, "cd '%s' && { %s ; } >'%s/out' 2>'%s/err' </dev/null", dir, line, dir, dir);
-	int st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static char *out_text(void) { char p[300]; snprintf(p, sizeof p, "%s/out", dir); return slurp(p); }
-static char *err_text(void) { char p[300]; snprintf(p, sizeof p, "%s/err", dir); return slurp(p); }
+static char *out_text(void) { char p[300]; snprintf(p, sizeof p, "%s/out", dir); return ppt_slurp(p); }
+static char *err_text(void) { char p[300]; snprintf(p, sizeof p, "%s/err", dir); return ppt_slurp(p); }
 
 /* record ARGS into dir/run.db; returns the status */
-#define RECORD(...) sh(PP_BIN " record -o run.db " __VA_ARGS__)
+#define RECORD(...) ppt_sh(dir, PP_BIN " record -o run.db " __VA_ARGS__)
 
 static sqlite3 *db_open(void)
 {
@@ -129,13 +99,13 @@ static void test_refuse(void **state)
 	assert_non_null(strstr(e, "command not found"));
 	free(e);
 
-	assert_int_equal(sh("printf '#!/bin/sh\\necho hi\\n' > noexec.sh && chmod 644 noexec.sh"), 0);
+	assert_int_equal(ppt_sh(dir, "printf '#!/bin/sh\\necho hi\\n' > noexec.sh && chmod 644 noexec.sh"), 0);
 	assert_int_equal(RECORD("-- ./noexec.sh"), 127);
 	e = err_text();
 	assert_non_null(strstr(e, "not executable"));
 	free(e);
 
-	assert_int_equal(sh("cp /bin/true suid-true && chmod 4755 suid-true"), 0);
+	assert_int_equal(ppt_sh(dir, "cp /bin/true suid-true && chmod 4755 suid-true"), 0);
 	assert_int_equal(RECORD("-- ./suid-true"), 127);
 	e = err_text();
 	assert_non_null(strstr(e, "set-user/group-ID"));
@@ -154,11 +124,11 @@ static void test_refuse(void **state)
 	}
 
 	/* a database that is not ours, a folder that does not exist */
-	assert_int_equal(sh("echo hello > notadb.db && " PP_BIN " record -o notadb.db -- /bin/true"), 2);
+	assert_int_equal(ppt_sh(dir, "echo hello > notadb.db && " PP_BIN " record -o notadb.db -- /bin/true"), 2);
 	e = err_text();
 	assert_non_null(strstr(e, "notadb.db"));
 	free(e);
-	assert_int_equal(sh(PP_BIN " record -o no/such/folder/run.db -- /bin/true"), 2);
+	assert_int_equal(ppt_sh(dir, PP_BIN " record -o no/such/folder/run.db -- /bin/true"), 2);
 	e = err_text();
 	assert_non_null(strstr(e, "no/such/folder"));
 	free(e);
@@ -328,7 +298,7 @@ static void test_sigprof(void **state)
 static void test_dlhost(void **state)
 {
 	(void)state;
-	assert_int_equal(sh(PP_TARGETS "/t_dlhost"), 0);
+	assert_int_equal(ppt_sh(dir, PP_TARGETS "/t_dlhost"), 0);
 	char *plain = out_text();
 	assert_string_equal(plain, "plugins loaded: 2 of 2\n");
 	assert_int_equal(RECORD("-- " PP_TARGETS "/t_dlhost"), 0);
@@ -350,7 +320,7 @@ static void test_dlhost(void **state)
 static void test_annotate(void **state)
 {
 	(void)state;
-	assert_int_equal(sh(PP_TARGETS "/t_annotate"), 0); /* no agent: the weak calls do nothing */
+	assert_int_equal(ppt_sh(dir, PP_TARGETS "/t_annotate"), 0); /* no agent: the weak calls do nothing */
 	char *o = out_text();
 	assert_string_equal(o, "annotated\n");
 	free(o);
@@ -365,7 +335,7 @@ static void test_annotate(void **state)
 /* ---------------------------------------------------------------- staying out of the way */
 
 /* record under a time limit: a hang is status 124, not a stuck suite */
-#define RECORD_T(secs, ...) sh("timeout -s KILL " #secs " " PP_BIN " record -o run.db " __VA_ARGS__)
+#define RECORD_T(secs, ...) ppt_sh(dir, "timeout -s KILL " #secs " " PP_BIN " record -o run.db " __VA_ARGS__)
 
 static void rm_db(void)
 {
@@ -429,7 +399,7 @@ static void test_sample_reentry(void **state)
 static void test_symbols(void **state)
 {
 	(void)state;
-	assert_int_equal(sh(PP_TARGETS "/t_symbols"), 0);
+	assert_int_equal(ppt_sh(dir, PP_TARGETS "/t_symbols"), 0);
 	char *plain = out_text();
 	assert_int_equal(RECORD_T(60, "-- " PP_TARGETS "/t_symbols"), 0);
 	char *o = out_text();
@@ -458,7 +428,7 @@ static void test_fds(void **state)
 		free(o);
 		char p[300];
 		snprintf(p, sizeof p, "%s/own.txt", dir);
-		char *own = slurp(p);
+		char *own = ppt_slurp(p);
 		assert_string_equal(own, "program's own line\n");
 		free(own);
 		sqlite3 *db = db_open();
@@ -477,7 +447,7 @@ static void test_fds(void **state)
 static void test_doublefree(void **state)
 {
 	(void)state;
-	assert_int_equal(sh(PP_TARGETS "/t_doublefree"), 134);
+	assert_int_equal(ppt_sh(dir, PP_TARGETS "/t_doublefree"), 134);
 	assert_int_equal(RECORD_T(60, "-- " PP_TARGETS "/t_doublefree"), 134);
 	char *o = out_text();
 	assert_string_equal(o, "about to free twice\n");
@@ -567,7 +537,7 @@ static void test_sample_signals(void **state)
 static void test_reltmp(void **state)
 {
 	(void)state;
-	assert_int_equal(sh("mkdir -p reltmp && TMPDIR=reltmp timeout -s KILL 60 " PP_BIN " record -o run.db -- "
+	assert_int_equal(ppt_sh(dir, "mkdir -p reltmp && TMPDIR=reltmp timeout -s KILL 60 " PP_BIN " record -o run.db -- "
 			    "/bin/sh -c 'cd / && /bin/true && /bin/echo moved'"), 0);
 	char *o = out_text();
 	assert_string_equal(o, "moved\n");
@@ -577,7 +547,7 @@ static void test_reltmp(void **state)
 	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM runs WHERE command LIKE '/bin/echo%'"), 1);
 	sqlite3_close(db);
 	/* nothing left behind, in the temporary folder or the working one */
-	assert_int_equal(sh("test -z \"$(ls reltmp)\" && ! ls *.spool / 2>/dev/null | grep -q spool"), 0);
+	assert_int_equal(ppt_sh(dir, "test -z \"$(ls reltmp)\" && ! ls *.spool / 2>/dev/null | grep -q spool"), 0);
 }
 
 /* Forks from a multi-threaded, recording parent: no child hangs. */
@@ -626,7 +596,7 @@ static void test_sigclose(void **state)
 {
 	(void)state;
 	for (int i = 0; i < 3; i++) {
-		assert_int_equal(sh("PHASEPROF_BUFFER_EVENTS=64 PHASEPROF_MAX_BUFFERS=4 timeout -s KILL 60 "
+		assert_int_equal(ppt_sh(dir, "PHASEPROF_BUFFER_EVENTS=64 PHASEPROF_MAX_BUFFERS=4 timeout -s KILL 60 "
 				    PP_BIN " record -o run.db -- " PP_TARGETS "/t_sigclose"), 0);
 		assert_out("200000 spans, signals handled: yes\n");
 		sqlite3 *db = db_open();
@@ -660,13 +630,13 @@ static void test_childsig(void **state)
 static void test_rlimit_as(void **state)
 {
 	(void)state;
-	assert_int_equal(sh(PP_TARGETS "/t_rlimit_as probe"), 0);
+	assert_int_equal(ppt_sh(dir, PP_TARGETS "/t_rlimit_as probe"), 0);
 	char *o = out_text();
 	long need = atol(o);
 	free(o);
 	assert_true(need > 0);
 	long limit = need + 32 * 1024;
-	assert_int_equal(sh(PP_TARGETS "/t_rlimit_as %ld", limit), 0);
+	assert_int_equal(ppt_sh(dir, PP_TARGETS "/t_rlimit_as %ld", limit), 0);
 	char *plain = out_text();
 	assert_string_equal(plain, "48 MiB in 1 MiB blocks and a thread: ok; arenas 2\n");
 	assert_int_equal(RECORD_T(60, "-- " PP_TARGETS "/t_rlimit_as %ld", limit), 0);
@@ -683,9 +653,9 @@ static void test_rlimit_as(void **state)
 /* Runs CMD plainly and recorded; output and status must match. */
 static void same_as_plain(const char *cmd, int want_status)
 {
-	assert_int_equal(sh("%s", cmd), want_status);
+	assert_int_equal(ppt_sh(dir, "%s", cmd), want_status);
 	char *plain = out_text();
-	assert_int_equal(sh(PP_BIN " record -o run.db -- %s", cmd), want_status);
+	assert_int_equal(ppt_sh(dir, PP_BIN " record -o run.db -- %s", cmd), want_status);
 	char *rec = out_text();
 	assert_string_equal(rec, plain);
 	free(plain);
@@ -753,7 +723,7 @@ static void test_sqlite(void **state)
 static void test_dot(void **state)
 {
 	(void)state;
-	assert_int_equal(sh("printf 'digraph g { a -> b; b -> c; a -> c; }\\n' > g.dot"), 0);
+	assert_int_equal(ppt_sh(dir, "printf 'digraph g { a -> b; b -> c; a -> c; }\\n' > g.dot"), 0);
 	same_as_plain("dot -Tsvg g.dot", 0);
 	char *o = out_text();
 	assert_non_null(strstr(o, "<svg"));
@@ -787,7 +757,7 @@ static void test_shell(void **state)
 static void test_detailed(void **state)
 {
 	(void)state;
-	assert_int_equal(sh("PHASEPROF_ALLOC_SAMPLE=100 " PP_BIN " record -o run.db --mode detailed --no-follow-fork -- "
+	assert_int_equal(ppt_sh(dir, "PHASEPROF_ALLOC_SAMPLE=100 " PP_BIN " record -o run.db --mode detailed --no-follow-fork -- "
 			    PP_TARGETS "/t_forkexec"), 0);
 	sqlite3 *db = db_open();
 	/* --no-follow-fork: only the first process */

@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diagnostics.h"
-#include "testutil.h"
+#include "diag_check.h"
 
 static trec T;
 
@@ -33,41 +32,18 @@ static pp_diag_result R;
 
 static void analyze(void)
 {
-	pp_diag_result_free(&R);
-	if (pp_diag_analyze(T.st, T.run, &R) != 0)
-		fail_msg("pp_diag_analyze: %s", R.error);
+	tdiag_analyze(&T, &R);
 }
 
 static const pp_finding *get(const char *rule)
 {
-	int i = pp_diag_find(R.findings, R.n, rule);
-	return i >= 0 ? &R.findings[i] : NULL;
+	return tdiag_get(&R, rule);
 }
 
 static void dump(void)
 {
 	pp_diag_print(stderr, R.findings, R.n, 0);
 }
-
-#define assert_fires(rule)                                                                 \
-	do {                                                                               \
-		if (!get(rule)) {                                                          \
-			dump();                                                            \
-			fail_msg("expected a %s finding", rule);                           \
-		}                                                                          \
-	} while (0)
-#define assert_quiet(rule)                                                                 \
-	do {                                                                               \
-		if (get(rule)) {                                                           \
-			dump();                                                            \
-			fail_msg("unexpected %s finding", rule);                           \
-		}                                                                          \
-	} while (0)
-#define assert_contains(hay, needle)                                                       \
-	do {                                                                               \
-		if (!strstr((hay), (needle)))                                              \
-			fail_msg("'%s' does not contain '%s'", (hay), (needle));           \
-	} while (0)
 
 /* n steps of base ns with relative gaussian noise, the first first_mult
  * times longer; returns the end. */
@@ -95,13 +71,13 @@ static void test_growth_linear_noisy(void **state)
 	/* 1 ms growing to ~3 ms over 200 steps, 15% noise, slow first step */
 	noisy_steps(0, 200, 1 * MS, 0.15, 0.01 * MS, 30, 1, NULL, NULL);
 	analyze();
-	assert_fires("iteration_time_grows");
+	tdiag_must(&R, "iteration_time_grows");
 	const pp_finding *f = get("iteration_time_grows");
 	assert_string_equal(f->severity, "high");
-	assert_contains(f->evidence, "Mann-Kendall");
-	assert_contains(f->evidence, "Least squares");
-	assert_contains(f->title, "per iteration");
-	assert_quiet("graph_grows");
+	tdiag_contains(f->evidence, "Mann-Kendall");
+	tdiag_contains(f->evidence, "Least squares");
+	tdiag_contains(f->title, "per iteration");
+	tdiag_quiet(&R, "graph_grows");
 }
 
 static void test_growth_moderate(void **state)
@@ -110,7 +86,7 @@ static void test_growth_moderate(void **state)
 	trec_run(&T, "growth x1.5", 0);
 	noisy_steps(0, 300, 1 * MS, 0.05, 0.5 * MS / 300, 1, 2, NULL, NULL);
 	analyze();
-	assert_fires("iteration_time_grows");
+	tdiag_must(&R, "iteration_time_grows");
 	assert_string_equal(get("iteration_time_grows")->severity, "moderate");
 }
 
@@ -134,7 +110,7 @@ static void test_growth_flat_noise_quiet(void **state)
 		trec_steps(&T, 0, dur, n, 10 * US, NULL, NULL);
 		free(dur);
 		analyze();
-		assert_quiet("iteration_time_grows");
+		tdiag_quiet(&R, "iteration_time_grows");
 	}
 }
 
@@ -152,7 +128,7 @@ static void test_growth_spikes_at_end_quiet(void **state)
 		dur[i] = 20 * MS;
 	trec_steps(&T, 0, dur, 100, 0, NULL, NULL);
 	analyze();
-	assert_quiet("iteration_time_grows");
+	tdiag_quiet(&R, "iteration_time_grows");
 }
 
 /* Step times (us) of a fixed variant recorded while other jobs shared the
@@ -172,7 +148,7 @@ static void test_growth_busy_machine_quiet(void **state)
 	trec_steps(&T, 0, d, n, 10 * US, NULL, NULL);
 	free(d);
 	analyze();
-	assert_quiet("iteration_time_grows");
+	tdiag_quiet(&R, "iteration_time_grows");
 }
 
 /* The repeated-init slow variant as the runtime recorded it: step times
@@ -192,8 +168,8 @@ static void test_growth_sawtooth(void **state)
 	trec_steps(&T, 0, d, n, 10 * US, NULL, NULL);
 	free(d);
 	analyze();
-	assert_fires("iteration_time_grows");
-	assert_contains(get("iteration_time_grows")->evidence, "last quarter of the steps 4.7x the first");
+	tdiag_must(&R, "iteration_time_grows");
+	tdiag_contains(get("iteration_time_grows")->evidence, "last quarter of the steps 4.7x the first");
 }
 
 static void test_growth_small_drift_quiet(void **state)
@@ -203,7 +179,7 @@ static void test_growth_small_drift_quiet(void **state)
 	trec_run(&T, "drift", 0);
 	noisy_steps(0, 1000, 1 * MS, 0.05, 0.1 * MS / 1000, 1, 3, NULL, NULL);
 	analyze();
-	assert_quiet("iteration_time_grows");
+	tdiag_quiet(&R, "iteration_time_grows");
 }
 
 static void test_growth_borderline(void **state)
@@ -213,17 +189,17 @@ static void test_growth_borderline(void **state)
 	trec_run(&T, "20%", 0);
 	noisy_steps(0, 200, 1 * MS, 0.02, 0.2 * MS / 199, 1, 4, NULL, NULL);
 	analyze();
-	assert_quiet("iteration_time_grows");
+	tdiag_quiet(&R, "iteration_time_grows");
 	trec_run(&T, "30%", 0);
 	noisy_steps(0, 200, 1 * MS, 0.02, 0.3 * MS / 199, 1, 5, NULL, NULL);
 	analyze();
-	assert_fires("iteration_time_grows");
+	tdiag_must(&R, "iteration_time_grows");
 	/* Too few steps to test anything. */
 	trec_run(&T, "5 steps", 0);
 	int64_t d5[] = {1 * MS, 2 * MS, 3 * MS, 4 * MS, 5 * MS};
 	trec_steps(&T, 0, d5, 5, 0, NULL, NULL);
 	analyze();
-	assert_quiet("iteration_time_grows");
+	tdiag_quiet(&R, "iteration_time_grows");
 }
 
 /* ---- first step ---- */
@@ -244,15 +220,15 @@ static void test_first_step_compile(void **state)
 	trec_span(&T, PP_OPTIMIZER_SETUP, "adam slots", starts[0] + 640 * MS, starts[0] + 800 * MS, ids[0], 0);
 	trec_span(&T, PP_GRADIENT_BUILD, "gradients", starts[0] + 800 * MS, starts[0] + 860 * MS, ids[0], 0);
 	analyze();
-	assert_fires("first_step_slow");
+	tdiag_must(&R, "first_step_slow");
 	const pp_finding *f = get("first_step_slow");
 	assert_string_equal(f->severity, "high");
-	assert_contains(f->title, "compile is 52% of it"); /* 520 ms self of 1 s */
-	assert_contains(f->evidence, "optimizer_setup 160 ms");
-	assert_contains(f->evidence, "memory_alloc 80.0 ms");
-	assert_contains(f->evidence, "untracked");
-	assert_contains(f->fix, "warm-up");
-	assert_quiet("iteration_time_grows");
+	tdiag_contains(f->title, "compile is 52% of it"); /* 520 ms self of 1 s */
+	tdiag_contains(f->evidence, "optimizer_setup 160 ms");
+	tdiag_contains(f->evidence, "memory_alloc 80.0 ms");
+	tdiag_contains(f->evidence, "untracked");
+	tdiag_contains(f->fix, "warm-up");
+	tdiag_quiet(&R, "iteration_time_grows");
 }
 
 static void test_first_step_slots(void **state)
@@ -263,10 +239,10 @@ static void test_first_step_slots(void **state)
 	noisy_steps(0, 10, 50 * MS, 0.02, 0, 4, 7, ids, starts); /* 4x: moderate */
 	trec_span(&T, PP_OPTIMIZER_SETUP, "slots", starts[0], starts[0] + 125 * MS, ids[0], 0);
 	analyze();
-	assert_fires("first_step_slow");
+	tdiag_must(&R, "first_step_slow");
 	assert_string_equal(get("first_step_slow")->severity, "moderate");
-	assert_contains(get("first_step_slow")->title, "optimizer_setup");
-	assert_contains(get("first_step_slow")->fix, "slot");
+	tdiag_contains(get("first_step_slow")->title, "optimizer_setup");
+	tdiag_contains(get("first_step_slow")->fix, "slot");
 }
 
 /* A fixed program's first step still runs the plan once: 20 ms against
@@ -278,7 +254,7 @@ static void test_first_step_small_win_is_info(void **state)
 	int64_t ids[50], starts[50];
 	noisy_steps(0, 50, 150 * US, 0.05, 0, 133, 9, ids, starts);
 	analyze();
-	assert_fires("first_step_slow");
+	tdiag_must(&R, "first_step_slow");
 	assert_string_equal(get("first_step_slow")->severity, "info");
 	for (int i = 0; i < R.n; i++)
 		if (strcmp(R.findings[i].severity, "info") != 0) {
@@ -304,9 +280,9 @@ static void test_first_step_marked_phase(void **state)
 		now += dd[i] + 10 * US;
 	}
 	analyze();
-	assert_fires("first_step_slow");
-	assert_contains(get("first_step_slow")->title, "30.0x");
-	assert_contains(get("first_step_slow")->title, "compile");
+	tdiag_must(&R, "first_step_slow");
+	tdiag_contains(get("first_step_slow")->title, "30.0x");
+	tdiag_contains(get("first_step_slow")->title, "compile");
 }
 
 static void test_first_step_warm_quiet(void **state)
@@ -318,7 +294,7 @@ static void test_first_step_warm_quiet(void **state)
 	noisy_steps(0, 10, 2 * MS, 0.02, 0, 2.5, 8, ids, starts);
 	trec_span(&T, PP_COMPILE, "compile", starts[0], starts[0] + 2 * MS, ids[0], 0);
 	analyze();
-	assert_quiet("first_step_slow");
+	tdiag_quiet(&R, "first_step_slow");
 }
 
 /* ---- sessions and graphs ---- */
@@ -334,13 +310,13 @@ static void test_session_per_iteration(void **state)
 		trec_span(&T, PP_SESSION_CLOSE, "close", starts[i] + 3 * MS, starts[i] + 3200 * US, ids[i], i);
 	}
 	analyze();
-	assert_fires("session_per_iteration");
+	tdiag_must(&R, "session_per_iteration");
 	const pp_finding *f = get("session_per_iteration");
 	assert_string_equal(f->severity, "high"); /* ~25% of step time */
-	assert_contains(f->title, "29 of 29 iterations");
-	assert_contains(f->evidence, "session_close");
+	tdiag_contains(f->title, "29 of 29 iterations");
+	tdiag_contains(f->evidence, "session_close");
 	/* The generic share rule does not repeat it. */
-	assert_quiet("phase_share.session_create");
+	tdiag_quiet(&R, "phase_share.session_create");
 }
 
 static void test_session_once_quiet(void **state)
@@ -353,7 +329,7 @@ static void test_session_once_quiet(void **state)
 	/* a lazily created second session inside the first step is fine */
 	trec_span(&T, PP_SESSION_CREATE, "lazy", starts[0], starts[0] + 100 * US, ids[0], 0);
 	analyze();
-	assert_quiet("session_per_iteration");
+	tdiag_quiet(&R, "session_per_iteration");
 }
 
 static void test_session_between_steps(void **state)
@@ -373,9 +349,9 @@ static void test_session_between_steps(void **state)
 		}
 	}
 	analyze();
-	assert_fires("session_per_iteration");
-	assert_contains(get("session_per_iteration")->title, "in 19 of 39 iterations");
-	assert_contains(get("session_per_iteration")->evidence, "0 inside steps, 19 between them");
+	tdiag_must(&R, "session_per_iteration");
+	tdiag_contains(get("session_per_iteration")->title, "in 19 of 39 iterations");
+	tdiag_contains(get("session_per_iteration")->evidence, "0 inside steps, 19 between them");
 }
 
 static void test_graph_build_between_steps(void **state)
@@ -396,8 +372,8 @@ static void test_graph_build_between_steps(void **state)
 		now += MS + 10 * US;
 	}
 	analyze();
-	assert_fires("graph_grows");
-	assert_contains(get("graph_grows")->evidence, "38 graph_build phases in 38 of 39 iterations");
+	tdiag_must(&R, "graph_grows");
+	tdiag_contains(get("graph_grows")->evidence, "38 graph_build phases in 38 of 39 iterations");
 
 	trec_run(&T, "lazy build only", 0);
 	now = 0;
@@ -410,7 +386,7 @@ static void test_graph_build_between_steps(void **state)
 		now += MS + 10 * US;
 	}
 	analyze();
-	assert_quiet("graph_grows");
+	tdiag_quiet(&R, "graph_grows");
 }
 
 static void test_repeated_phase_grows(void **state)
@@ -427,10 +403,10 @@ static void test_repeated_phase_grows(void **state)
 		now += d + 300 * US;
 	}
 	analyze();
-	assert_fires("repeated_phase_grows");
-	assert_contains(get("repeated_phase_grows")->title, "Each variable_init takes longer than the last");
+	tdiag_must(&R, "repeated_phase_grows");
+	tdiag_contains(get("repeated_phase_grows")->title, "Each variable_init takes longer than the last");
 	assert_string_equal(get("repeated_phase_grows")->severity, "high");
-	assert_fires("session_per_iteration"); /* 50 sessions, no loop recorded */
+	tdiag_must(&R, "session_per_iteration"); /* 50 sessions, no loop recorded */
 	/* the cause outranks the symptom */
 	assert_string_equal(R.findings[0].rule, "session_per_iteration");
 
@@ -445,7 +421,7 @@ static void test_repeated_phase_grows(void **state)
 	for (int i = 0; i < 300; i++, now += 100 * US)
 		trec_span(&T, PP_GRAPH_BUILD, "graph_build", now, now + 10 * US + i * 100, 0, -1);
 	analyze();
-	assert_quiet("repeated_phase_grows");
+	tdiag_quiet(&R, "repeated_phase_grows");
 }
 
 static void test_graph_grows_snapshots(void **state)
@@ -458,8 +434,8 @@ static void test_graph_grows_snapshots(void **state)
 	trec_graph(&T, "other", 1, MS, 7);
 	trec_graph(&T, "other", 2, 2 * MS, 7);
 	analyze();
-	assert_fires("graph_grows");
-	assert_contains(get("graph_grows")->evidence, "graph 'default': 10 snapshots, 20 -> 65 nodes");
+	tdiag_must(&R, "graph_grows");
+	tdiag_contains(get("graph_grows")->evidence, "graph 'default': 10 snapshots, 20 -> 65 nodes");
 	assert_string_equal(get("graph_grows")->severity, "high"); /* 3.25x */
 
 	/* a model built in stages before the loop (forward, gradients,
@@ -472,7 +448,7 @@ static void test_graph_grows_snapshots(void **state)
 	noisy_steps(4 * MS, 20, MS, 0.02, 0, 1, 37, ids, starts);
 	trec_graph(&T, "default", 2, starts[10], 70);
 	analyze();
-	assert_quiet("graph_grows");
+	tdiag_quiet(&R, "graph_grows");
 	/* the same graph growing inside the loop */
 	trec_run(&T, "staged then growing", 0);
 	trec_graph(&T, "default", 0, 1 * MS, 20);
@@ -481,14 +457,14 @@ static void test_graph_grows_snapshots(void **state)
 	for (int i = 1; i < 20; i++)
 		trec_graph(&T, "default", 1 + i, starts[i] + 100 * US, 70 + i);
 	analyze();
-	assert_fires("graph_grows");
-	assert_contains(get("graph_grows")->evidence, "20 snapshots, 70 -> 89 nodes");
+	tdiag_must(&R, "graph_grows");
+	tdiag_contains(get("graph_grows")->evidence, "20 snapshots, 70 -> 89 nodes");
 
 	trec_run(&T, "same graph", 0);
 	for (int v = 0; v < 10; v++)
 		trec_graph(&T, "default", v, v * MS, 40);
 	analyze();
-	assert_quiet("graph_grows");
+	tdiag_quiet(&R, "graph_grows");
 }
 
 static void test_graph_grows_counter_and_builds(void **state)
@@ -508,15 +484,15 @@ static void test_graph_grows_counter_and_builds(void **state)
 	free(ids);
 	free(starts);
 	analyze();
-	assert_fires("graph_grows");
-	assert_fires("iteration_time_grows");
+	tdiag_must(&R, "graph_grows");
+	tdiag_must(&R, "iteration_time_grows");
 	/* The cause ranks above the symptom it explains. */
 	assert_string_equal(R.findings[0].rule, "graph_grows");
-	assert_contains(get("iteration_time_grows")->evidence, "graph_grows");
-	assert_contains(get("graph_grows")->evidence, "graph.nodes: 11 -> 129");
-	assert_contains(get("graph_grows")->evidence, "119 graph_build phases in 119 of 119 iterations after the first step");
-	assert_quiet("phase_share.compile");
-	assert_quiet("phase_share.graph_build");
+	tdiag_contains(get("iteration_time_grows")->evidence, "graph_grows");
+	tdiag_contains(get("graph_grows")->evidence, "graph.nodes: 11 -> 129");
+	tdiag_contains(get("graph_grows")->evidence, "119 graph_build phases in 119 of 119 iterations after the first step");
+	tdiag_quiet(&R, "phase_share.compile");
+	tdiag_quiet(&R, "phase_share.graph_build");
 }
 
 static void test_graph_built_once_quiet(void **state)
@@ -533,8 +509,8 @@ static void test_graph_built_once_quiet(void **state)
 	/* the first step builds its gradient graph: not growth */
 	trec_span(&T, PP_GRAPH_BUILD, "grad", starts[0], starts[0] + 100 * US, ids[0], 0);
 	analyze();
-	assert_quiet("graph_grows");
-	assert_quiet("iteration_time_grows");
+	tdiag_quiet(&R, "graph_grows");
+	tdiag_quiet(&R, "iteration_time_grows");
 }
 
 /* ---- retracing ---- */
@@ -555,15 +531,15 @@ static void test_retracing(void **state)
 	/* another function traced once: fine */
 	trec_span(&T, PP_RETRACE, "train_step(f32[32,784])", 50 * MS, 51 * MS, 0, -1);
 	analyze();
-	assert_fires("repeated_retracing");
+	tdiag_must(&R, "repeated_retracing");
 	const pp_finding *f = get("repeated_retracing");
 	assert_string_equal(f->severity, "high");
-	assert_contains(f->title, "'predict' is traced 12 times");
-	assert_contains(f->evidence, "signatures: predict(f32[1,784]), predict(f32[2,784])");
-	assert_contains(f->evidence, "12 distinct signatures");
-	assert_contains(f->evidence, "(+8 more)");
-	assert_contains(f->fix, "relaxed input signature");
-	assert_quiet("graph_grows");
+	tdiag_contains(f->title, "'predict' is traced 12 times");
+	tdiag_contains(f->evidence, "signatures: predict(f32[1,784]), predict(f32[2,784])");
+	tdiag_contains(f->evidence, "12 distinct signatures");
+	tdiag_contains(f->evidence, "(+8 more)");
+	tdiag_contains(f->fix, "relaxed input signature");
+	tdiag_quiet(&R, "graph_grows");
 	/* exactly one finding: train_step is not flagged */
 	int n = 0;
 	for (int i = 0; i < R.n; i++)
@@ -580,8 +556,8 @@ static void test_retrace_once_quiet(void **state)
 	trec_span(&T, PP_RETRACE, "evaluate(f32[?,10])", 9 * MS, 12 * MS, 0, -1);
 	noisy_steps(12 * MS, 50, 4 * MS, 0.02, 0, 1, 14, NULL, NULL);
 	analyze();
-	assert_quiet("repeated_retracing");
-	assert_quiet("phase_share.retrace"); /* 6% of the run, but one trace each */
+	tdiag_quiet(&R, "repeated_retracing");
+	tdiag_quiet(&R, "phase_share.retrace"); /* 6% of the run, but one trace each */
 	/* One ahead-of-time compile is expected too, even when it is 10% of the run. */
 	trec_run(&T, "one compile", 0);
 	trec_span(&T, PP_COMPILE, "aot", 0, 10 * MS, 0, -1);
@@ -609,13 +585,13 @@ static void test_op_registration(void **state)
 	trec_graph_node(&T, g, 2, "y", "MatMul");
 	noisy_steps(40 * MS, 10, 1 * MS, 0.02, 0, 1, 15, NULL, NULL);
 	analyze();
-	assert_fires("op_registration_startup");
+	tdiag_must(&R, "op_registration_startup");
 	const pp_finding *f = get("op_registration_startup");
 	assert_string_equal(f->severity, "high"); /* 75% */
-	assert_contains(f->title, "75% of start-up");
-	assert_contains(f->evidence, "1300 ops registered");
-	assert_contains(f->evidence, "3 distinct op types");
-	assert_quiet("phase_share.op_registration");
+	tdiag_contains(f->title, "75% of start-up");
+	tdiag_contains(f->evidence, "1300 ops registered");
+	tdiag_contains(f->evidence, "3 distinct op types");
+	tdiag_quiet(&R, "phase_share.op_registration");
 
 	/* No step loop: start-up ends with the last set-up phase, not with the
 	 * run (which goes on with the program's own work). */
@@ -626,11 +602,11 @@ static void test_op_registration(void **state)
 	trec_span(&T, PP_VARIABLE_INIT, "init", 1400 * US, 1600 * US, 0, -1);
 	trec_span(&T, PP_SPAN, "the program's work", 1600 * US, 8000 * US, 0, -1);
 	analyze();
-	assert_fires("op_registration_startup");
-	assert_contains(get("op_registration_startup")->title, "71% of start-up (1.13 ms of 1.60 ms)");
+	tdiag_must(&R, "op_registration_startup");
+	tdiag_contains(get("op_registration_startup")->title, "71% of start-up (1.13 ms of 1.60 ms)");
 	/* runtime_init is 14% of the run only by containing the registration:
 	 * the generic share counts exclusive time, so it stays quiet. */
-	assert_quiet("phase_share.runtime_init");
+	tdiag_quiet(&R, "phase_share.runtime_init");
 	assert_string_equal(R.findings[0].rule, "op_registration_startup");
 
 	/* 44% of a 0.75 ms start-up in a 100 ms run: not worth a finding */
@@ -639,7 +615,7 @@ static void test_op_registration(void **state)
 	trec_span(&T, PP_OP_REGISTRATION, "register all", 420 * US, 750 * US, 0, -1);
 	noisy_steps(750 * US, 100, 1 * MS, 0.02, 0, 1, 35, NULL, NULL);
 	analyze();
-	assert_quiet("op_registration_startup");
+	tdiag_quiet(&R, "op_registration_startup");
 
 	trec_run(&T, "lite registry", 0);
 	trec_span(&T, PP_RUNTIME_INIT, "init", 0, 2 * MS, 0, -1);
@@ -647,7 +623,7 @@ static void test_op_registration(void **state)
 	trec_span(&T, PP_GRAPH_BUILD, "build", 2300 * US, 10 * MS, 0, -1);
 	noisy_steps(10 * MS, 10, 1 * MS, 0.02, 0, 1, 16, NULL, NULL);
 	analyze();
-	assert_quiet("op_registration_startup");
+	tdiag_quiet(&R, "op_registration_startup");
 }
 
 static void test_initializer(void **state)
@@ -661,11 +637,11 @@ static void test_initializer(void **state)
 	trec_counter(&T, "init.bytes", 940 * MS, 3256360);
 	noisy_steps(1000 * MS, 10, 1 * MS, 0.02, 0, 1, 17, NULL, NULL);
 	analyze();
-	assert_fires("initializer_dominates_init");
+	tdiag_must(&R, "initializer_dominates_init");
 	const pp_finding *f = get("initializer_dominates_init");
 	assert_string_equal(f->severity, "high"); /* 920 of 1000 ms */
-	assert_contains(f->evidence, "slowest: glorot_uniform:dense/kernel 800 ms, orthogonal:dense_1/kernel");
-	assert_contains(f->evidence, "MB/s");
+	tdiag_contains(f->evidence, "slowest: glorot_uniform:dense/kernel 800 ms, orthogonal:dense_1/kernel");
+	tdiag_contains(f->evidence, "MB/s");
 
 	/* the same shares in a fast program (46 of 50 ms): nothing to win */
 	trec_run(&T, "glorot, small", 0);
@@ -674,7 +650,7 @@ static void test_initializer(void **state)
 	trec_span(&T, PP_VARIABLE_INIT, "orthogonal:dense_1/kernel", 42 * MS, 47 * MS, 0, -1);
 	noisy_steps(50 * MS, 10, 1 * MS, 0.02, 0, 1, 17, NULL, NULL);
 	analyze();
-	assert_fires("initializer_dominates_init");
+	tdiag_must(&R, "initializer_dominates_init");
 	assert_string_equal(get("initializer_dominates_init")->severity, "info");
 
 	trec_run(&T, "zeros", 0);
@@ -683,7 +659,7 @@ static void test_initializer(void **state)
 	trec_span(&T, PP_WEIGHT_LOAD, "load", 1200 * US, 2 * MS, 0, -1);
 	noisy_steps(50 * MS, 10, 1 * MS, 0.02, 0, 1, 18, NULL, NULL);
 	analyze();
-	assert_quiet("initializer_dominates_init");
+	tdiag_quiet(&R, "initializer_dominates_init");
 }
 
 static void test_weight_load_small_reads(void **state)
@@ -696,9 +672,9 @@ static void test_weight_load_small_reads(void **state)
 	trec_counter(&T, "weights.small_reads", 60 * MS, 19990);
 	noisy_steps(60 * MS, 10, 1 * MS, 0.02, 0, 1, 19, NULL, NULL);
 	analyze();
-	assert_fires("weight_load_small_reads");
+	tdiag_must(&R, "weight_load_small_reads");
 	assert_string_equal(get("weight_load_small_reads")->severity, "high");
-	assert_contains(get("weight_load_small_reads")->evidence, "20000 reads (100% small)");
+	tdiag_contains(get("weight_load_small_reads")->evidence, "20000 reads (100% small)");
 
 	/* The runtime's names: weights.reads and weights.bytes per load, no
 	 * small-read count (a mean read under 4 KiB makes them small). */
@@ -711,15 +687,15 @@ static void test_weight_load_small_reads(void **state)
 	trec_counter(&T, "weights.reads", 40 * MS, 30000);
 	noisy_steps(40 * MS, 10, 1 * MS, 0.02, 0, 1, 33, NULL, NULL);
 	analyze();
-	assert_fires("weight_load_small_reads");
-	assert_contains(get("weight_load_small_reads")->evidence, "130000 reads (100% small)");
+	tdiag_must(&R, "weight_load_small_reads");
+	tdiag_contains(get("weight_load_small_reads")->evidence, "130000 reads (100% small)");
 	/* safetensors through mmap: bytes only, no reads counted */
 	trec_run(&T, "safetensors", 0);
 	trec_span(&T, PP_WEIGHT_LOAD, "safetensors:a", 0, 1 * MS, 0, -1);
 	trec_counter(&T, "weights.bytes", 1 * MS, 3e6);
 	noisy_steps(40 * MS, 10, 1 * MS, 0.02, 0, 1, 34, NULL, NULL);
 	analyze();
-	assert_quiet("weight_load_small_reads");
+	tdiag_quiet(&R, "weight_load_small_reads");
 
 	/* The agent's io rows serve when the loader has no counters. */
 	trec_run(&T, "small reads io", 0);
@@ -728,15 +704,15 @@ static void test_weight_load_small_reads(void **state)
 	trec_io(&T, "/m/weights.h5", "open", 1, 0, 10 * US, 0);
 	noisy_steps(10 * MS, 10, 1 * MS, 0.02, 0, 1, 20, NULL, NULL);
 	analyze();
-	assert_fires("weight_load_small_reads");
-	assert_contains(get("weight_load_small_reads")->evidence, "io rows");
+	tdiag_must(&R, "weight_load_small_reads");
+	tdiag_contains(get("weight_load_small_reads")->evidence, "io rows");
 
 	trec_run(&T, "mmap", 0);
 	trec_span(&T, PP_WEIGHT_LOAD, "weights.safetensors", 0, 2 * MS, 0, -1);
 	trec_io(&T, "/m/weights.safetensors", "read", 2, 8 + 4096, 20 * US, 1);
 	noisy_steps(10 * MS, 10, 1 * MS, 0.02, 0, 1, 21, NULL, NULL);
 	analyze();
-	assert_quiet("weight_load_small_reads");
+	tdiag_quiet(&R, "weight_load_small_reads");
 }
 
 static void test_library_load(void **state)
@@ -748,11 +724,11 @@ static void test_library_load(void **state)
 	trec_lib(&T, "/usr/lib/libdep.so", 100 * MS, 300 * MS, 10 << 20, 0); /* nested in big */
 	trec_lib(&T, "/usr/lib/libsmall.so", 600 * MS, 620 * MS, 1 << 20, 0);
 	analyze();
-	assert_fires("library_load_startup");
+	tdiag_must(&R, "library_load_startup");
 	const pp_finding *f = get("library_load_startup");
-	assert_contains(f->title, "52%"); /* union 520 ms of 1 s */
+	tdiag_contains(f->title, "52%"); /* union 520 ms of 1 s */
 	assert_string_equal(f->severity, "high");
-	assert_contains(f->evidence, "slowest: libbig.so 500 ms (constructors 200 ms), libdep.so");
+	tdiag_contains(f->evidence, "slowest: libbig.so 500 ms (constructors 200 ms), libdep.so");
 
 	/* the same shares in a 100 ms program (52 ms of libraries, like
 	 * `true` under record): nothing a user can win back, information */
@@ -761,14 +737,14 @@ static void test_library_load(void **state)
 	trec_lib(&T, "/usr/lib/libbig.so", 5 * MS, 55 * MS, 300 << 20, 20 * MS);
 	trec_lib(&T, "/usr/lib/libsmall.so", 60 * MS, 62 * MS, 1 << 20, 0);
 	analyze();
-	assert_fires("library_load_startup");
+	tdiag_must(&R, "library_load_startup");
 	assert_string_equal(get("library_load_startup")->severity, "info");
 
 	trec_run(&T, "light imports", 100 * MS);
 	trec_lib(&T, "/usr/lib/libc.so.6", 0, 1 * MS, 2 << 20, 0);
 	trec_lib(&T, "/usr/lib/libm.so.6", 1 * MS, 1500 * US, 1 << 20, 0);
 	analyze();
-	assert_quiet("library_load_startup");
+	tdiag_quiet(&R, "library_load_startup");
 }
 
 /* ---- allocation counters ---- */
@@ -802,25 +778,25 @@ static void test_alloc_not_flat(void **state)
 	(void)state;
 	alloc_run("churn", 200, 5, 150, 0);
 	analyze();
-	assert_fires("alloc_count_not_flat");
+	tdiag_must(&R, "alloc_count_not_flat");
 	const pp_finding *f = get("alloc_count_not_flat");
-	assert_contains(f->evidence, "allocations per step rise");
-	assert_contains(f->evidence, "still take memory from the system");
-	assert_contains(f->evidence, "fragmentation 0.10");
+	tdiag_contains(f->evidence, "allocations per step rise");
+	tdiag_contains(f->evidence, "still take memory from the system");
+	tdiag_contains(f->evidence, "fragmentation 0.10");
 
 	alloc_run("system every step", 200, 0, 150, 0);
 	analyze();
-	assert_fires("alloc_count_not_flat");
-	assert_contains(get("alloc_count_not_flat")->evidence, "system");
+	tdiag_must(&R, "alloc_count_not_flat");
+	tdiag_contains(get("alloc_count_not_flat")->evidence, "system");
 
 	alloc_run("leak", 200, 0, 0, 4 << 20);
 	analyze();
-	assert_fires("alloc_count_not_flat");
-	assert_contains(get("alloc_count_not_flat")->evidence, "bytes in use at step end grow");
+	tdiag_must(&R, "alloc_count_not_flat");
+	tdiag_contains(get("alloc_count_not_flat")->evidence, "bytes in use at step end grow");
 
 	alloc_run("arena", 200, 0, 0, 0);
 	analyze();
-	assert_quiet("alloc_count_not_flat");
+	tdiag_quiet(&R, "alloc_count_not_flat");
 }
 
 /* The runtime's own allocator counters (flow.<name>.*), emitted every 16
@@ -856,16 +832,16 @@ static void test_alloc_runtime_counters(void **state)
 	(void)state;
 	flow_alloc_run("bfc sampled", "bfc", 300, 0, 16);
 	analyze();
-	assert_quiet("alloc_count_not_flat");
+	tdiag_quiet(&R, "alloc_count_not_flat");
 	flow_alloc_run("bfc growing", "bfc", 300, 10, 16);
 	analyze();
-	assert_fires("alloc_count_not_flat");
-	assert_contains(get("alloc_count_not_flat")->title, "Allocations of 'bfc'");
+	tdiag_must(&R, "alloc_count_not_flat");
+	tdiag_contains(get("alloc_count_not_flat")->title, "Allocations of 'bfc'");
 	flow_alloc_run("malloc", "malloc", 300, 0, 1);
 	analyze();
-	assert_fires("alloc_count_not_flat");
-	assert_contains(get("alloc_count_not_flat")->evidence, "malloc allocator takes every block");
-	assert_contains(get("alloc_count_not_flat")->evidence, "time in the allocator 1.0%");
+	tdiag_must(&R, "alloc_count_not_flat");
+	tdiag_contains(get("alloc_count_not_flat")->evidence, "malloc allocator takes every block");
+	tdiag_contains(get("alloc_count_not_flat")->evidence, "time in the allocator 1.0%");
 }
 
 /* ---- generic share ---- */
@@ -885,14 +861,14 @@ static void test_phase_share(void **state)
 	for (int i = 1; i < 40; i++) /* shape inference 10 ms: 2%, quiet */
 		trec_span(&T, PP_SHAPE_INFERENCE, "shapes", starts[i] + 200 * MS, starts[i] + 210 * MS, ids[i], i);
 	analyze();
-	assert_fires("phase_share.data_transfer");
+	tdiag_must(&R, "phase_share.data_transfer");
 	assert_string_equal(get("phase_share.data_transfer")->severity, "high");
-	assert_contains(get("phase_share.data_transfer")->title, "32% of step time");
-	assert_fires("phase_share.weight_load");
+	tdiag_contains(get("phase_share.data_transfer")->title, "32% of step time");
+	tdiag_must(&R, "phase_share.weight_load");
 	assert_string_equal(get("phase_share.weight_load")->severity, "moderate");
-	assert_contains(get("phase_share.weight_load")->title, "of the run");
-	assert_quiet("phase_share.shape_inference");
-	assert_quiet("phase_share.runtime_init");
+	tdiag_contains(get("phase_share.weight_load")->title, "of the run");
+	tdiag_quiet(&R, "phase_share.shape_inference");
+	tdiag_quiet(&R, "phase_share.runtime_init");
 }
 
 /* A healthy fast run: weight_load is 46% of a 42 ms run (19 ms) and a
@@ -908,11 +884,11 @@ static void test_phase_share_quiet_when_little_to_win(void **state)
 	for (int i = 1; i < 20; i++)
 		trec_span(&T, PP_DATA_TRANSFER, "input", starts[i], starts[i] + 370 * US, ids[i], i);
 	analyze();
-	assert_fires("phase_share.weight_load");
+	tdiag_must(&R, "phase_share.weight_load");
 	assert_string_equal(get("phase_share.weight_load")->severity, "info");
-	assert_contains(get("phase_share.weight_load")->title, "of the run");
-	assert_contains(get("phase_share.weight_load")->evidence, "could be won back");
-	assert_fires("phase_share.data_transfer");
+	tdiag_contains(get("phase_share.weight_load")->title, "of the run");
+	tdiag_contains(get("phase_share.weight_load")->evidence, "could be won back");
+	tdiag_must(&R, "phase_share.data_transfer");
 	assert_string_equal(get("phase_share.data_transfer")->severity, "info");
 	for (int i = 0; i < R.n; i++)
 		if (strcmp(R.findings[i].severity, "info") != 0) {
@@ -933,7 +909,7 @@ static void test_phase_share_high_needs_both(void **state)
 	trec_span(&T, PP_SHAPE_INFERENCE, "shapes", 0, 1200 * MS, 0, -1);
 	noisy_steps(1200 * MS, 20, 50 * MS, 0.0, 0, 1, 31, NULL, NULL);
 	analyze();
-	assert_fires("phase_share.shape_inference");
+	tdiag_must(&R, "phase_share.shape_inference");
 	assert_string_equal(get("phase_share.shape_inference")->severity, "moderate");
 }
 
@@ -948,16 +924,16 @@ static void test_gpu_idle_gaps(void **state)
 	for (int i = 0; i < 40; i++) /* 1 ms kernels every 10 ms: 90% idle */
 		trec_gpu(&T, "kernel", i * 10 * MS, i * 10 * MS + MS, 0, i + 1, "gemm", 0, NULL, NULL, NULL);
 	analyze();
-	assert_fires("gpu_idle_gaps");
+	tdiag_must(&R, "gpu_idle_gaps");
 	assert_string_equal(get("gpu_idle_gaps")->severity, "high");
-	assert_contains(get("gpu_idle_gaps")->title, "idle 90%");
-	assert_contains(get("gpu_idle_gaps")->evidence, "python preprocessing");
+	tdiag_contains(get("gpu_idle_gaps")->title, "idle 90%");
+	tdiag_contains(get("gpu_idle_gaps")->evidence, "python preprocessing");
 
 	trec_run(&T, "gpu busy", 0);
 	for (int i = 0; i < 40; i++) /* back to back, 2 us launch gaps */
 		trec_gpu(&T, "kernel", i * 1002 * US, i * 1002 * US + MS, 0, i + 1, "gemm", 0, NULL, NULL, NULL);
 	analyze();
-	assert_quiet("gpu_idle_gaps");
+	tdiag_quiet(&R, "gpu_idle_gaps");
 }
 
 static void test_gpu_sync_copies(void **state)
@@ -972,8 +948,8 @@ static void test_gpu_sync_copies(void **state)
 		t += 5 * MS;
 	}
 	analyze();
-	assert_fires("gpu_sync_copies");
-	assert_contains(get("gpu_sync_copies")->evidence, "20 from pageable memory");
+	tdiag_must(&R, "gpu_sync_copies");
+	tdiag_contains(get("gpu_sync_copies")->evidence, "20 from pageable memory");
 	assert_string_equal(get("gpu_sync_copies")->severity, "high");
 
 	/* Synchronous API on pinned memory counts too; small H2D copies are exempt. */
@@ -988,8 +964,8 @@ static void test_gpu_sync_copies(void **state)
 		t += 5 * MS;
 	}
 	analyze();
-	assert_fires("gpu_sync_copies");
-	assert_contains(get("gpu_sync_copies")->evidence, "20 copies (0 host-to-device, 20 device-to-host)");
+	tdiag_must(&R, "gpu_sync_copies");
+	tdiag_contains(get("gpu_sync_copies")->evidence, "20 copies (0 host-to-device, 20 device-to-host)");
 
 	/* the collector's own marking: memcpy records named "sync" */
 	trec_run(&T, "sync by name", 0);
@@ -1000,8 +976,8 @@ static void test_gpu_sync_copies(void **state)
 		t += 5 * MS;
 	}
 	analyze();
-	assert_fires("gpu_sync_copies");
-	assert_contains(get("gpu_sync_copies")->evidence, "20 issued by synchronous calls");
+	tdiag_must(&R, "gpu_sync_copies");
+	tdiag_contains(get("gpu_sync_copies")->evidence, "20 issued by synchronous calls");
 
 	trec_run(&T, "pinned async", 0);
 	t = 0;
@@ -1012,7 +988,7 @@ static void test_gpu_sync_copies(void **state)
 		t += 5 * MS;
 	}
 	analyze();
-	assert_quiet("gpu_sync_copies");
+	tdiag_quiet(&R, "gpu_sync_copies");
 }
 
 static void test_gpu_step_transfers(void **state)
@@ -1027,10 +1003,10 @@ static void test_gpu_step_transfers(void **state)
 		trec_gpu(&T, "memcpy", starts[i] + 8 * MS, starts[i] + 9 * MS, 0, 0, NULL, 16 << 20, "DtoH", "DEVICE", "PINNED");
 	}
 	analyze();
-	assert_fires("gpu_step_transfers");
-	assert_contains(get("gpu_step_transfers")->title, "19 of 19 steps take 30% of step time");
-	assert_contains(get("gpu_step_transfers")->evidence, "32.0 MiB");
-	assert_quiet("phase_share.data_transfer");
+	tdiag_must(&R, "gpu_step_transfers");
+	tdiag_contains(get("gpu_step_transfers")->title, "19 of 19 steps take 30% of step time");
+	tdiag_contains(get("gpu_step_transfers")->evidence, "32.0 MiB");
+	tdiag_quiet(&R, "phase_share.data_transfer");
 
 	trec_run(&T, "weights uploaded once", 0);
 	trec_gpu(&T, "memcpy", 0, 5 * MS, 0, 0, NULL, 64 << 20, "HtoD", "PINNED", "DEVICE");
@@ -1038,7 +1014,7 @@ static void test_gpu_step_transfers(void **state)
 	for (int i = 0; i < 20; i++)
 		trec_gpu(&T, "kernel", starts[i] + 1 * MS, starts[i] + 9 * MS, 0, 0, "gemm", 0, NULL, NULL, NULL);
 	analyze();
-	assert_quiet("gpu_step_transfers");
+	tdiag_quiet(&R, "gpu_step_transfers");
 }
 
 static void test_gpu_short_kernels(void **state)
@@ -1052,9 +1028,9 @@ static void test_gpu_short_kernels(void **state)
 		t += 8 * US;
 	}
 	analyze();
-	assert_fires("gpu_short_kernels");
-	assert_contains(get("gpu_short_kernels")->title, "200 of 200 kernels");
-	assert_contains(get("gpu_short_kernels")->evidence, "median of the recorded launch calls");
+	tdiag_must(&R, "gpu_short_kernels");
+	tdiag_contains(get("gpu_short_kernels")->title, "200 of 200 kernels");
+	tdiag_contains(get("gpu_short_kernels")->evidence, "median of the recorded launch calls");
 
 	trec_run(&T, "big kernels", 0);
 	t = 0;
@@ -1064,8 +1040,8 @@ static void test_gpu_short_kernels(void **state)
 		t += 506 * US;
 	}
 	analyze();
-	assert_quiet("gpu_short_kernels");
-	assert_quiet("gpu_idle_gaps");
+	tdiag_quiet(&R, "gpu_short_kernels");
+	tdiag_quiet(&R, "gpu_idle_gaps");
 }
 
 /* ---- a healthy recording: nothing at all ---- */
@@ -1148,8 +1124,8 @@ static void test_errors_and_damage(void **state)
 	(void)state;
 	pp_diag_result r;
 	assert_int_equal(pp_diag_analyze(T.st, 987654, &r), -1);
-	assert_contains(r.error, "no run 987654");
-	assert_contains(r.error, "rules.db");
+	tdiag_contains(r.error, "no run 987654");
+	tdiag_contains(r.error, "rules.db");
 
 	/* Damaged rows: an open span, end before start, a parent cycle, a
 	 * parent that does not exist, an unknown kind. Nothing crashes. */
@@ -1205,8 +1181,8 @@ static void test_read_only_store(void **state)
 	pp_diag_result_free(&r);
 	/* storing needs a writable store: a clear error, nothing half-written */
 	assert_int_equal(pp_diag_run(ro, run, &r), -1);
-	assert_contains(r.error, "cannot replace its findings");
-	assert_contains(r.error, "rules.db");
+	tdiag_contains(r.error, "cannot replace its findings");
+	tdiag_contains(r.error, "rules.db");
 	assert_null(r.findings);
 	pp_store_close(ro, err, sizeof err);
 	T.st = pp_store_open(path, PP_STORE_WRITE, err, sizeof err);
@@ -1224,10 +1200,10 @@ static void test_print(void **state)
 	FILE *m = open_memstream(&buf, &len);
 	pp_diag_print(m, R.findings, R.n, 0);
 	fclose(m);
-	assert_contains(buf, "1. [high] First step takes 10.0x");
-	assert_contains(buf, "(first_step_slow)");
-	assert_contains(buf, "   evidence: ");
-	assert_contains(buf, "   fix:      ");
+	tdiag_contains(buf, "1. [high] First step takes 10.0x");
+	tdiag_contains(buf, "(first_step_slow)");
+	tdiag_contains(buf, "   evidence: ");
+	tdiag_contains(buf, "   fix:      ");
 	free(buf);
 	m = open_memstream(&buf, &len);
 	pp_diag_print(m, NULL, 0, 0);

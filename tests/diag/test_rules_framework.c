@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diagnostics.h"
-#include "testutil.h"
+#include "diag_check.h"
 
 static trec T;
 static pp_diag_result R;
@@ -33,33 +32,7 @@ static int teardown(void **state)
 
 static void analyze(void)
 {
-	pp_diag_result_free(&R);
-	if (pp_diag_analyze(T.st, T.run, &R) != 0)
-		fail_msg("pp_diag_analyze: %s", R.error);
-}
-
-static const pp_finding *get(const char *rule)
-{
-	int i = pp_diag_find(R.findings, R.n, rule);
-	return i >= 0 ? &R.findings[i] : NULL;
-}
-
-static const pp_finding *must(const char *rule)
-{
-	const pp_finding *f = get(rule);
-	if (!f) {
-		pp_diag_print(stderr, R.findings, R.n, 0);
-		fail_msg("expected a %s finding", rule);
-	}
-	return f;
-}
-
-static void quiet(const char *rule)
-{
-	if (get(rule)) {
-		pp_diag_print(stderr, R.findings, R.n, 0);
-		fail_msg("unexpected %s finding", rule);
-	}
+	tdiag_analyze(&T, &R);
 }
 
 /* No finding of moderate or high severity at all. */
@@ -72,11 +45,6 @@ static void all_quiet(void)
 		}
 }
 
-#define contains(hay, needle)                                                              \
-	do {                                                                               \
-		if (!strstr((hay), (needle)))                                              \
-			fail_msg("'%s' does not contain '%s'", (hay), (needle));           \
-	} while (0)
 
 /* A training loop as the adapter records it: n steps of step_ns (the first
  * first_ns), each with data_wait (wait_ns), forward, backward and
@@ -124,8 +92,34 @@ static void test_healthy_loop_quiet(void **state)
 	record_loop(&l, 10 * MS);
 	analyze();
 	all_quiet();
-	quiet("memory_grows_per_step");
-	quiet("data_starvation");
+	tdiag_quiet(&R, "memory_grows_per_step");
+	tdiag_quiet(&R, "data_starvation");
+}
+
+/* A run diagnosed with nothing found is not diagnosed again on every view
+ * (stats and report ran every rule over 10^7 spans each time); a run never
+ * diagnosed still is. */
+static void test_clean_diagnosis_kept(void **state)
+{
+	(void)state;
+	loop l = {.n = 30, .step_ns = 5 * MS, .first_ns = 12 * MS, .wait_ns = 300 * US};
+	int64_t never = trec_run(&T, "never diagnosed", 0);
+	record_loop(&l, 10 * MS);
+	int64_t clean = trec_run(&T, "diagnosed clean", 0);
+	record_loop(&l, 10 * MS);
+	pp_diag_result r;
+	assert_int_equal(pp_diag_run(T.st, clean, &r), 0);
+	assert_int_equal(r.n, 0);
+	pp_diag_result_free(&r);
+	pp_finding *f = NULL;
+	int n = -1, computed = -1;
+	assert_int_equal(pp_diag_findings(T.st, clean, &f, &n, &computed), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(computed, 0);
+	free(f);
+	assert_int_equal(pp_diag_findings(T.st, never, &f, &n, &computed), 0);
+	assert_int_equal(computed, 1);
+	free(f);
 }
 
 static void test_memory_grows(void **state)
@@ -136,11 +130,11 @@ static void test_memory_grows(void **state)
 	trec_run(&T, "loss kept with its graph", 0);
 	record_loop(&l, 10 * MS);
 	analyze();
-	const pp_finding *f = must("memory_grows_per_step");
-	contains(f->title, "per step");
-	contains(f->fix, "loss.item()");
-	contains(f->evidence, "step.rss_bytes");
-	quiet("data_starvation");
+	const pp_finding *f = tdiag_must(&R, "memory_grows_per_step");
+	tdiag_contains(f->title, "per step");
+	tdiag_contains(f->fix, "loss.item()");
+	tdiag_contains(f->evidence, "step.rss_bytes");
+	tdiag_quiet(&R, "data_starvation");
 }
 
 static void test_memory_small_growth_quiet(void **state)
@@ -151,7 +145,7 @@ static void test_memory_small_growth_quiet(void **state)
 	trec_run(&T, "small rss drift", 0);
 	record_loop(&l, 10 * MS);
 	analyze();
-	quiet("memory_grows_per_step");
+	tdiag_quiet(&R, "memory_grows_per_step");
 }
 
 static void test_growth_names_hooks(void **state)
@@ -162,10 +156,10 @@ static void test_growth_names_hooks(void **state)
 	trec_run(&T, "hook per step", 0);
 	record_loop(&l, 10 * MS);
 	analyze();
-	const pp_finding *f = must("iteration_time_grows");
-	contains(f->evidence, "module hooks");
-	contains(f->evidence, "torch.hooks");
-	quiet("memory_grows_per_step");
+	const pp_finding *f = tdiag_must(&R, "iteration_time_grows");
+	tdiag_contains(f->evidence, "module hooks");
+	tdiag_contains(f->evidence, "torch.hooks");
+	tdiag_quiet(&R, "memory_grows_per_step");
 }
 
 static void test_growth_fixed_twin_quiet(void **state)
@@ -175,7 +169,7 @@ static void test_growth_fixed_twin_quiet(void **state)
 	trec_run(&T, "hook once", 0);
 	record_loop(&l, 10 * MS);
 	analyze();
-	quiet("iteration_time_grows");
+	tdiag_quiet(&R, "iteration_time_grows");
 	all_quiet();
 }
 
@@ -186,8 +180,8 @@ static void test_first_step_allocations(void **state)
 	trec_run(&T, "slow first step", 0);
 	record_loop(&l, 10 * MS);
 	analyze();
-	const pp_finding *f = must("first_step_slow");
-	contains(f->evidence, "Allocations: 20000 malloc calls in the first step");
+	const pp_finding *f = tdiag_must(&R, "first_step_slow");
+	tdiag_contains(f->evidence, "Allocations: 20000 malloc calls in the first step");
 }
 
 static void test_first_step_small_share_info(void **state)
@@ -199,7 +193,7 @@ static void test_first_step_small_share_info(void **state)
 	trec_run(&T, "framework first step", 9000 * MS);
 	record_loop(&l, 7000 * MS);
 	analyze();
-	assert_string_equal(must("first_step_slow")->severity, "info");
+	assert_string_equal(tdiag_must(&R, "first_step_slow")->severity, "info");
 	all_quiet();
 }
 
@@ -210,10 +204,10 @@ static void test_data_starvation(void **state)
 	trec_run(&T, "starved", 0);
 	record_loop(&l, 10 * MS);
 	analyze();
-	const pp_finding *f = must("data_starvation");
+	const pp_finding *f = tdiag_must(&R, "data_starvation");
 	assert_string_equal(f->severity, "high");
-	contains(f->fix, "num_workers");
-	quiet("phase_share.data_wait");
+	tdiag_contains(f->fix, "num_workers");
+	tdiag_quiet(&R, "phase_share.data_wait");
 }
 
 static void test_data_between_steps(void **state)
@@ -229,7 +223,7 @@ static void test_data_between_steps(void **state)
 		now += 2 * MS;
 	}
 	analyze();
-	must("data_starvation");
+	tdiag_must(&R, "data_starvation");
 }
 
 static void test_weight_load_slow(void **state)
@@ -239,9 +233,9 @@ static void test_weight_load_slow(void **state)
 	trec_span(&T, PP_WEIGHT_LOAD, "torch.load big.pt", 100 * MS, 600 * MS, 0, -1);
 	trec_counter(&T, "weight_load.bytes", 600 * MS, 50e6);
 	analyze();
-	const pp_finding *f = must("weight_load_slow");
-	contains(f->evidence, "MB/s");
-	quiet("phase_share.weight_load");
+	const pp_finding *f = tdiag_must(&R, "weight_load_slow");
+	tdiag_contains(f->evidence, "MB/s");
+	tdiag_quiet(&R, "phase_share.weight_load");
 }
 
 static void test_weight_load_fast_quiet(void **state)
@@ -250,7 +244,7 @@ static void test_weight_load_fast_quiet(void **state)
 	trec_run(&T, "fast load", 1000 * MS);
 	trec_span(&T, PP_WEIGHT_LOAD, "torch.load small.pt", 100 * MS, 105 * MS, 0, -1);
 	analyze();
-	quiet("weight_load_slow");
+	tdiag_quiet(&R, "weight_load_slow");
 }
 
 static void test_import_startup(void **state)
@@ -266,13 +260,13 @@ static void test_import_startup(void **state)
 	trec_steps(&T, 1500 * MS, (const int64_t[]){50 * MS, 5 * MS, 5 * MS, 5 * MS}, 4, 0, NULL,
 		   NULL);
 	analyze();
-	const pp_finding *f = must("import_startup");
-	contains(f->title, "'torch'");
-	contains(f->evidence, "'torch.nn'");
-	contains(f->evidence, "libtorch_cpu.so");
+	const pp_finding *f = tdiag_must(&R, "import_startup");
+	tdiag_contains(f->title, "'torch'");
+	tdiag_contains(f->evidence, "'torch.nn'");
+	tdiag_contains(f->evidence, "libtorch_cpu.so");
 	/* a training program pays its framework's import once: information */
 	assert_string_equal(f->severity, "info");
-	quiet("phase_share.import");
+	tdiag_quiet(&R, "phase_share.import");
 }
 
 /* The same import in a script without steps is a win worth claiming; in a
@@ -284,14 +278,14 @@ static void test_import_startup_severity(void **state)
 	int64_t torch = trec_span(&T, PP_IMPORT, "torch", 20 * MS, 1400 * MS, 0, -1);
 	trec_span(&T, PP_IMPORT, "torch._C", 100 * MS, 900 * MS, torch, -1);
 	analyze();
-	assert_string_equal(must("import_startup")->severity, "moderate");
+	assert_string_equal(tdiag_must(&R, "import_startup")->severity, "moderate");
 	trec_run(&T, "slow import, then training", 9000 * MS);
 	torch = trec_span(&T, PP_IMPORT, "torch", 20 * MS, 6400 * MS, 0, -1);
 	trec_span(&T, PP_IMPORT, "torch._C", 100 * MS, 5900 * MS, torch, -1);
 	trec_steps(&T, 6500 * MS, (const int64_t[]){50 * MS, 5 * MS, 5 * MS, 5 * MS}, 4, 0, NULL,
 		   NULL);
 	analyze();
-	assert_string_equal(must("import_startup")->severity, "moderate");
+	assert_string_equal(tdiag_must(&R, "import_startup")->severity, "moderate");
 }
 
 static void test_import_small_quiet(void **state)
@@ -300,13 +294,14 @@ static void test_import_small_quiet(void **state)
 	trec_run(&T, "import json", 400 * MS);
 	trec_span(&T, PP_IMPORT, "json", 10 * MS, 30 * MS, 0, -1);
 	analyze();
-	quiet("import_startup");
+	tdiag_quiet(&R, "import_startup");
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_healthy_loop_quiet),
+		cmocka_unit_test(test_clean_diagnosis_kept),
 		cmocka_unit_test(test_import_startup_severity),
 		cmocka_unit_test(test_memory_grows),
 		cmocka_unit_test(test_memory_small_growth_quiet),

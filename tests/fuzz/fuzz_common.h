@@ -1,9 +1,12 @@
-/* fuzz_common.h — what both weight-file fuzz targets do with an accepted
- * file: read every byte of every tensor and convert it, so an offset that
- * escaped validation shows up as an ASan report. */
+/* fuzz_common.h — what both weight-file fuzz targets do: parse an
+ * exact-size copy of the input (any read past the end is caught), read every
+ * byte of every tensor of an accepted file and convert it (an offset that
+ * escaped validation shows up as an ASan report), and require a one-line
+ * message for every rejection. */
 #ifndef FUZZ_COMMON_H
 #define FUZZ_COMMON_H
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +32,28 @@ static void fuzz_touch(flow_weights *w)
 			abort();
 	}
 	(void)sum;
+}
+
+typedef flow_weights *(*fuzz_parse_fn)(const void *buf, size_t len, const char *label, char *err,
+				       size_t errlen);
+
+static inline int fuzz_weights(const uint8_t *data, size_t size, fuzz_parse_fn parse, const char *label)
+{
+	char err[512];
+	unsigned char *buf = malloc(size ? size : 1);
+	if (!buf)
+		return 0;
+	memcpy(buf, data, size);
+	err[0] = 0;
+	flow_weights *w = parse(buf, size, label, err, sizeof err);
+	if (w) {
+		fuzz_touch(w);
+		flow_weights_close(w);
+	} else if (!err[0] || strchr(err, '\n')) {
+		abort();
+	}
+	free(buf);
+	return 0;
 }
 
 #endif

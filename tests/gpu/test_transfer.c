@@ -6,24 +6,22 @@
  * answer is cached for the process):
  *   test_gpu_transfer nodriver|nodevice|stub|noruntime FAKE_LIBCUDA [PHASEPROF]
  * Exit 77 (skipped) if a real GPU answered. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "scenarios.h"
+#include "pp_testutil.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                                          \
-	do {                                                                                      \
-		if (!(cond)) {                                                                    \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);           \
-			fprintf(stderr, __VA_ARGS__);                                             \
-			fputc('\n', stderr);                                                      \
-			failures++;                                                               \
-		}                                                                                 \
-	} while (0)
+static const char *mode, *fake, *cli;
+static int skipped; /* a real GPU answered: exit 77 so ctest says skipped */
 
 /* 1 if a library whose path contains `needle` is mapped in this process. */
 static int mapped(const char *needle)
@@ -39,41 +37,9 @@ static int mapped(const char *needle)
 	return hit;
 }
 
-/* Runs `phaseprof args...` with stdout+stderr captured into out. */
-static int run_cli(const char *exe, char *out, size_t len, const char *a1, const char *a2, const char *a3,
-		   const char *a4)
+static void test_unavailable(void **state)
 {
-	int fd[2];
-	if (pipe(fd) != 0)
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(fd[1], 1);
-		dup2(fd[1], 2);
-		close(fd[0]);
-		close(fd[1]);
-		execl(exe, exe, a1, a2, a3, a4, (char *)NULL);
-		_exit(127);
-	}
-	close(fd[1]);
-	size_t got = 0;
-	ssize_t r;
-	while ((r = read(fd[0], out + got, len - 1 - got)) > 0 && (got += (size_t)r) < len - 1)
-		;
-	out[got] = 0;
-	close(fd[0]);
-	int status = 0;
-	waitpid(pid, &status, 0);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-int main(int argc, char **argv)
-{
-	if (argc < 3) {
-		fprintf(stderr, "usage: %s nodriver|nodevice|stub|noruntime FAKE_LIBCUDA [PHASEPROF]\n", argv[0]);
-		return 2;
-	}
-	const char *mode = argv[1], *fake = argv[2], *cli = argc > 3 ? argv[3] : NULL;
+	(void)state;
 	const char *want;
 	if (strcmp(mode, "nodriver") == 0) {
 		setenv("PHASEPROF_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
@@ -98,43 +64,51 @@ int main(int argc, char **argv)
 #endif
 	}
 	const pp_scenario *s = pp_scenario_find("transfer");
-	CHECK(s != NULL, "no transfer scenario");
-	if (!s)
-		return 1;
-	CHECK(pp_scenario_num_variants(s) == 3, "%d variants", pp_scenario_num_variants(s));
+	assert_non_null(s);
+	assert_int_equal(pp_scenario_num_variants(s), 3);
 	char why[600] = "";
-	int ok = pp_scenario_available(s, why, sizeof why);
-	if (ok) {
+	if (pp_scenario_available(s, why, sizeof why)) {
 		printf("transfer %s: a real GPU answered (%s): skipped\n", mode, why);
-		return 77;
+		skipped = 1;
+		skip();
 	}
-	CHECK(strstr(why, want) != NULL, "reason '%s' lacks '%s'", why, want);
+	if (!strstr(why, want))
+		fail_msg("reason '%s' lacks '%s'", why, want);
 	/* asked in a child: neither the driver nor the CUDA runtime's view of it
 	 * is loaded here */
-	CHECK(!mapped("fake_libcuda") && !mapped("libcuda.so"), "the driver was loaded in the caller");
+	if (mapped("fake_libcuda") || mapped("libcuda.so"))
+		fail_msg("the driver was loaded in the caller");
 	char again[600] = "";
-	CHECK(pp_scenario_available(s, again, sizeof again) == 0 && strcmp(again, why) == 0,
-	      "second answer '%s'", again);
+	assert_int_equal(pp_scenario_available(s, again, sizeof again), 0);
+	assert_string_equal(again, why);
 	/* a short buffer gets a truncated, terminated reason */
 	char tiny[8];
 	pp_scenario_available(s, tiny, sizeof tiny);
-	CHECK(strlen(tiny) == sizeof tiny - 1, "tiny '%s'", tiny);
+	assert_int_equal(strlen(tiny), sizeof tiny - 1);
 
 	if (cli) {
 		char out[8192], db[256];
 		snprintf(db, sizeof db, "%s/ppgpu-transfer-%d.db", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
 			 (int)getpid());
-		int rc = run_cli(cli, out, sizeof out, "list", NULL, NULL, NULL);
-		CHECK(rc == 0, "list exit %d", rc);
-		CHECK(strstr(out, want) != NULL, "list lacks the reason: %s", out);
-		rc = run_cli(cli, out, sizeof out, "run", "transfer", "-o", db);
-		CHECK(rc == 1, "run exit %d", rc);
-		CHECK(strstr(out, "skipped: cannot run here: ") && strstr(out, want), "run output: %s", out);
+		char *list[] = {(char *)cli, "list", NULL}, *run[] = {(char *)cli, "run", "transfer", "-o", db, NULL};
+		assert_int_equal(ppt_run(list, NULL, 1, out, sizeof out), 0);
+		if (!strstr(out, want))
+			fail_msg("list lacks the reason: %s", out);
+		assert_int_equal(ppt_run(run, NULL, 1, out, sizeof out), 1);
 		unlink(db);
+		if (!strstr(out, "skipped: cannot run here: ") || !strstr(out, want))
+			fail_msg("run output: %s", out);
 	}
-	if (failures)
-		fprintf(stderr, "transfer %s: %d check(s) failed\n", mode, failures);
-	else
-		printf("transfer %s: ok (%s)\n", mode, why);
-	return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s nodriver|nodevice|stub|noruntime FAKE_LIBCUDA [PHASEPROF]\n", argv[0]);
+		return 2;
+	}
+	mode = argv[1], fake = argv[2], cli = argc > 3 ? argv[3] : NULL;
+	const struct CMUnitTest tests[] = {cmocka_unit_test(test_unavailable)};
+	int rc = cmocka_run_group_tests_name(mode, tests, NULL, NULL);
+	return rc == 0 && skipped ? 77 : rc;
 }

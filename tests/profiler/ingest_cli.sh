@@ -2,7 +2,8 @@
 # `phaseprof ingest` and `record`'s post-run path end to end: leftover spools
 # ingested, bad input refused with the file named, a full disk (RLIMIT_FSIZE)
 # fails cleanly keeping earlier runs, nothing recorded is an error, and two
-# concurrent records each report exactly their own runs.
+# concurrent records each report exactly their own runs; stats, diff and
+# report read the same whether short spans were folded or all kept.
 # Usage: ingest_cli.sh PHASEPROF T_SPANS
 set -u
 pp=$1 spans=$2
@@ -87,4 +88,30 @@ out=$("$pp" record --sample 2000 -o "$t/h.db" -- "$t/hostile" 3000000 1 2>&1); r
 n=$(sqlite3 "$t/h.db" "SELECT count(*) FROM samples WHERE typeof(stack) = 'integer'" 2>/dev/null)
 if [ $rc = 0 ] && [ "${n:-0}" -gt 0 ]; then ok "record --sample on an ELF with an overflowing section-header offset ($n samples)"
 else bad "hostile ELF: rc=$rc samples=$n $out"; fi
+
+# the numbers a user sees do not depend on --keep-all-spans: the leftover
+# spool (100,000 op spans of 8 names on one thread: 12,500 a name, past
+# the 10,000 kept by default) ingested both ways reads the same in stats,
+# diff and report
+"$pp" ingest -o "$t/fold.db" "$t/left.spool" >/dev/null 2>&1 || bad "ingest (folding)"
+"$pp" ingest --keep-all-spans -o "$t/all.db" "$t/left.spool" >/dev/null 2>&1 || bad "ingest --keep-all-spans"
+folded=$(sqlite3 "$t/fold.db" "SELECT COALESCE(sum(count), 0) FROM span_groups")
+[ "${folded:-0}" -gt 0 ] && ok "default ingest folded $folded spans" || bad "nothing folded: the next checks test nothing"
+phases() { "$pp" stats --json "$1" | /usr/bin/python3 -c 'import json, sys
+for p in json.load(sys.stdin)["runs"][0]["phases"]: print(p["kind"], p["count"], p["total_ns"], p["max_ns"])'; }
+pa=$(phases "$t/fold.db") pb=$(phases "$t/all.db")
+if [ -n "$pa" ] && [ "$pa" = "$pb" ] && grep -q "^op 100000 " <<<"$pa"; then ok "stats: phase totals equal ($(tr '\n' ';' <<<"$pa"))"
+else bad "stats: default [$pa] vs keep-all [$pb]"; fi
+rows=$("$pp" diff --json "$t/fold.db" "$t/all.db" | /usr/bin/python3 -c 'import json, sys
+for r in json.load(sys.stdin)["rows"]:
+    if r["kind"] >= 0: print(r["name"], r["count_a"] == r["count_b"], r["a_ns"] == r["b_ns"], r["verdict"])')
+if [ -n "$rows" ] && ! grep -qv " True True same$" <<<"$rows"; then ok "diff: every phase row equal"
+else bad "diff rows: $rows"; fi
+table() { "$pp" report -o "$t/r.html" "$1" >/dev/null 2>&1
+  /usr/bin/python3 -c 'import re, sys
+m = re.search(r"<th>phase kind</th>.*?</table>", open(sys.argv[1]).read(), re.S)
+print(m.group(0) if m else "")' "$t/r.html"; }
+ta=$(table "$t/fold.db") tb=$(table "$t/all.db")
+if [ -n "$ta" ] && [ "$ta" = "$tb" ] && grep -q ">100000<" <<<"$ta"; then ok "report: phase totals table equal"
+else bad "report tables differ: [$ta] vs [$tb]"; fi
 exit $fail

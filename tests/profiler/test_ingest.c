@@ -26,23 +26,13 @@
 #include "store.h"
 #include "store_internal.h"
 #include "symbols.h"
+#include "pp_testutil.h"
 
 static char tmpdir[256];
 
 static void tmp(char *out, size_t n, const char *name)
 {
 	snprintf(out, n, "%s/%s", tmpdir, name);
-}
-
-static int64_t q1(pp_store *st, const char *sql)
-{
-	sqlite3_stmt *s;
-	assert_int_equal(sqlite3_prepare_v2(pp_store_db(st), sql, -1, &s, NULL), SQLITE_OK);
-	int64_t v = -1;
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	return v;
 }
 
 static pp_store *fresh(const char *name)
@@ -198,13 +188,13 @@ static void test_samples_symbolised(void **state)
 	pp_ingest_result r;
 	assert_int_equal(pp_store_ingest(st, spool, NULL, &r, err, sizeof err), 0);
 	assert_int_equal(r.samples, 3);
-	assert_int_equal(q1(st, "SELECT count(*) FROM samples WHERE typeof(stack) = 'integer'"), 3);
-	assert_int_equal(q1(st, "SELECT count(DISTINCT stack) FROM samples"), 1);
-	assert_int_equal(q1(st, "SELECT count(*) FROM stacks"), 2);
-	assert_int_equal(q1(st, "SELECT count(*) FROM samples s JOIN stacks k ON k.run_id = s.run_id AND k.id = s.stack"
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM samples WHERE typeof(stack) = 'integer'"), 3);
+	assert_int_equal(ppt_q_int(st, "SELECT count(DISTINCT stack) FROM samples"), 1);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM stacks"), 2);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM samples s JOIN stacks k ON k.run_id = s.run_id AND k.id = s.stack"
 				" JOIN frames f ON f.run_id = k.run_id AND f.id = k.frame"
 				" JOIN strings y ON y.id = f.symbol_id WHERE y.value = 'pp_test_leaf_function'"), 3);
-	assert_int_equal(q1(st, "SELECT count(*) FROM stacks k JOIN frames f ON f.run_id = k.run_id AND f.id = k.frame"
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM stacks k JOIN frames f ON f.run_id = k.run_id AND f.id = k.frame"
 				" JOIN strings y ON y.id = f.symbol_id WHERE k.parent IS NULL"
 				" AND y.value = 'test_samples_symbolised'"), 1);
 	pp_store_close(st, NULL, 0);
@@ -230,16 +220,111 @@ static void test_span_folding(void **state)
 	assert_int_equal(pp_store_ingest(st, spool, NULL, &r, err, sizeof err), 0);
 	assert_int_equal(r.spans, 10001);
 	assert_int_equal(r.spans_folded, 15000);
-	assert_int_equal(q1(st, "SELECT count(*) FROM spans WHERE kind = 21"), 10000);
-	assert_int_equal(q1(st, "SELECT count(*) FROM span_groups"), 1);
-	assert_int_equal(q1(st, "SELECT sum(count) FROM span_groups g JOIN spans p ON p.id = g.parent_id"
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM spans WHERE kind = 21"), 10000);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM span_groups"), 1);
+	assert_int_equal(ppt_q_int(st, "SELECT sum(count) FROM span_groups g JOIN spans p ON p.id = g.parent_id"
 				" WHERE p.kind = 16 AND g.step = 0 AND g.depth = 1"), 15000);
-	assert_int_equal(q1(st, "SELECT count(*) FROM span_groups WHERE min_ns <= max_ns AND total_ns >= count * min_ns"), 1);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM span_groups WHERE min_ns <= max_ns AND total_ns >= count * min_ns"), 1);
 	pp_ingest_opts o = {.exit_code = -1, .keep_all_spans = 1};
 	assert_int_equal(pp_store_ingest(st, spool, &o, &r, err, sizeof err), 0);
 	assert_int_equal(r.spans, 25001);
 	assert_int_equal(r.spans_folded, 0);
 	pp_store_close(st, NULL, 0);
+}
+
+/* pp_store_spans hands rows over by (thread, start), a span before the
+ * spans it opened at the same instant, whatever order the table holds them
+ * in (rows of one thread out of start order, threads interleaved). */
+static void test_spans_order(void **state)
+{
+	(void)state;
+	pp_store *st = fresh("order.db");
+	assert_int_equal(sqlite3_exec(pp_store_db(st),
+				      "INSERT INTO spans(id,run_id,tid,kind,name_id,start_ns,end_ns,depth,parent_id) VALUES"
+				      "(1,5,7,0,NULL,50,60,0,NULL),(2,5,3,0,NULL,40,90,0,NULL),(3,5,7,0,NULL,10,20,0,NULL),"
+				      "(4,5,3,0,NULL,40,45,1,2),(5,5,3,0,NULL,5,6,0,NULL),(6,6,3,0,NULL,1,2,0,NULL),"
+				      "(7,5,7,21,NULL,55,NULL,1,1)",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	pp_span_list l;
+	assert_int_equal(pp_store_spans(st, 5, -1, &l), 0);
+	static const int64_t want[] = {5, 2, 4, 3, 1, 7};
+	assert_int_equal(l.n, 6);
+	for (int i = 0; i < l.n; i++)
+		assert_int_equal(l.rows[i].id, want[i]);
+	assert_int_equal(l.rows[5].end_ns, -1);
+	assert_string_equal(l.rows[0].name, "");
+	pp_span_list_free(&l);
+	assert_int_equal(pp_store_spans(st, 5, 21, &l), 0);
+	assert_int_equal(l.n, 1);
+	pp_span_list_free(&l);
+	pp_store_close(st, NULL, 0);
+}
+
+/* Phase totals count what span_groups folded: the same recording ingested
+ * by default and with keep_all_spans gives the same counts and times per
+ * kind, an op nested in an op stays uncounted, and the span-name total
+ * includes the grouped spans. */
+static void test_groups_in_totals(void **state)
+{
+	(void)state;
+	char spool[512], err[512];
+	tmp(spool, sizeof spool, "groups.spool");
+	assert_int_equal(pp_open(&(pp_options){.spool_path = spool, .max_buffers = 4096}), 0);
+	for (int step = 0; step < 3; step++) {
+		pp_step_begin(step);
+		for (int i = 0; i < 6000; i++) {
+			pp_phase_begin(PP_OP, i & 1 ? "matmul" : "relu");
+			pp_phase_end();
+		}
+		/* leaf ops inside an op: folded, and nested in their own kind */
+		pp_phase_begin(PP_OP, "block");
+		for (int i = 0; i < 4000; i++) {
+			pp_phase_begin(PP_OP, "matmul");
+			pp_phase_end();
+		}
+		pp_phase_end();
+		for (int i = 0; i < 5000; i++) {
+			pp_phase_begin(PP_SPAN, "tick");
+			pp_phase_end();
+		}
+		pp_step_end();
+	}
+	assert_int_equal(pp_close(), 0);
+	pp_store *a = fresh("groups_a.db"), *b = fresh("groups_b.db");
+	pp_ingest_result ra, rb;
+	pp_ingest_opts keep = {.exit_code = -1, .keep_all_spans = 1};
+	assert_int_equal(pp_store_ingest(a, spool, NULL, &ra, err, sizeof err), 0);
+	assert_int_equal(pp_store_ingest(b, spool, &keep, &rb, err, sizeof err), 0);
+	assert_true(ra.spans_folded > 10000);
+	assert_int_equal(rb.spans_folded, 0);
+	assert_true(ppt_q_int(a, "SELECT count(*) FROM span_groups WHERE kind = 0") > 0);
+	pp_phase_total *ta, *tb;
+	int na, nb;
+	assert_int_equal(pp_store_phase_totals(a, ra.run_id, &ta, &na), 0);
+	assert_int_equal(pp_store_phase_totals(b, rb.run_id, &tb, &nb), 0);
+	assert_int_equal(na, nb);
+	int64_t ops = -1;
+	for (int i = 0; i < na; i++) {
+		assert_int_equal(ta[i].kind, tb[i].kind);
+		assert_int_equal(ta[i].count, tb[i].count);
+		assert_int_equal(ta[i].total_ns, tb[i].total_ns);
+		assert_int_equal(ta[i].max_ns, tb[i].max_ns);
+		if (ta[i].kind == PP_OP)
+			ops = ta[i].count;
+	}
+	/* 6000 leaf ops and one block per step; the block's 4000 are inside it */
+	assert_int_equal(ops, 3 * 6001);
+	int64_t ta_ns, tb_ns, ca, cb;
+	assert_int_equal(pp_store_span_name_total(a, ra.run_id, "matmul", &ta_ns, &ca), 0);
+	assert_int_equal(pp_store_span_name_total(b, rb.run_id, "matmul", &tb_ns, &cb), 0);
+	assert_int_equal(ca, 3 * 7000);
+	assert_int_equal(ca, cb);
+	assert_int_equal(ta_ns, tb_ns);
+	free(ta);
+	free(tb);
+	pp_store_close(a, NULL, 0);
+	pp_store_close(b, NULL, 0);
 }
 
 /* A write that fails (here the losses row, refused by a trigger) fails the
@@ -265,10 +350,10 @@ static void test_failed_write_is_an_error(void **state)
 	assert_non_null(strstr(err, "loss.spool"));
 	assert_non_null(strstr(err, "losses"));
 	assert_null(strchr(err, '\n'));
-	assert_int_equal(q1(st, "SELECT count(*) FROM runs"), 0);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM runs"), 0);
 	assert_int_equal(sqlite3_exec(pp_store_db(st), "DROP TRIGGER no_losses", NULL, NULL, NULL), SQLITE_OK);
 	assert_int_equal(pp_store_ingest(st, spool, NULL, &r, err, sizeof err), 0);
-	assert_int_equal(q1(st, "SELECT count FROM losses"), 5);
+	assert_int_equal(ppt_q_int(st, "SELECT count FROM losses"), 5);
 	pp_store_close(st, NULL, 0);
 }
 
@@ -423,8 +508,8 @@ static void test_fresh_database(void **state)
 	unlink(db);
 	pp_store *st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
 	assert_non_null(st);
-	assert_int_equal(q1(st, "PRAGMA synchronous"), 0);
-	assert_int_equal(q1(st, "PRAGMA page_size"), 4096);
+	assert_int_equal(ppt_q_int(st, "PRAGMA synchronous"), 0);
+	assert_int_equal(ppt_q_int(st, "PRAGMA page_size"), 4096);
 	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
 	assert_int_equal(access(wal, F_OK), -1);
 	struct stat sb;
@@ -432,7 +517,7 @@ static void test_fresh_database(void **state)
 	assert_true(sb.st_size < 1 << 20); /* 64 KiB pages: ~3 MB of empty tables */
 	st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
 	assert_non_null(st);
-	assert_int_equal(q1(st, "PRAGMA synchronous"), 1); /* NORMAL */
+	assert_int_equal(ppt_q_int(st, "PRAGMA synchronous"), 1); /* NORMAL */
 	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
 	st = pp_store_open(db, PP_STORE_READ, err, sizeof err);
 	assert_non_null(st);
@@ -446,8 +531,7 @@ static void test_fresh_database(void **state)
 
 int main(void)
 {
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/pp-test-ingest-XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (ppt_tmpdir(tmpdir, sizeof tmpdir, "pp-test-ingest") != 0)
 		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sparse_ids_bounded),
@@ -455,6 +539,8 @@ int main(void)
 		cmocka_unit_test(test_summary_checks_crc),
 		cmocka_unit_test(test_samples_symbolised),
 		cmocka_unit_test(test_span_folding),
+		cmocka_unit_test(test_groups_in_totals),
+		cmocka_unit_test(test_spans_order),
 		cmocka_unit_test(test_failed_write_is_an_error),
 		cmocka_unit_test(test_hostile_elf),
 		cmocka_unit_test(test_idmap),
@@ -462,9 +548,5 @@ int main(void)
 		cmocka_unit_test(test_fresh_database),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		return 1;
-	return rc;
+	return ppt_rmtree(tmpdir) != 0 ? 1 : rc;
 }

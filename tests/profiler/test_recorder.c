@@ -20,35 +20,13 @@
 #include "recorder_internal.h"
 #include "store.h"
 #include "store_internal.h"
+#include "pp_testutil.h"
 
 static char tmpdir[256];
 
 static void path_in_tmp(char *out, size_t n, const char *name)
 {
 	snprintf(out, n, "%s/%s", tmpdir, name);
-}
-
-static int64_t query1(pp_store *st, const char *sql)
-{
-	sqlite3_stmt *s;
-	assert_int_equal(sqlite3_prepare_v2(pp_store_db(st), sql, -1, &s, NULL), SQLITE_OK);
-	int64_t v = -1;
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	return v;
-}
-
-static pp_store *ingest_one(const char *spool, const char *db, pp_ingest_result *res)
-{
-	char err[512];
-	unlink(db);
-	pp_store *st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
-	assert_non_null(st);
-	int rc = pp_store_ingest(st, spool, NULL, res, err, sizeof err);
-	if (rc != 0)
-		fail_msg("ingest failed: %s", err);
-	return st;
 }
 
 static void test_nesting(void **state)
@@ -78,22 +56,22 @@ static void test_nesting(void **state)
 	assert_int_equal(pp_close(), 0);
 
 	pp_ingest_result res;
-	pp_store *st = ingest_one(spool, db, &res);
+	pp_store *st = ppt_ingest(spool, db, &res);
 	assert_int_equal(res.truncated, 0);
 	assert_int_equal(res.spans, 10);
-	assert_int_equal(query1(st, "SELECT end_ns - start_ns FROM spans_v WHERE name='before main'"), 2000);
-	assert_int_equal(query1(st, "SELECT start_ns FROM spans_v WHERE name='before main'"), 100);
+	assert_int_equal(ppt_q_int(st, "SELECT end_ns - start_ns FROM spans_v WHERE name='before main'"), 2000);
+	assert_int_equal(ppt_q_int(st, "SELECT start_ns FROM spans_v WHERE name='before main'"), 100);
 	assert_int_equal(res.open_spans, 0);
 	/* depth and parent links */
-	assert_int_equal(query1(st, "SELECT depth FROM spans_v WHERE name='inner'"), 2);
-	assert_int_equal(query1(st, "SELECT p.kind FROM spans c JOIN spans p ON p.id=c.parent_id "
+	assert_int_equal(ppt_q_int(st, "SELECT depth FROM spans_v WHERE name='inner'"), 2);
+	assert_int_equal(ppt_q_int(st, "SELECT p.kind FROM spans c JOIN spans p ON p.id=c.parent_id "
 				    "JOIN strings n ON n.id=c.name_id WHERE n.value='inner'"),
 			 PP_OP_REGISTRATION);
 	/* steps carry their iteration; nested phases inherit it */
-	assert_int_equal(query1(st, "SELECT count(*) FROM spans WHERE kind=16"), 3);
-	assert_int_equal(query1(st, "SELECT sum(step) FROM spans WHERE kind=14"), 0 + 1 + 2);
-	assert_int_equal(query1(st, "SELECT count(*) FROM spans WHERE end_ns < start_ns"), 0);
-	assert_int_equal(query1(st, "SELECT count(*) FROM run_meta WHERE key='model' AND value='mlp'"), 1);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM spans WHERE kind=16"), 3);
+	assert_int_equal(ppt_q_int(st, "SELECT sum(step) FROM spans WHERE kind=14"), 0 + 1 + 2);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM spans WHERE end_ns < start_ns"), 0);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM run_meta WHERE key='model' AND value='mlp'"), 1);
 	pp_run_info run;
 	assert_int_equal(pp_store_run(st, res.run_id, &run), 0);
 	assert_string_equal(run.scenario, "unit");
@@ -153,13 +131,13 @@ static void test_threads(void **state)
 	pp_stats(&rs);
 	assert_int_equal(pp_close(), 0);
 	pp_ingest_result res;
-	pp_store *st = ingest_one(spool, db, &res);
+	pp_store *st = ppt_ingest(spool, db, &res);
 	assert_int_equal(res.events + res.events_lost, (uint64_t)NTHREADS * PER_THREAD);
 	assert_int_equal(res.events_lost, 0);
-	assert_int_equal(query1(st, "SELECT count(DISTINCT tid) FROM spans"), NTHREADS);
-	assert_int_equal(query1(st, "SELECT count(*) FROM threads WHERE name LIKE 'worker-%'"), NTHREADS);
+	assert_int_equal(ppt_q_int(st, "SELECT count(DISTINCT tid) FROM spans"), NTHREADS);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM threads WHERE name LIKE 'worker-%'"), NTHREADS);
 	/* every span is named after its own thread: no cross-thread mix-up */
-	assert_int_equal(query1(st, "SELECT count(*) FROM spans s JOIN strings n ON n.id=s.name_id "
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM spans s JOIN strings n ON n.id=s.name_id "
 				    "JOIN threads t ON t.run_id=s.run_id AND t.tid=s.tid WHERE n.value<>t.name"),
 			 0);
 	assert_int_equal(pp_store_close(st, NULL, 0), 0);
@@ -184,13 +162,13 @@ static void test_overflow_accounting(void **state)
 	assert_true(rs.events_lost > 0);
 	assert_int_equal(pp_close(), 0);
 	pp_ingest_result res;
-	pp_store *st = ingest_one(spool, db, &res);
+	pp_store *st = ppt_ingest(spool, db, &res);
 	assert_int_equal(res.events + res.events_lost, (uint64_t)N);
 	assert_true(res.events_lost > 0);
-	assert_int_equal(query1(st, "SELECT count(*) FROM marks"), (int64_t)res.events);
-	assert_int_equal(query1(st, "SELECT sum(count) FROM losses WHERE source='events'"),
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM marks"), (int64_t)res.events);
+	assert_int_equal(ppt_q_int(st, "SELECT sum(count) FROM losses WHERE source='events'"),
 			 (int64_t)res.events_lost);
-	assert_int_equal(query1(st, "SELECT events_lost FROM runs"), (int64_t)res.events_lost);
+	assert_int_equal(ppt_q_int(st, "SELECT events_lost FROM runs"), (int64_t)res.events_lost);
 	assert_int_equal(pp_store_close(st, NULL, 0), 0);
 }
 
@@ -227,13 +205,13 @@ static void test_full_buffers_drain(void **state)
 	assert_true(rs.self_drains > 0);
 	assert_int_equal(pp_close(), 0);
 	pp_ingest_result res;
-	pp_store *st = ingest_one(spool, db, &res);
+	pp_store *st = ppt_ingest(spool, db, &res);
 	assert_int_equal(res.events_lost, 0);
 	assert_int_equal(res.events, (uint64_t)8 * BUSY_EVENTS * 2);
 	/* short leaf spans past 10,000 per thread and name are kept as groups */
-	assert_int_equal(query1(st, "SELECT (SELECT count(*) FROM spans) + (SELECT coalesce(sum(count), 0) FROM span_groups)"),
+	assert_int_equal(ppt_q_int(st, "SELECT (SELECT count(*) FROM spans) + (SELECT coalesce(sum(count), 0) FROM span_groups)"),
 			 (int64_t)8 * BUSY_EVENTS);
-	assert_int_equal(query1(st, "SELECT count(*) FROM spans WHERE end_ns IS NULL"), 0);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM spans WHERE end_ns IS NULL"), 0);
 	assert_int_equal(pp_store_close(st, NULL, 0), 0);
 }
 
@@ -267,23 +245,23 @@ static void test_round_trip(void **state)
 	assert_int_equal(pp_close(), 0);
 
 	pp_ingest_result res;
-	pp_store *st = ingest_one(spool, db, &res);
-	assert_int_equal(query1(st, "SELECT count(*) FROM counters"), 2);
-	assert_int_equal(query1(st, "SELECT CAST(sum(value)*10 AS INTEGER) FROM counters"), 30725);
-	assert_int_equal(query1(st, "SELECT count(*) FROM marks m JOIN strings s ON s.id=m.name_id "
+	pp_store *st = ppt_ingest(spool, db, &res);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM counters"), 2);
+	assert_int_equal(ppt_q_int(st, "SELECT CAST(sum(value)*10 AS INTEGER) FROM counters"), 30725);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM marks m JOIN strings s ON s.id=m.name_id "
 				    "WHERE s.value IN ('first','second','checkpoint')"),
 			 3);
-	assert_int_equal(query1(st, "SELECT end_ns-start_ns FROM ops_v WHERE type='MatMul'"), 5000);
-	assert_int_equal(query1(st, "SELECT step FROM ops"), 7);
-	assert_int_equal(query1(st, "SELECT size FROM libraries l JOIN strings s ON s.id=l.path_id "
+	assert_int_equal(ppt_q_int(st, "SELECT end_ns-start_ns FROM ops_v WHERE type='MatMul'"), 5000);
+	assert_int_equal(ppt_q_int(st, "SELECT step FROM ops"), 7);
+	assert_int_equal(ppt_q_int(st, "SELECT size FROM libraries l JOIN strings s ON s.id=l.path_id "
 				    "WHERE s.value='/usr/lib/libfoo.so'"),
 			 4096);
-	assert_int_equal(query1(st, "SELECT n_nodes FROM graphs WHERE version=3"), 3);
-	assert_int_equal(query1(st, "SELECT count(*) FROM graph_nodes n JOIN graphs g ON g.id=n.graph_id"), 3);
-	assert_int_equal(query1(st, "SELECT count(*) FROM graph_edges e JOIN graphs g ON g.id=e.graph_id "
+	assert_int_equal(ppt_q_int(st, "SELECT n_nodes FROM graphs WHERE version=3"), 3);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM graph_nodes n JOIN graphs g ON g.id=n.graph_id"), 3);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM graph_edges e JOIN graphs g ON g.id=e.graph_id "
 				    "WHERE e.dst=2"),
 			 2);
-	assert_int_equal(query1(st, "SELECT count(*) FROM runs WHERE label='round trip'"), 1);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM runs WHERE label='round trip'"), 1);
 	char **names = pp_store_counter_names(st, res.run_id);
 	assert_non_null(names);
 	assert_string_equal(names[0], "alloc.bytes_in_use");
@@ -295,7 +273,7 @@ static void test_round_trip(void **state)
 	assert_int_equal(pp_close(), 0);
 	char err[256];
 	assert_int_equal(pp_store_ingest(st, spool, NULL, &res, err, sizeof err), 0);
-	assert_int_equal(query1(st, "SELECT count(*) FROM runs"), 2);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM runs"), 2);
 	assert_int_equal(pp_store_close(st, NULL, 0), 0);
 }
 
@@ -324,19 +302,19 @@ static void test_fork_follow(void **state)
 	snprintf(child_spool, sizeof child_spool, "%s.%d", spool, (int)pid);
 
 	pp_ingest_result res, cres;
-	pp_store *st = ingest_one(spool, db, &res);
+	pp_store *st = ppt_ingest(spool, db, &res);
 	char err[256];
 	pp_ingest_opts co = {.parent_run = res.run_id, .exit_code = -1};
 	assert_int_equal(pp_store_ingest(st, child_spool, &co, &cres, err, sizeof err), 0);
 	/* the parent's spool holds only the parent's phases, the child's only its own */
-	assert_int_equal(query1(st, "SELECT count(*) FROM spans_v WHERE run_id=1"), 2);
-	assert_int_equal(query1(st, "SELECT count(*) FROM spans_v WHERE run_id=2 AND name='child-work'"), 1);
-	assert_int_equal(query1(st, "SELECT count(*) FROM spans WHERE run_id=2"), 1);
-	assert_int_equal(query1(st, "SELECT count(*) FROM marks m JOIN strings s ON s.id=m.name_id "
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM spans_v WHERE run_id=1"), 2);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM spans_v WHERE run_id=2 AND name='child-work'"), 1);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM spans WHERE run_id=2"), 1);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM marks m JOIN strings s ON s.id=m.name_id "
 				    "WHERE m.run_id=2 AND s.value='parent-before'"),
 			 1);
-	assert_int_equal(query1(st, "SELECT parent_run FROM runs WHERE id=2"), 1);
-	assert_int_equal(query1(st, "SELECT ppid FROM runs WHERE id=2"), (int64_t)getpid());
+	assert_int_equal(ppt_q_int(st, "SELECT parent_run FROM runs WHERE id=2"), 1);
+	assert_int_equal(ppt_q_int(st, "SELECT ppid FROM runs WHERE id=2"), (int64_t)getpid());
 	assert_int_equal(pp_store_close(st, NULL, 0), 0);
 }
 
@@ -457,7 +435,7 @@ static void test_corrupt(void **state)
 	fputc(c ^ 0x5a, f);
 	fclose(f);
 	pp_ingest_result res;
-	pp_store *st = ingest_one(spool, db, &res);
+	pp_store *st = ppt_ingest(spool, db, &res);
 	assert_int_equal(res.truncated, 1);
 	assert_true(res.truncated_at > 0 && res.truncated_at <= (uint64_t)pos);
 	assert_true(res.spans > 0 && res.spans <= 200);
@@ -495,7 +473,7 @@ static void test_clock_alignment(void **state)
 	}
 	assert_int_equal(pp_close(), 0);
 	pp_ingest_result res;
-	pp_store *st = ingest_one(spool, db, &res);
+	pp_store *st = ppt_ingest(spool, db, &res);
 	pp_step_row *steps;
 	int n;
 	assert_int_equal(pp_store_steps(st, res.run_id, &steps, &n), 0);
@@ -691,8 +669,7 @@ static void test_events_pack(void **state)
 
 int main(void)
 {
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/pp-test-recorder-XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (ppt_tmpdir(tmpdir, sizeof tmpdir, "pp-test-recorder") != 0)
 		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_closed_is_noop), cmocka_unit_test(test_nesting),
@@ -705,9 +682,5 @@ int main(void)
 		cmocka_unit_test(test_crc32_is_zlibs), cmocka_unit_test(test_events_pack),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		return 1;
-	return rc;
+	return ppt_rmtree(tmpdir) != 0 ? 1 : rc;
 }

@@ -18,6 +18,7 @@
 
 #include "store.h"
 #include "store_internal.h"
+#include "pp_testutil.h"
 
 static char tmpdir[256];
 
@@ -331,8 +332,7 @@ static void test_corrupt_pages(void **state)
 
 int main(void)
 {
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/pp-test-store-XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (ppt_tmpdir(tmpdir, sizeof tmpdir, "pp-test-store") != 0)
 		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_refusals),
@@ -343,9 +343,5 @@ int main(void)
 		cmocka_unit_test(test_corrupt_pages),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		return 1;
-	return rc;
+	return ppt_rmtree(tmpdir) != 0 ? 1 : rc;
 }

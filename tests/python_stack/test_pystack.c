@@ -23,50 +23,28 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pp_testutil.h"
+
 static char dir[256];
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof dir, "/tmp/pp-pystack-test-XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
+	return ppt_tmpdir(dir, sizeof dir, "pp-pystack-test");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[512];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return ppt_rmtree(dir);
 }
 
+/* A file of the test's folder, whole. */
 static char *slurp(const char *name)
 {
 	char path[400];
 	snprintf(path, sizeof path, "%s/%s", dir, name);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return strdup("");
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *s = malloc((size_t)n + 1);
-	size_t r = fread(s, 1, (size_t)n, f);
-	s[r] = 0;
-	fclose(f);
-	return s;
-}
-
-static int sh(const char *fmt, ...)
-{
-	char line[4096], cmd[5200];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	snprintf(cmd, sizeof cmd, "cd '%s' && { %s ; } >'%s/out' 2>'%s/err' </dev/null", dir, line, dir, dir);
-	int st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return ppt_slurp(path);
 }
 
 static char *q_text(const char *sql)
@@ -87,7 +65,7 @@ static char *q_text(const char *sql)
 /* folded export of run.db into dir/folded */
 static char *folded(void)
 {
-	assert_int_equal(sh(PP_BIN " export --format folded -o folded run.db"), 0);
+	assert_int_equal(ppt_sh(dir, PP_BIN " export --format folded -o folded run.db"), 0);
 	return slurp("folded");
 }
 
@@ -129,8 +107,8 @@ static void test_frames(void **state)
 	/* one BLAS thread: the matmul's samples then carry the Python line that called it.
 	 * The sampler fires at most once per tick of the thread's CPU time (250 Hz
 	 * here), so each asserted part of the target runs for tens of ms at least */
-	assert_int_equal(sh("OPENBLAS_NUM_THREADS=1 " PP_BIN " record -o run.db --sample 1000 -- /usr/bin/python3 " PP_SRC
-			    "/" T " 6000000"),
+	assert_int_equal(ppt_sh(dir, "OPENBLAS_NUM_THREADS=1 " PP_BIN " record -o run.db --sample 1000 -- "
+				"/usr/bin/python3 " PP_SRC "/" T " 6000000"),
 			 0);
 	char *o = slurp("out");
 	assert_string_equal(o, "done\n");
@@ -167,7 +145,7 @@ static void test_frames(void **state)
 	free(f);
 	/* Chrome trace: sample events named after the innermost Python frame,
 	 * the stack in stackFrames with Python and native frames */
-	assert_int_equal(sh(PP_BIN " export --format chrome -o trace.json run.db"), 0);
+	assert_int_equal(ppt_sh(dir, PP_BIN " export --format chrome -o trace.json run.db"), 0);
 	char *tr = slurp("trace.json");
 	assert_non_null(strstr(tr, "\"cat\":\"sample\""));
 	assert_non_null(strstr(tr, "\"name\":\"inner_busy (" T ":10)\",\"sf\":\"r1n"));
@@ -175,7 +153,7 @@ static void test_frames(void **state)
 	assert_non_null(strstr(tr, "\"category\":\"native\",\"name\":\"PyEval_EvalCode\""));
 	free(tr);
 	/* info says it in one line */
-	assert_int_equal(sh(PP_BIN " info run.db"), 0);
+	assert_int_equal(ppt_sh(dir, PP_BIN " info run.db"), 0);
 	o = slurp("out");
 	assert_non_null(strstr(o, "python frames in samples: on: CPython 3.11.2\n"));
 	/* periods the kernel merged (1000 Hz asked, a tick rate below it) are said, not hidden */
@@ -189,7 +167,7 @@ static void test_frames(void **state)
 static void test_unknown(void **state)
 {
 	(void)state;
-	assert_int_equal(sh("PHASEPROF_PYSTACK_FAKE_VERSION=3.99.0 " PP_BIN
+	assert_int_equal(ppt_sh(dir, "PHASEPROF_PYSTACK_FAKE_VERSION=3.99.0 " PP_BIN
 			    " record -o run.db --sample 1000 -- /usr/bin/python3 " PP_SRC "/" T " 300000"), 0);
 	char *o = slurp("out");
 	assert_string_equal(o, "done\n");
@@ -207,12 +185,12 @@ static void test_unknown(void **state)
 	const char *py[] = {".py:", NULL};
 	assert_int_equal(count_lines(f, py, NULL), 0);
 	free(f);
-	assert_int_equal(sh(PP_BIN " info run.db"), 0);
+	assert_int_equal(ppt_sh(dir, PP_BIN " info run.db"), 0);
 	o = slurp("out");
 	assert_non_null(strstr(o, "python frames in samples: off: CPython 3.99.0 frame layout not checked"));
 	free(o);
 	/* record --no-python: off too, said so */
-	assert_int_equal(sh("rm -f run.db && " PP_BIN " record -o run.db --no-python --sample 1000 -- /usr/bin/python3 "
+	assert_int_equal(ppt_sh(dir, "rm -f run.db && " PP_BIN " record -o run.db --no-python --sample 1000 -- /usr/bin/python3 "
 			    PP_SRC "/" T " 300000"), 0);
 	m = q_text("SELECT group_concat(value, '|') FROM run_meta WHERE key = 'agent.python_frames'");
 	assert_string_equal(m, "off (--no-python): CPython 3.11.2; native frames only");

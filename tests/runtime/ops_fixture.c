@@ -154,3 +154,20 @@ void test_ops_register(void)
 			fprintf(stderr, "test_ops: %s\n", st.msg);
 	}
 }
+
+flow_status *st;
+
+int fixture_setup(void **state)
+{
+	(void)state;
+	st = flow_status_new();
+	test_ops_register();
+	return 0;
+}
+
+int fixture_teardown(void **state)
+{
+	(void)state;
+	flow_status_free(st);
+	return 0;
+}

@@ -15,32 +15,8 @@
 
 #include "ops_fixture.h"
 
-static flow_status *st;
-
-static int setup(void **state)
-{
-	(void)state;
-	st = flow_status_new();
-	test_ops_register();
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	flow_status_free(st);
-	return 0;
-}
-
 #define OK() \
 	do { if (!flow_status_ok(st)) fail_msg("unexpected error: %s", flow_status_message(st)); } while (0)
-#define EXPECT_ERR(code, needle)                                                             \
-	do {                                                                                 \
-		assert_int_equal(flow_status_code(st), (code));                              \
-		if (!strstr(flow_status_message(st), (needle)))                              \
-			fail_msg("message '%s' lacks '%s'", flow_status_message(st), (needle)); \
-		flow_status_clear(st);                                                       \
-	} while (0)
 
 static flow_output cmat(flow_graph *g, const char *name, int64_t r, int64_t c, float v, float step)
 {
@@ -733,7 +709,7 @@ int main(void)
 		cmocka_unit_test(test_plan_cache_on_disk),
 		cmocka_unit_test(test_eager),
 	};
-	int rc = cmocka_run_group_tests(tests, setup, teardown);
+	int rc = cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
 	flow_shutdown();
 	return rc;
 }

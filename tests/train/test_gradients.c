@@ -445,9 +445,10 @@ static flow_output b_conv(flow_graph *g, const flow_output *in, flow_status *st)
 	return flow_out(flow_op_finish(d, st), 0);
 }
 
-static flow_output b_pool(flow_graph *g, const flow_output *in, flow_status *st)
+/* a 2x2 pooling window of type (MaxPool, AvgPool) */
+static flow_output b_window(flow_graph *g, const char *type, const flow_output *in, flow_status *st)
 {
-	flow_op_desc *d = flow_op_new(g, "MaxPool", NULL);
+	flow_op_desc *d = flow_op_new(g, type, NULL);
 	flow_op_add_input(d, in[0]);
 	int64_t s[4] = {1, cur_stride, cur_stride, 1}, k[4] = {1, 2, 2, 1};
 	flow_op_set_attr_ints(d, "strides", s, 4);
@@ -456,15 +457,14 @@ static flow_output b_pool(flow_graph *g, const flow_output *in, flow_status *st)
 	return flow_out(flow_op_finish(d, st), 0);
 }
 
+static flow_output b_pool(flow_graph *g, const flow_output *in, flow_status *st)
+{
+	return b_window(g, "MaxPool", in, st);
+}
+
 static flow_output b_avgpool(flow_graph *g, const flow_output *in, flow_status *st)
 {
-	flow_op_desc *d = flow_op_new(g, "AvgPool", NULL);
-	flow_op_add_input(d, in[0]);
-	int64_t s[4] = {1, cur_stride, cur_stride, 1}, k[4] = {1, 2, 2, 1};
-	flow_op_set_attr_ints(d, "strides", s, 4);
-	flow_op_set_attr_ints(d, "ksize", k, 4);
-	flow_op_set_attr_string(d, "padding", cur_pad);
-	return flow_out(flow_op_finish(d, st), 0);
+	return b_window(g, "AvgPool", in, st);
 }
 
 static void test_conv_pool(void **state)

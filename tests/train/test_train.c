@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "flow_train.h"
+#include "train_internal.h"
 #include "phaseprof.h"
 #include "store.h"
 
@@ -603,6 +604,34 @@ static int has_span(pp_span_list *l, int kind, const char *name)
 	return 0;
 }
 
+/* Initialisers are runtime/ops' Initializer (flow_train registers no twin)
+ * under its seed rule: a seeded model is the same every build, seed 0 is
+ * unseeded in every layer. */
+static void test_initializer_seeds(void **state)
+{
+	(void)state;
+	assert_false(train_op_exists("_Initializer"));
+	assert_true(train_op_exists("Initializer"));
+	flow_model *m[4] = {mlp(3, 16, 0, FLOW_OPT_SGD), mlp(3, 16, 0, FLOW_OPT_SGD),
+			    mlp(0, 16, 0, FLOW_OPT_SGD), mlp(0, 16, 0, FLOW_OPT_SGD)};
+	for (int p = 0; p < 4; p += 2) {   /* the two kernels (the biases are zeros) */
+		flow_tensor *v[4];
+		for (int k = 0; k < 4; k++)
+			v[k] = NN(flow_model_param_value(m[k], p, S));
+		int seeded_same = 1, unseeded_differ = 0;
+		for (int64_t i = 0; i < flow_tensor_nelem(v[0]); i++) {
+			seeded_same &= flow_tensor_get(v[0], i) == flow_tensor_get(v[1], i);
+			unseeded_differ |= flow_tensor_get(v[2], i) != flow_tensor_get(v[3], i);
+		}
+		assert_true(seeded_same);
+		assert_true(unseeded_differ);
+		for (int k = 0; k < 4; k++)
+			flow_tensor_unref(v[k]);
+	}
+	for (int k = 0; k < 4; k++)
+		flow_model_free(m[k]);
+}
+
 /* flow_model_warmup: the training graph, slots and compile land in a
  * "warmup" span, the loop's steps start at 0 after it; each variable's
  * initialiser is a variable_init phase "<initializer>:<variable>". */
@@ -676,6 +705,7 @@ int main(void)
 		cmocka_unit_test_setup(test_tape_basics, clear_status),
 		cmocka_unit_test_setup(test_phases_recorded, clear_status),
 		cmocka_unit_test_setup(test_warmup_recorded, clear_status),
+		cmocka_unit_test_setup(test_initializer_seeds, clear_status),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	flow_status_free(S);

@@ -281,6 +281,45 @@ static void test_report_lod(void **state)
 	free(h);
 }
 
+/* 20,000 tiny spans 1 us apart on one thread, a budget of 100 items: the
+ * tiny items merge into blocks and the page holds a few hundred entries
+ * (the gaps between them were longer than the shortest item kept, so each
+ * stayed an entry of its own: 10^7 spans made a 36 MB page). */
+static void test_report_lod_bounded(void **state)
+{
+	(void)state;
+	char spool[1100], ldb[1100], html[1100], err[512];
+	snprintf(spool, sizeof spool, "%s/tiny.spool", dir);
+	snprintf(ldb, sizeof ldb, "%s/tiny.db", dir);
+	snprintf(html, sizeof html, "%s/tiny.html", dir);
+	assert_int_equal(pp_open(&(pp_options){.spool_path = spool, .label = "tiny", .max_buffers = 4096}), 0);
+	uint64_t t = pp_now();
+	for (int i = 0; i < 20000; i++, t += 1000)
+		pp_phase_at(PP_SPAN, "tiny", t, t + 10 + (uint64_t)(i % 7));
+	assert_int_equal(pp_close(), 0);
+	pp_store *st = pp_store_open(ldb, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	pp_ingest_result res;
+	assert_int_equal(pp_store_ingest(st, spool, NULL, &res, err, sizeof err), 0);
+	pp_view_opts o = {.run_id = res.run_id, .timeline_budget = 100};
+	assert_int_equal(pp_view_write(st, "html", &o, html, err, sizeof err), 0);
+	pp_store_close(st, NULL, 0);
+	long len;
+	char *h = vfix_slurp(html, &len);
+	assert_non_null(h);
+	const char *d = strstr(h, "\"d\":[");
+	assert_non_null(d);
+	long numbers = 0;
+	for (const char *p = d + 5; *p && *p != ']'; p++)
+		numbers += *p == ',';
+	long entries = (numbers + 1) / 5;
+	assert_true(entries > 0);
+	if (entries > 300)
+		fail_msg("%ld timeline entries for a budget of 100", entries);
+	assert_non_null(strstr(h, "are merged into"));
+	free(h);
+}
+
 static void test_report_losses(void **state)
 {
 	(void)state;
@@ -658,6 +697,7 @@ int main(void)
 		cmocka_unit_test(test_out_formatting),
 		cmocka_unit_test(test_report_self_contained),
 		cmocka_unit_test(test_report_lod),
+		cmocka_unit_test(test_report_lod_bounded),
 		cmocka_unit_test(test_report_losses),
 		cmocka_unit_test(test_chrome_valid),
 		cmocka_unit_test(test_chrome_overlap_lanes),

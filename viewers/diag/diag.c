@@ -200,6 +200,10 @@ static int cmp_finding(const void *a, const void *b)
 	return (x->score < y->score) - (x->score > y->score);
 }
 
+/* run_meta key written by pp_diag_run: the number of findings stored, so a
+ * run diagnosed clean is told from one never diagnosed. */
+#define DIAG_META_KEY "diag.findings"
+
 static int analyze(pp_store *st, int64_t run_id, pp_diag_result *out)
 {
 	memset(out, 0, sizeof *out);
@@ -247,6 +251,11 @@ int pp_diag_findings(pp_store *st, int64_t run_id, pp_finding **out, int *n, int
 		return 0;
 	free(*out);
 	*out = NULL;
+	/* diagnosed and nothing found: the rules need not run again (on a
+	 * 10^7-event run they take seconds) */
+	char v[32];
+	if (pp_store_run_meta(st, run_id, DIAG_META_KEY, v, sizeof v) == 0)
+		return 0;
 	pp_diag_result r;
 	memset(&r, 0, sizeof r);
 	if (analyze(st, run_id, &r) != 0)
@@ -277,6 +286,13 @@ int pp_diag_run(pp_store *st, int64_t run_id, pp_diag_result *out)
 				 pp_store_error(st));
 			goto fail;
 		}
+	char nf[32];
+	snprintf(nf, sizeof nf, "%d", r->n);
+	if (pp_store_set_run_meta(st, run_id, DIAG_META_KEY, nf) != 0) {
+		snprintf(r->error, sizeof r->error, "%s: run %lld: cannot mark it diagnosed (%s)",
+			 pp_store_path(st), (long long)run_id, pp_store_error(st));
+		goto fail;
+	}
 	if (!out)
 		pp_diag_result_free(&local);
 	return 0;

@@ -36,6 +36,10 @@ typedef struct diag_run {
 	int *step_of;             /* per span: index into steps containing it, -1 */
 	int *slot_of;             /* per span: iteration slot (see diag_slot_of), -1 */
 	unsigned char *outer;     /* per span: no ancestor of the same kind */
+	/* span indices grouped by kind (and by attr_kind), in span order: the
+	 * per-kind helpers visit a kind's spans, not the run's */
+	int *by_kind, *by_attr;
+	int kind_at[PP_KIND_COUNT + 1], attr_at[PP_KIND_COUNT + 1];
 
 	diag_step *steps;         /* ordered by start; steps[0] is the first step */
 	int n_steps;

@@ -108,6 +108,17 @@ int diag_slot_of(const diag_run *r, int64_t t_ns)
 				 offsetof(diag_step, start_ns), t_ns);
 }
 
+/* The range of by_kind holding kind's spans (empty for an odd kind). */
+static int kind_lo(const diag_run *r, int kind)
+{
+	return kind >= 0 && kind < PP_KIND_COUNT ? r->kind_at[kind] : 0;
+}
+
+static int kind_hi(const diag_run *r, int kind)
+{
+	return kind >= 0 && kind < PP_KIND_COUNT ? r->kind_at[kind + 1] : 0;
+}
+
 int diag_has_ancestor(const diag_run *r, int i, int kind)
 {
 	int p = r->parent[i];
@@ -128,7 +139,8 @@ static int outer_with(const diag_run *r, const int *idx_of, int kind, int not_un
 	unsigned char *seen = calloc((size_t)r->n_steps + 1, 1);
 	int with = 0, ns = 0;
 	int64_t t = 0;
-	for (int i = 0; i < r->spans.n; i++) {
+	for (int j = kind_lo(r, kind); j < kind_hi(r, kind); j++) {
+		int i = r->by_kind[j];
 		const pp_span_row *s = &r->spans.rows[i];
 		int k = idx_of[i];
 		if (s->kind != kind || !r->outer[i] || k < from || k < 0)
@@ -161,6 +173,80 @@ int diag_slots_with(const diag_run *r, int kind, int from, int *n_spans, int64_t
 	return diag_slots_with_ex(r, kind, -1, from, n_spans, t_ns);
 }
 
+/* Counting sort of span indices by a per-span kind (out-of-range kinds
+ * are left out: no helper asks for them). */
+static int *group_by(const int *kind_of, const pp_span_list *l, int at[PP_KIND_COUNT + 1])
+{
+	int *v = malloc(((size_t)l->n + 1) * sizeof *v);
+	if (!v)
+		return NULL;
+	memset(at, 0, (PP_KIND_COUNT + 1) * sizeof *at);
+	for (int i = 0; i < l->n; i++) {
+		int k = kind_of ? kind_of[i] : l->rows[i].kind;
+		if (k >= 0 && k < PP_KIND_COUNT)
+			at[k + 1]++;
+	}
+	for (int k = 1; k <= PP_KIND_COUNT; k++)
+		at[k] += at[k - 1];
+	int next[PP_KIND_COUNT];
+	memcpy(next, at, sizeof next);
+	for (int i = 0; i < l->n; i++) {
+		int k = kind_of ? kind_of[i] : l->rows[i].kind;
+		if (k >= 0 && k < PP_KIND_COUNT)
+			v[next[k]++] = i;
+	}
+	return v;
+}
+
+/* Span id -> index: a table over the id range when the ids are dense (a
+ * run's ids are one block: no sort of 10^7 pairs), else sorted pairs. */
+typedef struct id_lookup {
+	int64_t lo, range;
+	int *dense;
+	diag_id_index *map;
+	int n;
+} id_lookup;
+
+static int id_lookup_init(id_lookup *k, const pp_span_list *l)
+{
+	memset(k, 0, sizeof *k);
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	for (int i = 0; i < l->n; i++) {
+		if (l->rows[i].id < lo)
+			lo = l->rows[i].id;
+		if (l->rows[i].id > hi)
+			hi = l->rows[i].id;
+	}
+	if (l->n && hi - lo < 4 * (int64_t)l->n + 64) {
+		k->lo = lo;
+		k->range = hi - lo + 1;
+		k->dense = malloc((size_t)k->range * sizeof *k->dense);
+		if (!k->dense)
+			return -1;
+		memset(k->dense, 0xff, (size_t)k->range * sizeof *k->dense);  /* -1 */
+		for (int i = 0; i < l->n; i++)
+			k->dense[l->rows[i].id - lo] = i;
+		return 0;
+	}
+	k->map = malloc(((size_t)l->n + 1) * sizeof *k->map);
+	if (!k->map)
+		return -1;
+	for (int i = 0; i < l->n; i++)
+		k->map[i] = (diag_id_index){l->rows[i].id, i};
+	k->n = l->n;
+	diag_id_sort(k->map, k->n);
+	return 0;
+}
+
+static int id_lookup_find(const id_lookup *k, int64_t id)
+{
+	if (id <= 0)
+		return -1;
+	if (k->dense)
+		return id >= k->lo && id - k->lo < k->range ? k->dense[id - k->lo] : -1;
+	return diag_id_find(k->map, k->n, id);
+}
+
 int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t errlen)
 {
 	memset(r, 0, sizeof *r);
@@ -183,23 +269,21 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 	r->parent = calloc((size_t)n + 1, sizeof *r->parent);
 	r->attr_kind = calloc((size_t)n + 1, sizeof *r->attr_kind);
 	r->outer = calloc((size_t)n + 1, 1);
-	diag_id_index *map = malloc(((size_t)n + 1) * sizeof *map);
-	if (!r->self_ns || !r->step_of || !r->slot_of || !r->parent || !r->attr_kind || !r->outer || !map) {
-		free(map);
+	id_lookup map;
+	if (!r->self_ns || !r->step_of || !r->slot_of || !r->parent || !r->attr_kind || !r->outer ||
+	    id_lookup_init(&map, l) != 0) {
 		snprintf(err, errlen, "out of memory loading run %lld", (long long)run_id);
 		return -1;
 	}
 	int64_t last_end = 0;
 	for (int i = 0; i < n; i++) {
-		map[i] = (diag_id_index){l->rows[i].id, i};
 		r->self_ns[i] = diag_span_dur(&l->rows[i]);
 		if (l->rows[i].end_ns > last_end)
 			last_end = l->rows[i].end_ns;
 	}
-	diag_id_sort(map, n);
 	for (int i = 0; i < n; i++) {
 		const pp_span_row *s = &l->rows[i];
-		int p = s->parent_id > 0 ? diag_id_find(map, n, s->parent_id) : -1;
+		int p = id_lookup_find(&map, s->parent_id);
 		r->parent[i] = p;
 		if (p >= 0 && diag_span_closed(s))
 			r->self_ns[p] -= diag_span_dur(s);
@@ -211,11 +295,11 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 				r->outer[i] = 0;
 				break;
 			}
-			int64_t pid = l->rows[p].parent_id;
-			p = pid > 0 ? diag_id_find(map, n, pid) : -1;
+			p = id_lookup_find(&map, l->rows[p].parent_id);
 		}
 	}
-	free(map);
+	free(map.dense);
+	free(map.map);
 	for (int i = 0; i < n; i++) {
 		if (r->self_ns[i] < 0)
 			r->self_ns[i] = 0; /* children on other threads may overlap */
@@ -225,6 +309,12 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 			if (l->rows[p].kind != PP_SPAN)
 				k = l->rows[p].kind;
 		r->attr_kind[i] = k;
+	}
+	r->by_kind = group_by(NULL, l, r->kind_at);
+	r->by_attr = group_by(r->attr_kind, l, r->attr_at);
+	if (!r->by_kind || !r->by_attr) {
+		snprintf(err, errlen, "out of memory loading run %lld", (long long)run_id);
+		return -1;
 	}
 	r->total_ns = r->info.duration_ns > 0 ? r->info.duration_ns : last_end;
 	if (last_end > r->total_ns)
@@ -255,6 +345,8 @@ void diag_run_free(diag_run *r)
 	free(r->parent);
 	free(r->attr_kind);
 	free(r->outer);
+	free(r->by_kind);
+	free(r->by_attr);
 	free(r->steps);
 	memset(r, 0, sizeof *r);
 }
@@ -275,7 +367,8 @@ int64_t diag_kind_time(const diag_run *r, int kind, int where, int *count)
 {
 	int64_t t = 0;
 	int c = 0;
-	for (int i = 0; i < r->spans.n; i++) {
+	for (int j = kind_lo(r, kind); j < kind_hi(r, kind); j++) {
+		int i = r->by_kind[j];
 		const pp_span_row *s = &r->spans.rows[i];
 		if (s->kind != kind || !r->outer[i] || !diag_span_closed(s))
 			continue;
@@ -297,7 +390,10 @@ int diag_steps_with(const diag_run *r, int kind, int from, int *n_spans, int64_t
 int64_t diag_kind_self_time(const diag_run *r, int kind, int where)
 {
 	int64_t t = 0;
-	for (int i = 0; i < r->spans.n; i++) {
+	int lo = kind >= 0 && kind < PP_KIND_COUNT ? r->attr_at[kind] : 0;
+	int hi = kind >= 0 && kind < PP_KIND_COUNT ? r->attr_at[kind + 1] : 0;
+	for (int j = lo; j < hi; j++) {
+		int i = r->by_attr[j];
 		if (r->attr_kind[i] != kind || !diag_span_closed(&r->spans.rows[i]))
 			continue;
 		if (!step_in(r->step_of[i], where))
