@@ -403,6 +403,12 @@ static int ingest_and_report(const char *out, const char *dir, const char *resol
 	progress_state ps = {0, 0};
 	pp_session_opts so = {(uint32_t)pid, code, sig, keep_all, show_progress, &ps};
 	ingested = pp_store_ingest_session(st, sp, nsp, &so);
+	/* the indexes now, in bulk after the rows: the summary and the
+	 * diagnostics read through them (without, a read by kind scanned the
+	 * run's spans once per kind); close adds those of tables they filled */
+	char ierr[512];
+	if (ingested && pp_store_build_indexes(st, ierr, sizeof ierr) != 0)
+		cli_error("record: %s", ierr);
 	int64_t top_run = 0, last_top = 0, samples = 0;
 	for (int s = 0; s < nsp; s++) {
 		if (!sp[s].run_id) {

@@ -471,38 +471,20 @@ static void patch_importer(void)
 }
 
 /* ---- the program's first line: the boot ---- */
-/* The package's modules are loaded from their files one by one and put in
- * sys.modules before any import statement names them: nothing goes through
- * the import system, so none of them shows in the program's import tree
- * or in its `-X importtime` output, and sys.path is never consulted. */
+/* phaseprof/_boot.py loads the package (see there); this loads _boot.py
+ * itself, kept short because it is compiled at every start. */
 static const char boot_code[] =
 	"import sys\n"
-	"_b = sys.modules['_frozen_importlib']\n"
-	"_e = sys.modules['_frozen_importlib_external']\n"
-	"def load(name, path, pkg=None, run=True):\n"
-	"    s = _e.spec_from_file_location(name, path, submodule_search_locations=pkg)\n"
-	"    m = _b.module_from_spec(s)\n"
-	"    sys.modules[name] = m\n"
-	"    if run:\n"
-	"        try:\n"
-	"            s.loader.exec_module(m)\n"
-	"        except BaseException:\n"
-	"            sys.modules.pop(name, None)\n"
-	"            raise\n"
-	"    return m\n"
-	"_d = ROOT + '/phaseprof'\n"
-	"_p = load('phaseprof', _d + '/__init__.py', [_d], run=False)\n"
+	"_s = sys.modules['_frozen_importlib_external'].spec_from_file_location(\n"
+	"    'phaseprof._boot', ROOT + '/phaseprof/_boot.py')\n"
+	"_m = sys.modules['_frozen_importlib'].module_from_spec(_s)\n"
+	"sys.modules['phaseprof._boot'] = _m\n"
 	"try:\n"
-	"    for _n, _f, _k in (('kinds', '/kinds.py', None), ('_native', '/_native.py', None),\n"
-	"                       ('adapters', '/adapters/__init__.py', [_d + '/adapters']),\n"
-	"                       ('_boot', '/_boot.py', None)):\n"
-	"        setattr(_p, _n, load('phaseprof.' + _n, _d + _f, _k))\n"
-	"    _p.__spec__.loader.exec_module(_p)\n"
+	"    _s.loader.exec_module(_m)\n"
+	"    _m.start(ROOT)\n"
 	"except BaseException:\n"
-	"    for _n in [k for k in sys.modules if k == 'phaseprof' or k.startswith('phaseprof.')]:\n"
-	"        del sys.modules[_n]\n"
-	"    raise\n"
-	"_p._boot.boot(load)\n";
+	"    sys.modules.pop('phaseprof._boot', None)\n"
+	"    raise\n";
 
 static void record_py_error(const char *what)
 {
