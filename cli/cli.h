@@ -8,12 +8,19 @@
 #include "store.h"
 
 /* Every subcommand: int cmd_<name>(int argc, char **argv), argv[0] = name;
- * returns the process exit status. cmd_<name>_summary is its one-line help. */
+ * returns the process exit status. cmd_<name>_summary is its one-line help.
+ * PP_EXT_CMD names a command built into phaseprof-scenarios (see
+ * cli/CMakeLists.txt), which the dispatcher execs. */
 #define PP_CMD(name)                                                           \
 	int cmd_##name(int argc, char **argv);                                 \
 	extern const char cmd_##name##_summary[];
+#define PP_EXT_CMD(name, summary)
 #include "commands.inc"
 #undef PP_CMD
+#undef PP_EXT_CMD
+
+/* The executable next to phaseprof that holds the PP_EXT_CMD commands. */
+#define CLI_SCENARIOS_EXE "phaseprof-scenarios"
 
 /* "phaseprof: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -170,35 +170,19 @@ static int check_command(const char *cmd, char *resolved, size_t len)
 
 static double ms(int64_t ns) { return (double)ns / 1e6; }
 
-/* What the Python layer saw: start-up, imports, steps. */
-static void summarise_python(pp_store *st, int64_t run)
+/* What the Python layer saw: start-up, imports. */
+static void summarise_python(pp_store *st, int64_t run, const pp_startup_summary *s)
 {
 	char py[512];
 	if (pp_store_python_status(st, run, py, sizeof py) != 1)
 		return;
 	fprintf(stderr, "  python        %s\n", py);
-	pp_phase_total *pt = NULL;
-	int np = 0;
-	int64_t startup = -1, imports = 0, n_imp = 0;
-	if (pp_store_phase_totals(st, run, &pt, &np) == 0)
-		for (int k = 0; k < np; k++) {
-			if (pt[k].kind == PP_PROCESS_START)
-				startup = pt[k].total_ns;
-			if (pt[k].kind == PP_IMPORT)
-				imports = pt[k].total_ns;
-		}
-	free(pt);
-	if (startup >= 0)
-		fprintf(stderr, "    start-up    %8.1f ms  (to the program's first line)\n", ms(startup));
-	pp_import_time *im = NULL;
-	int ni = 0;
-	if (pp_store_import_times(st, run, 0, 0, &im, &ni) == 0 && ni) {
-		for (int k = 0; k < ni; k++)
-			n_imp += im[k].count;
+	if (s->py_startup_ns >= 0)
+		fprintf(stderr, "    start-up    %8.1f ms  (to the program's first line)\n", ms(s->py_startup_ns));
+	if (s->imports)
 		fprintf(stderr, "    imports     %8.1f ms  %lld modules; slowest %s (%.1f ms with what it imported)\n",
-			ms(imports), (long long)n_imp, im[0].module, ms(im[0].cumulative_ns));
-	}
-	free(im);
+			ms(s->imports_ns > 0 ? s->imports_ns : 0), (long long)s->imports, s->slowest_import,
+			ms(s->slowest_import_ns));
 }
 
 /* The start-up question for one run, on stderr. */
@@ -240,7 +224,7 @@ static void summarise_run(pp_store *st, int64_t run, int64_t wall_ns)
 			ms(s.io_ns), (long long)s.files_opened, (long long)s.failed_opens, (long long)s.reads, b1,
 			(long long)s.small_reads);
 	}
-	summarise_python(st, run);
+	summarise_python(st, run, &s);
 	if (wall_ns > 0) {
 		int64_t before = have_main ? s.main_ns - s.loader_ns : 0;
 		int64_t rest = wall_ns - before - s.dlopen_map_ns - s.dlopen_init_ns - s.alloc_ns - s.io_ns;
@@ -363,12 +347,14 @@ static int list_spools(const char *dir, pp_session_spool **out)
 }
 
 /* A database made while the program ran and then not needed goes: record
- * leaves no file when nothing was recorded. */
-static void drop_early(pp_store *early, const char *out)
+ * leaves no file when nothing was recorded (one that existed stays). */
+static void drop_early(pp_store *early, int created, const char *out)
 {
 	if (!early)
 		return;
 	pp_store_close(early, NULL, 0);
+	if (!created)
+		return;
 	static const char *const ext[] = {"", "-wal", "-shm", "-journal"};
 	char p[PATH_MAX + 16];
 	for (int i = 0; i < 4; i++) {
@@ -377,16 +363,29 @@ static void drop_early(pp_store *early, const char *out)
 	}
 }
 
-/* Ingests the session (into early when the database was created while the
- * program ran), prints what was recorded. Returns the number of runs
- * recorded, -1 if the database could not be written. */
+/* No -wal or -journal beside db: no other writer is in the middle of it. */
+static int no_other_writer(const char *db)
+{
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof p, "%s-wal", db);
+	if (access(p, F_OK) == 0)
+		return 0;
+	snprintf(p, sizeof p, "%s-journal", db);
+	return access(p, F_OK) != 0;
+}
+
+/* Ingests the session (into early when the database was opened while the
+ * program ran; early_created: it was made then), prints what was recorded.
+ * Returns the number of runs recorded, -1 if the database could not be
+ * written. */
 static int ingest_and_report(const char *out, const char *dir, const char *resolved, pid_t pid,
-			     int code, int sig, int64_t wall, int keep_all, pp_store *early, int *failed)
+			     int code, int sig, int64_t wall, int keep_all, pp_store *early, int early_created,
+			     int *failed)
 {
 	pp_session_spool *sp = NULL;
 	int nsp = list_spools(dir, &sp);
 	if (!nsp) {
-		drop_early(early, out);
+		drop_early(early, early_created, out);
 		early = NULL;
 	}
 	pp_store *st = early ? early : nsp ? cli_open_store(out, PP_STORE_WRITE) : NULL;
@@ -404,6 +403,12 @@ static int ingest_and_report(const char *out, const char *dir, const char *resol
 	progress_state ps = {0, 0};
 	pp_session_opts so = {(uint32_t)pid, code, sig, keep_all, show_progress, &ps};
 	ingested = pp_store_ingest_session(st, sp, nsp, &so);
+	/* the indexes now, in bulk after the rows: the summary and the
+	 * diagnostics read through them (without, a read by kind scanned the
+	 * run's spans once per kind); close adds those of tables they filled */
+	char ierr[512];
+	if (ingested && pp_store_build_indexes(st, ierr, sizeof ierr) != 0)
+		cli_error("record: %s", ierr);
 	int64_t top_run = 0, last_top = 0, samples = 0;
 	for (int s = 0; s < nsp; s++) {
 		if (!sp[s].run_id) {
@@ -764,12 +769,15 @@ int cmd_record(int argc, char **argv)
 	if (read(errpipe[0], &exec_errno, sizeof exec_errno) != (ssize_t)sizeof exec_errno)
 		exec_errno = 0;
 	close(errpipe[0]);
-	/* a new database's schema is made while the program runs, off the
-	 * wait after it exits (a failure here is met again, and reported,
-	 * after the run) */
+	/* the database is opened while the program runs, off the wait after
+	 * it exits: a new one's schema made, an existing one's checks and its
+	 * switch to WAL (four syncs) done (a failure here is met again, and
+	 * reported, after the run). Not while another writer has it open (a
+	 * -wal or -journal beside it): the open would wait for that writer. */
 	pp_store *early = NULL;
 	char early_err[512];
-	if (!exec_errno && access(out, F_OK) != 0)
+	int early_created = access(out, F_OK) != 0;
+	if (!exec_errno && (early_created || no_other_writer(out)))
 		early = pp_store_open(out, PP_STORE_WRITE, early_err, sizeof early_err);
 	int status = 0;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -796,7 +804,8 @@ int cmd_record(int argc, char **argv)
 	/* a full disk (RLIMIT_FSIZE) must fail the write, not kill us mid-commit */
 	signal(SIGXFSZ, SIG_IGN);
 	int failed = 0;
-	int recorded = ingest_and_report(out, dir, resolved, pid, code, sig, wall, keep_all, early, &failed);
+	int recorded = ingest_and_report(out, dir, resolved, pid, code, sig, wall, keep_all, early, early_created,
+					 &failed);
 	if (keep || failed)
 		fprintf(stderr, "phaseprof: spool files kept in %s%s\n", dir,
 			failed ? " (ingest them with 'phaseprof ingest DIR/*.spool -o DB')" : "");

@@ -16,20 +16,23 @@
 
 extern const char pp_schema_sql[];
 
-static const char *const index_sql =
-	"CREATE INDEX IF NOT EXISTS spans_run ON spans(run_id, tid, start_ns);"
-	"CREATE INDEX IF NOT EXISTS spans_kind ON spans(run_id, kind);"
-	"CREATE INDEX IF NOT EXISTS span_groups_run ON span_groups(run_id, tid);"
-	"CREATE INDEX IF NOT EXISTS counters_run ON counters(run_id, name_id, ts_ns);"
-	"CREATE INDEX IF NOT EXISTS marks_run ON marks(run_id, ts_ns);"
-	"CREATE INDEX IF NOT EXISTS ops_run ON ops(run_id, name_id);"
-	"CREATE INDEX IF NOT EXISTS graph_nodes_g ON graph_nodes(graph_id);"
-	"CREATE INDEX IF NOT EXISTS graph_edges_g ON graph_edges(graph_id);"
-	"CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, stack);"
-	"CREATE INDEX IF NOT EXISTS gpu_run ON gpu_activity(run_id, start_ns);"
-	"CREATE INDEX IF NOT EXISTS findings_run ON findings(run_id);"
-	"CREATE INDEX IF NOT EXISTS comm_run ON comm(run_id, start_ns);"
-	"CREATE INDEX IF NOT EXISTS run_meta_run ON run_meta(run_id, key);";
+/* The indexes, each on its table. */
+static const struct { const char *table, *sql; } indexes[] = {
+	{"spans", "CREATE INDEX IF NOT EXISTS spans_run ON spans(run_id, tid, start_ns);"},
+	{"spans", "CREATE INDEX IF NOT EXISTS spans_kind ON spans(run_id, kind);"},
+	{"span_groups", "CREATE INDEX IF NOT EXISTS span_groups_run ON span_groups(run_id, tid);"},
+	{"counters", "CREATE INDEX IF NOT EXISTS counters_run ON counters(run_id, name_id, ts_ns);"},
+	{"marks", "CREATE INDEX IF NOT EXISTS marks_run ON marks(run_id, ts_ns);"},
+	{"ops", "CREATE INDEX IF NOT EXISTS ops_run ON ops(run_id, name_id);"},
+	{"graph_nodes", "CREATE INDEX IF NOT EXISTS graph_nodes_g ON graph_nodes(graph_id);"},
+	{"graph_edges", "CREATE INDEX IF NOT EXISTS graph_edges_g ON graph_edges(graph_id);"},
+	{"samples", "CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, stack);"},
+	{"gpu_activity", "CREATE INDEX IF NOT EXISTS gpu_run ON gpu_activity(run_id, start_ns);"},
+	{"findings", "CREATE INDEX IF NOT EXISTS findings_run ON findings(run_id);"},
+	{"comm", "CREATE INDEX IF NOT EXISTS comm_run ON comm(run_id, start_ns);"},
+	{"run_meta", "CREATE INDEX IF NOT EXISTS run_meta_run ON run_meta(run_id, key);"},
+};
+#define N_INDEXES (sizeof indexes / sizeof indexes[0])
 
 sqlite3 *pp_store_db(pp_store *st) { return st->db; }
 const char *pp_store_path(pp_store *st) { return st->path; }
@@ -300,12 +303,33 @@ fail:
 }
 
 /* One transaction: each CREATE INDEX on its own was a commit and a
- * re-read of the schema. */
+ * re-read of the schema. Only tables with rows get theirs: an empty table
+ * needs none, and each CREATE INDEX costs its compile and a schema change
+ * (a short program fills 4 of the 12 tables). A later writer that fills one
+ * builds its index at its own close. */
 int pp_store_build_indexes(pp_store *st, char *err, size_t errlen)
 {
+	char probe[1024] = "SELECT", sql[2048] = "";
+	size_t pl = strlen(probe), sl = 0;
+	for (size_t i = 0; i < N_INDEXES; i++)
+		pl += (size_t)snprintf(probe + pl, sizeof probe - pl, "%s EXISTS(SELECT 1 FROM %s)", i ? "," : "",
+				       indexes[i].table);
+	sqlite3_stmt *s = NULL;
+	if (pl >= sizeof probe || sqlite3_prepare_v2(st->db, probe, -1, &s, NULL) != SQLITE_OK ||
+	    sqlite3_step(s) != SQLITE_ROW) {
+		snprintf(err, errlen, "%.300s: %.150s", st->path, sqlite3_errmsg(st->db));
+		sqlite3_finalize(s);
+		return -1;
+	}
+	for (size_t i = 0; i < N_INDEXES; i++)
+		if (sqlite3_column_int(s, (int)i))
+			sl += (size_t)snprintf(sql + sl, sizeof sql - sl, "%s", indexes[i].sql);
+	sqlite3_finalize(s);
+	if (!sl)
+		return 0;
 	if (store_exec(st, "BEGIN", err, errlen) != 0)
 		return -1;
-	if (store_exec(st, index_sql, err, errlen) != 0 || store_exec(st, "COMMIT", err, errlen) != 0) {
+	if (store_exec(st, sql, err, errlen) != 0 || store_exec(st, "COMMIT", err, errlen) != 0) {
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 		return -1;
 	}

@@ -113,6 +113,10 @@ typedef struct pp_startup_summary {
 	int64_t reloc_ns, ctor_ns, split_loads;  /* load time split by CPU samples */
 	int64_t allocs, alloc_bytes, alloc_ns, alloc_peak, frees;
 	int64_t files_opened, failed_opens, reads, read_bytes, small_reads, io_ns;
+	/* Python: outermost process_start / import time (-1: no such span),
+	 * closed imports, and the module with the most cumulative import time */
+	int64_t py_startup_ns, imports_ns, imports, slowest_import_ns;
+	char slowest_import[128];
 } pp_startup_summary;
 int pp_store_startup_summary(pp_store *st, int64_t run_id, pp_startup_summary *out);
 

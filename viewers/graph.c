@@ -172,38 +172,101 @@ static int group_by(gload *g, int by_scope, int keep_first, group **out)
 	return n;
 }
 
-/* One Graphviz context for the process. Graphviz 2.43 keeps a font cache in
+/* Graphviz is loaded on first use (dlopen), not linked: most phaseprof
+ * commands (record above all) never draw a graph and would otherwise pay
+ * for relocating libgvc, libcgraph and their dependencies at every start.
+ * The calls go through one ops table whose entries take the headers' own
+ * types, so a signature change shows up at compile time.
+ *
+ * One Graphviz context for the process. Graphviz 2.43 keeps a font cache in
  * a static dictionary that outlives gvFreeContext; a second context then
  * reads freed font names (heap-use-after-free under ASan). The viewers are
  * single-threaded, so one shared context is enough.
  *
- * With PP_GV_BUILTIN_PLUGINS only the dot layout and the core renderers
- * (svg, dot) are loaded, linked in as builtins: no pango/cairo/fontconfig,
- * so no font scan on the first layout, text widths from Graphviz's own
- * Helvetica metrics (the same on every machine), and none of fontconfig's
- * process-lifetime caches. */
-#ifdef PP_GV_BUILTIN_PLUGINS
+ * Only the dot layout and the core renderers (svg, dot) are loaded, handed
+ * to Graphviz as builtins: no pango/cairo/fontconfig, so no font scan on the
+ * first layout, text widths from Graphviz's own Helvetica metrics (the same
+ * on every machine), and none of fontconfig's process-lifetime caches. When
+ * those two plugins are not where the build found them, gvContext() loads
+ * what Graphviz's own configuration lists. */
+#include <dlfcn.h>
 #include <gvplugin.h>
-extern gvplugin_library_t gvplugin_dot_layout_LTX_library;
-extern gvplugin_library_t gvplugin_core_LTX_library;
-static const lt_symlist_t pp_gv_builtins[] = {
-	{"gvplugin_dot_layout_LTX_library", &gvplugin_dot_layout_LTX_library},
-	{"gvplugin_core_LTX_library", &gvplugin_core_LTX_library},
-	{0, 0},
-};
-#endif
 
-static GVC_t *shared_gvc(void)
+#define PP_GV_LIB "libgvc.so.6"   /* depends on libcgraph.so.6: one handle finds both */
+#define PP_GV_FUNCS(X)                                                          \
+	X(agopen) X(agattr) X(agclose) X(agnode) X(agset) X(agsafeset) X(agedge) \
+	X(agwrite) X(gvContext) X(gvContextPlugins) X(gvLayout) X(gvFreeLayout)  \
+	X(gvRenderData) X(gvFreeRenderData)
+
+typedef struct gv_ops {
+#define X(f) __typeof__(f) *f;
+	PP_GV_FUNCS(X)
+#undef X
+	Agdesc_t *directed;
+	GVC_t *gvc;
+} gv_ops;
+
+/* The builtin plugin library `sym` of the plugin file `file`, or NULL. */
+static void *gv_plugin(const char *file, const char *sym)
 {
-	static GVC_t *gvc;
-	if (!gvc) {
-#ifdef PP_GV_BUILTIN_PLUGINS
-		gvc = gvContextPlugins(pp_gv_builtins, 0);
+#ifdef PP_GV_PLUGIN_DIR
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", PP_GV_PLUGIN_DIR, file);
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	return h ? dlsym(h, sym) : NULL;
 #else
-		gvc = gvContext();
+	(void)file;
+	(void)sym;
+	return NULL;
 #endif
+}
+
+/* The loaded ops with their context, or NULL with a one-line err. */
+static const gv_ops *gv_load(char *err, size_t errlen)
+{
+	static gv_ops ops;
+	static int state;   /* 0 not tried, 1 loaded, -1 failed */
+	static char why[256];
+	if (state == 0) {
+		state = -1;
+		void *h = dlopen(PP_GV_LIB, RTLD_NOW | RTLD_LOCAL);
+		if (!h) {
+			snprintf(why, sizeof why, "Graphviz is not installed (%s); install it to draw graphs "
+				 "(Debian: libgvc6)", dlerror());
+			goto out;
+		}
+#define X(f)                                                                         \
+	if (!(*(void **)&ops.f = dlsym(h, #f))) {                                    \
+		snprintf(why, sizeof why, "Graphviz (%s) lacks %s", PP_GV_LIB, #f);  \
+		goto out;                                                            \
 	}
-	return gvc;
+		PP_GV_FUNCS(X)
+#undef X
+		if (!(ops.directed = dlsym(h, "Agdirected"))) {
+			snprintf(why, sizeof why, "Graphviz (%s) lacks Agdirected", PP_GV_LIB);
+			goto out;
+		}
+		static lt_symlist_t builtins[] = {
+			{"gvplugin_dot_layout_LTX_library", NULL},
+			{"gvplugin_core_LTX_library", NULL},
+			{0, 0},
+		};
+		builtins[0].address = gv_plugin("libgvplugin_dot_layout.so.6", builtins[0].name);
+		builtins[1].address = gv_plugin("libgvplugin_core.so.6", builtins[1].name);
+		ops.gvc = builtins[0].address && builtins[1].address ? ops.gvContextPlugins(builtins, 0)
+								     : ops.gvContext();
+		if (!ops.gvc) {
+			snprintf(why, sizeof why, "Graphviz (%s): cannot create a context", PP_GV_LIB);
+			goto out;
+		}
+		state = 1;
+	}
+out:
+	if (state < 0) {
+		snprintf(err, errlen, "%s", why);
+		return NULL;
+	}
+	return &ops;
 }
 
 typedef struct gedge_agg { int src, dst, count; } gedge_agg;
@@ -419,40 +482,43 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 			max_cost = c;
 	}
 
-	GVC_t *gvc = shared_gvc();
-	Agraph_t *ag = agopen("phaseprof", Agdirected, NULL);
-	agattr(ag, AGRAPH, "rankdir", "TB");
-	agattr(ag, AGRAPH, "nodesep", "0.25");
-	agattr(ag, AGRAPH, "ranksep", "0.35");
-	agattr(ag, AGRAPH, "bgcolor", "transparent");
-	agattr(ag, AGNODE, "shape", "box");
-	agattr(ag, AGNODE, "style", "rounded,filled");
-	agattr(ag, AGNODE, "fontname", "Helvetica");
-	agattr(ag, AGNODE, "fontsize", "10");
-	agattr(ag, AGNODE, "color", "#7a8699");
-	agattr(ag, AGNODE, "fillcolor", "#eef2f7");
-	agattr(ag, AGNODE, "label", "\\N");
-	agattr(ag, AGNODE, "tooltip", "");
-	agattr(ag, AGEDGE, "color", "#8a94a6");
-	agattr(ag, AGEDGE, "arrowsize", "0.6");
-	agattr(ag, AGEDGE, "label", "");
-	agattr(ag, AGEDGE, "fontsize", "9");
-	agattr(ag, AGEDGE, "fontname", "Helvetica");
+	const gv_ops *gv = gv_load(err, errlen);
+	if (!gv)
+		goto done;
+	GVC_t *gvc = gv->gvc;
+	Agraph_t *ag = gv->agopen("phaseprof", *gv->directed, NULL);
+	gv->agattr(ag, AGRAPH, "rankdir", "TB");
+	gv->agattr(ag, AGRAPH, "nodesep", "0.25");
+	gv->agattr(ag, AGRAPH, "ranksep", "0.35");
+	gv->agattr(ag, AGRAPH, "bgcolor", "transparent");
+	gv->agattr(ag, AGNODE, "shape", "box");
+	gv->agattr(ag, AGNODE, "style", "rounded,filled");
+	gv->agattr(ag, AGNODE, "fontname", "Helvetica");
+	gv->agattr(ag, AGNODE, "fontsize", "10");
+	gv->agattr(ag, AGNODE, "color", "#7a8699");
+	gv->agattr(ag, AGNODE, "fillcolor", "#eef2f7");
+	gv->agattr(ag, AGNODE, "label", "\\N");
+	gv->agattr(ag, AGNODE, "tooltip", "");
+	gv->agattr(ag, AGEDGE, "color", "#8a94a6");
+	gv->agattr(ag, AGEDGE, "arrowsize", "0.6");
+	gv->agattr(ag, AGEDGE, "label", "");
+	gv->agattr(ag, AGEDGE, "fontsize", "9");
+	gv->agattr(ag, AGEDGE, "fontname", "Helvetica");
 	Agnode_t **an = calloc((size_t)(n_groups ? n_groups : 1), sizeof *an);
 	if (!an) {
-		agclose(ag);
+		gv->agclose(ag);
 		goto oom;
 	}
 	if (n_groups == 0) {
-		Agnode_t *e = agnode(ag, "empty", 1);
-		agset(e, "label", "(empty graph: 0 nodes)");
-		agset(e, "shape", "plaintext");
-		agset(e, "style", "");
+		Agnode_t *e = gv->agnode(ag, "empty", 1);
+		gv->agset(e, "label", "(empty graph: 0 nodes)");
+		gv->agset(e, "shape", "plaintext");
+		gv->agset(e, "style", "");
 	}
 	for (int i = 0; i < n_groups; i++) {
 		char id[32], label[400], tip[600], col[16], dur[32];
 		snprintf(id, sizeof id, "n%d", i);
-		an[i] = agnode(ag, id, 1);
+		an[i] = gv->agnode(ag, id, 1);
 		double cost = groups ? groups[i].cost : g.n[i].cost;
 		pp_fmt_dur(dur, sizeof dur, (double)(int64_t)cost);
 		if (groups && groups[i].count > 1) {
@@ -469,47 +535,47 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 				 cost > 0 ? dur : "no time recorded");
 		}
 		heat_colour(cost, max_cost, col, sizeof col);
-		agset(an[i], "label", label);
-		agset(an[i], "tooltip", tip);
-		agset(an[i], "fillcolor", col);
+		gv->agset(an[i], "label", label);
+		gv->agset(an[i], "tooltip", tip);
+		gv->agset(an[i], "fillcolor", col);
 	}
 	for (int i = 0; i < nu; i++) {
-		Agedge_t *e = agedge(ag, an[ea[i].src], an[ea[i].dst], NULL, 1);
+		Agedge_t *e = gv->agedge(ag, an[ea[i].src], an[ea[i].dst], NULL, 1);
 		if (e && ea[i].count > 1) {
 			char c[16];
 			snprintf(c, sizeof c, "%d", ea[i].count);
-			agset(e, "label", c);
+			gv->agset(e, "label", c);
 		}
 	}
 	if (want_svg) {
 		char *data = NULL;
 		unsigned int len = 0;
-		int laid = gvLayout(gvc, ag, "dot") == 0;
+		int laid = gv->gvLayout(gvc, ag, "dot") == 0;
 		if (laid && n_groups > 12) {
 			/* Many nodes on few ranks (a fan-out) make a strip too wide to
 			 * read once scaled to the page: lay it out left to right. */
 			double w = GD_bb(ag).UR.x - GD_bb(ag).LL.x, h = GD_bb(ag).UR.y - GD_bb(ag).LL.y;
 			if (w > 3 * h) {
-				gvFreeLayout(gvc, ag);
-				agsafeset(ag, "rankdir", "LR", "TB");
-				laid = gvLayout(gvc, ag, "dot") == 0;
+				gv->gvFreeLayout(gvc, ag);
+				gv->agsafeset(ag, "rankdir", "LR", "TB");
+				laid = gv->gvLayout(gvc, ag, "dot") == 0;
 			}
 		}
-		if (!laid || gvRenderData(gvc, ag, "svg", &data, &len) != 0) {
+		if (!laid || gv->gvRenderData(gvc, ag, "svg", &data, &len) != 0) {
 			snprintf(err, errlen, "graph %lld: Graphviz layout/render failed", (long long)graph_id);
 		} else {
 			pp_out_write(out, data, len);
 			rc = 0;
 		}
 		if (data)
-			gvFreeRenderData(data);
-		gvFreeLayout(gvc, ag);
+			gv->gvFreeRenderData(data);
+		gv->gvFreeLayout(gvc, ag);
 	} else {
 		/* DOT text: no layout needed, agwrite through a memory stream. */
 		char *buf = NULL;
 		size_t len = 0;
 		FILE *ms = open_memstream(&buf, &len);
-		if (ms && agwrite(ag, ms) == 0) {
+		if (ms && gv->agwrite(ag, ms) == 0) {
 			fclose(ms);
 			pp_out_write(out, buf, len);
 			rc = 0;
@@ -521,7 +587,7 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 		free(buf);
 	}
 	free(an);
-	agclose(ag);
+	gv->agclose(ag);
 	goto done;
 oom:
 	snprintf(err, errlen, "graph %lld: out of memory", (long long)graph_id);

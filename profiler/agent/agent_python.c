@@ -24,7 +24,10 @@
  *     are not touched), then runs its boot (adapters on import).
  * The hook ignores every other event after one character test, is guarded
  * against re-entry per thread, never raises and leaves any pending
- * exception as it found it.
+ * exception as it found it. Once the importer is patched and the package
+ * booted it leaves the runtime's hook list (an installed hook makes CPython
+ * build every audit event's arguments); the boot's exit check then finds an
+ * uncaught exception in sys.last_value at exit.
  */
 #include "agent_internal.h"
 #include "phaseprof.h"
@@ -136,6 +139,11 @@ static char py_version[32];
 static py_object *native_mod;     /* _phaseprof_native */
 static py_object *orig_find_and_load;
 static __thread int in_hook PPA_TLS;
+/* The runtime's list of C audit hooks (_PyRuntime.audit_hook_head) and our
+ * entry in it, found when the hook was added; NULL when not found. */
+static void **hook_head;
+static void **hook_entry;         /* {next, hook function, user data} */
+static int hook_removed;
 
 /* watched module names (adapters) and their callback */
 #define MAX_WATCH 16
@@ -349,6 +357,26 @@ static py_object *n_watch_imports(py_object *self, py_object *const *a, py_ssize
 	return none_ref();
 }
 
+static int exit_check_on;   /* the boot registered the exit check */
+static void record_uncaught(const char *msg);
+
+/* The boot's exit check: with no argument, it is registered (the audit
+ * hook may go); at exit, "Type: message" of an exception left in
+ * sys.last_value (what CPython sets when it prints an uncaught one), which
+ * the hook reports itself while it is installed. */
+static py_object *n_exit_check(py_object *self, py_object *const *a, py_ssize n)
+{
+	(void)self;
+	if (n == 0) {
+		exit_check_on = 1;
+	} else if (hook_removed) {
+		const char *s = arg_str(a[0]);
+		if (s)
+			record_uncaught(s);
+	}
+	return none_ref();
+}
+
 static py_method_def native_defs[] = {
 	{"begin", (void *)n_begin, PY_METH_FASTCALL, "begin(kind, name): open a phase"},
 	{"end", (void *)n_end, PY_METH_FASTCALL, "end(): close the innermost phase"},
@@ -360,6 +388,8 @@ static py_method_def native_defs[] = {
 	{"alloc_totals", (void *)n_alloc_totals, PY_METH_FASTCALL, "(malloc calls, bytes) so far"},
 	{"rss", (void *)n_rss, PY_METH_FASTCALL, "resident set size, bytes"},
 	{"now", (void *)n_now, PY_METH_FASTCALL, "recorder clock, ns"},
+	{"exit_check", (void *)n_exit_check, PY_METH_FASTCALL,
+	 "exit_check(): registered; exit_check(msg): an uncaught exception at exit"},
 	{"watch_imports", (void *)n_watch_imports, PY_METH_FASTCALL,
 	 "watch_imports(names, callback): callback(name, module) once after each import"},
 };
@@ -441,38 +471,20 @@ static void patch_importer(void)
 }
 
 /* ---- the program's first line: the boot ---- */
-/* The package's modules are loaded from their files one by one and put in
- * sys.modules before any import statement names them: nothing goes through
- * the import system, so none of them shows in the program's import tree
- * or in its `-X importtime` output, and sys.path is never consulted. */
+/* phaseprof/_boot.py loads the package (see there); this loads _boot.py
+ * itself, kept short because it is compiled at every start. */
 static const char boot_code[] =
 	"import sys\n"
-	"_b = sys.modules['_frozen_importlib']\n"
-	"_e = sys.modules['_frozen_importlib_external']\n"
-	"def load(name, path, pkg=None, run=True):\n"
-	"    s = _e.spec_from_file_location(name, path, submodule_search_locations=pkg)\n"
-	"    m = _b.module_from_spec(s)\n"
-	"    sys.modules[name] = m\n"
-	"    if run:\n"
-	"        try:\n"
-	"            s.loader.exec_module(m)\n"
-	"        except BaseException:\n"
-	"            sys.modules.pop(name, None)\n"
-	"            raise\n"
-	"    return m\n"
-	"_d = ROOT + '/phaseprof'\n"
-	"_p = load('phaseprof', _d + '/__init__.py', [_d], run=False)\n"
+	"_s = sys.modules['_frozen_importlib_external'].spec_from_file_location(\n"
+	"    'phaseprof._boot', ROOT + '/phaseprof/_boot.py')\n"
+	"_m = sys.modules['_frozen_importlib'].module_from_spec(_s)\n"
+	"sys.modules['phaseprof._boot'] = _m\n"
 	"try:\n"
-	"    for _n, _f, _k in (('kinds', '/kinds.py', None), ('_native', '/_native.py', None),\n"
-	"                       ('adapters', '/adapters/__init__.py', [_d + '/adapters']),\n"
-	"                       ('_boot', '/_boot.py', None)):\n"
-	"        setattr(_p, _n, load('phaseprof.' + _n, _d + _f, _k))\n"
-	"    _p.__spec__.loader.exec_module(_p)\n"
+	"    _s.loader.exec_module(_m)\n"
+	"    _m.start(ROOT)\n"
 	"except BaseException:\n"
-	"    for _n in [k for k in sys.modules if k == 'phaseprof' or k.startswith('phaseprof.')]:\n"
-	"        del sys.modules[_n]\n"
-	"    raise\n"
-	"_p._boot.boot(load)\n";
+	"    sys.modules.pop('phaseprof._boot', None)\n"
+	"    raise\n";
 
 static void record_py_error(const char *what)
 {
@@ -553,7 +565,14 @@ static void first_line(void)
 }
 
 /* An exception nobody caught reaches sys.excepthook: the run failed in
- * Python. Its type and message go to run_meta, with a mark at that time. */
+ * Python. Its type and message go to run_meta, with a mark at that time
+ * (at exit once the hook is gone: see py_exit). */
+static void record_uncaught(const char *msg)
+{
+	pp_meta("python.exception", msg);
+	pp_mark("python: uncaught exception");
+}
+
 static void uncaught(py_object *args)
 {
 	py_object *type = P.TupleGetItem(args, 1), *val = P.TupleGetItem(args, 2);
@@ -562,12 +581,29 @@ static void uncaught(py_object *args)
 	const char *a = tn ? P.UnicodeAsUTF8(tn) : NULL, *b = vs ? P.UnicodeAsUTF8(vs) : NULL;
 	char msg[512];
 	snprintf(msg, sizeof msg, "%s%s%s", a ? a : "?", b && *b ? ": " : "", b ? b : "");
-	pp_meta("python.exception", msg);
-	pp_mark("python: uncaught exception");
+	record_uncaught(msg);
 	if (tn)
 		P.DecRef(tn);
 	if (vs)
 		P.DecRef(vs);
+}
+
+/* Once the importer is patched and the package booted, the hook has
+ * nothing left to do but wait for an uncaught exception, which the boot's
+ * exit check (py_exit) sees instead. While any C audit hook is installed
+ * CPython builds the arguments of every audit event (~2,900 for `import
+ * numpy`: attribute reads, code objects, opens, execs), some 6 million
+ * instructions in all: the hook leaves the runtime's list. It is called
+ * from the loop over that list, which reads our entry's next after we
+ * return: the entry stays allocated. The GIL is held. */
+static void maybe_remove_hook(void)
+{
+	if (hook_removed || !hook_head || !importer_patched || !first_line_seen || !native_mod ||
+	    !exit_check_on || *hook_head != (void *)hook_entry)
+		return;
+	*hook_head = hook_entry[0];
+	hook_removed = 1;
+	pp_meta("python.audit_hook", "removed after start-up (imports patched, package booted)");
 }
 
 static int audit_hook(const char *ev, py_object *args, void *ud)
@@ -600,6 +636,7 @@ static int audit_hook(const char *ev, py_object *args, void *ud)
 		uncaught(args);
 	else
 		first_line();
+	maybe_remove_hook();
 	if (P.ErrOccurred())
 		P.ErrClear();
 	P.ErrRestore(t, v, tb);
@@ -658,10 +695,31 @@ void ppa_python_init(void)
 	snprintf(py_dir, sizeof py_dir, "%s", setting && *setting ? setting : PPA_PYTHON_DIR);
 	P.GetVersion = ver;
 	*(void **)&P.AddAuditHook = add;
+	/* our entry is where the runtime's first bytes changed */
+	unsigned char *rt = dlsym(RTLD_DEFAULT, "_PyRuntime");
+	enum { RT_SCAN = 4096 / sizeof(void *) };
+	void *before[RT_SCAN];
+	if (rt)
+		memcpy(before, rt, sizeof before);
 	if (P.AddAuditHook(audit_hook, NULL) != 0) {
 		snprintf(msg, sizeof msg, "not recognised: CPython %s refused an audit hook", py_version);
 		pp_meta("python", msg);
 		return;
+	}
+	for (size_t i = 0; rt && i < RT_SCAN; i++) {
+		void *now;
+		memcpy(&now, rt + i * sizeof now, sizeof now);
+		if (now == before[i])
+			continue;
+		/* one word, NULL before: the list's head, now our (malloc'd,
+		 * aligned) entry naming our function */
+		if (before[i] || hook_head || (uintptr_t)now < 65536 || (uintptr_t)now % sizeof now ||
+		    ((void **)now)[1] != (void *)audit_hook) {
+			hook_head = NULL;
+			break;
+		}
+		hook_head = (void **)(rt + i * sizeof now);
+		hook_entry = now;
 	}
 	py_on = 1;
 	snprintf(msg, sizeof msg, "CPython %s: start-up, imports, phaseprof module", py_version);

@@ -47,6 +47,12 @@ else bad "nothing recorded: rc=$rc $out"; fi
 # the database record made while the program ran is not left behind
 if ls "$t"/d.db* >/dev/null 2>&1; then bad "nothing recorded, yet $(ls "$t"/d.db*) left"
 else ok "nothing recorded leaves no database"; fi
+# an existing database, opened while the program ran, stays as it was
+"$pp" record -o "$t/k.db" -- /bin/true 2>/dev/null
+"$pp" record -o "$t/k.db" -- /bin/sh -c 'rm -rf "$PHASEPROF_SPOOL_DIR"' >/dev/null 2>&1; rc=$?
+n=$(sqlite3 "$t/k.db" "SELECT count(*) FROM runs" 2>&1)
+if [ $rc = 3 ] && [ "$n" = 1 ] && ! ls "$t"/k.db-* >/dev/null 2>&1; then ok "nothing recorded keeps an existing database"
+else bad "nothing recorded into an existing database: rc=$rc runs=$n $(ls "$t"/k.db*)"; fi
 
 # two records at once into one database, each with 6 processes: each names
 # exactly its own runs

@@ -258,6 +258,38 @@ static void test_kinds_added(void **state)
 	assert_int_equal(sql_int(p, "SELECT count(*) FROM phase_kinds WHERE id = 29 AND name = 'comm_init'"), 1);
 }
 
+/* Indexes go on tables with rows only; a later writer that fills a table
+ * builds its index at its close. */
+static void test_indexes_on_filled_tables(void **state)
+{
+	(void)state;
+	char p[512], err[512];
+	tmp(p, sizeof p, "indexes.db");
+	pp_store *st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(sqlite3_exec(pp_store_db(st), "INSERT INTO marks(run_id, ts_ns) VALUES (1, 5)", 0, 0, 0),
+			 SQLITE_OK);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	const char *q = "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ";
+	char sql[256];
+	snprintf(sql, sizeof sql, "%s'marks_run'", q);
+	assert_int_equal(sql_int(p, sql), 1);
+	snprintf(sql, sizeof sql, "%s'spans_run'", q);
+	assert_int_equal(sql_int(p, sql), 0);
+	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(sqlite3_exec(pp_store_db(st),
+				      "INSERT INTO spans(run_id, tid, kind, start_ns, end_ns, depth) VALUES (1, 1, 0, 1, 2, 0)",
+				      0, 0, 0),
+			 SQLITE_OK);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	assert_int_equal(sql_int(p, sql), 1);
+	snprintf(sql, sizeof sql, "%s'spans_kind'", q);
+	assert_int_equal(sql_int(p, sql), 1);
+	snprintf(sql, sizeof sql, "%s'gpu_run'", q);
+	assert_int_equal(sql_int(p, sql), 0);
+}
+
 /* Damaged pages: appending is refused with one line naming the file; a
  * reader gets an error, not a partial answer. */
 static void test_corrupt_pages(void **state)
@@ -307,6 +339,7 @@ int main(void)
 		cmocka_unit_test(test_findings_and_query),
 		cmocka_unit_test(test_disk_full),
 		cmocka_unit_test(test_kinds_added),
+		cmocka_unit_test(test_indexes_on_filled_tables),
 		cmocka_unit_test(test_corrupt_pages),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -227,6 +227,9 @@ def test_fail():
     r = q(db, "SELECT status, exit_code FROM runs WHERE id = 1")[0]
     check(r[1] == 1, "exit code 1 recorded: %r" % (r,))
     check(meta(db, "python.exception") == "ValueError: bad batch 7", "python.exception: %r" % meta(db, "python.exception"))
+    # seen at exit: the audit hook (whose every event cost the program) left after start-up
+    check((meta(db, "python.audit_hook") or "").startswith("removed after start-up"),
+          "audit hook removed: %r" % meta(db, "python.audit_hook"))
     sp = spans(db)
     steps = sorted((v[5], v[4]) for v in sp.values() if v[0] == STEP)
     check([s[0] for s in steps] == list(range(8)), "steps 0..7 kept: %r" % steps)

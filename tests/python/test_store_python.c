@@ -94,12 +94,79 @@ static void test_import_tree(void **state)
 	pp_store_close(st, NULL, 0);
 }
 
+/* record's summary (pp_store_startup_summary) reads the Python figures in
+ * one pass before the indexes exist: the same numbers as phase totals and
+ * the import tree, with an import under a library load under an import
+ * (nested through another kind) and a start-up phase. */
+static void test_startup_summary_python(void **state)
+{
+	(void)state;
+	char spool[128], db[128], err[512];
+	snprintf(spool, sizeof spool, "%s/s.spool", dir);
+	snprintf(db, sizeof db, "%s/s.db", dir);
+	assert_int_equal(pp_open(&(pp_options){.spool_path = spool}), 0);
+	pp_phase_begin(PP_PROCESS_START, "python");
+	usleep(1000);
+	pp_phase_end();
+	pp_phase_begin(PP_IMPORT, "a");
+	pp_phase_begin(PP_LIBRARY_LOAD, "a.so");
+	pp_phase_begin(PP_IMPORT, "b");
+	usleep(2000);
+	pp_phase_end();
+	pp_phase_end();
+	pp_phase_end();
+	pp_phase_begin(PP_IMPORT, "c");
+	usleep(500);
+	pp_phase_end();
+	pp_phase_begin(PP_IMPORT, "c");
+	usleep(3000);
+	pp_phase_end();
+	pp_close();
+	pp_store *st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_ingest(st, spool, NULL, NULL, err, sizeof err), 0);
+	pp_startup_summary s;
+	assert_int_equal(pp_store_startup_summary(st, 1, &s), 0);
+	pp_phase_total *pt = NULL;
+	int np = 0;
+	int64_t startup = -1, imports = -1;
+	assert_int_equal(pp_store_phase_totals(st, 1, &pt, &np), 0);
+	for (int k = 0; k < np; k++) {
+		if (pt[k].kind == PP_PROCESS_START)
+			startup = pt[k].total_ns;
+		if (pt[k].kind == PP_IMPORT)
+			imports = pt[k].total_ns;
+	}
+	free(pt);
+	assert_true(startup > 0 && imports > 0);
+	assert_int_equal(s.py_startup_ns, startup);
+	assert_int_equal(s.imports_ns, imports);
+	pp_import_time *v = NULL;
+	int n = 0;
+	assert_int_equal(pp_store_import_times(st, 1, 0, 0, &v, &n), 0);
+	int64_t count = 0;
+	for (int i = 0; i < n; i++)
+		count += v[i].count;
+	assert_int_equal(s.imports, count);
+	assert_int_equal(s.imports, 4);
+	assert_string_equal(s.slowest_import, v[0].module);
+	assert_int_equal(s.slowest_import_ns, v[0].cumulative_ns);
+	free(v);
+	/* a run without Python: no figures */
+	assert_int_equal(pp_store_startup_summary(st, 99, &s), 0);
+	assert_int_equal(s.py_startup_ns, -1);
+	assert_int_equal(s.imports_ns, -1);
+	assert_int_equal(s.imports, 0);
+	pp_store_close(st, NULL, 0);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
 		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_import_tree),
+		cmocka_unit_test(test_startup_summary_python),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char cmd[160];
