@@ -11,10 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#ifdef PP_VIEWERS_HAVE_DIAG
 #include "diagnostics.h"
 #include "diag_stats.h"
-#endif
 
 typedef struct html_state {
 	pp_finding *findings;     /* all stored findings, or computed ones */
@@ -133,7 +131,6 @@ static int count_findings(html_state *s, int64_t run_id, int *high)
 
 static void load_findings(pp_view_ctx *c, html_state *s)
 {
-#ifdef PP_VIEWERS_HAVE_DIAG
 	/* Per run: the stored findings, or (never diagnosed) the rules' now. */
 	int cap = 0;
 	for (int i = 0; i < c->n_runs; i++) {
@@ -149,9 +146,6 @@ static void load_findings(pp_view_ctx *c, html_state *s)
 		}
 		free(f);
 	}
-#else
-	pp_store_findings(c->st, 0, &s->findings, &s->n_findings);
-#endif
 	if (s->n_findings > 1)
 		pp_sort(s->findings, (size_t)s->n_findings, sizeof *s->findings, cmp_finding);
 }

@@ -1,9 +1,7 @@
 /* stats.c — `phaseprof stats`: aligned terminal tables that fit the width
  * (80 columns by default), or one JSON document for scripts. */
 #include "view_int.h"
-#ifdef PP_VIEWERS_HAVE_DIAG
 #include "diagnostics.h"
-#endif
 
 #include <stdlib.h>
 #include <string.h>
@@ -286,11 +284,7 @@ static int stats_json(pp_store *st, const pp_run_info *runs, int n, FILE *fp)
 		each_graph(st, r->id, json_graph_row, &jg);
 		pp_finding *f = NULL;
 		int nf = 0, computed = 0;
-#ifdef PP_VIEWERS_HAVE_DIAG
 		pp_diag_findings(st, r->id, &f, &nf, &computed);
-#else
-		pp_store_findings(st, r->id, &f, &nf);
-#endif
 		const char *src = computed ? "computed" : "stored";
 		pp_out_printf(o, "],\"findings_source\":\"%s\",\"findings\":[", src);
 		for (int k = 0; k < nf; k++) {
@@ -566,12 +560,8 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 		}
 		pp_finding *f = NULL;
 		int nf = 0, computed = 0;
-#ifdef PP_VIEWERS_HAVE_DIAG
 		/* not diagnosed yet: the rules run now, without writing */
 		pp_diag_findings(st, r->id, &f, &nf, &computed);
-#else
-		pp_store_findings(st, r->id, &f, &nf);
-#endif
 		const char *how = computed ? " (computed now, not stored)" : "";
 		if (nf) {
 			fprintf(fp, "\n  findings%s:\n", how);
