@@ -570,7 +570,8 @@ static int parse_options(int argc, char **argv, record_opts *o)
 static int check_database(const char *out)
 {
 	if (access(out, F_OK) == 0) {
-		pp_store *probe = cli_open_store(out, PP_STORE_READ);
+		/* another record may be creating it right now: no tables yet is fine */
+		pp_store *probe = cli_open_store(out, PP_STORE_CHECK);
 		if (!probe)
 			return -1;
 		pp_store_close(probe, NULL, 0);

@@ -89,7 +89,7 @@ static int64_t query_int(sqlite3 *db, const char *sql, int64_t dflt, int *rc_out
 }
 
 /* Is this an SQLite file at all, and is it ours? Names the problem. */
-static int validate(pp_store *st, int fresh, char *err, size_t errlen)
+static int validate_snapshot(pp_store *st, int fresh, char *err, size_t errlen)
 {
 	int rc;
 	int64_t app = query_int(st->db, "PRAGMA application_id", 0, &rc);
@@ -137,6 +137,18 @@ static int validate(pp_store *st, int fresh, char *err, size_t errlen)
 	}
 	st->schema_version = (int)ver;
 	return 0;
+}
+
+/* Its reads in one snapshot: another record creating the file commits its
+ * schema in one transaction, so it is seen whole or not at all (two reads
+ * apart saw "application_id 0, 32 tables"). */
+static int validate(pp_store *st, int fresh, char *err, size_t errlen)
+{
+	int began = sqlite3_exec(st->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+	int v = validate_snapshot(st, fresh, err, errlen);
+	if (began)
+		sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
+	return v;
 }
 
 /* The phase_kinds table names every kind this build knows; a database made
@@ -187,13 +199,25 @@ static int check_intact(pp_store *st, char *err, size_t errlen)
  * file) and made durable once at close: one data sync and one of the
  * folder instead of ten. SQLite's default 4 KiB pages: with 64 KiB ones
  * a short program's database was 3 MB (a root page per table and index),
- * and a 10^6-event ingest was no faster (slower in each of 6 runs). */
+ * and a 10^6-event ingest was no faster (slower in each of 6 runs).
+ * 0 made, 1 another writer made it first (nothing done), -1 error. */
 static int create_schema(pp_store *st, char *err, size_t errlen)
 {
 	char sql[256];
 	if (store_exec(st, "PRAGMA synchronous=OFF; PRAGMA journal_mode=WAL;", err, errlen) != 0 ||
-	    store_exec(st, "BEGIN", err, errlen) != 0)
+	    store_exec(st, "BEGIN IMMEDIATE", err, errlen) != 0)
 		return -1;
+	/* under the write lock: another record may have made it meanwhile */
+	int rc;
+	int64_t ntables = query_int(st->db, "SELECT count(*) FROM sqlite_master", 0, &rc);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "%s: cannot read: %s", st->path, sqlite3_errmsg(st->db));
+		goto fail;
+	}
+	if (ntables > 0) {
+		sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
+		return 1;
+	}
 	snprintf(sql, sizeof sql, "PRAGMA application_id=%d", PP_APPLICATION_ID);
 	if (store_exec(st, sql, err, errlen) != 0 || store_exec(st, pp_schema_sql, err, errlen) != 0)
 		goto fail;
@@ -222,7 +246,7 @@ static pp_store *store_open(const char *path, int mode, char *err, size_t errlen
 	}
 	struct stat sb;
 	int exists = stat(path, &sb) == 0;
-	if (!exists && mode == PP_STORE_READ) {
+	if (!exists && mode != PP_STORE_WRITE) {
 		snprintf(err, errlen, "%s: no such database (%s)", path, strerror(errno));
 		return NULL;
 	}
@@ -267,13 +291,19 @@ static pp_store *store_open(const char *path, int mode, char *err, size_t errlen
 	/* a writer waits for another one's ingest (concurrent records) */
 	sqlite3_busy_timeout(st->db, mode == PP_STORE_WRITE ? 120000 : 5000);
 	pp_store_register_functions(st->db);
-	int v = validate(st, mode == PP_STORE_WRITE, err, errlen);
+	int v = validate(st, mode != PP_STORE_READ, err, errlen);
 	if (v < 0)
 		goto fail;
 	if (mode == PP_STORE_WRITE) {
+		if (v == 1) {
+			int made = create_schema(st, err, errlen);
+			if (made < 0)
+				goto fail;
+			/* made by another record meanwhile: open it as existing */
+			if (made == 1 && (v = validate(st, 0, err, errlen)) < 0)
+				goto fail;
+		}
 		st->fresh = v == 1;
-		if (v == 1 && create_schema(st, err, errlen) != 0)
-			goto fail;
 		/* older-but-compatible files get any tables and kinds added since */
 		if (v == 0 && (check_intact(st, err, errlen) != 0 ||
 			       store_exec(st, pp_schema_sql, err, errlen) != 0 ||

@@ -20,6 +20,8 @@ typedef struct pp_store pp_store;
 enum pp_store_mode {
 	PP_STORE_READ = 0,   /* must exist and be a phaseprof database */
 	PP_STORE_WRITE = 1,  /* created if missing; WAL while open */
+	PP_STORE_CHECK = 2,  /* read-only, to see whether a writer may use it: as READ, but a file
+			      * with no tables yet (empty, or being created by another writer) passes */
 };
 
 /* Opens a database. On failure returns NULL and writes a one-line message

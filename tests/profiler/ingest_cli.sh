@@ -54,8 +54,16 @@ n=$(sqlite3 "$t/k.db" "SELECT count(*) FROM runs" 2>&1)
 if [ $rc = 3 ] && [ "$n" = 1 ] && ! ls "$t"/k.db-* >/dev/null 2>&1; then ok "nothing recorded keeps an existing database"
 else bad "nothing recorded into an existing database: rc=$rc runs=$n $(ls "$t"/k.db*)"; fi
 
+# an SQLite file with no tables yet (what a record creating it leaves for a
+# moment) is a database record may fill: record's own check refused it
+sqlite3 "$t/z.db" "PRAGMA journal_mode=WAL" >/dev/null
+if "$pp" record -o "$t/z.db" -- /bin/true 2>"$t/z.err" && [ "$(sqlite3 "$t/z.db" "SELECT count(*) FROM runs")" = 1 ]
+then ok "an empty SQLite file is filled"; else bad "empty SQLite file refused: $(cat "$t/z.err")"; fi
+
 # two records at once into one database, each with 6 processes: each names
-# exactly its own runs
+# exactly its own runs (10 rounds: the second opens while the first creates)
+for round in 1 2 3 4 5 6 7 8 9 10; do
+rm -f "$t"/e.db*
 for k in 1 2; do
   "$pp" record -o "$t/e.db" -- /bin/sh -c "/bin/true m$k; /bin/true; /bin/true; /bin/true; /bin/true" \
     2>"$t/e$k.err" >/dev/null &
@@ -74,6 +82,7 @@ for k in 1 2; do
   top=$(head -n1 "$t/ids$k")
   n=$(sqlite3 "$t/e.db" "WITH RECURSIVE d(id) AS (SELECT $top UNION ALL SELECT r.id FROM runs r JOIN d ON r.parent_run = d.id) SELECT count(*) FROM d WHERE id IN ($(paste -sd, "$t/ids$k"))")
   [ "$n" = 6 ] || bad "record $k: its runs are not one session ($n of 6)"
+done
 done
 # a program whose ELF section-header offset overflows (it still runs: the
 # loader needs no section headers): sampling it symbolises against a file
