@@ -347,16 +347,20 @@ static int list_spools(const char *dir, pp_session_spool **out)
 }
 
 /* A database made while the program ran and then not needed goes: record
- * leaves no file when nothing was recorded (one that existed stays). */
+ * leaves no file when nothing was recorded (one that existed stays, and so
+ * does one another record made first or still has open: its -shm outlives
+ * our close while any other connection is open). */
 static void drop_early(pp_store *early, int created, const char *out)
 {
 	if (!early)
 		return;
+	created = created && pp_store_created(early);
 	pp_store_close(early, NULL, 0);
-	if (!created)
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof p, "%s-shm", out);
+	if (!created || access(p, F_OK) == 0)
 		return;
 	static const char *const ext[] = {"", "-wal", "-shm", "-journal"};
-	char p[PATH_MAX + 16];
 	for (int i = 0; i < 4; i++) {
 		snprintf(p, sizeof p, "%s%s", out, ext[i]);
 		unlink(p);

@@ -37,6 +37,11 @@ static const struct { const char *table, *sql; } indexes[] = {
 sqlite3 *pp_store_db(pp_store *st) { return st->db; }
 const char *pp_store_path(pp_store *st) { return st->path; }
 
+int pp_store_created(const pp_store *st)
+{
+	return st && st->mode == PP_STORE_WRITE && st->fresh;
+}
+
 int pp_store_is_file(pp_store *st, const char *path)
 {
 	struct stat a, b;

@@ -37,6 +37,8 @@ int pp_store_build_indexes(pp_store *st, char *err, size_t errlen);
  * malformed"), for a message after a read function returned -1. */
 const char *pp_store_error(pp_store *st);
 const char *pp_store_path(pp_store *st);
+/* 1 when this open made the schema (no other writer did) */
+int pp_store_created(const pp_store *st);
 /* 1 if path names the database file itself (same device and inode, so also
  * through a hard or symbolic link), else 0: outputs must never replace it. */
 int pp_store_is_file(pp_store *st, const char *path);
