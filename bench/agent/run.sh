@@ -46,19 +46,24 @@ for w in loop numpy; do
   fi
   # plain, recorded and agent-only runs interleaved, so a busy neighbour
   # slows all three alike; medians of each
-  pl=() rc=() ag=()
+  pl=() rc=() ra=() ag=()
   for _ in $(seq "$reps"); do
     pl+=("$(reps=1 median_ms "${cmd[@]}")")
-    rc+=("$(reps=1 median_ms "$pp" record -o "$tmp/bench.db" -- "${cmd[@]}")")
+    # a new database each time (what `record -o new.db` costs), and one
+    # that grows run by run (appending: the existing file is checked first)
+    rm -f "$tmp/new.db"
+    rc+=("$(reps=1 median_ms "$pp" record -o "$tmp/new.db" -- "${cmd[@]}")")
+    ra+=("$(reps=1 median_ms "$pp" record -o "$tmp/bench.db" -- "${cmd[@]}")")
     # the agent alone: preloaded, spool written, no launcher and no ingest
     ag+=("$(PHASEPROF_OUT="$tmp/agent.spool" reps=1 median_ms env LD_PRELOAD="$build/libphaseprof-agent.so" "${cmd[@]}")")
   done
   med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
   plain=$(med "${pl[@]}")
   row "plain" "$plain" "$plain"
-  row "phaseprof record" "$plain" "$(med "${rc[@]}")"
+  row "phaseprof record, new db" "$plain" "$(med "${rc[@]}")"
+  row "phaseprof record, appending" "$plain" "$(med "${ra[@]}")"
   row "agent only (no ingest)" "$plain" "$(med "${ag[@]}")"
-  rm -f "$tmp/bench.db" "$tmp/agent.spool"
+  rm -f "$tmp/bench.db" "$tmp/new.db" "$tmp/agent.spool"
   if command -v heaptrack >/dev/null; then
     ht=$(cd "$tmp" && median_ms timeout 300 heaptrack -o "$tmp/ht" "${cmd[@]}")
     row "heaptrack" "$plain" "$ht"
