@@ -22,7 +22,7 @@ def outer(n):
 def sorter(n):
     data = [(i * 7919) % 100003 for i in range(n)]
     for _ in range(3):
-        sorted(data, key=lambda x: -x)
+        sorted(data, key=lambda x: -((x * 31 + 7) % 1009 * (x % 13) + (x >> 3) % 101))
     return data[0]
 
 
