@@ -77,6 +77,8 @@ int main(int argc, char **argv)
 		}
 		memset(blocks[i], i, 1 << 20);
 	}
+	/* several periods of the agent's stats (20 ms) and writer (50 ms) threads: an
+	 * arena either of them would make exists before it is counted */
 	usleep(300000);
 	long peak = status_kib("VmPeak:");
 	int k = arenas();
