@@ -70,7 +70,10 @@ for k in 1 2; do
 done
 wait
 ids() { sed -n 's/.* recorded into [^ ]* (runs* \([0-9., ]*\)).*/\1/p' "$1" |
-  tr ',' '\n' | awk -F'[.][.]' '{ if (NF == 2) for (i = $1; i <= $2; i++) print i; else if ($1 != "") print $1+0 }' | sort -n; }
+  tr ',' '\n' | awk -F'[.][.]' '{ if (NF == 2) for (i = $1 + 0; i <= $2 + 0; i++) print i; else if ($1 != "") print $1 + 0 }' | sort -n; }
+# the parser itself: split ranges after the first once read " 11" as a string
+[ "$round" = 1 ] && { printf 'phaseprof: 6 runs recorded into x.db (runs 1..4, 11..12); ok\n' >"$t/ids.t"
+  [ "$(ids "$t/ids.t" | tr '\n' ' ')" = "1 2 3 4 11 12 " ] || bad "run-list parser: $(ids "$t/ids.t" | tr '\n' ' ')"; }
 ids "$t/e1.err" > "$t/ids1"; ids "$t/e2.err" > "$t/ids2"
 all=$(sqlite3 "$t/e.db" "SELECT id FROM runs ORDER BY id" | tr '\n' ' ')
 mine=$(sort -n "$t/ids1" "$t/ids2" | tr '\n' ' ')
