@@ -139,7 +139,7 @@ void ppa_reset_tstats(void)
 	}
 	atomic_store(&slab_used, 0);
 	ppa_ts = NULL;
-	ppa_tls.mts = NULL;
+	ppa_mts_set(NULL);
 }
 
 /* ---- totals ---- */
@@ -166,8 +166,10 @@ static void add_totals(ppa_tstats *t, void *ud)
 	s->munmap_bytes += ppa_get(&t->munmap_bytes);
 	s->mmap_ns += ppa_get(&t->mmap_ns);
 	s->threads_created += ppa_get(&t->threads_created);
-	for (int i = 0; i < PPA_SIZE_SLOTS; i++)
-		s->hist[i < PPA_SIZE_CLASSES ? i : PPA_SIZE_CLASSES - 1] += ppa_get(&t->hist[i]);
+	for (int lz = 0; lz < PPA_SIZE_SLOTS; lz++) {
+		int bits = 64 - lz; /* the requested size's bit length */
+		s->hist[bits < PPA_SIZE_CLASSES ? bits : PPA_SIZE_CLASSES - 1] += ppa_get(&t->hist[lz]);
+	}
 }
 
 static uint64_t peak_in_use;
@@ -283,7 +285,7 @@ static void stats_tick(void)
 static void *stats_main(void *arg)
 {
 	(void)arg;
-	ppa_guard = 1; /* our own work is not the program's */
+	ppa_guard_set(1); /* our own work is not the program's */
 	pp_thread_name("phaseprof-agent");
 	for (;;) {
 		struct timespec ts;
@@ -378,7 +380,7 @@ void ppa_open_recorder(void)
 		return;
 	}
 	int g = ppa_guard;
-	ppa_guard = 1;
+	ppa_guard_set(1);
 	pp_options o;
 	memset(&o, 0, sizeof o);
 	o.fork_policy = ppa_cfg.follow_fork ? PP_FORK_FOLLOW : PP_FORK_DISABLE;
@@ -409,7 +411,7 @@ void ppa_open_recorder(void)
 		if (n > 0)
 			(void)!write(2, msg, (size_t)(n < (int)sizeof msg ? n : (int)sizeof msg - 1));
 	}
-	ppa_guard = g;
+	ppa_guard_set(g);
 }
 
 void ppa_close_recorder(const char *why)
@@ -418,7 +420,7 @@ void ppa_close_recorder(const char *why)
 	if (!atomic_load(&ppa_recording) || atomic_exchange(&closing, 1))
 		return;
 	int g = ppa_guard;
-	ppa_guard = 1;
+	ppa_guard_set(1);
 	stats_end();
 	stats_tick(); /* final values, also for runs shorter than one period */
 	ppa_sampler_stop();
@@ -441,7 +443,7 @@ void ppa_close_recorder(const char *why)
 	atomic_store(&ppa_recording, 0);
 	pp_close();
 	atomic_store(&closing, 0);
-	ppa_guard = g;
+	ppa_guard_set(g);
 }
 
 /* Fork child (following): the recorder has opened the child's spool in its
@@ -532,14 +534,14 @@ __attribute__((constructor)) static void ppa_init(void)
 		return;
 	}
 	uint64_t t_ctor = ppa_mono();
-	ppa_guard = 1;
+	ppa_guard_set(1);
 	ppa_mem_init(); /* before the recorder registers its fork handlers */
 	ppa_malloc_resolve();
 	read_settings();
 	if (ppa_cfg.detailed)
-		ppa_tls.mts = NULL; /* counted before the mode was known: the slow path from now on */
+		ppa_mts_set(NULL); /* counted before the mode was known: the slow path from now on */
 	ppa_proc_init();
-	ppa_guard = 0;
+	ppa_guard_set(0);
 	ppa_open_recorder();
 	if (atomic_load(&ppa_recording)) {
 		char v[64];

@@ -418,7 +418,7 @@ PPA_API void *dlopen(const char *file, int mode)
 	if (!S || ppa_guard)
 		return r_dlopen(file, mode);
 	int g = ppa_guard;
-	ppa_guard = 1;
+	ppa_guard_set(1);
 	uint32_t b0 = atomic_load(&S->n_batches);
 	char buf[PATH_MAX];
 	const char *use = resolve_for_caller(file, caller, buf, sizeof buf);
@@ -428,15 +428,15 @@ PPA_API void *dlopen(const char *file, int mode)
 		const char *base = strrchr(file, '/');
 		pp_phase_begin(PP_LIBRARY_LOAD, base ? base + 1 : file);
 	}
-	ppa_guard = g;
+	ppa_guard_set(g);
 	void *h = r_dlopen(use ? use : file, mode);
 	if (!h && use)
 		h = r_dlopen(file, mode);
 	uint64_t t1 = ppa_mono();
 	if (phase) {
-		ppa_guard = 1;
+		ppa_guard_set(1);
 		pp_phase_end();
-		ppa_guard = g;
+		ppa_guard_set(g);
 	}
 	uint32_t b1 = atomic_load(&S->n_batches), tid = ppa_gettid();
 	for (uint32_t b = b0; b < b1 && b < MAX_BATCHES; b++) {

@@ -26,8 +26,8 @@
 #define PPA_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* log2 size classes: class k holds sizes in [2^(k-1), 2^k), class 0 holds 0;
- * the last reported class holds the rest. Counted in one slot per bit
- * length (no clamp on the hot path) and folded when read. */
+ * the last reported class holds the rest. Counted in one slot per count of
+ * leading zero bits (no clamp on the hot path) and folded when read. */
 #define PPA_SIZE_CLASSES 48
 #define PPA_SIZE_SLOTS 65
 
@@ -49,7 +49,8 @@ typedef struct __attribute__((aligned(4096))) ppa_tstats {
 	ppa_ctr alloc_left, free_left;       /* calls until the next timed one (see ppa_countdown) */
 	ppa_ctr mmap_calls, mmap_bytes, munmap_calls, munmap_bytes, mmap_ns;
 	ppa_ctr threads_created;
-	ppa_ctr hist[PPA_SIZE_SLOTS];        /* requests by bit length of the requested size */
+	ppa_ctr hist[PPA_SIZE_SLOTS];        /* requests by leading zero bits of the requested size
+	                                        (64 for 0 bytes): one lzcnt on the hot path */
 	ppa_ctr detail_seq;                  /* --mode detailed: allocations seen, for 1 in N */
 	char pad[64];
 } ppa_tstats;
@@ -153,16 +154,28 @@ extern int ppa_is_audit_copy;      /* this copy was loaded by LD_AUDIT */
 extern _Atomic int ppa_recording;  /* the recorder is open in this process */
 extern uint64_t ppa_run_start;     /* CLOCK_MONOTONIC of the run's t = 0 */
 extern pid_t ppa_pid;              /* pid the agent state belongs to */
-/* The malloc hooks' thread state in one TLS block (one GOT load per hook):
+/* The malloc hooks' thread state in one TLS block (one GOT load per hook).
  * mts is set once the allocator functions are resolved and the thread has
  * its counter block, and only where the fast path applies (glibc's heap,
- * default mode), so the hot path tests one pointer. */
+ * default mode, lzcnt); fast is mts while the agent's guard is down and
+ * NULL while it is up, so the hot path tests one pointer for both. */
 typedef struct ppa_tls_block {
+	struct ppa_tstats *fast;
 	struct ppa_tstats *mts;
 	int guard;                 /* the agent's own work: pass through uncounted */
 } ppa_tls_block;
 extern __thread ppa_tls_block ppa_tls PPA_TLS;
-#define ppa_guard (ppa_tls.guard)
+#define ppa_guard ((int)ppa_tls.guard) /* read it; raise and lower it with ppa_guard_set */
+static inline void ppa_guard_set(int g)
+{
+	ppa_tls.guard = g;
+	ppa_tls.fast = g ? NULL : ppa_tls.mts;
+}
+static inline void ppa_mts_set(struct ppa_tstats *t)
+{
+	ppa_tls.mts = t;
+	ppa_tls.fast = ppa_tls.guard ? NULL : t;
+}
 
 static inline int64_t ppa_rel(uint64_t mono) { return (int64_t)(mono - ppa_run_start); }
 

@@ -301,9 +301,9 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode, int 
 	uint64_t t0 = ppa_mono();
 	int fd = at ? REAL(openat)(dirfd, path, flags, mode) : REAL(open)(path, flags, mode);
 	if (TRACKING()) {
-		ppa_guard = 1;
+		ppa_guard_set(1);
 		opened(fd, at ? dirfd : AT_FDCWD, path, ppa_mono() - t0);
-		ppa_guard = 0;
+		ppa_guard_set(0);
 	}
 	return fd;
 }
@@ -394,9 +394,9 @@ PPA_API int close_range(unsigned int first, unsigned int last, int flags)
 PPA_API int close(int fd)
 {
 	if (TRACKING()) {
-		ppa_guard = 1;
+		ppa_guard_set(1);
 		fd_fold(fd);
-		ppa_guard = 0;
+		ppa_guard_set(0);
 	}
 	if (fd < 0)
 		return REAL(close)(fd);
@@ -410,9 +410,9 @@ static inline void rw_done(int fd, int op, ssize_t r, size_t asked, uint64_t t0)
 {
 	if (!TRACKING())
 		return;
-	ppa_guard = 1;
+	ppa_guard_set(1);
 	fd_count(fd, op, r > 0 ? (uint64_t)r : 0, ppa_mono() - t0, asked <= SMALL_IO);
-	ppa_guard = 0;
+	ppa_guard_set(0);
 }
 
 PPA_API ssize_t read(int fd, void *buf, size_t n)
@@ -491,9 +491,9 @@ static FILE *fopen_common(const char *path, const char *mode)
 	uint64_t t0 = ppa_mono();
 	FILE *f = REAL(fopen)(path, mode);
 	if (TRACKING()) {
-		ppa_guard = 1;
+		ppa_guard_set(1);
 		opened(f ? fileno(f) : -1, AT_FDCWD, path, ppa_mono() - t0);
-		ppa_guard = 0;
+		ppa_guard_set(0);
 	}
 	return f;
 }
@@ -505,9 +505,9 @@ PPA_API size_t fread(void *buf, size_t size, size_t n, FILE *f)
 	uint64_t t0 = ppa_mono();
 	size_t r = REAL(fread)(buf, size, n, f);
 	if (TRACKING()) {
-		ppa_guard = 1;
+		ppa_guard_set(1);
 		fd_count(fileno(f), OP_FREAD, (uint64_t)r * size, ppa_mono() - t0, size * n <= SMALL_IO);
-		ppa_guard = 0;
+		ppa_guard_set(0);
 	}
 	return r;
 }
@@ -522,18 +522,18 @@ PPA_API size_t fwrite(const void *buf, size_t size, size_t n, FILE *f)
 	uint64_t t0 = ppa_mono();
 	size_t r = REAL(fwrite)(buf, size, n, f);
 	if (TRACKING()) {
-		ppa_guard = 1;
+		ppa_guard_set(1);
 		fd_count(fileno(f), OP_FWRITE, (uint64_t)r * size, ppa_mono() - t0, size * n <= SMALL_IO);
-		ppa_guard = 0;
+		ppa_guard_set(0);
 	}
 	return r;
 }
 PPA_API int fclose(FILE *f)
 {
 	if (TRACKING() && f) {
-		ppa_guard = 1;
+		ppa_guard_set(1);
 		fd_fold(fileno(f));
-		ppa_guard = 0;
+		ppa_guard_set(0);
 	}
 	return REAL(fclose)(f);
 }
@@ -550,9 +550,9 @@ PPA_API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t of
 		ppa_add(&t->mmap_bytes, len);
 		ppa_add(&t->mmap_ns, ns);
 		if (fd >= 0 && !(flags & MAP_ANONYMOUS)) {
-			ppa_guard = 1;
+			ppa_guard_set(1);
 			fd_count(fd, OP_MMAP, len, ns, 0);
-			ppa_guard = 0;
+			ppa_guard_set(0);
 		}
 	}
 	return p;

@@ -84,9 +84,9 @@ FILE *ppa_libc_fopen(const char *path, const char *mode)
 {
 	NEXT(FILE * (*)(const char *, const char *), "fopen");
 	int g = ppa_guard;
-	ppa_guard = 1; /* its FILE buffer is ours, not the program's */
+	ppa_guard_set(1); /* its FILE buffer is ours, not the program's */
 	FILE *f = p_(path, mode);
-	ppa_guard = g;
+	ppa_guard_set(g);
 	return f;
 }
 
@@ -94,9 +94,9 @@ int ppa_libc_fclose(FILE *f)
 {
 	NEXT(int (*)(FILE *), "fclose");
 	int g = ppa_guard;
-	ppa_guard = 1;
+	ppa_guard_set(1);
 	int r = p_(f);
-	ppa_guard = g;
+	ppa_guard_set(g);
 	return r;
 }
 
@@ -137,7 +137,7 @@ static void *own_thread(void *p)
 {
 	start s = *(start *)p;
 	ppa_mem_free(p);
-	ppa_guard = 1;
+	ppa_guard_set(1);
 	return s.fn(s.arg);
 }
 

@@ -14,6 +14,12 @@
  * requested size, so it is counted before the call and the hot path keeps
  * a single register across it. The call to time is picked by a down-counter
  * per thread (ppa_countdown), one for allocations and one for frees.
+ *
+ * The hot paths handle only blocks in the heap proper: a chunk with the
+ * IS_MMAPPED bit (a large block glibc mapped on its own, or a block of the
+ * bootstrap pool, whose planted header carries that bit) goes out of line,
+ * so free() tests one header bit instead of the pool's address range and
+ * the usable size is two instructions.
  */
 #include "agent_internal.h"
 #include "phaseprof.h"
@@ -42,32 +48,46 @@ static void calibrate_clock(void);
 /* glibc chunk: size word before the payload; low bits are flags
  * (IS_MMAPPED = 2). An in-use chunk's payload is its size minus the
  * header word (two for mmapped chunks). */
+#define CHUNK_MMAPPED ((size_t)2)
+
+static inline size_t chunk_word(const void *p) { return ((const size_t *)p)[-1]; }
+
 static inline size_t glibc_usable(void *p)
 {
-	size_t sz = ((size_t *)p)[-1];
-	return (sz & ~(size_t)7) - sizeof(size_t) - ((sz & 2) << 2);
+	size_t sz = chunk_word(p);
+	return (sz & ~(size_t)7) - sizeof(size_t) - ((sz & CHUNK_MMAPPED) << 2);
 }
+
+/* the same for a chunk known not to be mmapped */
+static inline size_t heap_usable(size_t sz) { return (sz & ~(size_t)7) - sizeof(size_t); }
 
 static inline size_t usable(void *p)
 {
 	return PPA_LIKELY(glibc_heap) ? glibc_usable(p) : r_usable(p);
 }
 
-/* The hooks' fast path applies (glibc's chunk layout, default mode): the
- * slow paths publish the thread's counters to it only then. */
-static inline int fast_ok(void) { return glibc_heap && !ppa_cfg.detailed; }
+static int has_lzcnt;
+
+/* The hooks' fast path applies (glibc's chunk layout, default mode, an
+ * lzcnt instruction): the slow paths publish the thread's counters to it
+ * only then. */
+static inline int fast_ok(void) { return glibc_heap && has_lzcnt && !ppa_cfg.detailed; }
 
 /* dlsym may call calloc before we know where calloc is */
 static _Alignas(64) char boot_pool[16384];
 static size_t boot_used;
 static int booting;
 
+/* Each block gets a chunk word with IS_MMAPPED set, so free()'s header
+ * test sends it out of line (where in_boot catches it) without a range
+ * check on the hot path. */
 static void *boot_alloc(size_t n)
 {
-	size_t off = (boot_used + 15) & ~(size_t)15;
+	size_t off = ((boot_used + 15) & ~(size_t)15) + 16;
 	if (off + n > sizeof boot_pool)
 		return NULL;
 	boot_used = off + n;
+	((size_t *)(boot_pool + off))[-1] = CHUNK_MMAPPED;
 	return boot_pool + off;
 }
 
@@ -96,6 +116,10 @@ void ppa_malloc_resolve(void)
 	const char *tun = getenv("GLIBC_TUNABLES");
 	if (getenv("MALLOC_CHECK_") || (tun && (strstr(tun, "malloc.check") || strstr(tun, "mem.tagging"))))
 		glibc_heap = 0; /* checking / tagging change the chunk layout */
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	has_lzcnt = __builtin_cpu_supports("abm"); /* lzcnt came with ABM */
+#endif
 	calibrate_clock();
 	__atomic_store_n(&r_malloc, m, __ATOMIC_RELEASE);
 	booting = 0;
@@ -113,17 +137,38 @@ void ppa_real_free(void *p) { if (p && !in_boot(p)) { RESOLVE(); r_free(p); } }
 void *ppa_real_calloc(size_t n, size_t m) { RESOLVE(); return r_calloc(n, m); }
 void *ppa_real_realloc(void *p, size_t n) { RESOLVE(); return r_realloc(p, n); }
 
-/* branch-free: the bit length of n (0 for 0), a slot of hist[] */
-static inline unsigned size_class(size_t n)
+/* the slot of hist[]: n's leading zero bits, 64 for 0 */
+static inline unsigned size_slot(size_t n)
 {
-	return (unsigned)(63 ^ __builtin_clzll((unsigned long long)n | 1)) + (n != 0);
+	return n ? (unsigned)__builtin_clzll((unsigned long long)n) : 64u;
+}
+
+/* The same in one instruction, for the fast path (which runs only where
+ * the CPU has lzcnt: fast_ok). */
+static inline size_t size_slot_lzcnt(size_t n)
+{
+#if defined(__x86_64__)
+	size_t z;
+	__asm__("lzcnt %1, %0" : "=r"(z) : "rm"(n) : "cc");
+	return z;
+#else
+	return size_slot(n);
+#endif
+}
+
+static inline int countdown_alloc(ppa_tstats *t)
+{
+	if (PPA_LIKELY(!ppa_countdown(&t->alloc_left)))
+		return 0;
+	atomic_store_explicit(&t->alloc_left, TIME_MASK, memory_order_relaxed);
+	return 1;
 }
 
 /* Counts the request (the histogram is the call count too); says whether
  * to time it. */
 static inline int count_request(ppa_tstats *t, size_t n)
 {
-	ppa_add(&t->hist[size_class(n)], 1);
+	ppa_add(&t->hist[size_slot(n)], 1);
 	if (PPA_LIKELY(!ppa_countdown(&t->alloc_left)))
 		return 0;
 	atomic_store_explicit(&t->alloc_left, TIME_MASK, memory_order_relaxed);
@@ -148,10 +193,10 @@ static void sample_event(ppa_tstats *t, size_t n)
 	uint64_t c = ppa_inc(&t->detail_seq);
 	if ((c % (uint64_t)(ppa_cfg.alloc_sample > 0 ? ppa_cfg.alloc_sample : 1)) != 0)
 		return;
-	ppa_guard = 1;
+	ppa_guard_set(1);
 	pp_row("allocations", "iistiinnnn", (int64_t)t->tid, (int64_t)pp_now(), "malloc", "alloc",
 	       (int64_t)1, (int64_t)n);
-	ppa_guard = 0;
+	ppa_guard_set(0);
 }
 
 static inline void account_alloc(ppa_tstats *t, size_t n, void *p)
@@ -214,7 +259,7 @@ static __attribute__((noinline)) void *malloc_slow(size_t n)
 		return r_malloc(n);
 	ppa_tstats *t = ppa_self();
 	if (fast_ok())
-		ppa_tls.mts = t; /* resolved and counted from now on: the fast path */
+		ppa_mts_set(t); /* resolved and counted from now on: the fast path */
 	void *p;
 	if (count_request(t, n)) {
 		uint64_t t0 = ppa_mono();
@@ -236,22 +281,34 @@ static __attribute__((noinline)) void *malloc_timed(ppa_tstats *t, size_t n)
 	return p;
 }
 
+static __attribute__((noinline)) void *malloc_mmapped(ppa_tstats *t, void *p)
+{
+	ppa_add(&t->alloc_usable, glibc_usable(p));
+	return p;
+}
+
 PPA_API void *malloc(size_t n)
 {
-	ppa_tls_block *b = &ppa_tls;
-	ppa_tstats *t = b->mts;
-	if (PPA_UNLIKELY(!t || b->guard))
+	ppa_tstats *t = ppa_tls.fast;
+	if (PPA_UNLIKELY(!t))
 		return malloc_slow(n);
-	if (PPA_UNLIKELY(count_request(t, n)))
+	ppa_add(&t->hist[size_slot_lzcnt(n)], 1);
+	if (PPA_UNLIKELY(countdown_alloc(t)))
 		return malloc_timed(t, n);
 	void *p = r_malloc(n);
-	if (PPA_LIKELY(p != NULL))
-		ppa_add(&t->alloc_usable, glibc_usable(p));
+	if (PPA_UNLIKELY(!p))
+		return p;
+	size_t sz = chunk_word(p);
+	if (PPA_UNLIKELY(sz & CHUNK_MMAPPED))
+		return malloc_mmapped(t, p);
+	ppa_add(&t->alloc_usable, heap_usable(sz));
 	return p;
 }
 
 static __attribute__((noinline)) void free_slow(void *p)
 {
+	if (in_boot(p))
+		return;
 	if (!r_free)
 		ppa_malloc_resolve();
 	if (ppa_guard) {
@@ -260,7 +317,7 @@ static __attribute__((noinline)) void free_slow(void *p)
 	}
 	ppa_tstats *t = ppa_self();
 	if (r_malloc && fast_ok())
-		ppa_tls.mts = t;
+		ppa_mts_set(t);
 	if (count_free(t, usable(p))) {
 		uint64_t t0 = ppa_mono();
 		r_free(p);
@@ -279,15 +336,17 @@ static __attribute__((noinline)) void free_timed(ppa_tstats *t, void *p)
 
 PPA_API void free(void *p)
 {
-	if (PPA_UNLIKELY(!p || in_boot(p)))
+	if (PPA_UNLIKELY(!p))
 		return;
-	ppa_tls_block *b = &ppa_tls;
-	ppa_tstats *t = b->mts;
-	if (PPA_UNLIKELY(!t || b->guard)) {
+	ppa_tstats *t = ppa_tls.fast;
+	size_t sz;
+	/* not counted yet, guarded, a large block or one of the bootstrap
+	 * pool's: out of line */
+	if (PPA_UNLIKELY(!t || ((sz = chunk_word(p)) & CHUNK_MMAPPED))) {
 		free_slow(p);
 		return;
 	}
-	if (PPA_UNLIKELY(count_free(t, glibc_usable(p)))) {
+	if (PPA_UNLIKELY(count_free(t, heap_usable(sz)))) {
 		free_timed(t, p);
 		return;
 	}

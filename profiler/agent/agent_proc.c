@@ -105,10 +105,10 @@ static void note_unrecorded_child(void)
 		return;
 	noted = 1;
 	int g = ppa_guard;
-	ppa_guard = 1;
+	ppa_guard_set(1);
 	pp_meta("agent.children_unrecorded",
 		"the program cleared or replaced the environment: children exec'd without the agent");
-	ppa_guard = g;
+	ppa_guard_set(g);
 }
 
 /* Fills out[] (cap entries) with envp plus our settings; returns out, or
@@ -423,12 +423,12 @@ static void *tramp_main(void *p)
 	tramp t = *(tramp *)p;
 	ppa_real_free(p);
 	if (atomic_load(&ppa_recording)) {
-		ppa_guard = 1;
+		ppa_guard_set(1);
 		char name[32];
 		if (pthread_getname_np(pthread_self(), name, sizeof name) == 0)
 			pp_thread_name(name);
 		ppa_sampler_thread_start();
-		ppa_guard = 0;
+		ppa_guard_set(0);
 	}
 	return t.fn(t.arg);
 }
@@ -458,9 +458,9 @@ static void name_self(const char *name)
 {
 	if (!atomic_load(&ppa_recording) || ppa_guard)
 		return;
-	ppa_guard = 1;
+	ppa_guard_set(1);
 	pp_thread_name(name);
-	ppa_guard = 0;
+	ppa_guard_set(0);
 }
 
 PPA_API int pthread_setname_np(pthread_t th, const char *name)
@@ -536,9 +536,9 @@ static int main_wrapper(int argc, char **argv, char **envp)
 		char v[64];
 		snprintf(v, sizeof v, "%lld", (long long)pp_now());
 		int g = ppa_guard;
-		ppa_guard = 1;
+		ppa_guard_set(1);
 		pp_meta("agent.main_ns", v);
-		ppa_guard = g;
+		ppa_guard_set(g);
 	}
 	int r = real_main(argc, argv, envp);
 	if (owns_recorder())

@@ -511,7 +511,7 @@ static uint64_t resolver_cursor;
 static void *resolver_main(void *arg)
 {
 	(void)arg;
-	ppa_guard = 1;
+	ppa_guard_set(1);
 	long nap = 500000; /* ns: 0.5 ms while new code objects appear, backing off to 8 ms */
 	for (;;) {
 		atomic_store(&resolver_busy, 1);

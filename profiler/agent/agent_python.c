@@ -640,7 +640,7 @@ static int audit_hook(const char *ev, py_object *args, void *ud)
 	if (P.ErrOccurred())
 		P.ErrClear();
 	P.ErrRestore(t, v, tb);
-	ppa_guard = g;
+	ppa_guard_set(g);
 	in_hook = 0;
 	return 0;
 }

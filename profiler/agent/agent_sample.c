@@ -84,12 +84,12 @@ static void handler(int sig, siginfo_t *si, void *uc)
 	 * must reach libc untouched, not the hooks, which may be what this
 	 * signal interrupted */
 	int g = ppa_guard;
-	ppa_guard = 1;
+	ppa_guard_set(1);
 	uint64_t w = atomic_load_explicit(&ring_w, memory_order_relaxed);
 	do {
 		if (w - ring_r >= RING) { /* ring_r is only read: a stale value only drops more */
 			atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
-			ppa_guard = g;
+			ppa_guard_set(g);
 			errno = saved;
 			return;
 		}
@@ -105,7 +105,7 @@ static void handler(int sig, siginfo_t *si, void *uc)
 	s->tid = ppa_gettid();
 	s->ts = ppa_mono();
 	atomic_store_explicit(&s->ready, 1, memory_order_release);
-	ppa_guard = g;
+	ppa_guard_set(g);
 	errno = saved;
 }
 

@@ -103,12 +103,12 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 	(void)uc;
 	int saved = errno;
 	int g = ppa_guard;
-	ppa_guard = 1;
+	ppa_guard_set(1);
 	/* SA_RESETHAND: the disposition is the default again */
 	atomic_store(&held[sig], HELD_NONE);
 	if (!atomic_exchange(&fatal_once, 1))
 		ppa_final_from_signal(sig);
-	ppa_guard = g;
+	ppa_guard_set(g);
 	errno = saved;
 	/* A fault raised by the kernel happens again on return, now under the
 	 * default action (with the kernel's own siginfo and core dump); a sent
