@@ -8,6 +8,9 @@
 #include <string.h>
 #include <stdlib.h>
 #include <time.h>
+#if defined(__x86_64__) && __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h>
+#endif
 
 int pp_clock_use_tsc;
 static int clock_ready;
@@ -26,9 +29,15 @@ uint64_t pp_realtime_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
+/* constant_tsc + nonstop_tsc in /proc/cpuinfo are the CPU's invariant-TSC
+ * bit (CPUID 0x80000007 EDX[8]); glibc keeps the loader's copy of cpuid, so
+ * neither cpuid (a trap to the hypervisor in a VM, ~20 us) nor the
+ * kernel's cpuinfo text (an IPI per CPU for its MHz line) is needed. */
 static int tsc_is_invariant(void)
 {
-#if defined(__x86_64__)
+#if defined(__x86_64__) && __has_include(<sys/platform/x86.h>)
+	return CPU_FEATURE_PRESENT(INVARIANT_TSC);
+#elif defined(__x86_64__)
 	FILE *f = fopen("/proc/cpuinfo", "r");
 	if (!f)
 		return 0;

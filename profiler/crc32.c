@@ -14,7 +14,11 @@
 #include <zlib.h>
 
 #if defined(__x86_64__)
+#if __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h>
+#else
 #include <cpuid.h>
+#endif
 #include <immintrin.h>
 
 /* Constants for the bit-reflected polynomial 0xEDB88320: x^(k) mod P for
@@ -78,8 +82,13 @@ static int have_clmul(void)
 	static int known = -1;
 	int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
 	if (k < 0) {
+#if __has_include(<sys/platform/x86.h>)
+		/* the loader's copy of cpuid: cpuid traps in a VM (~20 us) */
+		k = CPU_FEATURE_ACTIVE(PCLMULQDQ) && CPU_FEATURE_ACTIVE(SSE4_1);
+#else
 		unsigned a, b, c, d;
 		k = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_PCLMUL) && (c & bit_SSE4_1);
+#endif
 		__atomic_store_n(&known, k, __ATOMIC_RELAXED);
 	}
 	return k;

@@ -947,12 +947,14 @@ static void *writer_main(void *arg)
 		int stop = R.stopping;
 		R.kicked = 0;
 		pthread_mutex_unlock(&R.lock);
+		/* pp_close drains after the join: a drain here would only make
+		 * the closing thread wait longer */
+		if (stop)
+			break;
 		early_clock_done = 1;
 		pthread_mutex_lock(&R.write_lock);
 		drain(0);
 		pthread_mutex_unlock(&R.write_lock);
-		if (stop)
-			break;
 	}
 	return NULL;
 }

@@ -173,6 +173,9 @@ static void add_totals(ppa_tstats *t, void *ud)
 }
 
 static uint64_t peak_in_use;
+/* Read by the stats thread when it starts: sysconf reads a /sys file
+ * (~20 us), which the program's exit need not wait for. */
+static _Atomic long ncpu_online;
 
 /* Estimated time inside the allocator: the timed sample scaled to all
  * calls, never more than the time there was: the run's wall time for one
@@ -223,7 +226,9 @@ static void emit_alloc_rows(void)
 	ppa_for_each_tstats(emit_thread_rows, &ts);
 	uint64_t nthreads = 0;
 	ppa_for_each_tstats(count_alloc_threads, &nthreads);
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	long ncpu = atomic_load(&ncpu_online);
+	if (ncpu <= 0)
+		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	if (ncpu > 0 && nthreads > (uint64_t)ncpu)
 		nthreads = (uint64_t)ncpu;
 	uint64_t total_cap = (uint64_t)(ts > 0 ? ts : 0) * (nthreads ? nthreads : 1);
@@ -287,6 +292,8 @@ static void *stats_main(void *arg)
 	(void)arg;
 	ppa_guard_set(1); /* our own work is not the program's */
 	pp_thread_name("phaseprof-agent");
+	if (atomic_load(&ncpu_online) <= 0)
+		atomic_store(&ncpu_online, sysconf(_SC_NPROCESSORS_ONLN));
 	for (;;) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -288,6 +288,21 @@ void ppa_libs_drain(int final)
 }
 
 /* ---- dlopen without becoming the caller ---- */
+
+/* The loaded object holding addr. _dl_find_object is a lookup in a sorted
+ * table; dladdr scans the object's whole symbol table for the nearest
+ * symbol (~17,000 instructions in python3.11, per dlopen). */
+struct link_map *ppa_object_of(const void *addr)
+{
+#if defined(DLFO_STRUCT_HAS_EH_DBASE)
+	struct dl_find_object dlfo;
+	return _dl_find_object((void *)addr, &dlfo) == 0 ? dlfo.dlfo_link_map : NULL;
+#else
+	Dl_info info;
+	struct link_map *lm = NULL;
+	return dladdr1(addr, &info, (void **)&lm, RTLD_DL_LINKMAP) ? lm : NULL;
+#endif
+}
 static void *(*r_dlopen)(const char *, int);
 
 static int dir_of_object(struct link_map *lm, char *out, size_t len)
@@ -365,19 +380,24 @@ static void agent_search_list(void)
  * `file` through unchanged. */
 static const char *resolve_for_caller(const char *file, const void *caller, char *buf, size_t len)
 {
-	Dl_info info;
-	struct link_map *lm = NULL;
-	if (!file || !dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+	if (!file)
 		return NULL;
+	const char *o = NULL;
+	size_t skip = 0;
 	if (strchr(file, '/')) {
-		const char *o = strstr(file, "$ORIGIN");
-		size_t skip = 7;
+		o = strstr(file, "$ORIGIN");
+		skip = 7;
 		if (!o) {
 			o = strstr(file, "${ORIGIN}");
 			skip = 9;
 		}
 		if (!o)
 			return NULL; /* absolute or cwd-relative: the caller does not matter */
+	}
+	struct link_map *lm = ppa_object_of(caller);
+	if (!lm)
+		return NULL;
+	if (o) {
 		char dir[PATH_MAX];
 		if (dir_of_object(lm, dir, sizeof dir) != 0)
 			return NULL;

@@ -210,6 +210,8 @@ void ppa_io_after_fork(void);
 void ppa_libs_drain(int final);
 void ppa_libs_after_fork(void);
 uint64_t ppa_loader_start(void); /* 0 if the audit copy is not loaded */
+struct link_map;
+struct link_map *ppa_object_of(const void *addr); /* the loaded object holding addr, or NULL */
 
 /* agent_sample.c */
 int ppa_sampler_start(int hz);

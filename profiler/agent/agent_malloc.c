@@ -26,9 +26,15 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) && __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h>
+#elif defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #define TIME_MASK 1023u
 
@@ -67,6 +73,22 @@ static inline size_t usable(void *p)
 }
 
 static int has_lzcnt;
+
+/* From the loader's copy of cpuid (glibc >= 2.33), not cpuid itself nor
+ * __builtin_cpu_init: in a VM every cpuid traps to the hypervisor (~20 us
+ * each here), and libgcc's CPU probe runs a dozen of them in each of the
+ * agent's two copies. */
+static int cpu_has_lzcnt(void)
+{
+#if defined(__x86_64__) && __has_include(<sys/platform/x86.h>)
+	return CPU_FEATURE_ACTIVE(LZCNT);
+#elif defined(__x86_64__)
+	unsigned a, b, c, d;
+	return __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & bit_LZCNT);
+#else
+	return 0;
+#endif
+}
 
 /* The hooks' fast path applies (glibc's chunk layout, default mode, an
  * lzcnt instruction): the slow paths publish the thread's counters to it
@@ -111,15 +133,12 @@ void ppa_malloc_resolve(void)
 	r_pvalloc = dlsym(RTLD_NEXT, "pvalloc");
 	r_usable = dlsym(RTLD_NEXT, "malloc_usable_size");
 	void *m = dlsym(RTLD_NEXT, "malloc");
-	Dl_info di;
-	glibc_heap = m && dladdr(m, &di) && di.dli_fname && strstr(di.dli_fname, "/libc.so.6") ? 1 : 0;
+	struct link_map *lm = m ? ppa_object_of(m) : NULL;
+	glibc_heap = lm && lm->l_name && strstr(lm->l_name, "/libc.so.6") ? 1 : 0;
 	const char *tun = getenv("GLIBC_TUNABLES");
 	if (getenv("MALLOC_CHECK_") || (tun && (strstr(tun, "malloc.check") || strstr(tun, "mem.tagging"))))
 		glibc_heap = 0; /* checking / tagging change the chunk layout */
-#if defined(__x86_64__)
-	__builtin_cpu_init();
-	has_lzcnt = __builtin_cpu_supports("abm"); /* lzcnt came with ABM */
-#endif
+	has_lzcnt = cpu_has_lzcnt();
 	calibrate_clock();
 	__atomic_store_n(&r_malloc, m, __ATOMIC_RELEASE);
 	booting = 0;
