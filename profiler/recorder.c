@@ -590,12 +590,12 @@ static int side_append(uint16_t type, uint32_t tid, const void *p, uint32_t n)
 	memcpy(d + 10, p, n);
 	R.side_n = need;
 	pthread_mutex_unlock(&R.side_lock);
-	pthread_mutex_lock(&R.lock);
-	if (R.side_n > (1u << 20)) { /* plenty queued: wake the writer early */
+	if (need > (1u << 20)) { /* plenty queued: wake the writer early */
+		pthread_mutex_lock(&R.lock);
 		R.kicked = 1;
 		pthread_cond_signal(&R.wake);
+		pthread_mutex_unlock(&R.lock);
 	}
-	pthread_mutex_unlock(&R.lock);
 	return 0;
 }
 
@@ -636,29 +636,51 @@ void pp_thread_name(const char *name)
 	side_append(PP_CHUNK_THREAD, self_tid(), name, (uint32_t)strlen(name));
 }
 
-/* Row encoding: see spool.h. */
+/* Row encoding: see spool.h. A row is encoded on the stack unless it
+ * outgrows ENC_STACK (a long string): most rows then cost no allocation. */
+#define ENC_STACK 512
 typedef struct enc {
 	unsigned char *p;
 	size_t n, cap;
 	int oom;
+	unsigned char stack[ENC_STACK];
 } enc;
 
-static void enc_put(enc *e, const void *src, size_t n)
+static void enc_init(enc *e)
 {
-	if (e->oom)
-		return;
-	if (e->n + n > e->cap) {
-		size_t cap = e->cap ? e->cap * 2 : 256;
-		while (cap < e->n + n)
-			cap *= 2;
-		unsigned char *p = realloc(e->p, cap);
-		if (!p) {
-			e->oom = 1;
-			return;
-		}
-		e->p = p;
-		e->cap = cap;
+	e->p = e->stack;
+	e->n = 0;
+	e->cap = sizeof e->stack;
+	e->oom = 0;
+}
+
+static void enc_done(enc *e)
+{
+	if (e->p != e->stack)
+		free(e->p);
+}
+
+static __attribute__((noinline)) int enc_grow(enc *e, size_t n)
+{
+	size_t cap = e->cap * 2;
+	while (cap < e->n + n)
+		cap *= 2;
+	unsigned char *p = e->p == e->stack ? malloc(cap) : realloc(e->p, cap);
+	if (!p) {
+		e->oom = 1;
+		return -1;
 	}
+	if (e->p == e->stack)
+		memcpy(p, e->stack, e->n);
+	e->p = p;
+	e->cap = cap;
+	return 0;
+}
+
+static inline void enc_put(enc *e, const void *src, size_t n)
+{
+	if (e->oom || (e->n + n > e->cap && enc_grow(e, n) != 0))
+		return;
 	memcpy(e->p + e->n, src, n);
 	e->n += n;
 }
@@ -673,7 +695,8 @@ static void enc_str(enc *e, char tag, const char *s)
 
 static int vrow(const char *table, const char *fmt, va_list ap)
 {
-	enc e = {0};
+	enc e;
+	enc_init(&e);
 	uint32_t tl = (uint32_t)strlen(table), nc = (uint32_t)strlen(fmt);
 	enc_put(&e, &tl, 4);
 	enc_put(&e, table, tl);
@@ -706,7 +729,7 @@ static int vrow(const char *table, const char *fmt, va_list ap)
 			enc_put(&e, &tag, 1);
 			break;
 		default:
-			free(e.p);
+			enc_done(&e);
 			set_error("pp_row(%s): unknown format letter '%c'", table, tag);
 			return -1;
 		}
@@ -714,7 +737,7 @@ static int vrow(const char *table, const char *fmt, va_list ap)
 	int rc = -1;
 	if (!e.oom && side_append(PP_CHUNK_ROW, self_tid(), e.p, (uint32_t)e.n) == 0)
 		rc = 0;
-	free(e.p);
+	enc_done(&e);
 	pthread_mutex_lock(&R.side_lock);
 	if (rc == 0)
 		R.rows++;

@@ -277,6 +277,40 @@ static void test_round_trip(void **state)
 	assert_int_equal(pp_store_close(st, NULL, 0), 0);
 }
 
+/* Rows are encoded on the stack up to a size, then on the heap: a row
+ * whose path outgrows that (and one just under it) arrives whole. */
+static void test_long_rows(void **state)
+{
+	(void)state;
+	char spool[512], db[512];
+	path_in_tmp(spool, sizeof spool, "long.spool");
+	path_in_tmp(db, sizeof db, "long.db");
+	static char longp[3000], midp[480];
+	memset(longp, 'a', sizeof longp - 1);
+	longp[0] = '/';
+	longp[sizeof longp - 2] = 'z';
+	memset(midp, 'b', sizeof midp - 1);
+	midp[0] = '/';
+	assert_int_equal(pp_open(&(pp_options){.spool_path = spool}), 0);
+	assert_int_equal(pp_row("libraries", "siiiiiiiit", longp, (int64_t)1, (int64_t)3000, (int64_t)10,
+				(int64_t)20, (int64_t)30, (int64_t)5, (int64_t)5, (int64_t)1, "dlopen"),
+			 0);
+	assert_int_equal(pp_row("libraries", "siiiiiiiit", midp, (int64_t)2, (int64_t)480, (int64_t)10,
+				(int64_t)20, (int64_t)30, (int64_t)5, (int64_t)5, (int64_t)1, "dlopen"),
+			 0);
+	assert_int_equal(pp_close(), 0);
+	pp_ingest_result res;
+	pp_store *st = ppt_ingest(spool, db, &res);
+	char q[4096];
+	snprintf(q, sizeof q, "SELECT size FROM libraries l JOIN strings s ON s.id=l.path_id WHERE s.value='%s'",
+		 longp);
+	assert_int_equal(ppt_q_int(st, q), 3000);
+	snprintf(q, sizeof q, "SELECT size FROM libraries l JOIN strings s ON s.id=l.path_id WHERE s.value='%s'",
+		 midp);
+	assert_int_equal(ppt_q_int(st, q), 480);
+	assert_int_equal(pp_store_close(st, NULL, 0), 0);
+}
+
 static void test_fork_follow(void **state)
 {
 	(void)state;
@@ -614,6 +648,31 @@ static void test_crc32_is_zlibs(void **state)
 	free(buf);
 }
 
+/* Events carry TSC ticks exactly when the kernel calls the TSC invariant
+ * (constant_tsc and nonstop_tsc in /proc/cpuinfo), whichever way the
+ * recorder finds out. */
+static void test_clock_kind_is_cpuinfos(void **state)
+{
+	(void)state;
+	const char *force = getenv("PHASEPROF_CLOCK");
+	if (force && strcmp(force, "mono") == 0)
+		skip();
+	int want = 0;
+#if defined(__x86_64__)
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	assert_non_null(f);
+	char line[8192];
+	while (fgets(line, sizeof line, f))
+		if (strncmp(line, "flags", 5) == 0) {
+			want = strstr(line, " constant_tsc") && strstr(line, " nonstop_tsc");
+			break;
+		}
+	fclose(f);
+#endif
+	pp_clock_init();
+	assert_int_equal(pp_clock_kind(), want ? PP_CLOCK_TSC : PP_CLOCK_MONO);
+}
+
 /* The packed form gives back every field of every event, and a cut or
  * garbled payload is refused, never read past. */
 static void test_events_pack(void **state)
@@ -680,6 +739,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt),        cmocka_unit_test(test_phase_hook),
 		cmocka_unit_test(test_clock_alignment), cmocka_unit_test(test_spool_safety),
 		cmocka_unit_test(test_crc32_is_zlibs), cmocka_unit_test(test_events_pack),
+		cmocka_unit_test(test_clock_kind_is_cpuinfos), cmocka_unit_test(test_long_rows),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	return ppt_rmtree(tmpdir) != 0 ? 1 : rc;
