@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -124,7 +125,89 @@ void pp_spool_move(pp_spool_writer *w, unsigned int first, unsigned int last)
 	w->reclaimed++;
 }
 
+static int write_direct_locked(pp_spool_writer *w, struct iovec *iov, int n);
+
+#define BATCH_CAP (64u << 10)
+#define BATCH_SMALL (8u << 10) /* larger chunks skip the copy */
+
+static int batch_flush_locked(pp_spool_writer *w)
+{
+	if (!w->batch_n)
+		return 0;
+	struct iovec iov = {w->batch, w->batch_n};
+	int rc = write_direct_locked(w, &iov, 1);
+	if (rc != 0)
+		w->batch_lost += w->batch_events;
+	w->batch_n = 0;
+	w->batch_events = 0;
+	return rc;
+}
+
 static int write_all_locked(pp_spool_writer *w, struct iovec *iov, int n)
+{
+	w->last_buffered = 0;
+	if (!w->batching)
+		return write_direct_locked(w, iov, n);
+	if (w->failed)
+		return -1;
+	size_t total = 0;
+	for (int i = 0; i < n; i++)
+		total += iov[i].iov_len;
+	if (!w->batch && total <= BATCH_SMALL) {
+		w->batch = malloc(BATCH_CAP);
+		w->batch_cap = w->batch ? BATCH_CAP : 0;
+	}
+	if (w->batch && total <= BATCH_SMALL) {
+		if (w->batch_n + total > w->batch_cap && batch_flush_locked(w) != 0)
+			return -1;
+		for (int i = 0; i < n; i++) {
+			if (!iov[i].iov_len)
+				continue;
+			memcpy(w->batch + w->batch_n, iov[i].iov_base, iov[i].iov_len);
+			w->batch_n += (uint32_t)iov[i].iov_len;
+		}
+		w->last_buffered = 1;
+		return 0;
+	}
+	if (batch_flush_locked(w) != 0)
+		return -1;
+	return write_direct_locked(w, iov, n);
+}
+
+void pp_spool_batch_begin(pp_spool_writer *w)
+{
+	pthread_mutex_lock(&w->lock);
+	w->batching = 1;
+	pthread_mutex_unlock(&w->lock);
+}
+
+int pp_spool_batch_end(pp_spool_writer *w)
+{
+	pthread_mutex_lock(&w->lock);
+	int rc = batch_flush_locked(w);
+	w->batching = 0;
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+void pp_spool_batch_note(pp_spool_writer *w, uint64_t n)
+{
+	pthread_mutex_lock(&w->lock);
+	if (w->last_buffered)
+		w->batch_events += n;
+	pthread_mutex_unlock(&w->lock);
+}
+
+uint64_t pp_spool_batch_take_lost(pp_spool_writer *w)
+{
+	pthread_mutex_lock(&w->lock);
+	uint64_t n = w->batch_lost;
+	w->batch_lost = 0;
+	pthread_mutex_unlock(&w->lock);
+	return n;
+}
+
+static int write_direct_locked(pp_spool_writer *w, struct iovec *iov, int n)
 {
 	if (w->failed)
 		return -1;
@@ -236,6 +319,11 @@ int pp_spool_write_exit_signal_safe(pp_spool_writer *w, int32_t code, int32_t si
 void pp_spool_close(pp_spool_writer *w)
 {
 	pthread_mutex_lock(&w->lock);
+	batch_flush_locked(w);
+	w->batching = 0;
+	free(w->batch);
+	w->batch = NULL;
+	w->batch_cap = 0;
 	if (fd_is_ours(w))
 		close(w->fd);
 	w->fd = -1;

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -309,6 +311,41 @@ static void test_long_rows(void **state)
 		 midp);
 	assert_int_equal(ppt_q_int(st, q), 480);
 	assert_int_equal(pp_store_close(st, NULL, 0), 0);
+}
+
+/* A drain gathers its small chunks and writes them together: when that
+ * write fails (the disk is full), the events it carried are counted as
+ * lost, all of them, as when each chunk was written alone. */
+static void test_batch_loss_counted(void **state)
+{
+	(void)state;
+	char spool[512];
+	path_in_tmp(spool, sizeof spool, "full.spool");
+	pid_t pid = fork();
+	if (pid == 0) {
+		signal(SIGXFSZ, SIG_IGN);
+		if (pp_open(&(pp_options){.spool_path = spool}) != 0)
+			_exit(10);
+		struct stat sb;
+		if (stat(spool, &sb) != 0)
+			_exit(11);
+		/* nothing more fits: every later write fails */
+		struct rlimit rl = {(rlim_t)sb.st_size, RLIM_INFINITY};
+		setrlimit(RLIMIT_FSIZE, &rl);
+		for (int i = 0; i < 100; i++)
+			pp_mark("m");
+		if (pp_close() == 0)
+			_exit(12);
+		pp_recorder_stats rs;
+		pp_stats(&rs);
+		if (!strstr(pp_last_error(), "100 events could not be written"))
+			_exit(13);
+		_exit(rs.events_lost == 100 ? 0 : 14);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 static void test_fork_follow(void **state)
@@ -740,6 +777,7 @@ int main(void)
 		cmocka_unit_test(test_clock_alignment), cmocka_unit_test(test_spool_safety),
 		cmocka_unit_test(test_crc32_is_zlibs), cmocka_unit_test(test_events_pack),
 		cmocka_unit_test(test_clock_kind_is_cpuinfos), cmocka_unit_test(test_long_rows),
+		cmocka_unit_test(test_batch_loss_counted),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	return ppt_rmtree(tmpdir) != 0 ? 1 : rc;
