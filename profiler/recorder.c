@@ -110,6 +110,8 @@ static struct recorder {
 	pthread_mutex_t side_lock;    /* rows, meta, thread names: pre-encoded chunks */
 	unsigned char *side;
 	size_t side_n, side_cap;
+	unsigned char *side_spare;     /* the last drained side buffer, for reuse */
+	size_t side_spare_cap;
 	uint64_t rows, rows_lost, rows_lost_reported;
 
 	_Atomic uint64_t events_total;
@@ -883,9 +885,16 @@ static void drain_chunks(void)
 	/* side chunks (rows, meta, thread names) */
 	pthread_mutex_lock(&R.side_lock);
 	unsigned char *side = R.side;
-	size_t side_n = R.side_n;
-	R.side = NULL;
-	R.side_n = R.side_cap = 0;
+	size_t side_n = R.side_n, side_cap = R.side_cap;
+	if (side) {
+		/* producers go on in the spare: no buffer mapped and unmapped
+		 * per drain (see close_recorder) */
+		R.side = R.side_spare;
+		R.side_cap = R.side_spare_cap;
+		R.side_spare = NULL;
+		R.side_spare_cap = 0;
+	}
+	R.side_n = 0;
 	uint64_t rows_lost = R.rows_lost - R.rows_lost_reported;
 	R.rows_lost_reported = R.rows_lost;
 	pthread_mutex_unlock(&R.side_lock);
@@ -897,6 +906,15 @@ static void drain_chunks(void)
 		memcpy(&n, side + off + 6, 4);
 		pp_spool_write_chunk(&R.w, type, tid, side + off + 10, n);
 		off += 10 + n;
+	}
+	if (side) {
+		pthread_mutex_lock(&R.side_lock);
+		if (!R.side_spare && side_cap <= (1u << 20)) {
+			R.side_spare = side;
+			R.side_spare_cap = side_cap;
+			side = NULL;
+		}
+		pthread_mutex_unlock(&R.side_lock);
 	}
 	free(side);
 	if (rows_lost) {
@@ -1067,7 +1085,7 @@ static int start_spool(void)
 	R.header.start_unix_ns = pp_realtime_ns();
 	if (pp_spool_write_header(&R.w, &R.header) != 0) {
 		set_error("cannot write spool %s: %s", R.spool_path, strerror(R.w.failed));
-		pp_spool_close(&R.w);
+		pp_spool_close(&R.w, 1);
 		return -1;
 	}
 	uint64_t pair[2] = {R.header.start_ticks, R.header.start_mono_ns};
@@ -1151,11 +1169,13 @@ static void atfork_child(void)
 	free(R.side);
 	R.side = NULL;
 	R.side_n = R.side_cap = 0;
+	R.side_spare = NULL; /* the parent's drain may hold it */
+	R.side_spare_cap = 0;
 	R.rows = R.rows_lost = R.rows_lost_reported = 0;
 	atomic_store(&R.events_total, 0);
 	tls_thread = NULL;
 	tls_gen = 0;
-	pp_spool_close(&R.w);
+	pp_spool_close(&R.w, 1);
 	if (R.opts.fork_policy == PP_FORK_DISABLE) {
 		atomic_store(&R.open, 0);
 		return;
@@ -1251,7 +1271,7 @@ int pp_open(const pp_options *opts)
 	atomic_store(&R.open, 1);
 	if (start_writer() != 0) {
 		atomic_store(&R.open, 0);
-		pp_spool_close(&R.w);
+		pp_spool_close(&R.w, 1);
 		return -1;
 	}
 	if (!R.atfork_installed) {
@@ -1265,7 +1285,13 @@ int pp_open(const pp_options *opts)
 	return 0;
 }
 
-int pp_close(void)
+static int close_recorder(int release);
+
+int pp_close(void) { return close_recorder(1); }
+
+int pp_close_at_exit(void) { return close_recorder(0); }
+
+static int close_recorder(int release)
 {
 	if (!is_open())
 		return 0;
@@ -1296,10 +1322,14 @@ int pp_close(void)
 	}
 	pp_spool_write_chunk(&R.w, PP_CHUNK_END, 0, &end, sizeof end);
 	int failed = R.w.failed;
-	pp_spool_close(&R.w);
+	pp_spool_close(&R.w, release);
 	write_unlock_held(&old_mask);
 
-	/* free buffers and thread states; threads re-register on the next open */
+	/* free buffers and thread states; threads re-register on the next open.
+	 * A process that is ending keeps them: buffers are mappings of their
+	 * own, and each unmapping in a process whose threads ran on other CPUs
+	 * waits for those CPUs to flush their TLBs (an interrupt to each, a
+	 * trap to the hypervisor in a VM). */
 	pthread_mutex_lock(&R.lock);
 	for (pp_thread *t = R.threads; t;) {
 		pp_thread *n = t->next;
@@ -1308,15 +1338,23 @@ int pp_close(void)
 			b->next = R.free_list;
 			R.free_list = b;
 		}
-		free(t->names);
-		free(t);
+		if (release) {
+			free(t->names);
+			free(t);
+		}
 		t = n;
 	}
 	R.threads = NULL;
-	while (R.free_list) {
+	while (release && R.free_list) {
 		pp_buffer *b = R.free_list;
 		R.free_list = b->next;
 		free(b);
+	}
+	R.free_list = NULL;
+	if (release) {
+		free(R.side_spare);
+		R.side_spare = NULL;
+		R.side_spare_cap = 0;
 	}
 	R.buffers = 0;
 	R.threads_seen = 0;

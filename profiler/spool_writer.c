@@ -316,12 +316,13 @@ int pp_spool_write_exit_signal_safe(pp_spool_writer *w, int32_t code, int32_t si
 	return r == (long)sizeof c ? 0 : -1;
 }
 
-void pp_spool_close(pp_spool_writer *w)
+void pp_spool_close(pp_spool_writer *w, int release)
 {
 	pthread_mutex_lock(&w->lock);
 	batch_flush_locked(w);
 	w->batching = 0;
-	free(w->batch);
+	if (release)
+		free(w->batch);
 	w->batch = NULL;
 	w->batch_cap = 0;
 	if (fd_is_ours(w))

@@ -448,7 +448,11 @@ void ppa_close_recorder(const char *why)
 		pp_meta("agent.exit_signal", v);
 	}
 	atomic_store(&ppa_recording, 0);
-	pp_close();
+	/* an exec may fail and the recording go on: only it gives memory back */
+	if (strcmp(why, "exec") == 0)
+		pp_close();
+	else
+		pp_close_at_exit();
 	atomic_store(&closing, 0);
 	ppa_guard_set(g);
 }

@@ -136,6 +136,11 @@ static char *str_copy(const char *s, size_t n)
 /* Interns a path; returns id + 1 (0 on failure). Caller holds paths_lock. */
 static uint32_t path_intern_locked(const char *path)
 {
+	/* room for the paths of a typical run (import numpy: ~160) at once:
+	 * each growth maps a new table and unmaps the old, and an unmapping
+	 * waits for the TLBs of the CPUs our threads ran on */
+	if (!path_index.cap)
+		pp_hash_reserve(&path_index, 512);
 	uint32_t h = pp_hash_str(path);
 	for (uint32_t it = 0, id; pp_hash_next(&path_index, h, &it, &id);)
 		if (strcmp(paths[id].path, path) == 0)
