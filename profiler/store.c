@@ -274,6 +274,9 @@ static pp_store *store_open(const char *path, int mode, char *err, size_t errlen
 			return NULL;
 		}
 	}
+	/* a new file: the built-in image, else (none, or it could not be put
+	 * there) SQLite creates it and create_schema fills it */
+	int from_image = mode == PP_STORE_WRITE && !exists && store_image_place(path) == 0;
 	pp_store *st = calloc(1, sizeof *st);
 	if (!st) {
 		snprintf(err, errlen, "%s: out of memory", path);
@@ -301,6 +304,7 @@ static pp_store *store_open(const char *path, int mode, char *err, size_t errlen
 		goto fail;
 	if (mode == PP_STORE_WRITE) {
 		if (v == 1) {
+			from_image = 0; /* replaced meanwhile by an empty file */
 			int made = create_schema(st, err, errlen);
 			if (made < 0)
 				goto fail;
@@ -308,9 +312,9 @@ static pp_store *store_open(const char *path, int mode, char *err, size_t errlen
 			if (made == 1 && (v = validate(st, 0, err, errlen)) < 0)
 				goto fail;
 		}
-		st->fresh = v == 1;
+		st->fresh = v == 1 || from_image;
 		/* older-but-compatible files get any tables and kinds added since */
-		if (v == 0 && (check_intact(st, err, errlen) != 0 ||
+		if (v == 0 && !from_image && (check_intact(st, err, errlen) != 0 ||
 			       store_exec(st, pp_schema_sql, err, errlen) != 0 ||
 			       fill_kinds(st, err, errlen) != 0))
 			goto fail;
