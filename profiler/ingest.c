@@ -49,19 +49,23 @@ typedef struct val {
 typedef struct batch {
 	sqlite3_stmt *multi, *single;
 	sqlite3 *db;
-	char *multi_sql;             /* prepared on the first full batch */
+	char *multi_sql;             /* prepared once MULTI_AFTER batches were full */
+	int full_batches;
 	int ncols, pending;
 	val *vals;
 } batch;
 
 #define BATCH_ROWS 64
+/* Parsing the 64-row statement costs about as much as inserting ~250 rows
+ * one by one: a short program's few hundred spans go in one by one. */
+#define MULTI_AFTER 4
 #define VI(x) ((val){1, (int64_t)(x), 0})
 #define VD(x) ((val){2, 0, (double)(x)})
 #define VNULL ((val){0, 0, 0})
 
 /* "INSERT INTO table(cols) VALUES(…)" for one row now, and for BATCH_ROWS
- * rows when a table first fills a batch: parsing the 64-row statement of
- * every table cost more than a short program's whole ingest. */
+ * rows once a table has filled MULTI_AFTER batches: parsing the 64-row
+ * statement of every table cost more than a short program's whole ingest. */
 static int batch_init(batch *b, sqlite3 *db, const char *table, const char *cols, int ncols)
 {
 	memset(b, 0, sizeof *b);
@@ -117,10 +121,10 @@ static int step_done(sqlite3_stmt *s)
 static int batch_flush(batch *b)
 {
 	int rc = 0;
-	if (b->pending == BATCH_ROWS && !b->multi &&
-	    sqlite3_prepare_v2(b->db, b->multi_sql, -1, &b->multi, NULL) != SQLITE_OK)
+	int multi = b->pending == BATCH_ROWS && ++b->full_batches > MULTI_AFTER;
+	if (multi && !b->multi && sqlite3_prepare_v2(b->db, b->multi_sql, -1, &b->multi, NULL) != SQLITE_OK)
 		return -1;
-	if (b->pending == BATCH_ROWS) {
+	if (multi) {
 		for (int k = 0; k < BATCH_ROWS * b->ncols; k++)
 			bind_val(b->multi, k + 1, &b->vals[k]);
 		rc = step_done(b->multi);

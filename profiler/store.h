@@ -138,6 +138,9 @@ typedef struct pp_run_info {
 /* Arrays returned by these are malloc'd; free with free(). */
 int pp_store_runs(pp_store *st, pp_run_info **out, int *n);
 int pp_store_run(pp_store *st, int64_t run_id, pp_run_info *out); /* 0 / -1 if missing */
+/* What a run holds beyond spans, for readers that skip what is absent. */
+enum { PP_RUN_HAS_GPU = 1, PP_RUN_IS_RANK = 2 };
+int pp_store_run_has(pp_store *st, int64_t run_id, unsigned *flags); /* 0 / -1 */
 
 typedef struct pp_span_row {
 	int64_t id, parent_id;

@@ -21,6 +21,16 @@ void pp_store_intern_cache_free(pp_store *st)
 	st->ins_string = st->sel_string = NULL;
 }
 
+/* The id of a stored string, -1 if absent, -2 on a database error. */
+static int64_t select_string(pp_store *st, const char *s, size_t len)
+{
+	sqlite3_bind_text(st->sel_string, 1, s, (int)len, SQLITE_STATIC);
+	int rc = sqlite3_step(st->sel_string);
+	int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(st->sel_string, 0) : rc == SQLITE_DONE ? -1 : -2;
+	sqlite3_reset(st->sel_string);
+	return id;
+}
+
 /* The store id of a string (added if new), or -1 on a database error. */
 int64_t pp_store_intern_n(pp_store *st, const char *s, size_t len)
 {
@@ -40,19 +50,21 @@ int64_t pp_store_intern_n(pp_store *st, const char *s, size_t len)
 		pp_store_intern_cache_free(st);
 		return -1;
 	}
-	sqlite3_bind_text(st->ins_string, 1, s, (int)len, SQLITE_TRANSIENT);
-	int rc = sqlite3_step(st->ins_string);
-	sqlite3_reset(st->ins_string);
-	if (rc != SQLITE_DONE)
+	/* A database this store made holds few strings it has not cached: try
+	 * the insert first. One that existed before mostly holds them already
+	 * (the same program recorded again): look first, insert if missing.
+	 * Either way within the ingest's write transaction, so no writer slips
+	 * in between. */
+	int64_t id = st->fresh ? -1 : select_string(st, s, len);
+	if (id == -2)
 		return -1;
-	int64_t id;
-	if (sqlite3_changes(st->db) == 1) {
-		id = sqlite3_last_insert_rowid(st->db);
-	} else {
-		sqlite3_bind_text(st->sel_string, 1, s, (int)len, SQLITE_TRANSIENT);
-		rc = sqlite3_step(st->sel_string);
-		id = rc == SQLITE_ROW ? sqlite3_column_int64(st->sel_string, 0) : -1;
-		sqlite3_reset(st->sel_string);
+	if (id < 0) {
+		sqlite3_bind_text(st->ins_string, 1, s, (int)len, SQLITE_STATIC);
+		int rc = sqlite3_step(st->ins_string);
+		sqlite3_reset(st->ins_string);
+		if (rc != SQLITE_DONE)
+			return -1;
+		id = sqlite3_changes(st->db) == 1 ? sqlite3_last_insert_rowid(st->db) : select_string(st, s, len);
 		if (id < 0)
 			return -1;
 	}

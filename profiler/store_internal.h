@@ -30,6 +30,17 @@ struct pp_store {
 
 void pp_store_register_functions(sqlite3 *db);
 
+/* The bytes of the empty database create_schema makes, checkpointed and in
+ * WAL mode, generated at build time by store_image_gen (store_image_data.c);
+ * length 0 in the generator itself, which makes it through the SQL. */
+extern const unsigned char pp_store_image[];
+extern const size_t pp_store_image_len;
+/* Puts the image at path, whole under its name or not at all (written
+ * beside it, then linked): 0 made, 1 path exists already, -1 not made
+ * (no image, or it could not be written: the caller goes the SQL way,
+ * which reports any real error). store_image.c */
+int store_image_place(const char *path);
+
 /* The connection and raw SQL, for the store's own files and white-box tests
  * only: everything else reads through the typed functions of store.h. */
 sqlite3 *pp_store_db(pp_store *st);

@@ -88,6 +88,26 @@ int pp_store_run(pp_store *st, int64_t run_id, pp_run_info *out)
 	return rc;
 }
 
+int pp_store_run_has(pp_store *st, int64_t run_id, unsigned *flags)
+{
+	sqlite3_stmt *s;
+	*flags = 0;
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT EXISTS(SELECT 1 FROM gpu_activity WHERE run_id=?1),"
+			       " EXISTS(SELECT 1 FROM run_meta WHERE run_id=?1 AND key='rank')",
+			       -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, run_id);
+	int rc = -1;
+	if (sqlite3_step(s) == SQLITE_ROW) {
+		*flags = (sqlite3_column_int(s, 0) ? PP_RUN_HAS_GPU : 0u) |
+			 (sqlite3_column_int(s, 1) ? PP_RUN_IS_RANK : 0u);
+		rc = 0;
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
 /* store_each with ?1 = run, ?2..?3 = a range of ids. */
 static int store_range(pp_store *st, const char *sql, int64_t run_id, int64_t lo, int64_t hi,
 		       int (*row)(sqlite3_stmt *s, void *ud), void *ud)

@@ -45,6 +45,7 @@ typedef struct diag_run {
 	int n_steps;
 	int first_is_marked;      /* steps[0] came from a PP_FIRST_STEP phase */
 	int64_t startup_end_ns;   /* start of the first step, else total_ns */
+	unsigned has;             /* PP_RUN_HAS_GPU, PP_RUN_IS_RANK: rules skip what is absent */
 } diag_run;
 
 /* Severity: the ranking adds this base to the share, so a high finding

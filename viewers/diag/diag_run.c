@@ -256,6 +256,11 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 		snprintf(err, errlen, "%s: no run %lld", pp_store_path(st), (long long)run_id);
 		return -1;
 	}
+	if (pp_store_run_has(st, run_id, &r->has) != 0) {
+		snprintf(err, errlen, "%s: run %lld: cannot read what it holds", pp_store_path(st),
+			 (long long)run_id);
+		return -1;
+	}
 	if (pp_store_spans(st, run_id, -1, &r->spans) != 0) {
 		snprintf(err, errlen, "%s: run %lld: cannot read its phases", pp_store_path(st),
 			 (long long)run_id);

@@ -75,7 +75,8 @@ static int act_cb(const pp_gpu_row *row, void *ud)
 static void load_acts(const diag_run *r, acts *a)
 {
 	memset(a, 0, sizeof *a);
-	pp_store_each_gpu(r->st, r->run_id, 1, act_cb, a);
+	if (r->has & PP_RUN_HAS_GPU) /* a CPU-only run: no query for each GPU rule */
+		pp_store_each_gpu(r->st, r->run_id, 1, act_cb, a);
 }
 
 static int on_device(const act *x)

@@ -595,6 +595,8 @@ void rule_ranks(diag_ctx *c)
 {
 	diag_job j;
 	char err[256];
+	if (!(c->run->has & PP_RUN_IS_RANK)) /* not a rank: no read of the job */
+		return;
 	if (diag_job_load(&j, c->run->st, c->run->run_id, err, sizeof err) != 0)
 		return;
 	diag_ranks_check(&j, c);
