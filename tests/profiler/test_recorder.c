@@ -348,8 +348,8 @@ static void test_batch_loss_counted(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
-/* Rows and meta written over several drains (the writer reuses the last
- * drained side buffer) all arrive, in their drains' order. */
+/* Rows written over several drains (the writer reuses the last drained
+ * side buffer for the next rows) all arrive, each once. */
 static void test_rows_over_drains(void **state)
 {
 	(void)state;
