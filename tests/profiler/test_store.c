@@ -239,7 +239,9 @@ static int64_t sql_int(const char *path, const char *sql)
 }
 
 /* A database made before the taxonomy grew gets the new kinds (and so
- * spans_v shows their spans) the next time it is opened for writing. */
+ * spans_v shows their spans) the next time it is opened for writing; that
+ * build's schema digest differs from ours, which is what makes the open
+ * re-run the schema (a file with ours skips it). */
 static void test_kinds_added(void **state)
 {
 	(void)state;
@@ -249,8 +251,21 @@ static void test_kinds_added(void **state)
 	assert_non_null(st);
 	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
 	assert_int_equal(sql_int(p, "SELECT count(*) FROM phase_kinds"), PP_KIND_COUNT);
+	/* same digest: taken as this build's schema, nothing re-run */
 	sql_file(p, "DELETE FROM phase_kinds WHERE id >= 22");
+	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
 	assert_int_equal(sql_int(p, "SELECT count(*) FROM phase_kinds"), 22);
+	/* an older build's digest: the kinds are added and the digest is ours */
+	sql_file(p, "UPDATE meta SET value = 'older' WHERE key = 'schema_digest'");
+	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	assert_int_equal(sql_int(p, "SELECT count(*) FROM phase_kinds"), PP_KIND_COUNT);
+	assert_int_equal(sql_int(p, "SELECT count(*) FROM meta WHERE key = 'schema_digest' AND value != 'older'"), 1);
+	/* and one from before digests: the same */
+	sql_file(p, "DELETE FROM phase_kinds WHERE id >= 22; DELETE FROM meta WHERE key = 'schema_digest'");
 	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
 	assert_non_null(st);
 	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
@@ -258,8 +273,9 @@ static void test_kinds_added(void **state)
 	assert_int_equal(sql_int(p, "SELECT count(*) FROM phase_kinds WHERE id = 29 AND name = 'comm_init'"), 1);
 }
 
-/* Indexes go on tables with rows only; a later writer that fills a table
- * builds its index at its close. */
+/* Indexes go on tables with rows only (tables read a few queries per run:
+ * with 4096 rows); a later writer that fills a table builds its index at
+ * its close. */
 static void test_indexes_on_filled_tables(void **state)
 {
 	(void)state;
@@ -288,6 +304,23 @@ static void test_indexes_on_filled_tables(void **state)
 	assert_int_equal(sql_int(p, sql), 1);
 	snprintf(sql, sizeof sql, "%s'gpu_run'", q);
 	assert_int_equal(sql_int(p, sql), 0);
+	/* a table read a few queries per run: indexed from 4096 rows on */
+	snprintf(sql, sizeof sql, "%s'io_run'", q);
+	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(sqlite3_exec(pp_store_db(st), "INSERT INTO io(run_id, op, calls) VALUES (1, 'read', 1)", 0, 0, 0),
+			 SQLITE_OK);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	assert_int_equal(sql_int(p, sql), 0);
+	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(sqlite3_exec(pp_store_db(st),
+				      "WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < 4096)"
+				      " INSERT INTO io(run_id, op, calls) SELECT i, 'read', 1 FROM n",
+				      0, 0, 0),
+			 SQLITE_OK);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	assert_int_equal(sql_int(p, sql), 1);
 }
 
 /* Damaged pages: appending is refused with one line naming the file; a
