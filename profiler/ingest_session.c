@@ -6,12 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-/* A first ingest this long into a database this store made goes in
- * without the indexes of its empty tables (made after, in bulk); a
- * shorter one writes straight into them. ~4 MiB is ~10^5 events. */
-#define DEFER_INDEXES_BYTES (4u << 20)
 
 typedef struct item {
 	pp_session_spool *s;
@@ -52,16 +46,6 @@ int pp_store_ingest_session(pp_store *st, pp_session_spool *spools, int n, const
 						    sizeof spools[i].err) == 0;
 	}
 	qsort(it, (size_t)n, sizeof *it, cmp_item);
-	uint64_t bytes = 0;
-	for (int i = 0; i < n; i++) {
-		struct stat sb;
-		if (it[i].readable && stat(spools[i].path, &sb) == 0)
-			bytes += (uint64_t)sb.st_size;
-	}
-	/* if the drop fails, the rows go into the indexes: slower, the same rows */
-	char derr[512];
-	if (pp_store_created(st) && bytes >= DEFER_INDEXES_BYTES)
-		(void)pp_store_defer_indexes(st, derr, sizeof derr);
 	int done = 0;
 	for (int i = 0; i < n; i++) {
 		if (!it[i].readable)
