@@ -376,6 +376,50 @@ static void test_corrupt_pages(void **state)
 	pp_store_close(st, NULL, 0);
 }
 
+/* Over 16 MiB the check before an append reads the tables an append
+ * rewrites in place (runs, strings, metadata), not every event page:
+ * damage there is refused; damage in the event rows is left for the
+ * reader that reaches it. */
+static void test_corrupt_pages_big(void **state)
+{
+	(void)state;
+	char p[512], err[512];
+	tmp(p, sizeof p, "corrupt-big.db");
+	pp_store *st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	sql_file(p, "INSERT INTO runs(id, label, status) VALUES(1, 'r', 'complete');"
+		    "INSERT INTO strings(id, value) VALUES(1, 'c');"
+		    "WITH RECURSIVE i(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM i WHERE x < 1499999) "
+		    "INSERT INTO counters(run_id, tid, name_id, ts_ns, value) SELECT 1, 1, 1, x, x FROM i;");
+	struct stat sb;
+	assert_int_equal(stat(p, &sb), 0);
+	assert_true(sb.st_size > (16 << 20));
+	int64_t page = sql_int(p, "PRAGMA page_size");
+	int64_t strings_root = sql_int(p, "SELECT rootpage FROM sqlite_master WHERE name = 'strings'");
+	/* garbage over the last quarter: counters' pages only */
+	FILE *f = fopen(p, "r+b");
+	assert_non_null(f);
+	long pages = (long)(sb.st_size / page);
+	for (long pg = pages - pages / 4; pg < pages - 1; pg++) {
+		fseek(f, pg * page + 8, SEEK_SET); /* past the page header: the cells */
+		for (int i = 0; i < page - 16; i++)
+			fputc(0x5a, f);
+	}
+	fclose(f);
+	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	/* the strings table's root page: refused */
+	f = fopen(p, "r+b");
+	assert_non_null(f);
+	fseek(f, (strings_root - 1) * page, SEEK_SET);
+	for (int i = 0; i < page; i++)
+		fputc(0x5a, f);
+	fclose(f);
+	expect_open_error(p, PP_STORE_WRITE, "damaged database, not appending to it");
+}
+
 int main(void)
 {
 	if (ppt_tmpdir(tmpdir, sizeof tmpdir, "pp-test-store") != 0)
@@ -387,6 +431,7 @@ int main(void)
 		cmocka_unit_test(test_kinds_added),
 		cmocka_unit_test(test_indexes_on_filled_tables),
 		cmocka_unit_test(test_corrupt_pages),
+		cmocka_unit_test(test_corrupt_pages_big),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	return ppt_rmtree(tmpdir) != 0 ? 1 : rc;
