@@ -256,6 +256,12 @@ int cmd_merge(int argc, char **argv)
 		free(in);
 		return 1;
 	}
+	/* the merged rows go in without indexes, built after in bulk */
+	char derr[512];
+	if (pp_store_defer_indexes(st, derr, sizeof derr) != 0) {
+		cli_error("merge: %s", derr);
+		goto fail;
+	}
 	int64_t runs_total = 0;
 	for (int f = 0; f < nin; f++) {
 		int64_t first;

@@ -84,6 +84,8 @@ int main(int argc, char **argv)
 	}
 	if (cli_is_help(argv[1]))
 		return cmd_help(1, argv + 1);
+	/* one thread uses SQLite here: no reason to pay for its locks */
+	(void)pp_store_single_threaded();
 	for (size_t i = 0; i < N_COMMANDS; i++)
 		if (strcmp(commands[i].name, argv[1]) == 0)
 			return run_command(&commands[i], argc - 1, argv + 1);

@@ -3,6 +3,7 @@
 #include "store_internal.h"
 
 #include "pp_grow.h"
+#include "pp_hash.h"
 #include "phaseprof.h"
 
 #include <errno.h>
@@ -16,21 +17,31 @@
 
 extern const char pp_schema_sql[];
 
-/* The indexes, each on its table. */
-static const struct { const char *table, *sql; } indexes[] = {
-	{"spans", "CREATE INDEX IF NOT EXISTS spans_run ON spans(run_id, tid, start_ns);"},
-	{"spans", "CREATE INDEX IF NOT EXISTS spans_kind ON spans(run_id, kind);"},
-	{"span_groups", "CREATE INDEX IF NOT EXISTS span_groups_run ON span_groups(run_id, tid);"},
-	{"counters", "CREATE INDEX IF NOT EXISTS counters_run ON counters(run_id, name_id, ts_ns);"},
-	{"marks", "CREATE INDEX IF NOT EXISTS marks_run ON marks(run_id, ts_ns);"},
-	{"ops", "CREATE INDEX IF NOT EXISTS ops_run ON ops(run_id, name_id);"},
-	{"graph_nodes", "CREATE INDEX IF NOT EXISTS graph_nodes_g ON graph_nodes(graph_id);"},
-	{"graph_edges", "CREATE INDEX IF NOT EXISTS graph_edges_g ON graph_edges(graph_id);"},
-	{"samples", "CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, stack);"},
-	{"gpu_activity", "CREATE INDEX IF NOT EXISTS gpu_run ON gpu_activity(run_id, start_ns);"},
-	{"findings", "CREATE INDEX IF NOT EXISTS findings_run ON findings(run_id);"},
-	{"comm", "CREATE INDEX IF NOT EXISTS comm_run ON comm(run_id, start_ns);"},
-	{"run_meta", "CREATE INDEX IF NOT EXISTS run_meta_run ON run_meta(run_id, key);"},
+/* The indexes, each on its table, built once the table has min_rows rows
+ * (pp_store_build_indexes). Tables read a few queries per run get theirs
+ * only once a scan would cost more than the build: below ~4096 rows a
+ * scan takes tens of microseconds; a database that many runs append to
+ * would otherwise scan every run's rows for each. */
+#define INDEX_MIN_ROWS 4096
+static const struct { const char *table, *name, *cols; int min_rows; } indexes[] = {
+	{"spans", "spans_run", "run_id, tid, start_ns", 1},
+	{"spans", "spans_kind", "run_id, kind", 1},
+	{"span_groups", "span_groups_run", "run_id, tid", 1},
+	{"counters", "counters_run", "run_id, name_id, ts_ns", 1},
+	{"marks", "marks_run", "run_id, ts_ns", 1},
+	{"ops", "ops_run", "run_id, name_id", 1},
+	{"graph_nodes", "graph_nodes_g", "graph_id", 1},
+	{"graph_edges", "graph_edges_g", "graph_id", 1},
+	{"samples", "samples_run", "run_id, stack", 1},
+	{"gpu_activity", "gpu_run", "run_id, start_ns", 1},
+	{"findings", "findings_run", "run_id", 1},
+	{"comm", "comm_run", "run_id, start_ns", 1},
+	{"run_meta", "run_meta_run", "run_id, key", 1},
+	{"threads", "threads_run", "run_id", INDEX_MIN_ROWS},
+	{"allocations", "allocations_run", "run_id", INDEX_MIN_ROWS},
+	{"libraries", "libraries_run", "run_id", INDEX_MIN_ROWS},
+	{"io", "io_run", "run_id", INDEX_MIN_ROWS},
+	{"py_frames", "py_frames_run", "run_id, id", INDEX_MIN_ROWS},
 };
 #define N_INDEXES (sizeof indexes / sizeof indexes[0])
 
@@ -93,6 +104,40 @@ static int64_t query_int(sqlite3 *db, const char *sql, int64_t dflt, int *rc_out
 	return v;
 }
 
+/* Whether a one-value query answers exactly want (0 on no row or error). */
+static int query_text_eq(sqlite3 *db, const char *sql, const char *want)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
+		return 0;
+	int eq = sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0) &&
+		 strcmp((const char *)sqlite3_column_text(s, 0), want) == 0;
+	sqlite3_finalize(s);
+	return eq;
+}
+
+/* What this build's schema and phase kinds are, as text: a file whose
+ * meta 'schema_digest' says the same needs neither re-run on an append
+ * (CREATE ... IF NOT EXISTS over ~30 tables and the kinds' inserts: ~1.8 M
+ * instructions for every record into an existing database). */
+static uint32_t schema_digest(void)
+{
+	uint32_t h = pp_hash_mem(pp_schema_sql, strlen(pp_schema_sql));
+	for (int k = 0; k < PP_KIND_COUNT; k++) {
+		const char *n = pp_kind_name((pp_kind)k);
+		h = h * 31u + pp_hash_mem(n, strlen(n));
+	}
+	return h;
+}
+
+static int write_digest(pp_store *st, char *err, size_t errlen)
+{
+	char sql[128];
+	snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta(key,value) VALUES('schema_digest','%08x')",
+		 schema_digest());
+	return store_exec(st, sql, err, errlen);
+}
+
 /* Is this an SQLite file at all, and is it ours? Names the problem. */
 static int validate_snapshot(pp_store *st, int fresh, char *err, size_t errlen)
 {
@@ -141,6 +186,9 @@ static int validate_snapshot(pp_store *st, int fresh, char *err, size_t errlen)
 		return -1;
 	}
 	st->schema_version = (int)ver;
+	char want[16];
+	snprintf(want, sizeof want, "%08x", schema_digest());
+	st->schema_current = query_text_eq(st->db, "SELECT value FROM meta WHERE key='schema_digest'", want);
 	return 0;
 }
 
@@ -179,30 +227,75 @@ static int fill_kinds(pp_store *st, char *err, size_t errlen)
 }
 
 /* An existing database is checked before anything is appended to it:
- * writing into a file with damaged pages spreads the damage. */
+ * writing into a file with damaged pages spreads the damage. All of it up
+ * to CHECK_ALL_BYTES (quick_check reads every page: ~2.5 ms per MB here,
+ * run while the program starts); above that, the tables every append
+ * rewrites in place (runs, strings, run_meta, meta) and the free-page
+ * count, so a 300 MB database costs milliseconds, not a second, per
+ * record. Pages of the event tables an append only adds to are read when
+ * a reader reaches them (which then reports "malformed"). */
+#define CHECK_ALL_BYTES (16u << 20)
 static int check_intact(pp_store *st, char *err, size_t errlen)
 {
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(st->db, "PRAGMA quick_check(1)", -1, &s, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "%s: damaged database, not appending to it (%s)", st->path,
-			 sqlite3_errmsg(st->db));
-		return -1;
+	static const char *const small[] = {"runs", "strings", "run_meta", "meta"};
+	struct stat sb;
+	int all = stat(st->path, &sb) != 0 || (uint64_t)sb.st_size <= CHECK_ALL_BYTES;
+	char q[64];
+	for (size_t k = 0; k < (all ? 1 : sizeof small / sizeof small[0]); k++) {
+		if (all)
+			snprintf(q, sizeof q, "PRAGMA quick_check(1)");
+		else
+			snprintf(q, sizeof q, "PRAGMA quick_check(%s)", small[k]);
+		sqlite3_stmt *s;
+		if (sqlite3_prepare_v2(st->db, q, -1, &s, NULL) != SQLITE_OK) {
+			snprintf(err, errlen, "%s: damaged database, not appending to it (%s)", st->path,
+				 sqlite3_errmsg(st->db));
+			return -1;
+		}
+		int rc = sqlite3_step(s);
+		const unsigned char *t = rc == SQLITE_ROW ? sqlite3_column_text(s, 0) : NULL;
+		int ok = t && strcmp((const char *)t, "ok") == 0;
+		if (!ok)
+			snprintf(err, errlen, "%s: damaged database, not appending to it (%s)", st->path,
+				 t ? (const char *)t : sqlite3_errmsg(st->db));
+		sqlite3_finalize(s);
+		if (!ok)
+			return -1;
 	}
-	int rc = sqlite3_step(s);
-	const unsigned char *t = rc == SQLITE_ROW ? sqlite3_column_text(s, 0) : NULL;
-	int ok = t && strcmp((const char *)t, "ok") == 0;
-	if (!ok)
-		snprintf(err, errlen, "%s: damaged database, not appending to it (%s)", st->path,
-			 t ? (const char *)t : sqlite3_errmsg(st->db));
-	sqlite3_finalize(s);
-	return ok ? 0 : -1;
+	if (!all) {
+		int rc;
+		int64_t pages = query_int(st->db, "PRAGMA page_count", -1, &rc);
+		int64_t free_pages = rc == SQLITE_OK ? query_int(st->db, "PRAGMA freelist_count", -1, &rc) : -1;
+		if (rc != SQLITE_OK || free_pages < 0 || free_pages >= pages) {
+			snprintf(err, errlen, "%s: damaged database, not appending to it (free-page count %lld of %lld)",
+				 st->path, (long long)free_pages, (long long)pages);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The indexes a table gets from its first row, made with the schema: on
+ * empty tables they cost nothing to make, and a short program's rows go
+ * straight into them (building them after its ingest was ~2.5 M
+ * instructions: each CREATE INDEX a compile and a schema change). A long
+ * first ingest drops them first and builds them after its rows
+ * (pp_store_defer_indexes). only_first: just those. */
+static int create_indexes(pp_store *st, int only_first, char *err, size_t errlen)
+{
+	char sql[3072];
+	size_t sl = 0;
+	for (size_t i = 0; i < N_INDEXES; i++)
+		if (!only_first || indexes[i].min_rows == 1)
+			sl += (size_t)snprintf(sql + sl, sizeof sql - sl, "CREATE INDEX IF NOT EXISTS %s ON %s(%s);",
+					       indexes[i].name, indexes[i].table, indexes[i].cols);
+	return sl ? store_exec(st, sql, err, errlen) : 0;
 }
 
 /* A new database: one transaction, already in WAL mode. Nothing in it
  * predates this process, so it is written without syncs (SQLite keeps it
- * whole if we crash; only an OS crash before close could damage the new
- * file) and made durable once at close: one data sync and one of the
- * folder instead of ten. SQLite's default 4 KiB pages: with 64 KiB ones
+ * whole if we crash; only an OS crash soon after could damage the new
+ * file): at close its pages are handed to the disk, not waited for. SQLite's default 4 KiB pages: with 64 KiB ones
  * a short program's database was 3 MB (a root page per table and index),
  * and a 10^6-event ingest was no faster (slower in each of 6 runs).
  * 0 made, 1 another writer made it first (nothing done), -1 error. */
@@ -232,15 +325,25 @@ static int create_schema(pp_store *st, char *err, size_t errlen)
 		 PP_SCHEMA_VERSION);
 	if (store_exec(st, sql, err, errlen) != 0)
 		goto fail;
-	if (fill_kinds(st, err, errlen) != 0)
+	if (fill_kinds(st, err, errlen) != 0 || write_digest(st, err, errlen) != 0 ||
+	    create_indexes(st, 1, err, errlen) != 0)
 		goto fail;
 	if (store_exec(st, "COMMIT", err, errlen) != 0)
 		goto fail;
 	st->schema_version = PP_SCHEMA_VERSION;
+	st->schema_current = 1;
 	return 0;
 fail:
 	sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 	return -1;
+}
+
+int pp_store_single_threaded(void)
+{
+	if (sqlite3_config(SQLITE_CONFIG_SINGLETHREAD) != SQLITE_OK ||
+	    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) != SQLITE_OK)
+		return -1;
+	return 0;
 }
 
 static pp_store *store_open(const char *path, int mode, char *err, size_t errlen)
@@ -314,9 +417,11 @@ static pp_store *store_open(const char *path, int mode, char *err, size_t errlen
 		}
 		st->fresh = v == 1 || from_image;
 		/* older-but-compatible files get any tables and kinds added since */
-		if (v == 0 && !from_image && (check_intact(st, err, errlen) != 0 ||
-			       store_exec(st, pp_schema_sql, err, errlen) != 0 ||
-			       fill_kinds(st, err, errlen) != 0))
+		if (v == 0 && !from_image && check_intact(st, err, errlen) != 0)
+			goto fail;
+		if (v == 0 && !from_image && !st->schema_current &&
+		    (store_exec(st, pp_schema_sql, err, errlen) != 0 || fill_kinds(st, err, errlen) != 0 ||
+		     write_digest(st, err, errlen) != 0))
 			goto fail;
 		if (v == 0 && st->schema_version < PP_SCHEMA_VERSION) {
 			char sql[128];
@@ -342,37 +447,108 @@ fail:
 }
 
 /* One transaction: each CREATE INDEX on its own was a commit and a
- * re-read of the schema. Only tables with rows get theirs: an empty table
- * needs none, and each CREATE INDEX costs its compile and a schema change
- * (a short program fills 4 of the 12 tables). A later writer that fills one
- * builds its index at its own close. */
+ * re-read of the schema. Only tables with enough rows get theirs (see
+ * indexes[]): an empty table needs none, and each CREATE INDEX costs its
+ * compile and a schema change (a short program fills 4 of the tables).
+ * Indexes the file has already are neither probed nor made again, here
+ * or at close (st->indexed). max(rowid) stands for the count: one step
+ * down the table's b-tree. A later writer whose rows take a table past
+ * its mark builds the index at its own close. */
 int pp_store_build_indexes(pp_store *st, char *err, size_t errlen)
 {
-	char probe[1024] = "SELECT", sql[2048] = "";
-	size_t pl = strlen(probe), sl = 0;
-	for (size_t i = 0; i < N_INDEXES; i++)
-		pl += (size_t)snprintf(probe + pl, sizeof probe - pl, "%s EXISTS(SELECT 1 FROM %s)", i ? "," : "",
-				       indexes[i].table);
+	char sql[3072] = "", q[160];
+	size_t sl = 0;
+	int rc = -1;
 	sqlite3_stmt *s = NULL;
-	if (pl >= sizeof probe || sqlite3_prepare_v2(st->db, probe, -1, &s, NULL) != SQLITE_OK ||
-	    sqlite3_step(s) != SQLITE_ROW) {
-		snprintf(err, errlen, "%.300s: %.150s", st->path, sqlite3_errmsg(st->db));
+	if (err && errlen)
+		err[0] = 0;
+	if (!st->indexed_known) {
+		if (sqlite3_prepare_v2(st->db, "SELECT name FROM sqlite_master WHERE type='index'", -1, &s, NULL) !=
+		    SQLITE_OK)
+			goto out;
+		while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+			for (size_t i = 0; i < N_INDEXES; i++)
+				if (strcmp((const char *)sqlite3_column_text(s, 0), indexes[i].name) == 0)
+					st->indexed |= 1u << i;
+		if (rc != SQLITE_DONE)
+			goto out;
 		sqlite3_finalize(s);
-		return -1;
+		s = NULL;
+		st->indexed_known = 1;
 	}
-	for (size_t i = 0; i < N_INDEXES; i++)
-		if (sqlite3_column_int(s, (int)i))
-			sl += (size_t)snprintf(sql + sl, sizeof sql - sl, "%s", indexes[i].sql);
-	sqlite3_finalize(s);
+	for (size_t i = 0; i < N_INDEXES; i++) {
+		if (st->indexed & (1u << i))
+			continue;
+		/* one probe per table (spans has two indexes) */
+		int seen = -1;
+		for (size_t k = 0; k < i && seen < 0; k++)
+			if (strcmp(indexes[k].table, indexes[i].table) == 0 && !(st->indexed & (1u << k)))
+				seen = (int)k;
+		int64_t rows = 0;
+		if (seen < 0) {
+			snprintf(q, sizeof q, "SELECT coalesce(max(rowid),0) FROM %s", indexes[i].table);
+			if (sqlite3_prepare_v2(st->db, q, -1, &s, NULL) != SQLITE_OK || sqlite3_step(s) != SQLITE_ROW)
+				goto out;
+			rows = sqlite3_column_int64(s, 0);
+			sqlite3_finalize(s);
+			s = NULL;
+		} else {
+			rows = (st->pending_index & (1u << seen)) ? indexes[i].min_rows : 0;
+		}
+		if (rows >= indexes[i].min_rows) {
+			st->pending_index |= 1u << i;
+			sl += (size_t)snprintf(sql + sl, sizeof sql - sl, "CREATE INDEX IF NOT EXISTS %s ON %s(%s);",
+					       indexes[i].name, indexes[i].table, indexes[i].cols);
+		}
+	}
+	rc = 0;
 	if (!sl)
-		return 0;
+		goto out;
+	rc = -1;
 	if (store_exec(st, "BEGIN", err, errlen) != 0)
-		return -1;
+		goto out;
 	if (store_exec(st, sql, err, errlen) != 0 || store_exec(st, "COMMIT", err, errlen) != 0) {
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-		return -1;
+		goto out;
 	}
-	return 0;
+	st->indexed |= st->pending_index;
+	rc = 0;
+out:
+	if (rc != 0 && err && !*err)
+		snprintf(err, errlen, "%.300s: %.150s", st->path, sqlite3_errmsg(st->db));
+	sqlite3_finalize(s);
+	st->pending_index = 0;
+	return rc;
+}
+
+/* Drops the indexes of tables that are still empty, so a long first
+ * ingest writes its rows without them (~2.4x faster inserts) and
+ * pp_store_build_indexes makes them after, in bulk. */
+int pp_store_defer_indexes(pp_store *st, char *err, size_t errlen)
+{
+	char sql[2048] = "", q[160];
+	size_t sl = 0;
+	int rc = -1;
+	sqlite3_stmt *s = NULL;
+	if (err && errlen)
+		err[0] = 0;
+	for (size_t i = 0; i < N_INDEXES; i++) {
+		snprintf(q, sizeof q, "SELECT EXISTS(SELECT 1 FROM %s)", indexes[i].table);
+		if (sqlite3_prepare_v2(st->db, q, -1, &s, NULL) != SQLITE_OK || sqlite3_step(s) != SQLITE_ROW)
+			goto out;
+		if (!sqlite3_column_int(s, 0))
+			sl += (size_t)snprintf(sql + sl, sizeof sql - sl, "DROP INDEX IF EXISTS %s;", indexes[i].name);
+		sqlite3_finalize(s);
+		s = NULL;
+	}
+	st->indexed_known = 0; /* read again at the next build */
+	st->indexed = 0;
+	rc = sl ? store_exec(st, sql, err, errlen) : 0;
+out:
+	if (rc != 0 && err && !*err)
+		snprintf(err, errlen, "%.300s: %.150s", st->path, sqlite3_errmsg(st->db));
+	sqlite3_finalize(s);
+	return rc;
 }
 
 /* A database this store created was written without syncs. Its pages are

@@ -28,11 +28,18 @@ enum pp_store_mode {
  * naming the file and what is wrong (missing, not SQLite, another program's
  * database, newer schema, read-only…) into err. */
 pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen);
+/* For a process that uses SQLite from one thread only (the CLI), called
+ * before the first open: SQLite without its global mutexes and memory
+ * statistics (each allocation took and released a mutex: ~5 % of a short
+ * program's `record`). 0, or -1 if SQLite was already in use. */
+int pp_store_single_threaded(void);
 /* Builds indexes, checkpoints the WAL and leaves one portable file. */
 int pp_store_close(pp_store *st, char *err, size_t errlen);
 /* Builds the read indexes now (close does it anyway): for a writer that
  * reads back what it wrote, e.g. merge aligning clocks. */
 int pp_store_build_indexes(pp_store *st, char *err, size_t errlen);
+/* Before a long first ingest: drops the indexes of still-empty tables. */
+int pp_store_defer_indexes(pp_store *st, char *err, size_t errlen);
 /* The last SQLite error of this connection (e.g. "database disk image is
  * malformed"), for a message after a read function returned -1. */
 const char *pp_store_error(pp_store *st);

@@ -20,6 +20,9 @@ struct pp_store {
 	int mode;
 	int schema_version;
 	int fresh;                   /* created by this open: written without syncs */
+	int schema_current;          /* its meta schema_digest is this build's */
+	unsigned indexed, pending_index; /* bits of store.c's indexes[] the file has / is making */
+	int indexed_known;           /* indexed was read from the file */
 	int has_span_groups;         /* 0 in files older than span folding */
 	/* string -> id cache over the strings table (write mode) */
 	intern_ent *interned;

@@ -317,7 +317,12 @@ static int copy_table(pp_store *st, const char *table, int64_t roff, int64_t sof
 	}
 	if (!nc)
 		return 0;
-	snprintf(sql, sizeof sql, "INSERT INTO main.\"%s\"(%s) SELECT %s FROM src.\"%s\" x", table, cols, sel, table);
+	int w = snprintf(sql, sizeof sql, "INSERT INTO main.\"%s\"(%s) SELECT %s FROM src.\"%s\" x", table, cols, sel,
+			 table);
+	if (w < 0 || (size_t)w >= sizeof sql) {
+		snprintf(err, errlen, "%s: table %s has too many columns to copy", st->path, table);
+		return -1;
+	}
 	return store_exec(st, sql, err, errlen);
 }
 

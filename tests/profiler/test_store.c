@@ -239,7 +239,9 @@ static int64_t sql_int(const char *path, const char *sql)
 }
 
 /* A database made before the taxonomy grew gets the new kinds (and so
- * spans_v shows their spans) the next time it is opened for writing. */
+ * spans_v shows their spans) the next time it is opened for writing; that
+ * build's schema digest differs from ours, which is what makes the open
+ * re-run the schema (a file with ours skips it). */
 static void test_kinds_added(void **state)
 {
 	(void)state;
@@ -249,8 +251,21 @@ static void test_kinds_added(void **state)
 	assert_non_null(st);
 	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
 	assert_int_equal(sql_int(p, "SELECT count(*) FROM phase_kinds"), PP_KIND_COUNT);
+	/* same digest: taken as this build's schema, nothing re-run */
 	sql_file(p, "DELETE FROM phase_kinds WHERE id >= 22");
+	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
 	assert_int_equal(sql_int(p, "SELECT count(*) FROM phase_kinds"), 22);
+	/* an older build's digest: the kinds are added and the digest is ours */
+	sql_file(p, "UPDATE meta SET value = 'older' WHERE key = 'schema_digest'");
+	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	assert_int_equal(sql_int(p, "SELECT count(*) FROM phase_kinds"), PP_KIND_COUNT);
+	assert_int_equal(sql_int(p, "SELECT count(*) FROM meta WHERE key = 'schema_digest' AND value != 'older'"), 1);
+	/* and one from before digests: the same */
+	sql_file(p, "DELETE FROM phase_kinds WHERE id >= 22; DELETE FROM meta WHERE key = 'schema_digest'");
 	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
 	assert_non_null(st);
 	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
@@ -258,24 +273,38 @@ static void test_kinds_added(void **state)
 	assert_int_equal(sql_int(p, "SELECT count(*) FROM phase_kinds WHERE id = 29 AND name = 'comm_init'"), 1);
 }
 
-/* Indexes go on tables with rows only; a later writer that fills a table
- * builds its index at its close. */
+/* A new database has the indexes tables get from their first row (on
+ * empty tables: free); tables read a few queries per run get theirs from
+ * 4096 rows. Before a long first ingest the empty tables' indexes are
+ * dropped, and the build after it makes those of the tables it filled. */
 static void test_indexes_on_filled_tables(void **state)
 {
 	(void)state;
 	char p[512], err[512];
 	tmp(p, sizeof p, "indexes.db");
+	const char *q = "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ";
+	char sql[256];
 	pp_store *st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
 	assert_non_null(st);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	snprintf(sql, sizeof sql, "%s'spans_run'", q);
+	assert_int_equal(sql_int(p, sql), 1);
+	snprintf(sql, sizeof sql, "%s'io_run'", q);
+	assert_int_equal(sql_int(p, sql), 0);
+	remove(p);
+
+	/* deferred: only the filled table's index comes back */
+	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_defer_indexes(st, err, sizeof err), 0);
 	assert_int_equal(sqlite3_exec(pp_store_db(st), "INSERT INTO marks(run_id, ts_ns) VALUES (1, 5)", 0, 0, 0),
 			 SQLITE_OK);
 	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
-	const char *q = "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ";
-	char sql[256];
 	snprintf(sql, sizeof sql, "%s'marks_run'", q);
 	assert_int_equal(sql_int(p, sql), 1);
 	snprintf(sql, sizeof sql, "%s'spans_run'", q);
 	assert_int_equal(sql_int(p, sql), 0);
+	/* a later writer that fills a table builds its index at its close */
 	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
 	assert_non_null(st);
 	assert_int_equal(sqlite3_exec(pp_store_db(st),
@@ -288,6 +317,23 @@ static void test_indexes_on_filled_tables(void **state)
 	assert_int_equal(sql_int(p, sql), 1);
 	snprintf(sql, sizeof sql, "%s'gpu_run'", q);
 	assert_int_equal(sql_int(p, sql), 0);
+	/* a table read a few queries per run: indexed from 4096 rows on */
+	snprintf(sql, sizeof sql, "%s'io_run'", q);
+	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(sqlite3_exec(pp_store_db(st), "INSERT INTO io(run_id, op, calls) VALUES (1, 'read', 1)", 0, 0, 0),
+			 SQLITE_OK);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	assert_int_equal(sql_int(p, sql), 0);
+	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(sqlite3_exec(pp_store_db(st),
+				      "WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < 4096)"
+				      " INSERT INTO io(run_id, op, calls) SELECT i, 'read', 1 FROM n",
+				      0, 0, 0),
+			 SQLITE_OK);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	assert_int_equal(sql_int(p, sql), 1);
 }
 
 /* Damaged pages: appending is refused with one line naming the file; a
@@ -330,6 +376,50 @@ static void test_corrupt_pages(void **state)
 	pp_store_close(st, NULL, 0);
 }
 
+/* Over 16 MiB the check before an append reads the tables an append
+ * rewrites in place (runs, strings, metadata), not every event page:
+ * damage there is refused; damage in the event rows is left for the
+ * reader that reaches it. */
+static void test_corrupt_pages_big(void **state)
+{
+	(void)state;
+	char p[512], err[512];
+	tmp(p, sizeof p, "corrupt-big.db");
+	pp_store *st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	sql_file(p, "INSERT INTO runs(id, label, status) VALUES(1, 'r', 'complete');"
+		    "INSERT INTO strings(id, value) VALUES(1, 'c');"
+		    "WITH RECURSIVE i(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM i WHERE x < 1499999) "
+		    "INSERT INTO counters(run_id, tid, name_id, ts_ns, value) SELECT 1, 1, 1, x, x FROM i;");
+	struct stat sb;
+	assert_int_equal(stat(p, &sb), 0);
+	assert_true(sb.st_size > (16 << 20));
+	int64_t page = sql_int(p, "PRAGMA page_size");
+	int64_t strings_root = sql_int(p, "SELECT rootpage FROM sqlite_master WHERE name = 'strings'");
+	/* garbage over the last quarter: counters' pages only */
+	FILE *f = fopen(p, "r+b");
+	assert_non_null(f);
+	long pages = (long)(sb.st_size / page);
+	for (long pg = pages - pages / 4; pg < pages - 1; pg++) {
+		fseek(f, pg * page + 8, SEEK_SET); /* past the page header: the cells */
+		for (int i = 0; i < page - 16; i++)
+			fputc(0x5a, f);
+	}
+	fclose(f);
+	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	/* the strings table's root page: refused */
+	f = fopen(p, "r+b");
+	assert_non_null(f);
+	fseek(f, (strings_root - 1) * page, SEEK_SET);
+	for (int i = 0; i < page; i++)
+		fputc(0x5a, f);
+	fclose(f);
+	expect_open_error(p, PP_STORE_WRITE, "damaged database, not appending to it");
+}
+
 int main(void)
 {
 	if (ppt_tmpdir(tmpdir, sizeof tmpdir, "pp-test-store") != 0)
@@ -341,6 +431,7 @@ int main(void)
 		cmocka_unit_test(test_kinds_added),
 		cmocka_unit_test(test_indexes_on_filled_tables),
 		cmocka_unit_test(test_corrupt_pages),
+		cmocka_unit_test(test_corrupt_pages_big),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	return ppt_rmtree(tmpdir) != 0 ? 1 : rc;
