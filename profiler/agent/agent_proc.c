@@ -40,17 +40,24 @@ static const char *const carry_names[N_CARRY] = {
 	"PHASEPROF_MODE", "PHASEPROF_FOLLOW_FORK", "PHASEPROF_AGENT_PERIOD_MS",
 	"PHASEPROF_ALLOC_SAMPLE", "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH",
 };
-static char carry[N_CARRY][4200];
+#define CARRY_MAX 4200
+/* packed one after the other: the few pages they need are all that is
+ * touched (nine fixed slots of CARRY_MAX faulted in ten pages) */
+static char carry_buf[N_CARRY * CARRY_MAX];
+static char *carry[N_CARRY]; /* NULL: not set */
 static int following = 1;   /* 0 in a child of --no-follow-fork: strip instead of carry */
 
 static void save_carry(void)
 {
+	size_t at = 0;
 	for (int i = 0; i < N_CARRY; i++) {
 		const char *v = getenv(carry_names[i]);
-		if (v)
-			snprintf(carry[i], sizeof carry[i], "%s=%s", carry_names[i], v);
-		else
-			carry[i][0] = 0;
+		carry[i] = NULL;
+		if (!v)
+			continue;
+		int n = snprintf(carry_buf + at, CARRY_MAX, "%s=%s", carry_names[i], v);
+		carry[i] = carry_buf + at;
+		at += (n < 0 ? 0 : n >= CARRY_MAX ? CARRY_MAX - 1 : (size_t)n) + 1;
 	}
 }
 
@@ -163,7 +170,7 @@ static char **fix_env(char *const envp[], char **out, size_t cap, char *pre, cha
 		out[k++] = tun_default;
 	if (following)
 		for (int c = 0; c < N_CARRY; c++)
-			if (carry[c][0])
+			if (carry[c])
 				out[k++] = carry[c];
 	out[k] = NULL;
 	return out;
