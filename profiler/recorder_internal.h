@@ -59,9 +59,6 @@ int pp_spool_write_chunk(pp_spool_writer *w, uint16_t type, uint32_t tid, const 
 /* Two-part payload (prefix + body) without copying. */
 int pp_spool_write_chunk2(pp_spool_writer *w, uint16_t type, uint32_t tid, const void *p1,
 			  uint32_t n1, const void *p2, uint32_t n2);
-/* pp_close for a process that is ending: the recorder's memory is left
- * to the exit (no unmapping, see recorder.c). */
-int pp_close_at_exit(void);
 /* release: free the batch buffer (not when the process is ending) */
 void pp_spool_close(pp_spool_writer *w, int release);
 /* Between begin and end, small chunks are gathered in memory and written
@@ -105,5 +102,8 @@ void pp_spool_move(pp_spool_writer *w, unsigned int first, unsigned int last);
 
 /* recorder.c: the process's exit or fatal signal, from a signal handler */
 int pp_exit_note_signal_safe(int32_t code, int32_t sig);
+/* pp_close for a process that is ending: the recorder's memory is left
+ * to the exit (no unmapping, see recorder.c). */
+int pp_close_at_exit(void);
 
 #endif
