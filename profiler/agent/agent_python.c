@@ -51,7 +51,6 @@ typedef struct py_method_def {
 	const char *doc;
 } py_method_def;
 #define PY_METH_FASTCALL 0x0080
-#define PY_FILE_INPUT 257
 
 static struct {
 	const char *(*GetVersion)(void);
@@ -76,12 +75,10 @@ static struct {
 	py_object *(*DictGetItemString)(py_object *, const char *);
 	py_object *(*DictGetItem)(py_object *, py_object *);
 	int (*DictSetItemString)(py_object *, const char *, py_object *);
-	py_object *(*DictNew)(void);
-	py_object *(*RunString)(const char *, int, py_object *, py_object *, void *);
+	int (*DictDelItemString)(py_object *, const char *);
 	py_object *(*Call)(py_object *, py_object *, py_object *);
 	py_object *(*CallObject)(py_object *, py_object *);
 	py_object *(*Str)(py_object *);
-	py_object *(*EvalGetBuiltins)(void);
 	void (*IncRef)(py_object *);
 	void (*DecRef)(py_object *);
 	py_object *None;
@@ -117,12 +114,10 @@ static const char *resolve_api(void)
 	SYM(DictGetItemString, "PyDict_GetItemString");
 	SYM(DictGetItem, "PyDict_GetItem");
 	SYM(DictSetItemString, "PyDict_SetItemString");
-	SYM(DictNew, "PyDict_New");
-	SYM(RunString, "PyRun_StringFlags");
+	SYM(DictDelItemString, "PyDict_DelItemString");
 	SYM(Call, "PyObject_Call");
 	SYM(CallObject, "PyObject_CallObject");
 	SYM(Str, "PyObject_Str");
-	SYM(EvalGetBuiltins, "PyEval_GetBuiltins");
 	SYM(IncRef, "Py_IncRef");
 	SYM(DecRef, "Py_DecRef");
 	SYM(None, "_Py_NoneStruct");
@@ -471,20 +466,67 @@ static void patch_importer(void)
 }
 
 /* ---- the program's first line: the boot ---- */
+/* o.name(a1[, a2]); NULL with the error set. */
+static py_object *call_method(py_object *o, const char *name, py_object *a1, py_object *a2)
+{
+	py_object *f = P.GetAttrString(o, name);
+	if (!f)
+		return NULL;
+	py_object *args = a2 ? P.TuplePack(2, a1, a2) : P.TuplePack(1, a1);
+	py_object *r = args ? P.CallObject(f, args) : NULL;
+	if (args)
+		P.DecRef(args);
+	P.DecRef(f);
+	return r;
+}
+
 /* phaseprof/_boot.py loads the package (see there); this loads _boot.py
- * itself, kept short because it is compiled at every start. */
-static const char boot_code[] =
-	"import sys\n"
-	"_s = sys.modules['_frozen_importlib_external'].spec_from_file_location(\n"
-	"    'phaseprof._boot', ROOT + '/phaseprof/_boot.py')\n"
-	"_m = sys.modules['_frozen_importlib'].module_from_spec(_s)\n"
-	"sys.modules['phaseprof._boot'] = _m\n"
-	"try:\n"
-	"    _s.loader.exec_module(_m)\n"
-	"    _m.start(ROOT)\n"
-	"except BaseException:\n"
-	"    sys.modules.pop('phaseprof._boot', None)\n"
-	"    raise\n";
+ * itself with importlib's file loader, as phaseprof._boot, and calls its
+ * start(root). Through C calls, not a few lines of Python: those were
+ * compiled at every start (~430,000 instructions). On a failure the
+ * error is left set and no phaseprof._boot is left in sys.modules. */
+static int load_boot(py_object *mods, py_object *root)
+{
+	py_object *ext = P.DictGetItemString(mods, "_frozen_importlib_external");
+	py_object *bs = P.DictGetItemString(mods, "_frozen_importlib");
+	if (!ext || !bs)
+		return -2; /* borrowed references; no error set */
+	char path[sizeof py_dir + 32];
+	snprintf(path, sizeof path, "%s/phaseprof/_boot.py", py_dir);
+	int rc = -1;
+	py_object *name = P.UnicodeFromString("phaseprof._boot"), *file = P.UnicodeDecodeFS(path);
+	py_object *spec = name && file ? call_method(ext, "spec_from_file_location", name, file) : NULL;
+	py_object *m = spec ? call_method(bs, "module_from_spec", spec, NULL) : NULL;
+	if (m && P.DictSetItemString(mods, "phaseprof._boot", m) == 0) {
+		py_object *loader = P.GetAttrString(spec, "loader");
+		py_object *r = loader ? call_method(loader, "exec_module", m, NULL) : NULL;
+		if (r) {
+			P.DecRef(r);
+			r = call_method(m, "start", root, NULL);
+		}
+		if (r) {
+			P.DecRef(r);
+			rc = 0;
+		} else {
+			py_object *t, *v, *tb;
+			P.ErrFetch(&t, &v, &tb);
+			if (P.DictGetItemString(mods, "phaseprof._boot") && P.DictDelItemString(mods, "phaseprof._boot") != 0)
+				P.ErrClear();
+			P.ErrRestore(t, v, tb);
+		}
+		if (loader)
+			P.DecRef(loader);
+	}
+	if (m)
+		P.DecRef(m);
+	if (spec)
+		P.DecRef(spec);
+	if (file)
+		P.DecRef(file);
+	if (name)
+		P.DecRef(name);
+	return rc;
+}
 
 static void record_py_error(const char *what)
 {
@@ -532,25 +574,21 @@ static void boot(void)
 		record_py_error("phaseprof module not registered");
 		return;
 	}
-	py_object *g = P.DictNew();
 	py_object *root = P.UnicodeDecodeFS(py_dir);
-	if (!g || !root || P.DictSetItemString(g, "__builtins__", P.EvalGetBuiltins()) != 0 ||
-	    P.DictSetItemString(g, "ROOT", root) != 0) {
+	if (!root) {
 		record_py_error("boot failed");
-	} else {
-		pp_phase_begin(PP_SPAN, "phaseprof boot");
-		py_object *r = P.RunString(boot_code, PY_FILE_INPUT, g, g, NULL);
-		pp_phase_end();
-		if (r) {
-			P.DecRef(r);
-			pp_meta("python.boot", "ok");
-		} else
-			record_py_error("phaseprof package not loaded");
+		return;
 	}
-	if (root)
-		P.DecRef(root);
-	if (g)
-		P.DecRef(g);
+	pp_phase_begin(PP_SPAN, "phaseprof boot");
+	int rc = load_boot(mods, root);
+	pp_phase_end();
+	if (rc == 0)
+		pp_meta("python.boot", "ok");
+	else if (rc == -2)
+		pp_meta("python.boot", "phaseprof package not loaded: importlib is not in sys.modules");
+	else
+		record_py_error("phaseprof package not loaded");
+	P.DecRef(root);
 }
 
 static void first_line(void)

@@ -348,6 +348,21 @@ def test_boot_failure():
           "imports still seen")
 
 
+def test_boot_raises():
+    # the package's _boot.py raises while it runs: the reason is kept and no
+    # phaseprof module, half-loaded _boot included, is left in sys.modules
+    root = os.path.join(tmp, "badboot")
+    os.makedirs(os.path.join(root, "phaseprof"), exist_ok=True)
+    with open(os.path.join(root, "phaseprof", "_boot.py"), "w") as f:
+        f.write("raise RuntimeError('boot broke')\n")
+    env = dict(os.environ, PHASEPROF_PYTHON=root)
+    db, out, _ = same_as_plain("bootraises", [PY, "-c", "import sys; print([k for k in sys.modules if k.startswith('phaseprof')])"],
+                               env=env)
+    check(out == "[]\n", "no phaseprof module: %r" % out)
+    check(meta(db, "python.boot") == "phaseprof package not loaded: boot broke",
+          "python.boot says why: %r" % meta(db, "python.boot"))
+
+
 def test_adapters():
     # the adapter interface on a copy of the package with two test adapters:
     # one for json (imports csv itself, so csv's adapter must fire too) and
