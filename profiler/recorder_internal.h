@@ -41,13 +41,11 @@ typedef struct pp_spool_writer {
 	uint64_t dev, ino;        /* the spool file fd must still refer to */
 	uint32_t reclaimed;       /* times the program closed/replaced fd: the spool moved or was reopened */
 	char path[4096];
-	/* A drain's small chunks, gathered and written at its end (or when
+	/* A drain's small chunks, gathered and written together (or when
 	 * full): one check and one write instead of one per chunk. */
 	unsigned char *batch;
 	uint32_t batch_n, batch_cap;
-	int batching, last_buffered;
-	uint64_t batch_events;    /* events in the batch (pp_spool_batch_note) */
-	uint64_t batch_lost;      /* events of batches whose write failed */
+	int batching;
 } pp_spool_writer;
 
 int pp_spool_create(pp_spool_writer *w, const char *path, int exclusive, char *err, size_t errlen);
@@ -66,11 +64,6 @@ void pp_spool_close(pp_spool_writer *w, int release);
  * once, after what was gathered. end returns -1 if a write failed. */
 void pp_spool_batch_begin(pp_spool_writer *w);
 int pp_spool_batch_end(pp_spool_writer *w);
-/* The chunk just written carried n events: counted as lost if it was
- * gathered and its batch could not be written. */
-void pp_spool_batch_note(pp_spool_writer *w, uint64_t n);
-/* Events lost with failed batches since the last call. */
-uint64_t pp_spool_batch_take_lost(pp_spool_writer *w);
 /* An EXIT chunk from a signal handler: no allocation, no lock, one write(2). */
 int pp_spool_write_exit_signal_safe(pp_spool_writer *w, int32_t code, int32_t sig);
 /* The same chunk, formatted (async-signal-safe): for a parent that saw how

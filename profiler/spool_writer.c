@@ -136,16 +136,12 @@ static int batch_flush_locked(pp_spool_writer *w)
 		return 0;
 	struct iovec iov = {w->batch, w->batch_n};
 	int rc = write_direct_locked(w, &iov, 1);
-	if (rc != 0)
-		w->batch_lost += w->batch_events;
 	w->batch_n = 0;
-	w->batch_events = 0;
 	return rc;
 }
 
 static int write_all_locked(pp_spool_writer *w, struct iovec *iov, int n)
 {
-	w->last_buffered = 0;
 	if (!w->batching)
 		return write_direct_locked(w, iov, n);
 	if (w->failed)
@@ -166,7 +162,6 @@ static int write_all_locked(pp_spool_writer *w, struct iovec *iov, int n)
 			memcpy(w->batch + w->batch_n, iov[i].iov_base, iov[i].iov_len);
 			w->batch_n += (uint32_t)iov[i].iov_len;
 		}
-		w->last_buffered = 1;
 		return 0;
 	}
 	if (batch_flush_locked(w) != 0)
@@ -188,23 +183,6 @@ int pp_spool_batch_end(pp_spool_writer *w)
 	w->batching = 0;
 	pthread_mutex_unlock(&w->lock);
 	return rc;
-}
-
-void pp_spool_batch_note(pp_spool_writer *w, uint64_t n)
-{
-	pthread_mutex_lock(&w->lock);
-	if (w->last_buffered)
-		w->batch_events += n;
-	pthread_mutex_unlock(&w->lock);
-}
-
-uint64_t pp_spool_batch_take_lost(pp_spool_writer *w)
-{
-	pthread_mutex_lock(&w->lock);
-	uint64_t n = w->batch_lost;
-	w->batch_lost = 0;
-	pthread_mutex_unlock(&w->lock);
-	return n;
 }
 
 static int write_direct_locked(pp_spool_writer *w, struct iovec *iov, int n)

@@ -313,9 +313,9 @@ static void test_long_rows(void **state)
 	assert_int_equal(pp_store_close(st, NULL, 0), 0);
 }
 
-/* A drain gathers its small chunks and writes them together: when that
- * write fails (the disk is full), the events it carried are counted as
- * lost, all of them, as when each chunk was written alone. */
+/* The disk is full after the spool's start (a drain's small chunks go out
+ * in one write, its events as they are packed): every event recorded
+ * after is counted as lost, and the close says how many. */
 static void test_batch_loss_counted(void **state)
 {
 	(void)state;
