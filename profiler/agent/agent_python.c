@@ -466,6 +466,12 @@ static void patch_importer(void)
 }
 
 /* ---- the program's first line: the boot ---- */
+static void xdecref(py_object *o)
+{
+	if (o)
+		P.DecRef(o);
+}
+
 /* o.name(a1[, a2]); NULL with the error set. */
 static py_object *call_method(py_object *o, const char *name, py_object *a1, py_object *a2)
 {
@@ -514,17 +520,12 @@ static int load_boot(py_object *mods, py_object *root)
 				P.ErrClear();
 			P.ErrRestore(t, v, tb);
 		}
-		if (loader)
-			P.DecRef(loader);
+		xdecref(loader);
 	}
-	if (m)
-		P.DecRef(m);
-	if (spec)
-		P.DecRef(spec);
-	if (file)
-		P.DecRef(file);
-	if (name)
-		P.DecRef(name);
+	xdecref(m);
+	xdecref(spec);
+	xdecref(file);
+	xdecref(name);
 	return rc;
 }
 
@@ -540,14 +541,10 @@ static void record_py_error(const char *what)
 	P.ErrClear();
 	snprintf(msg, sizeof msg, "%s: %s", what, s ? s : "unknown error");
 	pp_meta("python.boot", msg);
-	if (str)
-		P.DecRef(str);
-	if (t)
-		P.DecRef(t);
-	if (v)
-		P.DecRef(v);
-	if (tb)
-		P.DecRef(tb);
+	xdecref(str);
+	xdecref(t);
+	xdecref(v);
+	xdecref(tb);
 }
 
 static void boot(void)
