@@ -4,10 +4,13 @@
 #   /usr/bin/python3 -c 'import numpy' (target <= 1.10x),
 # plain vs `phaseprof record`, and under heaptrack, `perf record -g` and
 # ltrace when installed.
-# Usage: bench/agent/run.sh BUILD_DIR [REPEATS]   (median of REPEATS, default 5)
+# Usage: bench/agent/run.sh BUILD_DIR [REPEATS]   (median of REPEATS, default 21:
+# on this 2-core VM plain's own median moves by 3 % between sets of 11; the
+# peers, 14-19x slower, run at most 5 times)
 set -euo pipefail
 build=$(cd "${1:?usage: run.sh BUILD_DIR [REPEATS]}" && pwd) # absolute: heaptrack runs from a temp folder
-reps=${2:-5}
+reps=${2:-21}
+peer_reps=$(( reps < 5 ? reps : 5 ))
 pp=$build/phaseprof
 loop=$build/bench/agent/bench_agent_loop
 [ -x "$pp" ] || { echo "run.sh: $pp missing (build first)" >&2; exit 1; }
@@ -65,7 +68,7 @@ for w in loop numpy; do
   row "agent only (no ingest)" "$plain" "$(med "${ag[@]}")"
   rm -f "$tmp/bench.db" "$tmp/new.db" "$tmp/agent.spool"
   if command -v heaptrack >/dev/null; then
-    ht=$(cd "$tmp" && median_ms timeout 300 heaptrack -o "$tmp/ht" "${cmd[@]}")
+    ht=$(cd "$tmp" && reps=$peer_reps median_ms timeout 300 heaptrack -o "$tmp/ht" "${cmd[@]}")
     row "heaptrack" "$plain" "$ht"
     rm -f "$tmp"/ht*
   else
@@ -73,7 +76,7 @@ for w in loop numpy; do
   fi
   # perf record samples (default 4 kHz) with call graphs: the sampling peer
   if command -v perf >/dev/null && perf record -q -o "$tmp/probe.data" -- true >/dev/null 2>&1; then
-    pr=$(median_ms perf record -q -g -o "$tmp/perf.data" -- "${cmd[@]}")
+    pr=$(reps=$peer_reps median_ms perf record -q -g -o "$tmp/perf.data" -- "${cmd[@]}")
     row "perf record -g" "$plain" "$pr"
     rm -f "$tmp"/*.data
   else
