@@ -14,6 +14,7 @@ void pp_store_intern_cache_free(pp_store *st)
 		free(st->interned[i].text);
 	free(st->interned);
 	pp_hash_free(&st->intern_index);
+	pp_hash_free(&st->intern_by_id);
 	st->interned = NULL;
 	st->n_interned = st->cap_interned = 0;
 	sqlite3_finalize(st->ins_string);
@@ -73,7 +74,8 @@ int64_t pp_store_intern_n(pp_store *st, const char *s, size_t len)
 	if (memchr(s, 0, len) || PP_GROW(st->interned, st->n_interned + 1, st->cap_interned) != 0)
 		return id;
 	char *copy = malloc(len + 1);
-	if (copy && pp_hash_add(&st->intern_index, h, st->n_interned) == 0) {
+	if (copy && pp_hash_add(&st->intern_index, h, st->n_interned) == 0 &&
+	    pp_hash_add(&st->intern_by_id, pp_hash_u64((uint64_t)id), st->n_interned) == 0) {
 		memcpy(copy, s, len);
 		copy[len] = 0;
 		st->interned[st->n_interned++] = (intern_ent){copy, len, id};
@@ -86,4 +88,12 @@ int64_t pp_store_intern_n(pp_store *st, const char *s, size_t len)
 int64_t pp_store_intern(pp_store *st, const char *s)
 {
 	return pp_store_intern_n(st, s ? s : "", s ? strlen(s) : 0);
+}
+
+const char *pp_store_intern_text(pp_store *st, int64_t id)
+{
+	for (uint32_t it = 0, i; pp_hash_next(&st->intern_by_id, pp_hash_u64((uint64_t)id), &it, &i);)
+		if (st->interned[i].id == id)
+			return st->interned[i].text;
+	return NULL;
 }

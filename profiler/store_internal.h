@@ -28,6 +28,7 @@ struct pp_store {
 	intern_ent *interned;
 	uint32_t n_interned, cap_interned;
 	pp_hash intern_index;
+	pp_hash intern_by_id;        /* the same entries by id: names read back after an ingest */
 	sqlite3_stmt *ins_string, *sel_string;
 };
 
@@ -77,5 +78,8 @@ static inline int64_t store_i64_or(sqlite3_stmt *s, int col, int64_t dflt)
 void pp_store_intern_cache_free(pp_store *st);
 /* The id of len bytes at s in `strings` (added if new); -1 on a db error. */
 int64_t pp_store_intern_n(pp_store *st, const char *s, size_t len);
+/* The text of a string this connection interned (NULL if not cached):
+ * readers after an ingest skip a query per name. */
+const char *pp_store_intern_text(pp_store *st, int64_t id);
 
 #endif

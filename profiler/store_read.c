@@ -268,6 +268,7 @@ out:
 }
 
 typedef struct span_acc {
+	pp_store *st;
 	pp_span_list *out;
 	int cap;
 	size_t scap, sn;
@@ -288,12 +289,16 @@ static int64_t span_name(span_acc *a, int64_t name_id)
 	int64_t at = pp_idmap_get(&a->name_at, (uint64_t)name_id, 0);
 	if (at > 0)
 		return at - 1;
-	sqlite3_bind_int64(a->name_q, 1, name_id);
-	int rc = sqlite3_step(a->name_q);
-	const char *nm = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(a->name_q, 0) : NULL;
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		sqlite3_reset(a->name_q);
-		return -1;
+	/* just ingested on this connection: no query */
+	const char *nm = pp_store_intern_text(a->st, name_id);
+	if (!nm) {
+		sqlite3_bind_int64(a->name_q, 1, name_id);
+		int rc = sqlite3_step(a->name_q);
+		nm = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(a->name_q, 0) : NULL;
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+			sqlite3_reset(a->name_q);
+			return -1;
+		}
 	}
 	if (!nm)
 		nm = "";
@@ -403,7 +408,7 @@ static void span_places_free(span_acc *a)
 int pp_store_spans(pp_store *st, int64_t run_id, int kind_filter, pp_span_list *out)
 {
 	memset(out, 0, sizeof *out);
-	span_acc a = {.out = out, .sorted = 1};
+	span_acc a = {.st = st, .out = out, .sorted = 1};
 	int rc = -1;
 	int64_t lo, hi;
 	if (sqlite3_prepare_v2(st->db, "SELECT value FROM strings WHERE id=?1", -1, &a.name_q, NULL) !=

@@ -113,6 +113,9 @@ static void test_findings_and_query(void **state)
 	int64_t a = pp_store_intern(st, "MatMul"), b = pp_store_intern(st, "MatMul");
 	assert_true(a > 0);
 	assert_int_equal(a, b);
+	/* read back by id from the cache, which knows nothing else */
+	assert_string_equal(pp_store_intern_text(st, a), "MatMul");
+	assert_null(pp_store_intern_text(st, a + 1000));
 	int64_t sum = 0;
 	assert_int_equal(pp_store_query(st, "SELECT ?1 + 1", 41, count_cb, &sum), 0);
 	assert_int_equal(sum, 42);
