@@ -446,6 +446,20 @@ fail:
 	return NULL;
 }
 
+/* A table's largest rowid (0 when empty): its row count as far as the
+ * indexes care, in one step down the b-tree. -1 on an SQLite error. */
+static int64_t table_max_rowid(pp_store *st, const char *table)
+{
+	char q[160];
+	sqlite3_stmt *s;
+	snprintf(q, sizeof q, "SELECT coalesce(max(rowid),0) FROM %s", table);
+	if (sqlite3_prepare_v2(st->db, q, -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	int64_t v = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
+	sqlite3_finalize(s);
+	return v;
+}
+
 /* One transaction: each CREATE INDEX on its own was a commit and a
  * re-read of the schema. Only tables with enough rows get theirs (see
  * indexes[]): an empty table needs none, and each CREATE INDEX costs its
@@ -456,7 +470,7 @@ fail:
  * its mark builds the index at its own close. */
 int pp_store_build_indexes(pp_store *st, char *err, size_t errlen)
 {
-	char sql[3072] = "", q[160];
+	char sql[3072] = "";
 	size_t sl = 0;
 	int rc = -1;
 	sqlite3_stmt *s = NULL;
@@ -484,17 +498,10 @@ int pp_store_build_indexes(pp_store *st, char *err, size_t errlen)
 		for (size_t k = 0; k < i && seen < 0; k++)
 			if (strcmp(indexes[k].table, indexes[i].table) == 0 && !(st->indexed & (1u << k)))
 				seen = (int)k;
-		int64_t rows = 0;
-		if (seen < 0) {
-			snprintf(q, sizeof q, "SELECT coalesce(max(rowid),0) FROM %s", indexes[i].table);
-			if (sqlite3_prepare_v2(st->db, q, -1, &s, NULL) != SQLITE_OK || sqlite3_step(s) != SQLITE_ROW)
-				goto out;
-			rows = sqlite3_column_int64(s, 0);
-			sqlite3_finalize(s);
-			s = NULL;
-		} else {
-			rows = (st->pending_index & (1u << seen)) ? indexes[i].min_rows : 0;
-		}
+		int64_t rows = seen < 0 ? table_max_rowid(st, indexes[i].table)
+					: (st->pending_index & (1u << seen)) ? indexes[i].min_rows : 0;
+		if (rows < 0)
+			goto out;
 		if (rows >= indexes[i].min_rows) {
 			st->pending_index |= 1u << i;
 			sl += (size_t)snprintf(sql + sl, sizeof sql - sl, "CREATE INDEX IF NOT EXISTS %s ON %s(%s);",
@@ -526,29 +533,22 @@ out:
  * pp_store_build_indexes makes them after, in bulk. */
 int pp_store_defer_indexes(pp_store *st, char *err, size_t errlen)
 {
-	char sql[2048] = "", q[160];
+	char sql[2048] = "";
 	size_t sl = 0;
-	int rc = -1;
-	sqlite3_stmt *s = NULL;
 	if (err && errlen)
 		err[0] = 0;
 	for (size_t i = 0; i < N_INDEXES; i++) {
-		snprintf(q, sizeof q, "SELECT EXISTS(SELECT 1 FROM %s)", indexes[i].table);
-		if (sqlite3_prepare_v2(st->db, q, -1, &s, NULL) != SQLITE_OK || sqlite3_step(s) != SQLITE_ROW)
-			goto out;
-		if (!sqlite3_column_int(s, 0))
+		int64_t rows = table_max_rowid(st, indexes[i].table);
+		if (rows < 0) {
+			snprintf(err, errlen, "%.300s: %.150s", st->path, sqlite3_errmsg(st->db));
+			return -1;
+		}
+		if (rows == 0)
 			sl += (size_t)snprintf(sql + sl, sizeof sql - sl, "DROP INDEX IF EXISTS %s;", indexes[i].name);
-		sqlite3_finalize(s);
-		s = NULL;
 	}
 	st->indexed_known = 0; /* read again at the next build */
 	st->indexed = 0;
-	rc = sl ? store_exec(st, sql, err, errlen) : 0;
-out:
-	if (rc != 0 && err && !*err)
-		snprintf(err, errlen, "%.300s: %.150s", st->path, sqlite3_errmsg(st->db));
-	sqlite3_finalize(s);
-	return rc;
+	return sl ? store_exec(st, sql, err, errlen) : 0;
 }
 
 /* A database this store created was written without syncs. Its pages are
