@@ -498,7 +498,9 @@ static void test_dynstr(void **state)
 
 /* A database created by the store is written without syncs and left as one
  * rollback-journal file in 4 KiB pages; appending to an existing file
- * keeps SQLite's syncs. */
+ * commits to the WAL without syncs or automatic checkpoints (its own pages
+ * change only in the checkpoint at close, which syncs) and leaves one
+ * file too. */
 static void test_fresh_database(void **state)
 {
 	(void)state;
@@ -517,8 +519,11 @@ static void test_fresh_database(void **state)
 	assert_true(sb.st_size < 1 << 20); /* 64 KiB pages: ~3 MB of empty tables */
 	st = pp_store_open(db, PP_STORE_WRITE, err, sizeof err);
 	assert_non_null(st);
-	assert_int_equal(ppt_q_int(st, "PRAGMA synchronous"), 1); /* NORMAL */
+	assert_int_equal(ppt_q_int(st, "PRAGMA synchronous"), 0);
+	assert_int_equal(ppt_q_int(st, "PRAGMA wal_autocheckpoint"), 0);
+	assert_int_equal(pp_store_intern(st, "appended") > 0, 1);
 	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	assert_int_equal(access(wal, F_OK), -1);
 	st = pp_store_open(db, PP_STORE_READ, err, sizeof err);
 	assert_non_null(st);
 	sqlite3_stmt *s;
@@ -526,6 +531,7 @@ static void test_fresh_database(void **state)
 	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
 	assert_string_equal((const char *)sqlite3_column_text(s, 0), "delete");
 	sqlite3_finalize(s);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM strings WHERE value = 'appended'"), 1);
 	pp_store_close(st, NULL, 0);
 }
 

@@ -423,6 +423,50 @@ static void test_corrupt_pages_big(void **state)
 	expect_open_error(p, PP_STORE_WRITE, "damaged database, not appending to it");
 }
 
+/* Opening an existing file for writing switches it to WAL, which needs
+ * the file to itself for a moment: the open waits while another connection
+ * reads it. (The race it also waits out, another writer switching the file
+ * back at its close, is what test_store_image's concurrent writers met.) */
+static void test_open_waits_for_reader(void **state)
+{
+	(void)state;
+	char p[512], err[512];
+	tmp(p, sizeof p, "reader.db");
+	pp_store *st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	int go[2];
+	assert_int_equal(pipe(go), 0);
+	pid_t kid = fork();
+	assert_true(kid >= 0);
+	if (kid == 0) {
+		sqlite3 *db;
+		sqlite3_stmt *s;
+		if (sqlite3_open(p, &db) != SQLITE_OK || sqlite3_exec(db, "BEGIN", 0, 0, 0) != SQLITE_OK ||
+		    sqlite3_prepare_v2(db, "SELECT count(*) FROM runs", -1, &s, NULL) != SQLITE_OK ||
+		    sqlite3_step(s) != SQLITE_ROW)
+			_exit(2);
+		if (write(go[1], "r", 1) != 1)
+			_exit(3);
+		usleep(300000);
+		sqlite3_finalize(s);
+		sqlite3_exec(db, "COMMIT", 0, 0, 0);
+		sqlite3_close(db);
+		_exit(0);
+	}
+	char c;
+	close(go[1]);
+	assert_int_equal(read(go[0], &c, 1), 1);
+	close(go[0]);
+	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	if (!st)
+		fail_msg("%s", err);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	int status;
+	assert_int_equal(waitpid(kid, &status, 0), kid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 int main(void)
 {
 	if (ppt_tmpdir(tmpdir, sizeof tmpdir, "pp-test-store") != 0)
@@ -435,6 +479,7 @@ int main(void)
 		cmocka_unit_test(test_indexes_on_filled_tables),
 		cmocka_unit_test(test_corrupt_pages),
 		cmocka_unit_test(test_corrupt_pages_big),
+		cmocka_unit_test(test_open_waits_for_reader),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	return ppt_rmtree(tmpdir) != 0 ? 1 : rc;
