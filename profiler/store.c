@@ -284,13 +284,13 @@ static int check_intact(pp_store *st, char *err, size_t errlen)
  * straight into them (building them after its ingest was ~2.5 M
  * instructions: each CREATE INDEX a compile and a schema change). A long
  * first ingest drops them first and builds them after its rows
- * (pp_store_defer_indexes). only_first: just those. */
-static int create_indexes(pp_store *st, int only_first, char *err, size_t errlen)
+ * (pp_store_defer_indexes). */
+static int create_first_row_indexes(pp_store *st, char *err, size_t errlen)
 {
 	char sql[3072];
 	size_t sl = 0;
 	for (size_t i = 0; i < N_INDEXES; i++)
-		if (!only_first || indexes[i].min_rows == 1)
+		if (indexes[i].min_rows == 1)
 			sl += (size_t)snprintf(sql + sl, sizeof sql - sl, "CREATE INDEX IF NOT EXISTS %s ON %s(%s);",
 					       indexes[i].name, indexes[i].table, indexes[i].cols);
 	return sl ? store_exec(st, sql, err, errlen) : 0;
@@ -299,9 +299,10 @@ static int create_indexes(pp_store *st, int only_first, char *err, size_t errlen
 /* A new database: one transaction, already in WAL mode. Nothing in it
  * predates this process, so it is written without syncs (SQLite keeps it
  * whole if we crash; only an OS crash soon after could damage the new
- * file): at close its pages are handed to the disk, not waited for. SQLite's default 4 KiB pages: with 64 KiB ones
- * a short program's database was 3 MB (a root page per table and index),
- * and a 10^6-event ingest was no faster (slower in each of 6 runs).
+ * file): at close its pages are handed to the disk, not waited for.
+ * SQLite's default 4 KiB pages: with 64 KiB ones a short program's
+ * database was 3 MB (a root page per table and index), and a 10^6-event
+ * ingest was no faster (slower in each of 6 runs).
  * 0 made, 1 another writer made it first (nothing done), -1 error. */
 static int create_schema(pp_store *st, char *err, size_t errlen)
 {
@@ -330,7 +331,7 @@ static int create_schema(pp_store *st, char *err, size_t errlen)
 	if (store_exec(st, sql, err, errlen) != 0)
 		goto fail;
 	if (fill_kinds(st, err, errlen) != 0 || write_digest(st, err, errlen) != 0 ||
-	    create_indexes(st, 1, err, errlen) != 0)
+	    create_first_row_indexes(st, err, errlen) != 0)
 		goto fail;
 	if (store_exec(st, "COMMIT", err, errlen) != 0)
 		goto fail;
