@@ -1360,6 +1360,37 @@ static int write_threads(ingest *g)
 	return rc;
 }
 
+static const char *signal_status(int sig)
+{
+	return (sig == SIGSEGV || sig == SIGABRT || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) ? "crashed"
+														 : "killed";
+}
+
+int pp_store_run_set_exit(pp_store *st, int64_t run_id, int exit_code, int term_signal, char *err, size_t errlen)
+{
+	sqlite3 *db = pp_store_db(st);
+	sqlite3_stmt *s;
+	int rc = sqlite3_prepare_v2(db,
+				    "UPDATE runs SET exit_code=?1,term_signal=?2,"
+				    "status=CASE WHEN ?2 THEN ?3 ELSE status END WHERE id=?4",
+				    -1, &s, NULL);
+	if (rc == SQLITE_OK) {
+		if (exit_code >= 0)
+			sqlite3_bind_int(s, 1, exit_code);
+		sqlite3_bind_int(s, 2, term_signal);
+		sqlite3_bind_text(s, 3, signal_status(term_signal), -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 4, run_id);
+		rc = sqlite3_step(s);
+		sqlite3_finalize(s);
+	}
+	if (rc != SQLITE_DONE) {
+		snprintf(err, errlen, "%s: run %lld: cannot set how it ended: %s", pp_store_path(st),
+			 (long long)run_id, sqlite3_errmsg(db));
+		return -1;
+	}
+	return 0;
+}
+
 /* How the process ended, from the caller (it waited for it) or the spool. */
 static const char *run_status(ingest *g, int *exit_code, int *sig)
 {
@@ -1370,8 +1401,7 @@ static const char *run_status(ingest *g, int *exit_code, int *sig)
 		*sig = g->exit_signal;
 	}
 	if (*sig)
-		return (*sig == SIGSEGV || *sig == SIGABRT || *sig == SIGBUS || *sig == SIGILL ||
-			*sig == SIGFPE) ? "crashed" : "killed";
+		return signal_status(*sig);
 	if (g->res->truncated)
 		return "truncated";
 	if (!g->ended && !g->exited && *exit_code < 0) {

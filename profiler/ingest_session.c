@@ -38,9 +38,11 @@ int pp_store_ingest_session(pp_store *st, pp_session_spool *spools, int n, const
 		return 0;
 	}
 	for (int i = 0; i < n; i++) {
-		spools[i].run_id = 0;
+		if (!spools[i].ingested) {
+			spools[i].run_id = 0;
+			spools[i].err[0] = 0;
+		}
 		spools[i].is_top = spools[i].is_last_top = 0;
-		spools[i].err[0] = 0;
 		it[i].s = &spools[i];
 		it[i].readable = pp_spool_summarise(spools[i].path, &it[i].sum, spools[i].err,
 						    sizeof spools[i].err) == 0;
@@ -70,6 +72,17 @@ int pp_store_ingest_session(pp_store *st, pp_session_spool *spools, int n, const
 		for (int p = i + 1; p < n && s->is_last_top; p++)
 			if (it[p].readable && it[p].sum.pid == o->top_pid)
 				s->is_last_top = 0;
+		if (s->ingested) {
+			/* ingested while the program exited: with the spool's own
+			 * account, which its parent's wait overrules */
+			if (!s->run_id)
+				continue;
+			done++;
+			if (s->is_last_top && (o->exit_code != m->exit_code || o->term_signal != m->exit_signal))
+				(void)pp_store_run_set_exit(st, s->run_id, o->exit_code, o->term_signal, s->err,
+							    sizeof s->err); /* err: the run stays, misreported */
+			continue;
+		}
 		if (s->is_last_top) {
 			io.exit_code = o->exit_code;
 			io.term_signal = o->term_signal;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,7 +322,8 @@ static int create_schema(pp_store *st, char *err, size_t errlen)
 		sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
 		return 1;
 	}
-	snprintf(sql, sizeof sql, "PRAGMA application_id=%d", PP_APPLICATION_ID);
+	snprintf(sql, sizeof sql, "PRAGMA application_id=%d; PRAGMA user_version=%d", PP_APPLICATION_ID,
+		 PP_SCHEMA_VERSION);
 	if (store_exec(st, sql, err, errlen) != 0 || store_exec(st, pp_schema_sql, err, errlen) != 0)
 		goto fail;
 	snprintf(sql, sizeof sql,
@@ -456,6 +458,15 @@ static pp_store *store_open(const char *path, int mode, char *err, size_t errlen
 				goto fail;
 			st->schema_version = PP_SCHEMA_VERSION;
 		}
+		/* the version in the file header too, for pp_store_header_current
+		 * (files from before it have 0 there) */
+		int urc;
+		if (v == 0 && !from_image && query_int(st->db, "PRAGMA user_version", 0, &urc) != st->schema_version) {
+			char sql[64];
+			snprintf(sql, sizeof sql, "PRAGMA user_version=%d", st->schema_version);
+			if (store_exec(st, sql, err, errlen) != 0)
+				goto fail;
+		}
 		/* An existing file's own pages change only in the checkpoint at
 		 * close, which runs with synchronous=NORMAL: the WAL synced
 		 * before them, the file after. Our commits before it go to the
@@ -463,10 +474,8 @@ static pp_store *store_open(const char *path, int mode, char *err, size_t errlen
 		 * can lose them (the WAL's checksums drop torn frames), never the
 		 * file's earlier runs. The syncs saved are the WAL header's at its
 		 * first frame (~1.5 ms after a short program, on this VM). */
-		if (switch_to_wal(st, err, errlen) != 0 ||
-		    store_exec(st, st->fresh ? "PRAGMA synchronous=OFF;"
-					    : "PRAGMA synchronous=OFF; PRAGMA wal_autocheckpoint=0;",
-			       err, errlen) != 0 ||
+		if (store_exec(st, "PRAGMA synchronous=OFF;", err, errlen) != 0 || switch_to_wal(st, err, errlen) != 0 ||
+		    (!st->fresh && store_exec(st, "PRAGMA wal_autocheckpoint=0;", err, errlen) != 0) ||
 		    store_exec(st, "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;", err, errlen) != 0)
 			goto fail;
 	}
@@ -599,12 +608,63 @@ static void writeback_fresh(const char *path)
 	close(fd);
 }
 
+int pp_store_header_current(const char *path)
+{
+	unsigned char h[100];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = pread(fd, h, sizeof h, 0);
+	close(fd);
+	if (n != (ssize_t)sizeof h || memcmp(h, "SQLite format 3", 16) != 0)
+		return 0;
+	uint32_t user_version = (uint32_t)h[60] << 24 | (uint32_t)h[61] << 16 | (uint32_t)h[62] << 8 | h[63];
+	uint32_t app = (uint32_t)h[68] << 24 | (uint32_t)h[69] << 16 | (uint32_t)h[70] << 8 | h[71];
+	/* bytes 18-19: 1 rollback journal; 2 WAL, a writer at work */
+	return h[18] == 1 && h[19] == 1 && app == PP_APPLICATION_ID && user_version >= 1 &&
+	       user_version <= PP_SCHEMA_VERSION;
+}
+
+/* The checkpoint at close syncs the WAL, then the folder (SQLite does at the
+ * first sync of a file it created), then writes the file's pages and syncs
+ * them: ~0.8 and ~0.3 ms of waiting before the one sync only it can do.
+ * The first two are done here, on descriptors of our own (none on the
+ * database or -shm file: closing one would drop SQLite's POSIX locks). SQLite
+ * still issues every sync it would; this only makes them find clean files,
+ * so what is durable, and when, is unchanged. */
+static void *sync_ahead_main(void *arg)
+{
+	const char *path = arg;
+	char p[sizeof ((pp_store *)0)->path + 8];
+	snprintf(p, sizeof p, "%s-wal", path);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)fdatasync(fd);
+		close(fd);
+	}
+	snprintf(p, sizeof p, "%s", path);
+	fd = open(dirname(p), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+	return NULL;
+}
+
+void pp_store_sync_ahead(pp_store *st)
+{
+	if (st && st->mode == PP_STORE_WRITE && !st->fresh && !st->sync_ahead_running)
+		st->sync_ahead_running = pthread_create(&st->sync_ahead, NULL, sync_ahead_main, st->path) == 0;
+}
+
 int pp_store_close(pp_store *st, char *err, size_t errlen)
 {
 	if (!st)
 		return 0;
 	int rc = 0;
 	char e[512] = "";
+	if (st->sync_ahead_running)
+		pthread_join(st->sync_ahead, NULL);
 	if (st->mode == PP_STORE_WRITE) {
 		pp_store_intern_cache_free(st);
 		/* indexes after ingest (2.4x faster inserts), then one portable file */
@@ -613,7 +673,7 @@ int pp_store_close(pp_store *st, char *err, size_t errlen)
 		else if (sqlite3_exec(st->db,
 				      st->fresh ? "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;"
 						: "PRAGMA synchronous=NORMAL; PRAGMA wal_checkpoint(TRUNCATE);"
-						  " PRAGMA journal_mode=DELETE;",
+						  " PRAGMA synchronous=OFF; PRAGMA journal_mode=DELETE;",
 				      NULL, NULL, NULL) != SQLITE_OK) {
 			/* another writer still has it open: its close leaves the one
 			 * file; the database is whole either way */

@@ -35,6 +35,17 @@ pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen);
 int pp_store_single_threaded(void);
 /* Builds indexes, checkpoints the WAL and leaves one portable file. */
 int pp_store_close(pp_store *st, char *err, size_t errlen);
+
+/* 1 when path's first 100 bytes show a phaseprof database this build can
+ * append to, at rest (no writer in WAL mode): read with no SQLite and no
+ * lock; what it cannot see (damaged pages) the write open finds. 0: look
+ * closer (pp_store_open with PP_STORE_CHECK). */
+int pp_store_header_current(const char *path);
+
+/* Once the rows are in (appending to an existing database): the log's
+ * syncs that close's checkpoint would wait for start now, in a thread, while
+ * the caller reads the runs back (the checkpoint then finds them clean). */
+void pp_store_sync_ahead(pp_store *st);
 /* Builds the read indexes now (close does it anyway): for a writer that
  * reads back what it wrote, e.g. merge aligning clocks. */
 int pp_store_build_indexes(pp_store *st, char *err, size_t errlen);
@@ -96,11 +107,14 @@ int pp_store_ingest(pp_store *st, const char *spool_path, const pp_ingest_opts *
  * reported in its slot and the others still are. */
 typedef struct pp_session_spool {
 	const char *path;        /* in */
+	int ingested;            /* in: already tried alone (run_id, res and err
+				  * set): linked to, not read again */
 	int64_t run_id;          /* out: 0 if not ingested */
 	int is_top;              /* out: an image of top_pid; last_top: its last one */
 	int is_last_top;
 	pp_ingest_result res;
-	char err[512];           /* out: why it was not ingested */
+	char err[512];           /* out: why it was not ingested (or, with a
+				  * run_id, what went wrong after) */
 } pp_session_spool;
 
 typedef struct pp_session_opts {
@@ -113,6 +127,10 @@ typedef struct pp_session_opts {
 
 /* Returns the number of spools ingested; the array is reordered. */
 int pp_store_ingest_session(pp_store *st, pp_session_spool *spools, int n, const pp_session_opts *o);
+
+/* How a run ended, as its parent's wait saw it: exit_code (-1: none) and
+ * term_signal (0: none; a signal also sets the status). 0, or -1 with err. */
+int pp_store_run_set_exit(pp_store *st, int64_t run_id, int exit_code, int term_signal, char *err, size_t errlen);
 
 /* What `record` prints about a run's start-up (profiler/store_startup.c).
  * Times in ns relative to the run's start; INT64_MIN where not recorded. */

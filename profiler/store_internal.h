@@ -4,6 +4,7 @@
 
 #include "store.h"
 
+#include <pthread.h>
 #include <sqlite3.h>
 
 #include "pp_hash.h"
@@ -30,6 +31,8 @@ struct pp_store {
 	pp_hash intern_index;
 	pp_hash intern_by_id;        /* the same entries by id: names read back after an ingest */
 	sqlite3_stmt *ins_string, *sel_string;
+	pthread_t sync_ahead;        /* pp_store_sync_ahead's thread, joined at close */
+	int sync_ahead_running;
 };
 
 void pp_store_register_functions(sqlite3 *db);

@@ -297,6 +297,37 @@ static void test_exit(void **state)
 	sqlite3_close(db);
 }
 
+/* record ingests the program's spool while the program exits, once the
+ * agent has closed it: how the process really ended comes after, from the
+ * wait, and is what the run says. */
+static void test_late_exit(void **state)
+{
+	(void)state;
+	assert_int_equal(ppt_sh(dir, "LD_PRELOAD=" PP_TARGETS "/liblateexit.so LATE_EXIT=7 " PP_BIN
+				     " record -o run.db -- /bin/true"),
+			 7);
+	char *e = err_text();
+	assert_non_null(strstr(e, "1 run recorded"));
+	assert_non_null(strstr(e, "exited with an error status"));
+	free(e);
+	sqlite3 *db = db_open();
+	char *rows = q_rows(db, "SELECT status, exit_code, term_signal FROM runs");
+	assert_string_equal(rows, "complete 7 0");
+	free(rows);
+	/* the agent had closed its spool at a normal exit */
+	assert_int_equal(q_int(db, "SELECT value FROM run_meta WHERE key = 'agent.exit_code'"), 0);
+	sqlite3_close(db);
+
+	assert_int_equal(ppt_sh(dir, "rm -f run.db && LD_PRELOAD=" PP_TARGETS "/liblateexit.so LATE_EXIT=kill " PP_BIN
+				     " record -o run.db -- /bin/true"),
+			 128 + 9);
+	db = db_open();
+	rows = q_rows(db, "SELECT status, exit_code, term_signal FROM runs");
+	assert_string_equal(rows, "killed - 9");
+	free(rows);
+	sqlite3_close(db);
+}
+
 static void test_sigprof(void **state)
 {
 	(void)state;
@@ -802,6 +833,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_killed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_late_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sigprof, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dlhost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_annotate, setup, teardown),

@@ -124,6 +124,70 @@ static void test_killed_not_truncated(void **state)
 	pp_store_close(st, NULL, 0);
 }
 
+/* record ingests the program's spool while the program exits (a session of
+ * one, with the spool's own account), then the whole session after its
+ * wait: that slot is not read again, a child found later links to it, and
+ * the wait's status overrules the spool's. */
+static void write_exited(const char *path, uint32_t pid, uint32_t ppid, uint64_t start, const char *code)
+{
+	sb b = {0};
+	sb_header(&b, pid, ppid, start);
+	sb_meta(&b, "agent.exit_code", code, 0);
+	sb_meta(&b, "agent.end", "exit", 0);
+	sb_end(&b, 10);
+	assert_int_equal(sb_write(&b, path), 0);
+	free(b.p);
+}
+
+static void test_session_slot_ingested_early(void **state)
+{
+	(void)state;
+	char top[512], child[512];
+	tmp(top, sizeof top, "4242-0.spool");
+	tmp(child, sizeof child, "4243-0.spool");
+	write_exited(top, 4242, 1, 100, "0");
+	write_exited(child, 4243, 4242, 200, "5");
+	pp_store *st = fresh("early.db");
+	pp_session_spool early = {.path = top};
+	pp_session_opts so = {4242, 0, 0, 0, NULL, NULL};
+	assert_int_equal(pp_store_ingest_session(st, &early, 1, &so), 1);
+	early.ingested = 1;
+	int64_t r = early.run_id;
+	pp_run_info ri;
+	assert_int_equal(pp_store_run(st, r, &ri), 0);
+	assert_int_equal(ri.exit_code, 0);
+
+	/* the wait saw exit status 7; a child's spool turned up after */
+	pp_session_spool sp[2] = {{.path = child}, early};
+	so.exit_code = 7;
+	assert_int_equal(pp_store_ingest_session(st, sp, 2, &so), 2);
+	assert_int_equal(sp[0].run_id, r); /* session order: the parent first */
+	assert_true(sp[0].is_last_top);
+	assert_string_equal(sp[0].err, "");
+	int nruns = 0;
+	pp_run_info *runs = NULL;
+	assert_int_equal(pp_store_runs(st, &runs, &nruns), 0);
+	assert_int_equal(nruns, 2); /* not ingested twice */
+	free(runs);
+	assert_int_equal(pp_store_run(st, r, &ri), 0);
+	assert_int_equal(ri.exit_code, 7);
+	assert_string_equal(ri.status, "complete");
+	assert_int_equal(pp_store_run(st, sp[1].run_id, &ri), 0);
+	assert_int_equal(ri.parent_run, r);
+	assert_int_equal(ri.exit_code, 5);
+
+	/* killed after the agent closed its spool */
+	sp[0].ingested = 1;
+	sp[1].ingested = 1;
+	so.exit_code = -1;
+	so.term_signal = SIGKILL;
+	assert_int_equal(pp_store_ingest_session(st, sp, 2, &so), 2);
+	assert_int_equal(pp_store_run(st, r, &ri), 0);
+	assert_int_equal(ri.term_signal, SIGKILL);
+	assert_string_equal(ri.status, "killed");
+	pp_store_close(st, NULL, 0);
+}
+
 /* record's view of a spool (exit status from the agent's metadata) goes
  * through the same checks as ingest: a chunk failing its CRC is not read. */
 static void test_summary_checks_crc(void **state)
@@ -542,6 +606,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sparse_ids_bounded),
 		cmocka_unit_test(test_killed_not_truncated),
+		cmocka_unit_test(test_session_slot_ingested_early),
 		cmocka_unit_test(test_summary_checks_crc),
 		cmocka_unit_test(test_samples_symbolised),
 		cmocka_unit_test(test_span_folding),

@@ -79,6 +79,61 @@ static void test_refusals(void **state)
 	expect_open_error(tmpdir, PP_STORE_READ, "is a directory");
 }
 
+static int user_version(const char *path)
+{
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	int v = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return v;
+}
+
+/* record appends after reading 100 bytes: only a phaseprof file of a version
+ * this build writes, at rest, passes; anything else goes the SQLite way. */
+static void test_header_current(void **state)
+{
+	(void)state;
+	char p[512], err[512];
+	tmp(p, sizeof p, "hdr.db");
+	pp_store *st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	/* open for writing: a WAL file, another writer's */
+	assert_int_equal(pp_store_header_current(p), 0);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	assert_int_equal(user_version(p), PP_SCHEMA_VERSION);
+	assert_int_equal(pp_store_header_current(p), 1);
+
+	/* a file from before the version was in the header gets it at its next write */
+	sqlite3 *db;
+	sqlite3_open(p, &db);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=0", 0, 0, 0), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(pp_store_header_current(p), 0);
+	st = pp_store_open(p, PP_STORE_CHECK, err, sizeof err);
+	assert_non_null(st);
+	pp_store_close(st, NULL, 0);
+	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	assert_int_equal(pp_store_header_current(p), 1);
+
+	/* newer, foreign, not a database, missing */
+	sqlite3_open(p, &db);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=99", 0, 0, 0), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(pp_store_header_current(p), 0);
+	tmp(p, sizeof p, "foreign.db");
+	assert_int_equal(pp_store_header_current(p), 0);
+	tmp(p, sizeof p, "text.db");
+	assert_int_equal(pp_store_header_current(p), 0);
+	tmp(p, sizeof p, "missing.db");
+	assert_int_equal(pp_store_header_current(p), 0);
+}
+
 static int count_cb(sqlite3_stmt *row, void *ud)
 {
 	*(int64_t *)ud += sqlite3_column_int64(row, 0);
@@ -473,6 +528,7 @@ int main(void)
 		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_header_current),
 		cmocka_unit_test(test_findings_and_query),
 		cmocka_unit_test(test_disk_full),
 		cmocka_unit_test(test_kinds_added),
