@@ -23,6 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <stdatomic.h>
+#include <pthread.h>
+#include <sys/resource.h>
 #include <sched.h>
 #include <sys/inotify.h>
 #include <sys/prctl.h>
@@ -530,11 +533,76 @@ static int closed_at_exit(early_ingest *e, const char *dir, pid_t pid)
 	       m->exit_code >= 0 && !m->exit_signal && (!strcmp(m->end, "exit") || !strcmp(m->end, "_exit"));
 }
 
-/* Waits for the program (its status in *status); ingests its spool into st
- * meanwhile when it can (e->slot.ingested). */
-static void wait_program(pid_t pid, int *status, early_ingest *e, const char *dir, pp_store *st, int keep_all)
+/* The database is opened while the program runs (a new one's schema, an
+ * existing one's checks and its switch to WAL), in a thread at nice 19:
+ * the CPU it takes is one the program leaves idle (at nice 0 it took ~1.5 ms
+ * from `import numpy` on 2 CPUs, at nice 10 as much). If the program ends
+ * first, the thread is raised to the caller's priority; where that is not
+ * allowed (RLIMIT_NICE), it is told to give up and the open is done again
+ * at full priority, so a loaded machine cannot leave it starving. */
+typedef struct early_open {
+	const char *out;
+	pthread_t thread;
+	pid_t tid;
+	_Atomic int tid_known, done, cancel;
+	int started;
+	pp_store *st;
+	char err[512];
+} early_open;
+
+static void *early_open_main(void *arg)
 {
-	int pfd = e->watch >= 0 && st ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	early_open *o = arg;
+	o->tid = (pid_t)syscall(SYS_gettid);
+	atomic_store(&o->tid_known, 1);
+	setpriority(PRIO_PROCESS, (id_t)o->tid, 19);
+	o->st = pp_store_open_cancellable(o->out, PP_STORE_WRITE, &o->cancel, o->err, sizeof o->err);
+	atomic_store(&o->done, 1);
+	return NULL;
+}
+
+static void early_open_start(early_open *o)
+{
+	o->started = pthread_create(&o->thread, NULL, early_open_main, o) == 0;
+}
+
+static pp_store *early_open_join(early_open *o)
+{
+	if (!o->started)
+		return o->st;
+	o->started = 0;
+	int self = getpriority(PRIO_PROCESS, 0);
+	if (!atomic_load(&o->done) &&
+	    (!atomic_load(&o->tid_known) || setpriority(PRIO_PROCESS, (id_t)o->tid, self) != 0))
+		atomic_store(&o->cancel, 1);
+	pthread_join(o->thread, NULL);
+	if (!o->st && atomic_load(&o->cancel))
+		o->st = pp_store_open(o->out, PP_STORE_WRITE, o->err, sizeof o->err);
+	return o->st;
+}
+
+/* When the program ended, for its wall time: record may be ingesting then.
+ * (Set in a SIGCHLD handler: the program is record's only child unless MPI
+ * makes it a subreaper, when no ingest overlaps the wait.) */
+static struct timespec program_end;
+static volatile sig_atomic_t program_ended;
+
+static void note_program_end(int sig)
+{
+	(void)sig;
+	if (!program_ended) {
+		clock_gettime(CLOCK_MONOTONIC, &program_end);
+		program_ended = 1;
+	}
+}
+
+/* Waits for the program (its status in *status, the time it ended in
+ * *end); ingests its spool into the early store meanwhile when it can
+ * (e->slot.ingested). */
+static void wait_program(pid_t pid, int *status, early_ingest *e, const char *dir, early_open *eo, int keep_all,
+			 struct timespec *end)
+{
+	int pfd = e->watch >= 0 && (eo->started || eo->st) ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
 	while (pfd >= 0) {
 		struct pollfd p[2] = {{pfd, POLLIN, 0}, {e->watch, POLLIN, 0}};
 		if (poll(p, 2, -1) < 0 && errno != EINTR)
@@ -549,6 +617,9 @@ static void wait_program(pid_t pid, int *status, early_ingest *e, const char *di
 			 * program's threads that its exit waits for (joined at
 			 * exit): it goes first (1.5 ms of overlap lost without) */
 			sched_yield();
+			pp_store *st = early_open_join(eo);
+			if (!st)
+				break;
 			(void)pp_store_ingest_session(st, &e->slot, 1, &so);
 			e->slot.ingested = 1;
 			break;
@@ -563,6 +634,9 @@ static void wait_program(pid_t pid, int *status, early_ingest *e, const char *di
 		inotify_rm_watch(e->watch, e->wd);
 	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
 		;
+	clock_gettime(CLOCK_MONOTONIC, end);
+	if (program_ended) /* during the ingest: the wait came after */
+		*end = program_end;
 }
 
 /* ---------------------------------------------------------------- main */
@@ -864,6 +938,11 @@ int cmd_record(int argc, char **argv)
 		prctl(PR_SET_CHILD_SUBREAPER, 1L, 0L, 0L, 0L);
 	early_ingest early_ing;
 	early_watch(&early_ing, dir, mpi);
+	struct sigaction chld = {0}, old_chld;
+	chld.sa_handler = note_program_end;
+	chld.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+	if (early_ing.watch >= 0)
+		sigaction(SIGCHLD, &chld, &old_chld);
 	pid_t pid = fork();
 	if (pid < 0) {
 		cli_error("record: fork: %s", strerror(errno));
@@ -891,18 +970,18 @@ int cmd_record(int argc, char **argv)
 		exec_errno = 0;
 	close(errpipe[0]);
 	/* the database is opened while the program runs, off the wait after
-	 * it exits: a new one's schema made, an existing one's checks and its
-	 * switch to WAL (four syncs) done (a failure here is met again, and
-	 * reported, after the run). Not while another writer has it open (a
-	 * -wal or -journal beside it): the open would wait for that writer. */
-	pp_store *early = NULL;
-	char early_err[512];
+	 * it exits (early_open; a failure there is met again, and reported,
+	 * after the run). Not while another writer has it open (a -wal or
+	 * -journal beside it): the open would wait for that writer. */
+	early_open eo = {.out = out};
 	int early_created = access(out, F_OK) != 0;
 	if (!exec_errno && (early_created || no_other_writer(out)))
-		early = pp_store_open(out, PP_STORE_WRITE, early_err, sizeof early_err);
+		early_open_start(&eo);
 	int status = 0;
-	wait_program(pid, &status, &early_ing, dir, early, keep_all);
-	clock_gettime(CLOCK_MONOTONIC, &ts1);
+	wait_program(pid, &status, &early_ing, dir, &eo, keep_all, &ts1);
+	if (early_ing.watch >= 0)
+		sigaction(SIGCHLD, &old_chld, NULL);
+	pp_store *early = early_open_join(&eo);
 	if (mpi)
 		reap_orphans(dir);
 	sigaction(SIGINT, &old_int, NULL);

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,6 +351,8 @@ fail:
  * locked" at once instead of asking the busy handler (4 writers opening
  * one file at once under load: 1 open in ~15 failed). Retried for as long
  * as the busy timeout would have waited. */
+static int open_cancelled(void *cancel) { return atomic_load((const _Atomic int *)cancel); }
+
 static int switch_to_wal(pp_store *st, char *err, size_t errlen)
 {
 	for (int waited_ms = 0;; waited_ms += 2) {
@@ -373,7 +376,7 @@ int pp_store_single_threaded(void)
 	return 0;
 }
 
-static pp_store *store_open(const char *path, int mode, char *err, size_t errlen)
+static pp_store *store_open(const char *path, int mode, const _Atomic int *cancel, char *err, size_t errlen)
 {
 	if (!path || !*path) {
 		snprintf(err, errlen, "no database path given");
@@ -428,6 +431,11 @@ static pp_store *store_open(const char *path, int mode, char *err, size_t errlen
 	}
 	/* a writer waits for another one's ingest (concurrent records) */
 	sqlite3_busy_timeout(st->db, mode == PP_STORE_WRITE ? WRITE_BUSY_MS : 5000);
+	/* only an existing file's checks take long; a new one is made whole */
+	if (!exists)
+		cancel = NULL;
+	if (cancel)
+		sqlite3_progress_handler(st->db, 1000, open_cancelled, (void *)cancel);
 	pp_store_register_functions(st->db);
 	int v = validate(st, mode != PP_STORE_READ, err, errlen);
 	if (v < 0)
@@ -444,8 +452,19 @@ static pp_store *store_open(const char *path, int mode, char *err, size_t errlen
 		}
 		st->fresh = v == 1 || from_image;
 		/* older-but-compatible files get any tables and kinds added since */
-		if (v == 0 && !from_image && check_intact(st, err, errlen) != 0)
+		if (v == 0 && !from_image && check_intact(st, err, errlen) != 0) {
+			if (cancel && atomic_load(cancel))
+				snprintf(err, errlen, "%s: open interrupted", path);
 			goto fail;
+		}
+		/* told to give up: now, before anything is written */
+		if (cancel) {
+			sqlite3_progress_handler(st->db, 0, NULL, NULL);
+			if (atomic_load(cancel)) {
+				snprintf(err, errlen, "%s: open interrupted", path);
+				goto fail;
+			}
+		}
 		if (v == 0 && !from_image && !st->schema_current &&
 		    (store_exec(st, pp_schema_sql, err, errlen) != 0 || fill_kinds(st, err, errlen) != 0 ||
 		     write_digest(st, err, errlen) != 0))
@@ -775,7 +794,13 @@ int store_rows(pp_store *st, const char *sql, int64_t a, int64_t b, const char *
  * line, whatever path it took. */
 pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen)
 {
-	pp_store *st = store_open(path, mode, err, errlen);
+	return pp_store_open_cancellable(path, mode, NULL, err, errlen);
+}
+
+pp_store *pp_store_open_cancellable(const char *path, int mode, const _Atomic int *cancel, char *err,
+				    size_t errlen)
+{
+	pp_store *st = store_open(path, mode, cancel, err, errlen);
 	if (!st && err)
 		for (char *c = err; *c; c++)
 			if ((unsigned char)*c < 0x20)

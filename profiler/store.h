@@ -28,6 +28,13 @@ enum pp_store_mode {
  * naming the file and what is wrong (missing, not SQLite, another program's
  * database, newer schema, read-only…) into err. */
 pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen);
+/* As pp_store_open, for a thread that may be told to give up: while an
+ * existing file is being checked, once *cancel is nonzero the open stops
+ * within a thousand SQLite steps and returns NULL ("open interrupted"),
+ * the file untouched. From its first write on (and for a new file) it
+ * completes. */
+pp_store *pp_store_open_cancellable(const char *path, int mode, const _Atomic int *cancel, char *err,
+				    size_t errlen);
 /* For a process that uses SQLite from one thread only (the CLI), called
  * before the first open: SQLite without its global mutexes and memory
  * statistics (each allocation took and released a mutex: ~5 % of a short

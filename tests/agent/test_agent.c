@@ -328,6 +328,47 @@ static void test_late_exit(void **state)
 	sqlite3_close(db);
 }
 
+/* The database is opened in a low-priority thread while the program runs.
+ * A program that ends before the checks of a large file are done: the
+ * thread is raised to normal priority, or, without the right to (no
+ * CAP_SYS_NICE), told to give up and the open done again. Either way the
+ * run is recorded whole and the file stays intact. */
+static void test_early_open(void **state)
+{
+	(void)state;
+	assert_int_equal(RECORD("-- /bin/true"), 0);
+	sqlite3 *db;
+	char p[300];
+	snprintf(p, sizeof p, "%s/run.db", dir);
+	assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
+	/* ~10 MB the open's page check reads (a table phaseprof does not know) */
+	assert_int_equal(sqlite3_exec(db,
+				      "CREATE TABLE pad(x); WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c"
+				      " WHERE i < 20000) INSERT INTO pad SELECT randomblob(500) FROM c;",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	/* as root, without the capability that lets it raise the thread */
+	const char *drop = ppt_sh(dir, "setpriv --bounding-set=-sys_nice true") == 0 ? "setpriv --bounding-set=-sys_nice " : "";
+	for (int i = 0; i < 3; i++) {
+		char cmd[1024];
+		snprintf(cmd, sizeof cmd, "%s%s record -o run.db -- /bin/true", i == 1 ? "" : drop, PP_BIN);
+		assert_int_equal(ppt_sh(dir, "%s", cmd), 0);
+		char *e = err_text();
+		assert_null(strstr(e, "interrupted"));
+		assert_null(strstr(e, "error"));
+		assert_non_null(strstr(e, "1 run recorded"));
+		free(e);
+	}
+	db = db_open();
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM runs WHERE status = 'complete' AND exit_code = 0"), 4);
+	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM pad"), 20000);
+	char *ok = q_rows(db, "PRAGMA quick_check");
+	assert_string_equal(ok, "ok");
+	free(ok);
+	sqlite3_close(db);
+}
+
 static void test_sigprof(void **state)
 {
 	(void)state;
@@ -834,6 +875,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_killed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_late_exit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_early_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sigprof, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dlhost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_annotate, setup, teardown),

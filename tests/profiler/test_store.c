@@ -134,6 +134,36 @@ static void test_header_current(void **state)
 	assert_int_equal(pp_store_header_current(p), 0);
 }
 
+/* record's early open gives up when told to: an existing file is left as it
+ * was (no log beside it, still one file); a new one is made regardless. */
+static void test_open_cancelled(void **state)
+{
+	(void)state;
+	char p[512], wal[600], err[512];
+	tmp(p, sizeof p, "cancel.db");
+	pp_store *st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	_Atomic int cancel = 1;
+	st = pp_store_open_cancellable(p, PP_STORE_WRITE, &cancel, err, sizeof err);
+	assert_null(st);
+	assert_non_null(strstr(err, "interrupted"));
+	assert_non_null(strstr(err, p));
+	snprintf(wal, sizeof wal, "%s-wal", p);
+	assert_int_equal(access(wal, F_OK), -1);
+	assert_int_equal(pp_store_header_current(p), 1);
+	cancel = 0;
+	st = pp_store_open_cancellable(p, PP_STORE_WRITE, &cancel, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+
+	tmp(p, sizeof p, "cancel-new.db");
+	cancel = 1;
+	st = pp_store_open_cancellable(p, PP_STORE_WRITE, &cancel, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+}
+
 static int count_cb(sqlite3_stmt *row, void *ud)
 {
 	*(int64_t *)ud += sqlite3_column_int64(row, 0);
@@ -529,6 +559,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_header_current),
+		cmocka_unit_test(test_open_cancelled),
 		cmocka_unit_test(test_findings_and_query),
 		cmocka_unit_test(test_disk_full),
 		cmocka_unit_test(test_kinds_added),
