@@ -25,10 +25,12 @@ extern const char pp_schema_sql[];
 
 /* The indexes, each on its table, built once the table has min_rows rows
  * (pp_store_build_indexes). Tables read a few queries per run get theirs
- * only once a scan would cost more than the build: below ~4096 rows a
- * scan takes tens of microseconds; a database that many runs append to
- * would otherwise scan every run's rows for each. */
-#define INDEX_MIN_ROWS 4096
+ * only once a scan would cost more than keeping the index: a new file's
+ * one run needs none. At 4096 rows, the previous bound, record's summary
+ * scanned ~3,300 rows of libraries and allocations three times after each
+ * append (3.3 M instructions, ~0.7 ms); an index costs ~3 k instructions
+ * per row inserted. */
+#define INDEX_MIN_ROWS 1024
 static const struct { const char *table, *name, *cols; int min_rows; } indexes[] = {
 	{"spans", "spans_run", "run_id, tid, start_ns", 1},
 	{"spans", "spans_kind", "run_id, kind", 1},
@@ -234,13 +236,17 @@ static int fill_kinds(pp_store *st, char *err, size_t errlen)
 
 /* An existing database is checked before anything is appended to it:
  * writing into a file with damaged pages spreads the damage. All of it up
- * to CHECK_ALL_BYTES (quick_check reads every page: ~2.5 ms per MB here,
- * run while the program starts); above that, the tables every append
- * rewrites in place (runs, strings, run_meta, meta) and the free-page
- * count, so a 300 MB database costs milliseconds, not a second, per
- * record. Pages of the event tables an append only adds to are read when
- * a reader reaches them (which then reports "malformed"). */
-#define CHECK_ALL_BYTES (16u << 20)
+ * to CHECK_ALL_BYTES (quick_check reads every page: ~2.5 ms of CPU per MB
+ * here, taken from a program that runs meanwhile: at 16 MiB, the previous
+ * bound, a growing database's check was 96 M instructions at 3.6 MB);
+ * above that, the tables an append writes in the middle of (runs,
+ * strings and its index, run_meta, meta) and the free-page count (a
+ * damaged free list would hand out pages in use). The event tables and
+ * their by-run indexes an append only extends at their right edge, whose
+ * pages SQLite checks as it descends to them (a damaged one fails the
+ * ingest, which stores nothing); damage further left is reported by the
+ * reader that reaches it ("malformed"). */
+#define CHECK_ALL_BYTES (1u << 20)
 static int check_intact(pp_store *st, char *err, size_t errlen)
 {
 	static const char *const small[] = {"runs", "strings", "run_meta", "meta"};

@@ -4,22 +4,27 @@
 #   /usr/bin/python3 -c 'import numpy' (target <= 1.10x),
 # plain vs `phaseprof record`, and under heaptrack, `perf record -g` and
 # ltrace when installed.
-# Usage: bench/agent/run.sh BUILD_DIR [REPEATS]   (median of REPEATS, default 21:
-# on this 2-core VM plain's own median moves by 3 % between sets of 11; the
-# peers, 14-19x slower, run at most 5 times)
+# Usage: bench/agent/run.sh BUILD_DIR [REPEATS]
+# Plain, record into a new database, record appending to one that grows,
+# and the agent alone run interleaved REPEATS times (default 101) by
+# bench_spawn_time, which prints each one's median and the mean of its
+# middle half (the figure shown: on this 2-core VM sets of 101 agree to
+# ~1 %). The peers, 14-100x slower, run at most 5 times.
 set -euo pipefail
 build=$(cd "${1:?usage: run.sh BUILD_DIR [REPEATS]}" && pwd) # absolute: heaptrack runs from a temp folder
-reps=${2:-21}
+reps=${2:-101}
 peer_reps=$(( reps < 5 ? reps : 5 ))
 pp=$build/phaseprof
 loop=$build/bench/agent/bench_agent_loop
-[ -x "$pp" ] || { echo "run.sh: $pp missing (build first)" >&2; exit 1; }
-[ -x "$loop" ] || { echo "run.sh: $loop missing (build the bench_agent_loop target)" >&2; exit 1; }
+spawn=$build/bench/agent/bench_spawn_time
+for x in "$pp" "$loop" "$spawn"; do
+  [ -x "$x" ] || { echo "run.sh: $x missing (build first)" >&2; exit 1; }
+done
 py=/usr/bin/python3
 tmp=$(mktemp -d /tmp/pp-bench-agent-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-# median wall time in ms of a command line, run $reps times
+# median wall time in ms of a command line, run $reps times (the peers)
 median_ms() {
   local t=()
   for _ in $(seq "$reps"); do
@@ -33,40 +38,50 @@ median_ms() {
 }
 
 row() { # label plain_ms ms
-  awk -v l="$1" -v p="$2" -v m="$3" 'BEGIN {printf "  %-28s %9.1f ms  %6.2fx\n", l, m, m / p}'
+  awk -v l="$1" -v p="$2" -v m="$3" 'BEGIN {printf "  %-28s %9.1f ms  %6.3fx\n", l, m, m / p}'
 }
 
 n=10000000
-echo "agent overhead (median of $reps runs; $(nproc) CPUs; $(date -u +%Y-%m-%d))"
+echo "agent overhead (mean of the middle half of $reps interleaved runs; $(nproc) CPUs; $(date -u +%Y-%m-%d))"
 "$py" -c 'import numpy' # warm the page cache
+# the agent alone: preloaded (and audit), spool written, no launcher and no ingest
+mkdir -p "$tmp/spool"
+cat > "$tmp/agent.sh" <<AGENT
+#!/bin/sh
+LD_PRELOAD=$build/libphaseprof-agent.so LD_AUDIT=$build/libphaseprof-agent.so \\
+GLIBC_TUNABLES=glibc.rtld.optional_static_tls=65536 PHASEPROF_SPOOL_DIR=$tmp/spool \\
+PHASEPROF_AGENT=$build/libphaseprof-agent.so exec "\$@"
+AGENT
+# the same shell before plain, so the difference is the agent's
+cat > "$tmp/plain.sh" <<PLAIN
+#!/bin/sh
+exec "\$@"
+PLAIN
+chmod +x "$tmp/agent.sh" "$tmp/plain.sh"
 for w in loop numpy; do
   if [ $w = loop ]; then
-    echo "malloc/free loop, $n pairs (target <= 1.3x):"
+    # 0.6 s a run: 21 rounds agree to ~1 % already
+    wreps=$(( reps < 21 ? reps : 21 ))
+    echo "malloc/free loop, $n pairs (target <= 1.3x; $wreps rounds):"
     cmd=("$loop" "$n")
   else
-    echo "python3 -c 'import numpy' (target <= 1.10x):"
+    wreps=$reps
+    echo "python3 -c 'import numpy' (target <= 1.10x; $wreps rounds):"
     cmd=("$py" -c 'import numpy')
   fi
-  # plain, recorded and agent-only runs interleaved, so a busy neighbour
-  # slows all three alike; medians of each
-  pl=() rc=() ra=() ag=()
-  for _ in $(seq "$reps"); do
-    pl+=("$(reps=1 median_ms "${cmd[@]}")")
-    # a new database each time (what `record -o new.db` costs), and one
-    # that grows run by run (appending: the existing file is checked first)
-    rm -f "$tmp/new.db"
-    rc+=("$(reps=1 median_ms "$pp" record -o "$tmp/new.db" -- "${cmd[@]}")")
-    ra+=("$(reps=1 median_ms "$pp" record -o "$tmp/bench.db" -- "${cmd[@]}")")
-    # the agent alone: preloaded, spool written, no launcher and no ingest
-    ag+=("$(PHASEPROF_OUT="$tmp/agent.spool" reps=1 median_ms env LD_PRELOAD="$build/libphaseprof-agent.so" "${cmd[@]}")")
-  done
-  med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-  plain=$(med "${pl[@]}")
+  rm -f "$tmp/bench.db"
+  # a new database each time (what `record -o new.db` costs), and one that
+  # grows run by run (appending: the existing file checked, the run synced)
+  mapfile -t res < <("$spawn" -n "$wreps" -u "$tmp/new.db" -- "${cmd[@]}" ";;" \
+    "$pp" record -o "$tmp/new.db" -- "${cmd[@]}" ";;" "$pp" record -o "$tmp/bench.db" -- "${cmd[@]}" ";;" \
+    "$tmp/plain.sh" "${cmd[@]}" ";;" "$tmp/agent.sh" "${cmd[@]}")
+  mid() { echo "${res[$1]}" | awk '{print $2}'; }
+  plain=$(mid 0)
   row "plain" "$plain" "$plain"
-  row "phaseprof record, new db" "$plain" "$(med "${rc[@]}")"
-  row "phaseprof record, appending" "$plain" "$(med "${ra[@]}")"
-  row "agent only (no ingest)" "$plain" "$(med "${ag[@]}")"
-  rm -f "$tmp/bench.db" "$tmp/new.db" "$tmp/agent.spool"
+  row "phaseprof record, new db" "$plain" "$(mid 1)"
+  row "phaseprof record, appending" "$plain" "$(mid 2)"
+  row "agent only (no ingest)" "$(mid 3)" "$(mid 4)"
+  rm -f "$tmp/bench.db" "$tmp/new.db" "$tmp"/spool/*
   if command -v heaptrack >/dev/null; then
     ht=$(cd "$tmp" && reps=$peer_reps median_ms timeout 300 heaptrack -o "$tmp/ht" "${cmd[@]}")
     row "heaptrack" "$plain" "$ht"

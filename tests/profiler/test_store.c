@@ -363,7 +363,7 @@ static void test_kinds_added(void **state)
 
 /* A new database has the indexes tables get from their first row (on
  * empty tables: free); tables read a few queries per run get theirs from
- * 4096 rows. Before a long first ingest the empty tables' indexes are
+ * 1024 rows. Before a long first ingest the empty tables' indexes are
  * dropped, and the build after it makes those of the tables it filled. */
 static void test_indexes_on_filled_tables(void **state)
 {
@@ -405,7 +405,7 @@ static void test_indexes_on_filled_tables(void **state)
 	assert_int_equal(sql_int(p, sql), 1);
 	snprintf(sql, sizeof sql, "%s'gpu_run'", q);
 	assert_int_equal(sql_int(p, sql), 0);
-	/* a table read a few queries per run: indexed from 4096 rows on */
+	/* a table read a few queries per run: indexed from 1024 rows on */
 	snprintf(sql, sizeof sql, "%s'io_run'", q);
 	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
 	assert_non_null(st);
@@ -416,7 +416,7 @@ static void test_indexes_on_filled_tables(void **state)
 	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
 	assert_non_null(st);
 	assert_int_equal(sqlite3_exec(pp_store_db(st),
-				      "WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < 4096)"
+				      "WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < 1024)"
 				      " INSERT INTO io(run_id, op, calls) SELECT i, 'read', 1 FROM n",
 				      0, 0, 0),
 			 SQLITE_OK);
@@ -436,19 +436,21 @@ static void test_corrupt_pages(void **state)
 	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
 	sql_file(p, "INSERT INTO runs(id, label, status) VALUES(1, 'r', 'complete');"
 		    "INSERT INTO strings(id, value) VALUES(1, 'c');"
-		    "WITH RECURSIVE i(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM i WHERE x < 199999) "
+		    "WITH RECURSIVE i(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM i WHERE x < 19999) "
 		    "INSERT INTO counters(run_id, tid, name_id, ts_ns, value) SELECT 1, 1, 1, x, x FROM i;");
 	struct stat sb;
 	assert_int_equal(stat(p, &sb), 0);
-	assert_true(sb.st_size > 8 * 65536);
+	/* small enough to be checked whole */
+	assert_true(sb.st_size > 256 * 1024 && sb.st_size < 1024 * 1024);
 	/* garbage over the second half of the file: the counters' b-trees
 	 * (the first pages hold the schema and the small tables) */
+	int64_t page = sql_int(p, "PRAGMA page_size");
 	FILE *f = fopen(p, "r+b");
 	assert_non_null(f);
-	long pages = (long)(sb.st_size / 65536);
+	long pages = (long)(sb.st_size / page);
 	for (long pg = pages / 2; pg < pages; pg++) {
-		fseek(f, pg * 65536, SEEK_SET);
-		for (int i = 0; i < 60000; i++)
+		fseek(f, pg * page, SEEK_SET);
+		for (int i = 0; i < page - 100; i++)
 			fputc(0x5a, f);
 	}
 	fclose(f);
@@ -464,8 +466,8 @@ static void test_corrupt_pages(void **state)
 	pp_store_close(st, NULL, 0);
 }
 
-/* Over 16 MiB the check before an append reads the tables an append
- * rewrites in place (runs, strings, metadata), not every event page:
+/* Over 1 MiB the check before an append reads the tables an append
+ * writes in the middle of (runs, strings, metadata), not every event page:
  * damage there is refused; damage in the event rows is left for the
  * reader that reaches it. */
 static void test_corrupt_pages_big(void **state)
@@ -478,11 +480,11 @@ static void test_corrupt_pages_big(void **state)
 	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
 	sql_file(p, "INSERT INTO runs(id, label, status) VALUES(1, 'r', 'complete');"
 		    "INSERT INTO strings(id, value) VALUES(1, 'c');"
-		    "WITH RECURSIVE i(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM i WHERE x < 1499999) "
+		    "WITH RECURSIVE i(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM i WHERE x < 149999) "
 		    "INSERT INTO counters(run_id, tid, name_id, ts_ns, value) SELECT 1, 1, 1, x, x FROM i;");
 	struct stat sb;
 	assert_int_equal(stat(p, &sb), 0);
-	assert_true(sb.st_size > (16 << 20));
+	assert_true(sb.st_size > (1 << 20));
 	int64_t page = sql_int(p, "PRAGMA page_size");
 	int64_t strings_root = sql_int(p, "SELECT rootpage FROM sqlite_master WHERE name = 'strings'");
 	/* garbage over the last quarter: counters' pages only */
