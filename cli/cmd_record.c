@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <spawn.h>
 #include <stdatomic.h>
 #include <pthread.h>
 #include <sys/resource.h>
@@ -927,11 +928,6 @@ int cmd_record(int argc, char **argv)
 
 	struct timespec ts0, ts1;
 	clock_gettime(CLOCK_MONOTONIC, &ts0);
-	int errpipe[2];
-	if (pipe2(errpipe, O_CLOEXEC) != 0) {
-		cli_error("record: pipe: %s", strerror(errno));
-		return 2;
-	}
 	/* An MPI launcher that aborts a job kills its ranks and exits without
 	 * reaping them: we adopt them, to learn how each ended. */
 	if (mpi)
@@ -943,19 +939,24 @@ int cmd_record(int argc, char **argv)
 	chld.sa_flags = SA_RESTART | SA_NOCLDSTOP;
 	if (early_ing.watch >= 0)
 		sigaction(SIGCHLD, &chld, &old_chld);
-	pid_t pid = fork();
-	if (pid < 0) {
-		cli_error("record: fork: %s", strerror(errno));
-		return 2;
+	/* posix_spawn, not fork: the child shares our memory until it execs
+	 * (glibc's CLONE_VFORK), so neither copies page tables nor leaves our
+	 * pages copy-on-write for the threads that start next; an exec that
+	 * fails is its return value */
+	pid_t pid;
+	int exec_errno = posix_spawn(&pid, resolved, NULL, NULL, cmd, env);
+	for (size_t j = k_own; j < k; j++)
+		free(env[j]);
+	free(env);
+	if (exec_errno) {
+		if (early_ing.watch >= 0) {
+			sigaction(SIGCHLD, &old_chld, NULL);
+			close(early_ing.watch);
+		}
+		cli_error("record: cannot run %s: %s", resolved, strerror(exec_errno));
+		rm_dir(dir);
+		return 127;
 	}
-	if (pid == 0) {
-		close(errpipe[0]);
-		execve(resolved, cmd, env);
-		int e = errno;
-		(void)!write(errpipe[1], &e, sizeof e);
-		_exit(127);
-	}
-	close(errpipe[1]);
 	child_pid = pid;
 	/* like a shell waiting for a job: ^C goes to the program, we stay to ingest */
 	struct sigaction ign = {0}, fwd = {0}, old_int, old_quit, old_term, old_hup;
@@ -965,17 +966,13 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGQUIT, &ign, &old_quit);
 	sigaction(SIGTERM, &fwd, &old_term);
 	sigaction(SIGHUP, &fwd, &old_hup);
-	int exec_errno = 0;
-	if (read(errpipe[0], &exec_errno, sizeof exec_errno) != (ssize_t)sizeof exec_errno)
-		exec_errno = 0;
-	close(errpipe[0]);
 	/* the database is opened while the program runs, off the wait after
 	 * it exits (early_open; a failure there is met again, and reported,
 	 * after the run). Not while another writer has it open (a -wal or
 	 * -journal beside it): the open would wait for that writer. */
 	early_open eo = {.out = out};
 	int early_created = access(out, F_OK) != 0;
-	if (!exec_errno && (early_created || no_other_writer(out)))
+	if (early_created || no_other_writer(out))
 		early_open_start(&eo);
 	int status = 0;
 	wait_program(pid, &status, &early_ing, dir, &eo, keep_all, &ts1);
@@ -989,14 +986,6 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGTERM, &old_term, NULL);
 	sigaction(SIGHUP, &old_hup, NULL);
 	int64_t wall = (int64_t)(ts1.tv_sec - ts0.tv_sec) * 1000000000 + (ts1.tv_nsec - ts0.tv_nsec);
-	for (size_t j = k_own; j < k; j++)
-		free(env[j]);
-	free(env);
-	if (exec_errno) {
-		cli_error("record: cannot run %s: %s", resolved, strerror(exec_errno));
-		rm_dir(dir);
-		return 127;
-	}
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 

@@ -111,6 +111,15 @@ static void test_refuse(void **state)
 	assert_non_null(strstr(e, "set-user/group-ID"));
 	free(e);
 
+	/* executable, but its interpreter is missing: the exec itself fails */
+	assert_int_equal(ppt_sh(dir, "printf '#!/no/such/interpreter\\n' > badinterp.sh && chmod 755 badinterp.sh"), 0);
+	assert_int_equal(RECORD("-- ./badinterp.sh"), 127);
+	e = err_text();
+	assert_non_null(strstr(e, "cannot run"));
+	assert_non_null(strstr(e, "badinterp.sh"));
+	free(e);
+	assert_int_equal(ppt_sh(dir, "test -e run.db"), 1);
+
 	/* Debian's ldconfig is static-pie */
 	assert_int_equal(RECORD("-- /sbin/ldconfig -p"), 127);
 	e = err_text();
