@@ -89,6 +89,14 @@ static char *q_rows(sqlite3 *db, const char *sql)
 	return buf;
 }
 
+/* All rows of sql (q_rows) are exactly want. */
+static void assert_rows(sqlite3 *db, const char *sql, const char *want)
+{
+	char *rows = q_rows(db, sql);
+	assert_string_equal(rows, want);
+	free(rows);
+}
+
 /* ---------------------------------------------------------------- refusals */
 
 static void test_refuse(void **state)
@@ -298,9 +306,7 @@ static void test_exit(void **state)
 	assert_string_equal(o, "leaving via _exit\n");
 	free(o);
 	sqlite3 *db = db_open();
-	char *rows = q_rows(db, "SELECT status, exit_code FROM runs");
-	assert_string_equal(rows, "complete 3");
-	free(rows);
+	assert_rows(db, "SELECT status, exit_code FROM runs", "complete 3");
 	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM run_meta WHERE key = 'agent.end' AND value = '_exit'"), 1);
 	assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'total'") >= 300);
 	sqlite3_close(db);
@@ -320,9 +326,7 @@ static void test_late_exit(void **state)
 	assert_non_null(strstr(e, "exited with an error status"));
 	free(e);
 	sqlite3 *db = db_open();
-	char *rows = q_rows(db, "SELECT status, exit_code, term_signal FROM runs");
-	assert_string_equal(rows, "complete 7 0");
-	free(rows);
+	assert_rows(db, "SELECT status, exit_code, term_signal FROM runs", "complete 7 0");
 	/* the agent had closed its spool at a normal exit */
 	assert_int_equal(q_int(db, "SELECT value FROM run_meta WHERE key = 'agent.exit_code'"), 0);
 	sqlite3_close(db);
@@ -331,9 +335,7 @@ static void test_late_exit(void **state)
 				     " record -o run.db -- /bin/true"),
 			 128 + 9);
 	db = db_open();
-	rows = q_rows(db, "SELECT status, exit_code, term_signal FROM runs");
-	assert_string_equal(rows, "killed - 9");
-	free(rows);
+	assert_rows(db, "SELECT status, exit_code, term_signal FROM runs", "killed - 9");
 	sqlite3_close(db);
 }
 
@@ -372,9 +374,7 @@ static void test_early_open(void **state)
 	db = db_open();
 	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM runs WHERE status = 'complete' AND exit_code = 0"), 4);
 	assert_int_equal(q_int(db, "SELECT COUNT(*) FROM pad"), 20000);
-	char *ok = q_rows(db, "PRAGMA quick_check");
-	assert_string_equal(ok, "ok");
-	free(ok);
+	assert_rows(db, "PRAGMA quick_check", "ok");
 	sqlite3_close(db);
 }
 
@@ -458,14 +458,6 @@ static void assert_out(const char *want)
 	char *o = out_text();
 	assert_string_equal(o, want);
 	free(o);
-}
-
-/* All rows of sql (q_rows) are exactly want. */
-static void assert_rows(sqlite3 *db, const char *sql, const char *want)
-{
-	char *rows = q_rows(db, sql);
-	assert_string_equal(rows, want);
-	free(rows);
 }
 
 /* The program's own signal handler writes to fresh descriptors while the

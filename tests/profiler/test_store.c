@@ -79,18 +79,7 @@ static void test_refusals(void **state)
 	expect_open_error(tmpdir, PP_STORE_READ, "is a directory");
 }
 
-static int user_version(const char *path)
-{
-	sqlite3 *db;
-	sqlite3_stmt *s;
-	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
-	int v = sqlite3_column_int(s, 0);
-	sqlite3_finalize(s);
-	sqlite3_close(db);
-	return v;
-}
+static int64_t sql_int(const char *path, const char *sql);
 
 /* record appends after reading 100 bytes: only a phaseprof file of a version
  * this build writes, at rest, passes; anything else goes the SQLite way. */
@@ -104,7 +93,7 @@ static void test_header_current(void **state)
 	/* open for writing: a WAL file, another writer's */
 	assert_int_equal(pp_store_header_current(p), 0);
 	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
-	assert_int_equal(user_version(p), PP_SCHEMA_VERSION);
+	assert_int_equal(sql_int(p, "PRAGMA user_version"), PP_SCHEMA_VERSION);
 	assert_int_equal(pp_store_header_current(p), 1);
 
 	/* a file from before the version was in the header gets it at its next write */
