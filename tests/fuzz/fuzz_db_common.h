@@ -111,6 +111,9 @@ static int fz_read_run(pp_store *st, int64_t id)
 static int fz_read_db(const char *path, char *err, size_t errlen)
 {
 	err[0] = 0;
+	/* record's check before an append: the header alone, any bytes */
+	if (pp_store_header_current(path) > 1)
+		abort();
 	pp_store *st = pp_store_open(path, PP_STORE_READ, err, errlen);
 	if (!st) {
 		if (!err[0] || strchr(err, '\n') || !strstr(err, path))
