@@ -537,10 +537,12 @@ static int closed_at_exit(early_ingest *e, const char *dir, pid_t pid)
 /* The database is opened while the program runs (a new one's schema, an
  * existing one's checks and its switch to WAL), in a thread at nice 19:
  * the CPU it takes is one the program leaves idle (at nice 0 it took ~1.5 ms
- * from `import numpy` on 2 CPUs, at nice 10 as much). If the program ends
- * first, the thread is raised to the caller's priority; where that is not
- * allowed (RLIMIT_NICE), it is told to give up and the open is done again
- * at full priority, so a loaded machine cannot leave it starving. */
+ * from `import numpy` on 2 CPUs, at nice 10 as much). After
+ * EARLY_OPEN_RAISE_MS, or when the program ends first, the thread is
+ * raised to the caller's priority; where that is not allowed
+ * (RLIMIT_NICE), it is told at the end to give up and the open is done
+ * again at full priority, so a loaded machine cannot leave it starving. */
+#define EARLY_OPEN_RAISE_MS 20
 typedef struct early_open {
 	const char *out;
 	pthread_t thread;
@@ -567,14 +569,20 @@ static void early_open_start(early_open *o)
 	o->started = pthread_create(&o->thread, NULL, early_open_main, o) == 0;
 }
 
+/* The thread at our own priority again: 0, or -1 where not allowed. */
+static int early_open_raise(early_open *o)
+{
+	if (!atomic_load(&o->tid_known))
+		return -1;
+	return setpriority(PRIO_PROCESS, (id_t)o->tid, getpriority(PRIO_PROCESS, 0));
+}
+
 static pp_store *early_open_join(early_open *o)
 {
 	if (!o->started)
 		return o->st;
 	o->started = 0;
-	int self = getpriority(PRIO_PROCESS, 0);
-	if (!atomic_load(&o->done) &&
-	    (!atomic_load(&o->tid_known) || setpriority(PRIO_PROCESS, (id_t)o->tid, self) != 0))
+	if (!atomic_load(&o->done) && early_open_raise(o) != 0)
 		atomic_store(&o->cancel, 1);
 	pthread_join(o->thread, NULL);
 	if (!o->st && atomic_load(&o->cancel))
@@ -603,11 +611,24 @@ static void note_program_end(int sig)
 static void wait_program(pid_t pid, int *status, early_ingest *e, const char *dir, early_open *eo, int keep_all,
 			 struct timespec *end)
 {
-	int pfd = e->watch >= 0 && (eo->started || eo->st) ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	int pfd = eo->started || (e->watch >= 0 && eo->st) ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	/* a program that keeps both CPUs busy (numpy's OpenBLAS threads spin
+	 * a while) leaves the open no idle time at all: after 20 ms it runs at
+	 * our priority (without, 1 run in 3 opened only after the exit) */
+	int raise_ms = eo->started ? EARLY_OPEN_RAISE_MS : -1;
 	while (pfd >= 0) {
 		struct pollfd p[2] = {{pfd, POLLIN, 0}, {e->watch, POLLIN, 0}};
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
+		int n = poll(p, e->watch >= 0 ? 2 : 1, raise_ms);
+		if (n < 0 && errno != EINTR)
 			break;
+		if (n == 0) {
+			if (!atomic_load(&eo->done))
+				(void)early_open_raise(eo);
+			raise_ms = -1;
+			if (e->watch < 0)
+				break; /* the exit is all that is left to wait for */
+			continue;
+		}
 		if (p[0].revents)
 			break;
 		if ((p[1].revents & POLLIN) && closed_at_exit(e, dir, pid)) {
