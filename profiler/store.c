@@ -352,13 +352,14 @@ fail:
 	return -1;
 }
 
+/* pp_store_open_cancellable's progress handler: nonzero stops the statement */
+static int open_cancelled(void *cancel) { return atomic_load((const _Atomic int *)cancel); }
+
 /* The switch to WAL needs the file to itself for a moment. While another
  * writer is switching it back at its close, SQLite answers "database is
  * locked" at once instead of asking the busy handler (4 writers opening
  * one file at once under load: 1 open in ~15 failed). Retried for as long
  * as the busy timeout would have waited. */
-static int open_cancelled(void *cancel) { return atomic_load((const _Atomic int *)cancel); }
-
 static int switch_to_wal(pp_store *st, char *err, size_t errlen)
 {
 	for (int waited_ms = 0;; waited_ms += 2) {
@@ -498,7 +499,9 @@ static pp_store *store_open(const char *path, int mode, const _Atomic int *cance
 		 * WAL unsynced and without automatic checkpoints: an OS crash
 		 * can lose them (the WAL's checksums drop torn frames), never the
 		 * file's earlier runs. The syncs saved are the WAL header's at its
-		 * first frame (~1.5 ms after a short program, on this VM). */
+		 * first frame (~1.5 ms after a short program, on this VM). The
+		 * switch itself rewrites page 1 alone and is not synced either
+		 * (docs/schema.md). */
 		if (store_exec(st, "PRAGMA synchronous=OFF;", err, errlen) != 0 || switch_to_wal(st, err, errlen) != 0 ||
 		    (!st->fresh && store_exec(st, "PRAGMA wal_autocheckpoint=0;", err, errlen) != 0) ||
 		    store_exec(st, "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;", err, errlen) != 0)
