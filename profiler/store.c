@@ -506,6 +506,18 @@ static pp_store *store_open(const char *path, int mode, const _Atomic int *cance
 		    (!st->fresh && store_exec(st, "PRAGMA wal_autocheckpoint=0;", err, errlen) != 0) ||
 		    store_exec(st, "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;", err, errlen) != 0)
 			goto fail;
+		/* The log SQLite just created is synced once now, with its folder
+		 * (SQLite syncs the folder at the first sync of a file it made):
+		 * the checkpoint at close then syncs the log alone. Done here, in
+		 * the open that record runs while the program does, it is ~0.3 ms
+		 * less after the program exits. */
+		sqlite3_file *wal = NULL;
+		if (!st->fresh &&
+		    sqlite3_file_control(st->db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal) == SQLITE_OK && wal &&
+		    wal->pMethods && wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL) != SQLITE_OK) {
+			snprintf(err, errlen, "%s-wal: cannot sync: %s", path, strerror(errno));
+			goto fail;
+		}
 	}
 	/* a file from before span folding (schema version 1), opened to read */
 	st->has_span_groups = store_has_table(st, "main", "span_groups");
@@ -653,13 +665,12 @@ int pp_store_header_current(const char *path)
 	       user_version <= PP_SCHEMA_VERSION;
 }
 
-/* The checkpoint at close syncs the WAL, then the folder (SQLite does at the
- * first sync of a file it created), then writes the file's pages and syncs
- * them: ~0.8 and ~0.3 ms of waiting before the one sync only it can do.
- * The first two are done here, on descriptors of our own (none on the
- * database or -shm file: closing one would drop SQLite's POSIX locks). SQLite
- * still issues every sync it would; this only makes them find clean files,
- * so what is durable, and when, is unchanged. */
+/* The checkpoint at close syncs the WAL, then writes the file's pages and
+ * syncs them: ~0.8 ms of waiting for the log before the one sync only it
+ * can do. The log's is done here, on a descriptor of our own (none on the
+ * database or -shm file: closing one would drop SQLite's POSIX locks).
+ * SQLite still issues every sync it would; this only makes the log clean
+ * when it does, so what is durable, and when, is unchanged. */
 static void *sync_ahead_main(void *arg)
 {
 	const char *path = arg;
@@ -668,12 +679,6 @@ static void *sync_ahead_main(void *arg)
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		(void)fdatasync(fd);
-		close(fd);
-	}
-	snprintf(p, sizeof p, "%s", path);
-	fd = open(dirname(p), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		(void)fsync(fd);
 		close(fd);
 	}
 	return NULL;
