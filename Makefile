@@ -15,7 +15,7 @@ deps:
 	bash scripts/install-deps.sh
 
 deps-test:
-	bash scripts/install-deps.sh --browser
+	bash scripts/install-deps.sh --browser --torch2
 
 build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

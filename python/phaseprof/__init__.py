@@ -37,7 +37,7 @@ kind: a name from ``phaseprof.kinds.KIND`` ("span", "compile",
 "weight_load", "model_build", ...) or its int value.
 """
 
-from . import _native
+from . import _native, _steps
 from .kinds import KIND, kind_value
 
 __all__ = ["phase", "step", "step_end", "mark", "counter", "enabled", "KIND"]
@@ -96,31 +96,23 @@ class _Step:
 
 
 _STEP = _Step()
-_state = {"next": 0, "open": False}
 
 
 def step(i=None):
     """Start the next step now (ends the previous one if still open).
 
     Returns a context manager that ends this step at the end of its block.
+    The program's own steps take precedence over the ones a framework
+    adapter would draw: from the first call on, only these count.
     """
-    st = _state
-    if st["open"]:
-        _native.step_end()
-    if i is None:
-        i = st["next"]
-    st["next"] = i + 1
-    st["open"] = True
-    _native.step_begin(i)
+    if _steps.begin(i, "explicit"):
+        _steps.set_unit("phaseprof.step()")
     return _STEP
 
 
 def step_end():
     """End the open step, if any."""
-    st = _state
-    if st["open"]:
-        st["open"] = False
-        _native.step_end()
+    _steps.end()
 
 
 def mark(name):

@@ -1,7 +1,9 @@
 """Records one small PyTorch program under `phaseprof record` and asserts
 exact facts about the recording (spans, counters, findings, runs).
 
-usage: check.py PHASEPROF CASE   (cases: see CASES at the end)
+usage: check.py PHASEPROF CASE [PYTHON]   (cases: see CASES at the end)
+PYTHON is the interpreter the programs run with: /usr/bin/python3 (Debian's
+torch 1.13) unless given (the torch-2 venv's python for torch 2.13).
 Exit 0 when every assertion holds, 77 when torch is missing (skip), else 1.
 """
 import os
@@ -11,7 +13,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PY = "/usr/bin/python3"
+PY = sys.argv[3] if len(sys.argv) > 3 else "/usr/bin/python3"
 
 
 class Rec:
@@ -222,7 +224,7 @@ if __name__ == "__main__":
     try:
         subprocess.run([PY, "-c", "import torch"], check=True, capture_output=True)
     except Exception:
-        print("SKIP: /usr/bin/python3 cannot import torch")
+        print("SKIP: %s cannot import torch" % PY)
         sys.exit(77)
     CASES[sys.argv[2]](sys.argv[1])
     print("ok", sys.argv[2])
