@@ -526,6 +526,8 @@ void rule_phase_share(diag_ctx *c)
 {
 	const diag_run *r = c->run;
 	int64_t steady = r->n_steps >= 3 ? diag_steady_time(r) : 0;
+	int python_imports = 0;
+	diag_kind_time(r, PP_IMPORT, DIAG_OUTSIDE_STEPS, &python_imports);
 	for (int k = 1; k < PP_KIND_COUNT; k++) {
 		/* Retracing has its own rule, which knows one trace per signature
 		 * is the normal cost. */
@@ -543,6 +545,11 @@ void rule_phase_share(diag_ctx *c)
 		 * a share of one rank's time is waiting that another rank causes,
 		 * and some communication is the normal cost of a distributed job. */
 		if (k == PP_COMM || k == PP_COMM_INIT)
+			continue;
+		/* A Python program maps its libraries inside imports (extension
+		 * modules), lazily too (torch 2 imports Dynamo at the first
+		 * optimizer step): the import rules judge that time. */
+		if (k == PP_LIBRARY_LOAD && python_imports)
 			continue;
 		/* Exclusive time, as the TF profiler's step-time categories: a
 		 * runtime_init that contains op_registration is charged only for
