@@ -339,6 +339,30 @@ def case_train_val(pp):
     healthy(r)
 
 
+def traceback_of(err):
+    """The traceback a Python program printed (phaseprof's summary, when it
+    shares stderr, comes after it)."""
+    i = err.find("Traceback (most recent call last):")
+    lines = err[i:].splitlines()
+    out = []
+    for ln in lines:
+        out.append(ln)
+        if ln and not ln.startswith(" ") and not ln.startswith("Traceback"):
+            break
+    return "\n".join(out)
+
+
+def case_raises_forward(pp):
+    r = Rec(pp, "raises_forward.py", expect_rc=1)
+    p = subprocess.run([PY, os.path.join(HERE, "progs", "raises_forward.py")], capture_output=True,
+                       text=True, timeout=300)
+    want = traceback_of(p.stderr)
+    check("ValueError: shape mismatch in call 4" in want, "plain run: " + p.stderr[-800:])
+    got = traceback_of(r.err)
+    check(got == want, "traceback differs under record:\n%s\n--- plain:\n%s" % (got, want))
+    check(numbers(r) == list(range(3)), "closed steps %r" % numbers(r), r)
+
+
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
 
 if __name__ == "__main__":
