@@ -134,8 +134,60 @@ void rule_iteration_time_grows(diag_ctx *c)
 	free(y);
 }
 
-static const char *first_step_fix(int kind)
+/* What a PyTorch program's first step pays for, by the kind that dominates
+ * it; NULL where first_step_fix's text holds for both. */
+static const char *first_step_fix_torch(int kind)
 {
+	switch (kind) {
+	case PP_COMPILE:
+		return "torch.compile (Dynamo capture, AOTAutograd, Inductor code generation and the "
+		       "C++ compile) or TorchScript's profiling runs compile on the first calls: run "
+		       "one warm-up step before the measured loop, and keep the Inductor cache "
+		       "(TORCHINDUCTOR_CACHE_DIR) on persistent storage so later processes reuse it.";
+	case PP_OPTIMIZER_SETUP:
+		return "The optimizer creates its state lazily on the first optimizer.step() (Adam's "
+		       "exp_avg and exp_avg_sq, momentum buffers): a one-time cost; run one warm-up "
+		       "step before the measured loop, or leave the first step out of timings.";
+	case PP_MEMORY_ALLOC:
+		return "PyTorch's caching allocator takes its memory from the system during the first "
+		       "step and reuses it afterwards: run one warm-up step with the real batch shape "
+		       "before the measured loop, and keep shapes fixed so it is not paid again.";
+	case PP_GRAPH_BUILD:
+	case PP_GRADIENT_BUILD:
+	case PP_SHAPE_INFERENCE:
+	case PP_MODEL_BUILD:
+		return "Build the model (modules, parameters, lazy modules such as nn.LazyLinear) "
+		       "before the loop and run one warm-up step with the real input shapes, so the "
+		       "first measured step only computes.";
+	case PP_FORWARD:
+	case PP_BACKWARD:
+		return "The first forward and backward pay one-time costs: cuDNN autotuning "
+		       "(torch.backends.cudnn.benchmark) or oneDNN primitive creation for each new "
+		       "shape, lazy module initialisation, kernel loading. Run one warm-up step with "
+		       "the real shapes before the measured loop, and keep shapes fixed.";
+	case PP_DATA_WAIT:
+		return "The first batch waits for the DataLoader's workers to start (each one imports "
+		       "the program and builds its copy of the dataset): keep the dataset's "
+		       "construction light, use persistent_workers=True so later epochs reuse the "
+		       "workers, and start the loader before the measured loop.";
+	case PP_DEVICE_INIT:
+		return "CUDA context creation and module loading happen at the first GPU call: "
+		       "initialise the device before the loop (torch.cuda.init() or a warm-up step), "
+		       "and use a PyTorch build with kernels for the GPU's architecture so no PTX "
+		       "JIT runs.";
+	case -1:
+		return "Run one warm-up step outside the measured loop: the first step pays one-time "
+		       "set-up (optimizer state, torch.compile, cuDNN/oneDNN autotuning, DataLoader "
+		       "worker start-up, CUDA context).";
+	}
+	return NULL;
+}
+
+static const char *first_step_fix(const diag_run *r, int kind)
+{
+	const char *t = r->torch ? first_step_fix_torch(kind) : NULL;
+	if (t)
+		return t;
 	switch (kind) {
 	case PP_COMPILE:
 		return "Compile before the measured loop: run one warm-up step, or persist the "
@@ -217,12 +269,12 @@ void rule_first_step_slow(diag_ctx *c)
 		sev = DIAG_INFO;
 	pp_finding *f;
 	if (top >= 0 && (double)by_kind[top] >= untracked) {
-		f = diag_emit(c, "first_step_slow", sev, share, first_step_fix(top),
+		f = diag_emit(c, "first_step_slow", sev, share, first_step_fix(r, top),
 			      "First step takes %.1fx the median step (%s vs %s); %s is %.0f%% of it",
 			      ratio, pp_fmt_dur(fs, sizeof fs, first), pp_fmt_dur(ms, sizeof ms, med),
-			      pp_kind_name((pp_kind)top), 100.0 * by_kind[top] / first);
+			      diag_kind_word(r, top), 100.0 * by_kind[top] / first);
 	} else {
-		f = diag_emit(c, "first_step_slow", sev, share, first_step_fix(-1),
+		f = diag_emit(c, "first_step_slow", sev, share, first_step_fix(r, -1),
 			      "First step takes %.1fx the median step (%s vs %s), mostly outside "
 			      "recorded phases",
 			      ratio, pp_fmt_dur(fs, sizeof fs, first), pp_fmt_dur(ms, sizeof ms, med));
@@ -242,7 +294,7 @@ void rule_first_step_slow(diag_ctx *c)
 			break;
 		int cnt = 0;
 		int64_t steady = diag_kind_time(r, k, DIAG_IN_STEADY, &cnt);
-		diag_evidence(f, "%s %s %s (%.0f%%", shown ? "," : "", pp_kind_name((pp_kind)k),
+		diag_evidence(f, "%s %s %s (%.0f%%", shown ? "," : "", diag_kind_word(r, k),
 			      pp_fmt_dur(ts, sizeof ts, (double)left[k]), 100.0 * left[k] / first);
 		if (k != PP_SPAN)
 			diag_evidence(f, "; %s per later step", pp_fmt_dur(ts, sizeof ts, (double)steady / n));
