@@ -232,6 +232,90 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* A run on a loaded machine: n steps of base ns (3% noise), a share
+ * `loaded` of them stretched by one preemption of 40-100% of a step (load
+ * adds time, never removes it). */
+static int64_t loaded_run(const char *label, int n, double base, double loaded, uint64_t seed)
+{
+	trec_run(&T, label, 0);
+	int64_t *dur = malloc((size_t)n * sizeof *dur);
+	for (int i = 0; i < n; i++) {
+		double d = base * (1 + 0.03 * trand_normal(&seed));
+		if (trand_uniform(&seed) < loaded)
+			d += base * (0.4 + 0.6 * trand_uniform(&seed));
+		dur[i] = (int64_t)d;
+	}
+	trec_steps(&T, 0, dur, n, 10 * US, NULL, NULL);
+	free(dur);
+	return T.run;
+}
+
+/* The same program recorded twice, once beside a CPU hog: more of B's steps
+ * are stretched, so its median moved by ~30%, far beyond the standard error
+ * of a median of 60 steps (the old test flagged it). Its faster steps did not
+ * move: not a regression. Each seed is a different load pattern. */
+static void test_load_is_not_a_regression(void **state)
+{
+	(void)state;
+	for (uint64_t seed = 100; seed < 120; seed += 2) {
+		int64_t a = loaded_run("quiet", 60, 10 * MS, 0.1, seed);
+		int64_t b = loaded_run("beside a hog", 60, 10 * MS, 0.45, seed + 1);
+		pp_diff d;
+		assert_int_equal(pp_diag_diff(T.st, a, T.st, b, &d), 0);
+		const pp_diff_row *r = row(&d, "step median");
+		if (r->verdict != PP_DIFF_SAME)
+			fail_msg("seed %d: step median %s (%lld -> %lld, p=%.2g, shift %.0f, q25 %.0f -> %.0f, "
+				 "min effect %.0f)",
+				 (int)seed, pp_diff_verdict_name(r->verdict), (long long)r->ns_a,
+				 (long long)r->ns_b, d.step_p, d.step_shift_ns, d.step_q25_a, d.step_q25_b,
+				 d.step_min_effect_ns);
+		assert_int_equal(d.step_test, PP_DIFF_TEST_MANN_WHITNEY);
+		pp_diff_free(&d);
+	}
+}
+
+/* A genuinely slower program (2x step) under the same load patterns is
+ * flagged, and 2x faster is an improvement; a 3% shift on quiet steps is
+ * significant for the test with 200 steps but below the minimum effect. */
+static void test_step_regression_beyond_load(void **state)
+{
+	(void)state;
+	for (uint64_t seed = 200; seed < 210; seed += 2) {
+		int64_t a = loaded_run("quiet", 60, 10 * MS, 0.1, seed);
+		int64_t b = loaded_run("2x, beside a hog", 60, 20 * MS, 0.45, seed + 1);
+		pp_diff d;
+		assert_int_equal(pp_diag_diff(T.st, a, T.st, b, &d), 0);
+		assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_REGRESSION);
+		assert_true(d.step_p < PP_DIFF_MW_ALPHA);
+		assert_true(d.step_shift_ns > 9 * MS && d.step_shift_ns < 20 * MS); /* 10 ms, and load */
+		pp_diff_free(&d);
+		assert_int_equal(pp_diag_diff(T.st, b, T.st, a, &d), 0);
+		assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_IMPROVEMENT);
+		pp_diff_free(&d);
+	}
+	int64_t a = loaded_run("quiet", 200, 10 * MS, 0, 300);
+	int64_t b = loaded_run("3% slower", 200, 10.3 * MS, 0, 301);
+	pp_diff d;
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, b, &d), 0);
+	assert_true(d.step_p < PP_DIFF_MW_ALPHA);
+	assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_SAME);
+	pp_diff_free(&d);
+}
+
+/* Too few steps for the test: the row is judged by the thresholds, and the
+ * diff says so. */
+static void test_few_steps_no_test(void **state)
+{
+	(void)state;
+	int64_t a = fixture_run(&T, "4 steps", 5, 2 * MS, 0.02, 10 * MS, 20 * MS, 80);
+	int64_t b = fixture_run(&T, "4 slow steps", 5, 4 * MS, 0.02, 10 * MS, 20 * MS, 81);
+	pp_diff d;
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, b, &d), 0);
+	assert_int_equal(d.step_test, PP_DIFF_TEST_THRESHOLD);
+	assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_REGRESSION);
+	pp_diff_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -242,6 +326,9 @@ int main(void)
 		cmocka_unit_test(test_no_steps),
 		cmocka_unit_test(test_two_databases_and_errors),
 		cmocka_unit_test(test_gate),
+		cmocka_unit_test(test_load_is_not_a_regression),
+		cmocka_unit_test(test_step_regression_beyond_load),
+		cmocka_unit_test(test_few_steps_no_test),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -8,11 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A change counts only beyond all of: 3x the noise, 5% of the baseline, and
- * an absolute floor (0.1% of the longer run, at least 10 us, and for phases
- * 3x the steps' absolute spread), so tiny phases don't flap. */
+/* The total and per-kind rows: a change counts only beyond all of 3x the
+ * noise, 5% of the baseline, and an absolute floor (0.5% of the longer run,
+ * at least 10 us, and 3x the steps' absolute spread, times the square root
+ * of the row's phase count: each occurrence can be preempted), so tiny
+ * phases and phases repeated every step don't flap on a busy machine. The
+ * step row has its own test (judge_steps). */
 #define DIFF_NOISE_K 3.0
 #define DIFF_MIN_REL 0.05
+#define DIFF_FLOOR_REL 0.005
 #define DIFF_DEFAULT_NOISE 0.05
 
 typedef struct run_side {
@@ -101,6 +105,54 @@ static void judge(pp_diff_row *row, double rel_noise, int64_t floor_ns)
 						: PP_DIFF_SAME;
 }
 
+/* The step row. Per-step times of two recordings are two samples, not two
+ * numbers: a busy machine stretches some steps of one run (preemption only
+ * adds time), so a test on medians with a standard error from the spread
+ * flags a 5% shift that the load made. A regression needs all of:
+ *   - Mann-Whitney U on the steady steps, two-sided p < PP_DIFF_MW_ALPHA:
+ *     B's steps are slower as a whole, not a few of them;
+ *   - the Hodges-Lehmann shift (median of the pairwise differences) beyond
+ *     the minimum effect, max(PP_DIFF_STEP_MIN_REL of A's median,
+ *     PP_DIFF_STEP_NOISE_K x the smaller of the two runs' step-to-step
+ *     sigma): a change a user would notice, larger than what the program's
+ *     steps vary by when the machine leaves them alone;
+ *   - the lower quartile moved by as much: load fattens the slow side, so
+ *     the faster steps of a run say what the program costs.
+ * With fewer than PP_DIFF_MW_MIN_STEPS steady steps on a side the test
+ * cannot reject anything at that level: the row falls back to judge()'s
+ * thresholds (PP_DIFF_TEST_THRESHOLD, said in the header). */
+static int judge_steps(pp_diff_row *row, const run_side *sa, const run_side *sb, pp_diff *out)
+{
+	/* the quieter run's noise: load inflates the other's, and a 2x slower
+	 * program recorded beside a hog must not hide behind it */
+	double sigma = sa->sigma < sb->sigma ? sa->sigma : sb->sigma;
+	double min_eff = PP_DIFF_STEP_MIN_REL * sa->median;
+	if (min_eff < PP_DIFF_STEP_NOISE_K * sigma)
+		min_eff = PP_DIFF_STEP_NOISE_K * sigma;
+	out->step_min_effect_ns = min_eff;
+	out->step_q25_a = diag_quantile(sa->steady, sa->n_steady, 0.25);
+	out->step_q25_b = diag_quantile(sb->steady, sb->n_steady, 0.25);
+	if (sa->n_steady < PP_DIFF_MW_MIN_STEPS || sb->n_steady < PP_DIFF_MW_MIN_STEPS) {
+		out->step_test = PP_DIFF_TEST_THRESHOLD;
+		judge(row, out->noise_rel, 1000);
+		return 0;
+	}
+	diag_mw mw;
+	if (diag_mann_whitney(sa->steady, sa->n_steady, sb->steady, sb->n_steady, &mw) != 0)
+		return -1;
+	out->step_test = PP_DIFF_TEST_MANN_WHITNEY;
+	out->step_p = mw.p_two_sided;
+	out->step_shift_ns = mw.hl_shift;
+	double dq = out->step_q25_b - out->step_q25_a;
+	row->threshold_ns = (int64_t)llround(min_eff);
+	row->ratio = row->ns_a > 0 ? (double)row->ns_b / (double)row->ns_a : 0;
+	int significant = mw.p_two_sided < PP_DIFF_MW_ALPHA;
+	row->verdict = significant && mw.hl_shift > min_eff && dq > min_eff     ? PP_DIFF_REGRESSION
+		       : significant && -mw.hl_shift > min_eff && -dq > min_eff ? PP_DIFF_IMPROVEMENT
+										: PP_DIFF_SAME;
+	return 0;
+}
+
 static int cmp_rows(const void *x, const void *y)
 {
 	const pp_diff_row *a = x, *b = y;
@@ -140,13 +192,16 @@ int pp_diag_diff(pp_store *a, int64_t run_a, pp_store *b, int64_t run_b, pp_diff
 		return -1;
 	}
 	int64_t longest = out->a.duration_ns > out->b.duration_ns ? out->a.duration_ns : out->b.duration_ns;
-	int64_t floor_ns = longest / 1000 > 10000 ? longest / 1000 : 10000;
+	int64_t floor_ns = (int64_t)(DIFF_FLOOR_REL * (double)longest);
+	if (floor_ns < 10000)
+		floor_ns = 10000;
 	/* A preemption adds time, not a share: a phase measured once carries
 	 * the steps' absolute spread too, so a short one-off phase is not
 	 * flagged for one time slice lost on a busy machine. */
 	double sigma_abs = DIFF_NOISE_K * (sa.sigma > sb.sigma ? sa.sigma : sb.sigma);
 	if (sigma_abs > (double)floor_ns)
 		floor_ns = (int64_t)llround(sigma_abs);
+	out->floor_ns = floor_ns;
 
 	pp_diff_row *row = &out->rows[out->n++];
 	snprintf(row->name, sizeof row->name, "total");
@@ -156,9 +211,9 @@ int pp_diag_diff(pp_store *a, int64_t run_a, pp_store *b, int64_t run_b, pp_diff
 	row->ns_b = out->b.duration_ns;
 	judge(row, out->noise_rel, floor_ns);
 
+	out->step_p = 1;
+	out->step_alpha = PP_DIFF_MW_ALPHA;
 	if (sa.n_steady > 0 && sb.n_steady > 0) {
-		/* Medians of two samples: compare against the standard error of
-		 * their difference (1.2533·sigma/sqrt(n) per median). */
 		row = &out->rows[out->n++];
 		snprintf(row->name, sizeof row->name, "step median");
 		row->kind = -1;
@@ -166,11 +221,12 @@ int pp_diag_diff(pp_store *a, int64_t run_a, pp_store *b, int64_t run_b, pp_diff
 		row->count_b = sb.n_steady;
 		row->ns_a = (int64_t)llround(sa.median);
 		row->ns_b = (int64_t)llround(sb.median);
-		double se_a = 1.2533 * sa.sigma / sqrt((double)sa.n_steady);
-		double se_b = 1.2533 * sb.sigma / sqrt((double)sb.n_steady);
-		double se = sqrt(se_a * se_a + se_b * se_b);
-		double rel = sa.median > 0 ? se / sa.median : 0;
-		judge(row, rel, 1000);
+		if (judge_steps(row, &sa, &sb, out) != 0) {
+			snprintf(out->error, sizeof out->error, "out of memory");
+			side_free(&sa);
+			side_free(&sb);
+			return -1;
+		}
 	}
 
 	int first_kind = out->n;
@@ -187,7 +243,9 @@ int pp_diag_diff(pp_store *a, int64_t run_a, pp_store *b, int64_t run_b, pp_diff
 		row->count_b = tb ? tb->count : 0;
 		row->ns_a = ta ? ta->total_ns : 0;
 		row->ns_b = tb ? tb->total_ns : 0;
-		judge(row, out->noise_rel, floor_ns);
+		int64_t cnt = row->count_a > row->count_b ? row->count_a : row->count_b;
+		double per_count = sigma_abs * sqrt((double)(cnt > 1 ? cnt : 1));
+		judge(row, out->noise_rel, per_count > (double)floor_ns ? (int64_t)llround(per_count) : floor_ns);
 	}
 	qsort(out->rows + first_kind, (size_t)(out->n - first_kind), sizeof *out->rows, cmp_rows);
 	for (int i = 0; i < out->n; i++) {
