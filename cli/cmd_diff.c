@@ -40,7 +40,11 @@ static void usage(FILE *out)
 		"shift of the lower quartile exceed max(10%% of A's median step, 2 x the\n"
 		"quieter run's sigma), sigma being a run's robust step-to-step noise (1.4826 x\n"
 		"MAD of successive differences / sqrt 2). With fewer than 6 steady steps in a\n"
-		"run: as below.\n"
+		"run: as below. When both runs carry each step's CPU time (step.cpu_ns, from\n"
+		"pp_step_end), the same test runs on it and the row is flagged only when both\n"
+		"tests agree: load stretches wall time, not CPU time. Then the total and phase\n"
+		"rows compare B / L with A, L being B's wall time per CPU time of a step over\n"
+		"A's (printed as load:).\n"
 		"Total and phase kinds: flagged when the change exceeds max(3 x noise x A,\n"
 		"5%% of A, 0.5%% of the longer run, 10 us, 3 x sigma x sqrt(phase count)),\n"
 		"sigma the larger of the runs', noise that sigma relative to its median step\n"
@@ -107,6 +111,25 @@ static void text_begin(FILE *out, const pp_diff *d, const struct diff_src *a, co
 		fprintf(out, "step median: fewer than %d steady steps in a run, no test: judged as the "
 			     "phases below\n",
 			PP_DIFF_MW_MIN_STEPS);
+	if (has_step_row && d->step_cpu)
+		fprintf(out, "step CPU time: %s -> %s median, the same test: p %s %.2g, Hodges-Lehmann shift "
+			     "%s, minimum effect %s: %s (steps spend %.0f%% of their wall time on a CPU). %s\n",
+			pp_fmt_dur(t1, sizeof t1, d->step_cpu_median_a),
+			pp_fmt_dur(t2, sizeof t2, d->step_cpu_median_b), d->step_cpu_p < 1e-15 ? "<" : "=",
+			d->step_cpu_p < 1e-15 ? 1e-15 : d->step_cpu_p,
+			pp_fmt_dur(t3, sizeof t3, d->step_cpu_shift_ns),
+			pp_fmt_dur(t4, sizeof t4, d->step_cpu_min_effect_ns),
+			pp_diff_verdict_name(d->step_cpu_verdict), 100 * d->step_cpu_share,
+			d->step_cpu_verdict == d->step_wall_verdict
+				? "Both tests agree."
+				: "The tests disagree, so the step row is same: wall time that changed off "
+				  "the CPU is waiting, for a CPU (the machine's load), I/O or another thread; "
+				  "waits the program reports have their own phase rows.");
+	if (d->load_factor != 1)
+		fprintf(out, "load: B's steps took %.2fx the wall time per CPU time of A's (the machine's "
+			     "load, or more waiting in B's steps); the total and phase rows compare B / "
+			     "%.2f with A\n",
+			d->load_factor, d->load_factor);
 	fprintf(out, "total, phases: a change counts beyond max(3 x noise x A, 5%% of A, %s, "
 		     "3 x the larger sigma x sqrt(phase count))\n\n",
 		pp_fmt_dur(t1, sizeof t1, (double)d->floor_ns));
@@ -184,8 +207,24 @@ static void json_begin(FILE *out, const pp_diff *d, const struct diff_src *a, co
 	pp_json_knum(&jw, "q25_a_ns", d->step_q25_a);
 	pp_json_knum(&jw, "q25_b_ns", d->step_q25_b);
 	pp_json_knum(&jw, "min_effect_ns", d->step_min_effect_ns);
+	pp_json_kstr(&jw, "wall_verdict", pp_diff_verdict_name(d->step_wall_verdict));
+	pp_json_key(&jw, "cpu");
+	if (d->step_cpu) {
+		pp_json_obj(&jw);
+		pp_json_knum(&jw, "median_a_ns", d->step_cpu_median_a);
+		pp_json_knum(&jw, "median_b_ns", d->step_cpu_median_b);
+		pp_json_knum(&jw, "p_two_sided", d->step_cpu_p);
+		pp_json_knum(&jw, "hodges_lehmann_shift_ns", d->step_cpu_shift_ns);
+		pp_json_knum(&jw, "min_effect_ns", d->step_cpu_min_effect_ns);
+		pp_json_kstr(&jw, "verdict", pp_diff_verdict_name(d->step_cpu_verdict));
+		pp_json_knum(&jw, "cpu_share", d->step_cpu_share);
+		pp_json_end(&jw);
+	} else {
+		pp_json_null(&jw);
+	}
 	pp_json_end(&jw);
 	pp_json_kint(&jw, "floor_ns", d->floor_ns);
+	pp_json_knum(&jw, "load_factor", d->load_factor);
 	pp_json_key(&jw, "rows");
 	pp_json_arr(&jw);
 }

@@ -75,7 +75,8 @@ int pp_diag_find(const pp_finding *f, int n, const char *rule);
  * step row is judged by a Mann-Whitney U test on the two runs' steady step
  * times plus a minimum effect (the Hodges-Lehmann shift and the shift of
  * the lower quartile both beyond max(10% of A's median, 2 x the quieter
- * run's step-to-step noise)); the total and per-kind rows by thresholds from the
+ * run's step-to-step noise)), confirmed by the same test on each step's CPU
+ * time when both runs have it (step.cpu_ns); the total and per-kind rows by thresholds from the
  * step noise. See README.md. */
 enum pp_diff_verdict { PP_DIFF_SAME = 0, PP_DIFF_REGRESSION = 1, PP_DIFF_IMPROVEMENT = 2 };
 
@@ -108,6 +109,17 @@ typedef struct pp_diff {
 	double step_min_effect_ns; /* both shifts must exceed this */
 	int64_t floor_ns;         /* the total and per-kind rows' absolute floor (before the
 				     per-kind sqrt(count) scaling) */
+	int step_wall_verdict;    /* the test on wall times alone */
+	/* the same test on each step's CPU time (counter step.cpu_ns), when both
+	 * runs have it (step_cpu = 1) */
+	int step_cpu, step_cpu_verdict;
+	double step_cpu_p, step_cpu_shift_ns, step_cpu_median_a, step_cpu_median_b;
+	double step_cpu_min_effect_ns;
+	double step_cpu_share;    /* median CPU / median wall time of a step, larger run's
+				     (information) */
+	double load_factor;       /* B's wall time per CPU time of a step / A's (1 without
+				     CPU times): the total and phase rows compare B / it
+				     with A */
 	char error[256];
 } pp_diff;
 
