@@ -316,6 +316,77 @@ static void test_few_steps_no_test(void **state)
 	pp_diff_free(&d);
 }
 
+/* A run whose steps carry their CPU time (step.cpu_ns, as pp_step_end
+ * emits it): n steps of wall ns (3% noise) doing cpu ns of work, after a
+ * weight_load of weight ns; with_cpu 0 leaves the counter out. */
+static int64_t cpu_run(const char *label, int n, double wall, double cpu, int64_t weight, int with_cpu,
+		       uint64_t seed)
+{
+	trec_run(&T, label, 0);
+	int64_t now = 0;
+	trec_span(&T, PP_WEIGHT_LOAD, "weights", now, now + weight, 0, -1);
+	now += weight;
+	for (int i = 0; i < n; i++) {
+		int64_t d = (int64_t)(wall * (1 + 0.03 * trand_normal(&seed)));
+		trec_span(&T, PP_STEP, "step", now, now + d, 0, i);
+		if (with_cpu)
+			trec_counter(&T, "step.cpu_ns", now + d - 1, cpu * (1 + 0.01 * trand_normal(&seed)));
+		now += d + 5 * US;
+	}
+	char sql[128];
+	snprintf(sql, sizeof sql, "UPDATE runs SET duration_ns = %lld WHERE id = %lld", (long long)now,
+		 (long long)T.run);
+	trec_exec(&T, sql);
+	return T.run;
+}
+
+/* A hog that takes the program's CPU for the whole recording stretches
+ * every step (the fast ones too) and every phase by the same factor: wall
+ * time alone calls it a regression; the steps' CPU time says the program
+ * did the same work, and the other rows are compared after the load. */
+static void test_cpu_time_tells_load_from_regression(void **state)
+{
+	(void)state;
+	int64_t a = cpu_run("quiet", 40, 10 * MS, 9 * MS, 20 * MS, 1, 400);
+	int64_t b = cpu_run("beside a hog", 40, 18 * MS, 9 * MS, 36 * MS, 1, 401);
+	pp_diff d;
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, b, &d), 0);
+	assert_true(d.step_cpu);
+	assert_int_equal(d.step_wall_verdict, PP_DIFF_REGRESSION);
+	assert_int_equal(d.step_cpu_verdict, PP_DIFF_SAME);
+	assert_true(d.load_factor > 1.7 && d.load_factor < 1.9);
+	for (int i = 0; i < d.n; i++)
+		if (d.rows[i].verdict != PP_DIFF_SAME)
+			fail_msg("beside a hog: %s flagged %s", d.rows[i].name,
+				 pp_diff_verdict_name(d.rows[i].verdict));
+	pp_diff_free(&d);
+
+	/* twice the work per step: CPU and wall agree, no load */
+	int64_t c = cpu_run("2x work", 40, 20 * MS, 18 * MS, 20 * MS, 1, 402);
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, c, &d), 0);
+	assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_REGRESSION);
+	assert_int_equal(d.step_cpu_verdict, PP_DIFF_REGRESSION);
+	assert_true(d.load_factor > 0.9 && d.load_factor < 1.1);
+	assert_int_equal(row(&d, "weight_load")->verdict, PP_DIFF_SAME);
+	pp_diff_free(&d);
+
+	/* a slower weight load beside the same load is still flagged */
+	int64_t e = cpu_run("hog, 3x load", 40, 18 * MS, 9 * MS, 108 * MS, 1, 403);
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, e, &d), 0);
+	assert_int_equal(row(&d, "weight_load")->verdict, PP_DIFF_REGRESSION);
+	assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_SAME);
+	pp_diff_free(&d);
+
+	/* without CPU times the wall-time test alone decides */
+	int64_t f = cpu_run("quiet, no cpu", 40, 10 * MS, 9 * MS, 20 * MS, 0, 404);
+	int64_t g = cpu_run("hog, no cpu", 40, 18 * MS, 9 * MS, 36 * MS, 0, 405);
+	assert_int_equal(pp_diag_diff(T.st, f, T.st, g, &d), 0);
+	assert_false(d.step_cpu);
+	assert_true(d.load_factor == 1);
+	assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_REGRESSION);
+	pp_diff_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -329,6 +400,7 @@ int main(void)
 		cmocka_unit_test(test_load_is_not_a_regression),
 		cmocka_unit_test(test_step_regression_beyond_load),
 		cmocka_unit_test(test_few_steps_no_test),
+		cmocka_unit_test(test_cpu_time_tells_load_from_regression),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
