@@ -42,9 +42,9 @@ static void usage(FILE *out)
 		"MAD of successive differences / sqrt 2). With fewer than 6 steady steps in a\n"
 		"run: as below. When both runs carry each step's CPU time (step.cpu_ns, from\n"
 		"pp_step_end), the same test runs on it and the row is flagged only when both\n"
-		"tests agree: load stretches wall time, not CPU time. Then the total and phase\n"
-		"rows compare B / L with A, L being B's wall time per CPU time of a step over\n"
-		"A's (printed as load:).\n"
+		"tests agree: load stretches wall time, not CPU time. Then a total or phase\n"
+		"row changes only if B / L also differs from A beyond its threshold, L being\n"
+		"B's wall time per CPU time of a step over A's (printed as load:).\n"
 		"Total and phase kinds: flagged when the change exceeds max(3 x noise x A,\n"
 		"5%% of A, 0.5%% of the longer run, 10 us, 3 x sigma x sqrt(phase count)),\n"
 		"sigma the larger of the runs', noise that sigma relative to its median step\n"
@@ -127,8 +127,8 @@ static void text_begin(FILE *out, const pp_diff *d, const struct diff_src *a, co
 				  "waits the program reports have their own phase rows.");
 	if (d->load_factor != 1)
 		fprintf(out, "load: B's steps took %.2fx the wall time per CPU time of A's (the machine's "
-			     "load, or more waiting in B's steps); the total and phase rows compare B / "
-			     "%.2f with A\n",
+			     "load, or more waiting in B's steps); a total or phase row changes only when "
+			     "B / %.2f also differs from A beyond its threshold\n",
 			d->load_factor, d->load_factor);
 	fprintf(out, "total, phases: a change counts beyond max(3 x noise x A, 5%% of A, %s, "
 		     "3 x the larger sigma x sqrt(phase count))\n\n",

@@ -121,7 +121,10 @@ static const pp_phase_total *find_kind(const run_side *s, int kind)
 }
 
 /* load: how much slower B's machine ran the program than A's (see
- * load_factor); B's time is compared after dividing by it. */
+ * load_factor). A change must hold both as measured and with B's time
+ * divided by it: the factor comes from the steps, and a phase that ran at
+ * another time of the run may have seen another load (a busy machine's
+ * load swings within a run), so it only ever withdraws a verdict. */
 static void judge(pp_diff_row *row, double rel_noise, int64_t floor_ns, double load)
 {
 	int64_t base = row->ns_a > 0 ? row->ns_a : row->ns_b;
@@ -132,10 +135,11 @@ static void judge(pp_diff_row *row, double rel_noise, int64_t floor_ns, double l
 		thr = (double)floor_ns;
 	row->threshold_ns = (int64_t)llround(thr);
 	row->ratio = row->ns_a > 0 ? (double)row->ns_b / (double)row->ns_a : 0;
-	int64_t d = (int64_t)llround((double)row->ns_b / load) - row->ns_a;
-	row->verdict = d > row->threshold_ns    ? PP_DIFF_REGRESSION
-		       : -d > row->threshold_ns ? PP_DIFF_IMPROVEMENT
-						: PP_DIFF_SAME;
+	int64_t d = row->ns_b - row->ns_a;
+	int64_t dl = (int64_t)llround((double)row->ns_b / load) - row->ns_a;
+	row->verdict = d > row->threshold_ns && dl > row->threshold_ns     ? PP_DIFF_REGRESSION
+		       : -d > row->threshold_ns && -dl > row->threshold_ns ? PP_DIFF_IMPROVEMENT
+									   : PP_DIFF_SAME;
 }
 
 /* Robust step-to-step sigma of a series: 1.4826 MAD of successive
@@ -258,10 +262,9 @@ static int judge_steps(pp_diff_row *row, const run_side *sa, const run_side *sb,
  * CPU time per step, and the wall time around it stretches with the load
  * (time spent waiting for a CPU); a slower program needs more CPU time,
  * which this ratio leaves out. The total and phase rows have no CPU time of
- * their own: they are compared after dividing B's time by this factor
- * (1 without CPU times; kept within 1/4..4). It assumes the load was even
- * over the run, and reads more waiting inside B's steps (I/O) as load too:
- * the header prints it. */
+ * their own: a change there must also hold after dividing B's time by this
+ * factor (1 without CPU times; kept within 1/4..4). It reads more waiting
+ * inside B's steps (I/O) as load too: the header prints it. */
 static double load_factor(const run_side *sa, const run_side *sb)
 {
 	if (!sa->cpu || !sb->cpu || sa->n_steady < PP_DIFF_MW_MIN_STEPS ||
