@@ -44,7 +44,7 @@ static void test_fmt_dur(void **state)
 static void test_fmt_values(void **state)
 {
 	(void)state;
-	char line[64];
+	char line[128];
 	snprintf(line, sizeof line, "%s of %s in %s", pp_dur(2.54e9).s, pp_dur(2.99e9).s,
 		 pp_bytes(3 * 1048576.0).s);
 	assert_string_equal(line, "2.54 s of 2.99 s in 3.0 MiB");

@@ -258,13 +258,18 @@ static void loader_work_load(const diag_run *r, loader_work *w)
 		int nw = 0;
 		if (meta_int(r->st, runs[i].id, "torch.dataloader.num_workers", &nw) == 0 && nw > most)
 			most = nw;
+		if (w->runs == 0)
+			pp_store_run_meta(r->st, runs[i].id, "torch.dataloader.dataset", w->dataset,
+					  sizeof w->dataset);
 		int c = 0;
 		w->runs++;
 		kind_sum(r->st, runs[i].id, PP_DATA_FETCH, &w->batches, &w->fetch_ns);
 		kind_sum(r->st, runs[i].id, PP_DATA_COLLATE, &c, &w->collate_ns);
 	}
 	free(runs);
-	if (w->workers < 0 && most > 0)
+	/* The worker runs say which loader had workers: the run's meta holds
+	 * the last loader iterated (a validation loader without workers, say). */
+	if (w->runs && most > 0)
 		w->workers = most;
 	if (w->runs == 0 && w->workers <= 0) {
 		/* no workers: the main process fetches, inside its waits */

@@ -221,8 +221,8 @@ void rule_first_step_slow(diag_ctx *c)
 			sev = DIAG_INFO;
 			snprintf(fix, sizeof fix,
 				 "This is the DataLoader's %d worker%s starting (processes forked, their "
-				 "first batches fetched), paid once per pass over the loader; no warm-up "
-				 "step removes it. persistent_workers=True starts them once per run "
+				 "first batches fetched), paid once per pass over the loader, not by the "
+				 "step's own work. persistent_workers=True starts them once per run "
 				 "instead of once per epoch.",
 				 workers, workers == 1 ? "" : "s");
 		} else {

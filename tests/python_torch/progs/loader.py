@@ -1,12 +1,13 @@
 """Training fed by a DataLoader with 2 worker processes, 2 epochs, each
 followed by a validation pass (a loader without workers, under no_grad).
 
-usage: loader.py slow|fast
+usage: loader.py slow|fast|raises
   slow  __getitem__ sleeps 3 ms per sample (reading and decoding a file,
         say): one batch of 8 takes a worker ~24 ms, the step much less, so
         the loop waits for its data (loader-bound).
   fast  __getitem__ is cheap and the step does more work: the workers keep
         ahead of the loop (a healthy loader).
+  raises  as fast, and sample 21 raises in its worker.
 """
 import sys
 import time
@@ -18,6 +19,7 @@ torch.manual_seed(0)
 torch.set_num_threads(1)
 
 SLOW = sys.argv[1] == "slow"
+RAISES = sys.argv[1] == "raises"
 BATCHES, BATCH = 16, 8
 
 
@@ -31,6 +33,8 @@ class Images(torch.utils.data.Dataset):
     def __getitem__(self, i):
         if self.delay:
             time.sleep(self.delay)
+        if RAISES and i == 21:
+            raise ValueError("bad sample %d" % i)
         return torch.full((64,), float(i % 7)), i % 10
 
 
