@@ -45,6 +45,7 @@ from ..kinds import DATA_COLLATE, DATA_FETCH, DATA_TRANSFER
 
 _passes = {}        # id(loader) -> passes started (main process)
 _pass_now = [1]     # the pass whose workers are being started
+_meta = {}          # the loader run_meta last written (main process)
 
 
 def _safe(fn, *a):
@@ -160,12 +161,15 @@ def _pin(orig):
 
 def _loader_meta(loader):
     nw = loader.num_workers
-    N.meta("torch.dataloader.num_workers", str(nw))
-    N.meta("torch.dataloader.batch_size", str(loader.batch_size))
-    N.meta("torch.dataloader.dataset", type(loader.dataset).__name__)
+    kv = [("num_workers", str(nw)), ("batch_size", str(loader.batch_size)),
+          ("dataset", type(loader.dataset).__name__)]
     if nw > 0:
-        N.meta("torch.dataloader.prefetch_factor", str(loader.prefetch_factor))
-        N.meta("torch.dataloader.persistent_workers", str(bool(loader.persistent_workers)))
+        kv += [("prefetch_factor", str(loader.prefetch_factor)),
+               ("persistent_workers", str(bool(loader.persistent_workers)))]
+    for k, v in kv:  # what changed since the last pass's loader
+        if _meta.get(k) != v:
+            _meta[k] = v
+            N.meta("torch.dataloader." + k, v)
     k = id(loader)
     n = _passes.get(k, 0) + 1
     if len(_passes) >= 64 and k not in _passes:
