@@ -309,6 +309,23 @@ static void test_data_starvation_workers(void **state)
 	tdiag_contains(f->evidence, "2 runs of DataLoader workers (num_workers=2) produced 20 batches");
 }
 
+/* Workers far faster than the loop: the wait is not their loading, and
+ * more of them is no fix. */
+static void test_data_wait_workers_keep_up(void **state)
+{
+	(void)state;
+	int64_t main = trec_run(&T, "2 fast workers, waits anyway", 0);
+	waiting_steps(20, 10 * MS, 20 * MS, 8 * MS);
+	worker_run(main, 0, 2, 10, 3 * MS, 1 * MS);
+	worker_run(main, 1, 2, 10, 3 * MS, 1 * MS);
+	analyze();
+	const pp_finding *f = tdiag_must(&R, "data_starvation");
+	assert_string_equal(f->severity, "info");
+	tdiag_contains(f->fix, "The 2 DataLoader workers keep up (3.00 ms per batch each, the step "
+			       "computes for 12.0 ms)");
+	assert_null(strstr(f->fix, "num_workers >="));
+}
+
 /* No workers: the main process fetches inside its waits. */
 static void test_data_starvation_no_workers(void **state)
 {
@@ -438,6 +455,7 @@ int main(void)
 		cmocka_unit_test(test_data_starvation_numbers),
 		cmocka_unit_test(test_data_validation_not_counted),
 		cmocka_unit_test(test_data_starvation_workers),
+		cmocka_unit_test(test_data_wait_workers_keep_up),
 		cmocka_unit_test(test_data_starvation_no_workers),
 		cmocka_unit_test(test_first_step_worker_start),
 		cmocka_unit_test(test_weight_load_slow),

@@ -289,9 +289,10 @@ int diag_loader_workers(const diag_run *r)
 /* The fix, sized from what the program already does: how long a batch
  * takes to produce (per worker) against how often the step takes one. */
 static void starvation_fix(char *fix, size_t len, const loader_work *w, double per_step_ns,
-			   char *evidence, size_t elen)
+			   char *evidence, size_t elen, int *keep_up)
 {
 	evidence[0] = 0;
+	*keep_up = 0;
 	if (w->batches == 0 || per_step_ns <= 0) {
 		if (w->workers > 0)
 			snprintf(fix, len,
@@ -322,7 +323,18 @@ static void starvation_fix(char *fix, size_t len, const loader_work *w, double p
 	char what[48] = "__getitem__";
 	if (w->dataset[0])
 		snprintf(what, sizeof what, "%.32s.__getitem__", w->dataset);
-	if (w->workers > 0)
+	if (w->workers > 0 && w->runs && per_batch <= 0.75 * per_step_ns * w->workers) {
+		/* The workers make batches faster than the loop takes them: more
+		 * of them would not help. */
+		*keep_up = 1;
+		snprintf(fix, len,
+			 "The %d DataLoader workers keep up (%s per batch each, the step computes for "
+			 "%s), so the wait is not their loading: it is the batch's way to the main "
+			 "process (unpickling, shared memory; return tensors, not Python objects) or "
+			 "the workers and the loop competing for the CPU cores (num_workers + 1 "
+			 "processes busy at once); pin_memory helps a GPU.",
+			 w->workers, pp_dur(per_batch).s, pp_dur(per_step_ns).s);
+	} else if (w->workers > 0)
 		snprintf(fix, len,
 			 "%d worker%s each need %s per batch, the step consumes one every %s: use "
 			 "num_workers >= %d (one process each, within the CPU cores; "
@@ -374,10 +386,15 @@ void rule_data_starvation(diag_ctx *c)
 	loader_work w;
 	loader_work_load(r, &w);
 	char fix[512], more[400];
-	starvation_fix(fix, sizeof fix, &w, (double)(steady - wait) / iters, more, sizeof more);
+	int keep_up;
+	starvation_fix(fix, sizeof fix, &w, (double)(steady - wait) / iters, more, sizeof more,
+		       &keep_up);
+	/* Workers that keep up leave no loading to fix: the wait is worth
+	 * knowing, the claim "loader-bound" is not made. */
+	int sev = keep_up ? DIAG_INFO
+			  : diag_sev_for_win(share >= 0.6 ? DIAG_HIGH : DIAG_MODERATE, (double)wait);
 	pp_finding *f = diag_emit(
-		c, "data_starvation",
-		diag_sev_for_win(share >= 0.6 ? DIAG_HIGH : DIAG_MODERATE, (double)wait),
+		c, "data_starvation", sev,
 		diag_run_share(r, (double)wait), fix,
 		"Steps wait for data %.0f%% of the time (%s per step on average)", 100 * share,
 		pp_dur((double)wait / iters).s);

@@ -214,7 +214,7 @@ void rule_first_step_slow(diag_ctx *c)
 	 * pass over the loader: no warm-up step removes it. */
 	int64_t data = by_kind[PP_DATA_WAIT] + by_kind[PP_DATA_FETCH] + by_kind[PP_DATA_COLLATE];
 	if ((top == PP_DATA_WAIT || top == PP_DATA_FETCH || top == PP_DATA_COLLATE) &&
-	    (double)data >= untracked && (double)data >= 0.5 * (first - med)) {
+	    (double)data >= untracked) {
 		int workers = diag_loader_workers(r);
 		char fix[512];
 		if (workers > 0) {
