@@ -211,6 +211,7 @@ typedef struct loader_work {
 	int batches;          /* data_fetch phases in them */
 	int64_t fetch_ns;     /* their time: one batch each, collate included */
 	int64_t collate_ns;   /* the data_collate phases inside */
+	double lo, hi;        /* the fastest and slowest worker's time per batch */
 	char dataset[64];
 } loader_work;
 
@@ -261,10 +262,20 @@ static void loader_work_load(const diag_run *r, loader_work *w)
 		if (w->runs == 0)
 			pp_store_run_meta(r->st, runs[i].id, "torch.dataloader.dataset", w->dataset,
 					  sizeof w->dataset);
-		int c = 0;
+		int c = 0, b = 0;
+		int64_t t = 0;
 		w->runs++;
-		kind_sum(r->st, runs[i].id, PP_DATA_FETCH, &w->batches, &w->fetch_ns);
+		kind_sum(r->st, runs[i].id, PP_DATA_FETCH, &b, &t);
 		kind_sum(r->st, runs[i].id, PP_DATA_COLLATE, &c, &w->collate_ns);
+		if (b > 0) {
+			double per = (double)t / b;
+			if (w->batches == 0 || per < w->lo)
+				w->lo = per;
+			if (w->batches == 0 || per > w->hi)
+				w->hi = per;
+		}
+		w->batches += b;
+		w->fetch_ns += t;
 	}
 	free(runs);
 	/* The worker runs say which loader had workers: the run's meta holds
@@ -353,9 +364,11 @@ static void starvation_fix(char *fix, size_t len, const loader_work *w, double p
 	if (w->runs)
 		snprintf(evidence, elen,
 			 " Workers: %d run%s of DataLoader workers (num_workers=%d) produced %d batches, "
-			 "%s each (fetch %s, collate %s); the step computes for %s between waits.",
+			 "%s each (fetch %s, collate %s; %s to %s by worker); the step computes for %s "
+			 "between waits.",
 			 w->runs, w->runs == 1 ? "" : "s", w->workers, w->batches, pp_dur(per_batch).s,
-			 pp_dur(get).s, pp_dur(collate).s, pp_dur(per_step_ns).s);
+			 pp_dur(get).s, pp_dur(collate).s, pp_dur(w->lo).s, pp_dur(w->hi).s,
+			 pp_dur(per_step_ns).s);
 	else
 		snprintf(evidence, elen,
 			 " The main process fetched %d batches, %s each (fetch %s, collate %s); the "
