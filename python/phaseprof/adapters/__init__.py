@@ -10,4 +10,5 @@ this folder for the contract.
 ADAPTERS = {
     "torch": "phaseprof.adapters.torch",
     "torch.distributed": "phaseprof.adapters.torch_distributed",
+    "torch.utils.data": "phaseprof.adapters.torch_data",
 }
