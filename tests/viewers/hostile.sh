@@ -109,6 +109,14 @@ for c in "info" "stats" "stats --json" "diff"; do
   [ $rc -le 1 ] || bad "$c: exit $rc: $(head -c 300 "$tmp/term.out")"
   clean "$tmp/term.out" "$c"
 done
+# the same names arriving through a spool (tests/fuzz/corpus/spool/ok_hostile_names.spool)
+"$pp" ingest -o "$tmp/spool.db" "$here/../fuzz/corpus/spool/ok_hostile_names.spool" >"$tmp/term.out" 2>&1 \
+  || bad "ingest of the hostile spool failed: $(head -c 300 "$tmp/term.out")"
+for c in info stats; do "$pp" $c "$tmp/spool.db" >>"$tmp/term.out" 2>&1 || bad "$c of the hostile spool's run failed"; done
+clean "$tmp/term.out" "ingest, info, stats of the hostile spool"
+"$pp" export --format svg "$tmp/spool.db" -o "$tmp/s.svg" 2>"$tmp/err" || bad "export svg of the spool's run failed: $(cat "$tmp/err")"
+python3 -c "import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])" "$tmp/s.svg" 2>"$tmp/err" \
+  && ok "svg of the spool's run: well-formed XML" || bad "svg of the spool's run: not well-formed: $(tail -1 "$tmp/err")"
 if [ "${BROWSER:-0}" = 1 ]; then
   NODE_PATH="$here/../browser/node_modules" node "$here/../browser/check_hostile.js" "$tmp/report.html" "${art:-$tmp/art}" \
     || bad "browser: the report from a hostile database is not inert"
