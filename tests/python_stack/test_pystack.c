@@ -107,12 +107,13 @@ static void test_frames(void **state)
 	/* one BLAS thread: the matmul's samples then carry the Python line that called it.
 	 * The sampler fires at most once per tick of the thread's CPU time (250 Hz
 	 * here). Each part of the target runs for 0.4 s of its thread's CPU time
-	 * (not a fixed amount of work), so it gets ~100 samples however loaded
-	 * the machine is: every count asserted below is >= 4x under what a part
-	 * gets (numpy's own code under its Python line: ~37 of ~100, >= 5
-	 * asserted; a fixed 12 products of 400x400 gave ~2, as the BLAS
-	 * kernel's samples do not unwind past it, and 0 in 3 of 15 runs under
-	 * load) */
+	 * (not a fixed amount of work; the numpy part 1 s), so it gets its
+	 * samples however loaded the machine is: 45-75 per 0.4 s beside a CPU
+	 * hog, ~100 quiet. Numpy's own code under its Python line, beside a hog:
+	 * 7-41 samples in 16 runs at 0.4 s (median 30), 2.5x that at 1 s; >= 3
+	 * asserted. The fixed 12 products of 400x400 it replaces gave 1-5 in 8
+	 * runs (their time is in OpenBLAS's kernel, whose samples do not unwind
+	 * past it): 0 in 3 of 15 runs under load */
 	assert_int_equal(ppt_sh(dir, "OPENBLAS_NUM_THREADS=1 " PP_BIN " record -o run.db --sample 1000 -- "
 				"/usr/bin/python3 " PP_SRC "/" T " 0.4"),
 			 0);
@@ -139,7 +140,7 @@ static void test_frames(void **state)
 	assert_true(count_lines(f, cb, NULL) >= 5);
 	/* numpy's native code under the Python line that called it */
 	const char *np[] = {"matmul_caller (" T ":33);", "_multiarray_umath", NULL};
-	assert_true(count_lines(f, np, NULL) >= 5);
+	assert_true(count_lines(f, np, NULL) >= 3);
 	/* Python frames in the frames table: symbol "qualname (file:line)", module the .py path */
 	char *mod = q_text("SELECT m.value FROM frames f JOIN strings s ON s.id = f.symbol_id"
 			   " JOIN strings m ON m.id = f.module_id WHERE s.value = 'middle (" T ":15)'");
