@@ -111,8 +111,9 @@ static void finding_block(pp_out *o, const pp_finding *f, const pp_run_info *run
 		E(f->fix);
 		P("</div>");
 	}
-	pp_out_printf(o, "<div class=\"muted\" style=\"font-size:11px\">rule <code>%s</code> · score %.2f</div></div>\n",
-		      f->rule, f->score);
+	P("<div class=\"muted\" style=\"font-size:11px\">rule <code>");
+	E(f->rule);
+	pp_out_printf(o, "</code> · score %.2f</div></div>\n", f->score);
 }
 
 /* ---- head, navigation, overview ---- */
@@ -268,8 +269,9 @@ static void scenario_table(pp_view_ctx *c, html_state *s, const char *scen)
 		if (nf) {
 			for (int k = 0; k < s->n_findings; k++)
 				if (s->findings[k].run_id == r->id && strcmp(s->findings[k].severity, "info")) {
-					pp_out_printf(o, "<span class=\"sev %s\">%s</span>", sev_class(s->findings[k].severity),
-						      s->findings[k].rule);
+					pp_out_printf(o, "<span class=\"sev %s\">", sev_class(s->findings[k].severity));
+					E(s->findings[k].rule);
+					P("</span>");
 					break;
 				}
 			if (nf > 1)
