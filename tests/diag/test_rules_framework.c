@@ -352,6 +352,7 @@ static void test_first_step_worker_start(void **state)
 {
 	(void)state;
 	int64_t main = trec_run(&T, "workers starting", 0);
+	set_meta(main, "python.adapter.torch", "installed");
 	set_meta(main, "torch.dataloader.num_workers", "2");
 	int64_t now = 10 * MS;
 	for (int i = 0; i < 20; i++) {

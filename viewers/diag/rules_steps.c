@@ -272,7 +272,7 @@ void rule_first_step_slow(diag_ctx *c)
 	 * (worker processes forked, their first batches fetched), paid once per
 	 * pass over the loader: no warm-up step removes it. */
 	int64_t data = by_kind[PP_DATA_WAIT] + by_kind[PP_DATA_FETCH] + by_kind[PP_DATA_COLLATE];
-	if ((top == PP_DATA_WAIT || top == PP_DATA_FETCH || top == PP_DATA_COLLATE) &&
+	if (r->torch && (top == PP_DATA_WAIT || top == PP_DATA_FETCH || top == PP_DATA_COLLATE) &&
 	    (double)data >= untracked) {
 		int workers = diag_loader_workers(r);
 		char fix[512];
