@@ -7,6 +7,7 @@ torch 1.13) unless given (the torch-2 venv's python for torch 2.13).
 Exit 0 when every assertion holds, 77 when torch is missing (skip), else 1.
 """
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -19,12 +20,13 @@ PY = sys.argv[3] if len(sys.argv) > 3 else "/usr/bin/python3"
 class Rec:
     """One recording: the program's output and the database."""
 
-    def __init__(self, phaseprof, prog, *args, expect_rc=0):
+    def __init__(self, phaseprof, prog, *args, expect_rc=0, env=None):
         self.dir = tempfile.mkdtemp(prefix="pp-torch-")
         self.db = os.path.join(self.dir, "run.db")
         cmd = [phaseprof, "record", "-o", self.db, "--", PY,
                os.path.join(HERE, "progs", prog)] + [a.replace("@DIR", self.dir) for a in args]
-        p = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=300)
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=300,
+                           env=dict(os.environ, **(env or {})))
         self.out, self.err, self.rc = p.stdout, p.stderr, p.returncode
         if p.returncode != expect_rc:
             fail("%s exited %d (expected %d)\nstdout:\n%s\nstderr:\n%s"
@@ -429,7 +431,23 @@ def case_annotated(pp):
     check(unit(r) == "phaseprof.step()", "step unit %r" % unit(r))
     per_step(r, ("forward", "backward", "optimizer_step"))
     # the same program runs plainly, the package on its path: a no-op
-    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "python"))
+    src = os.path.join(HERE, "..", "..", "python")
+    path = src
+    if subprocess.run([PY, "-c", "import pip, setuptools"], capture_output=True).returncode == 0:
+        # installed the way Python users install things: pip, from a copy
+        # of the source (pip leaves build files beside the sources)
+        shutil.copytree(src, os.path.join(r.dir, "src"))
+        path = os.path.join(r.dir, "site")
+        p = subprocess.run([PY, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps",
+                            "--no-index", "--target", path, os.path.join(r.dir, "src")],
+                           capture_output=True, text=True, timeout=300)
+        check(p.returncode == 0, "pip install of python/ failed:\n%s%s" % (p.stdout, p.stderr))
+        # under record with the installed copy on the path: the agent's own
+        # copy is the one the program gets, and its steps count
+        r2 = Rec(pp, "annotated.py", env={"PYTHONPATH": path})
+        check(numbers(r2) == list(range(15)) and "enabled: True" in r2.out,
+              "with pip's copy on the path: steps %r" % numbers(r2), r2)
+    env = dict(os.environ, PYTHONPATH=path)
     p = subprocess.run([PY, os.path.join(HERE, "progs", "annotated.py")], capture_output=True,
                        text=True, env=env, timeout=300)
     check(p.returncode == 0 and "steps: 15, enabled: False" in p.stdout,
