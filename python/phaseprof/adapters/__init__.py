@@ -10,4 +10,5 @@ this folder for the contract.
 ADAPTERS = {
     "torch": "phaseprof.adapters.torch",
     "torch.distributed": "phaseprof.adapters.torch_distributed",
+    "torch._dynamo": "phaseprof.adapters.torch_compile",
 }
