@@ -19,12 +19,14 @@ PY = sys.argv[3] if len(sys.argv) > 3 else "/usr/bin/python3"
 class Rec:
     """One recording: the program's output and the database."""
 
-    def __init__(self, phaseprof, prog, *args, expect_rc=0):
+    def __init__(self, phaseprof, prog, *args, expect_rc=0, env=None):
         self.dir = tempfile.mkdtemp(prefix="pp-torch-")
         self.db = os.path.join(self.dir, "run.db")
         cmd = [phaseprof, "record", "-o", self.db, "--", PY,
                os.path.join(HERE, "progs", prog)] + [a.replace("@DIR", self.dir) for a in args]
-        p = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=300)
+        if env is not None:
+            env = dict(os.environ, **{k: v.replace("@DIR", self.dir) for k, v in env.items()})
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=600, env=env)
         self.out, self.err, self.rc = p.stdout, p.stderr, p.returncode
         if p.returncode != expect_rc:
             fail("%s exited %d (expected %d)\nstdout:\n%s\nstderr:\n%s"
@@ -51,6 +53,14 @@ class Rec:
         return [v for (v,) in self.rows(
             "SELECT c.value FROM counters c JOIN strings s ON s.id = c.name_id "
             "WHERE c.run_id = ? AND s.value = ? ORDER BY c.ts_ns", self.run, name)]
+
+    def marks(self, prefix):
+        return [n for (n,) in self.rows(
+            "SELECT s.value FROM marks m JOIN strings s ON s.id = m.name_id "
+            "WHERE m.run_id = ? AND s.value LIKE ? ORDER BY m.ts_ns", self.run, prefix + "%")]
+
+    def meta(self, key):
+        return self.one("SELECT value FROM run_meta WHERE run_id = ? AND key = ?", self.run, key)
 
     def findings(self):
         return self.rows("SELECT rule, severity, title, evidence FROM findings WHERE run_id = ?",
@@ -216,6 +226,93 @@ def case_raises(pp):
     check([s[3] for s in steps] == list(range(5)), "closed steps %r" % [s[3] for s in steps], r)
     st, code = r.rows("SELECT status, exit_code FROM runs WHERE id = ?", r.run)[0]
     check(code == 1, "exit code %r (status %r)" % (code, st))
+
+
+# torch.compile (torch 2 only). A fresh Inductor cache folder per recording
+# (TORCHINDUCTOR_CACHE_DIR) keeps the facts those of a cold start: with a
+# warm cache the compile phases are the same frames, but Inductor's stages
+# shrink to cache loads and the cache counters read hits instead of misses.
+COMPILE_ENV = {"TORCHINDUCTOR_CACHE_DIR": "@DIR/inductor-cache"}
+
+
+def compile_spans(r, prefix):
+    return [s for s in r.spans("compile") if s[0].startswith(prefix)]
+
+
+def case_compile_shapes(pp):
+    r = Rec(pp, "compile_shapes.py", env=COMPILE_ENV)
+    check("trained 12 steps over 6 batch sizes" in r.out, "program output changed: " + r.out)
+    adapter_installed(r)
+    check(r.meta("python.adapter.torch._dynamo") == "installed",
+          "torch._dynamo adapter: %r" % r.meta("python.adapter.torch._dynamo"), r)
+    steps = r.steps()
+    check([s[3] for s in steps] == list(range(12)), "steps %r" % [s[3] for s in steps], r)
+    frame = "Net.forward (compile_shapes.py:19)"
+    comp = compile_spans(r, "compile ")
+    check([c[0] for c in comp] == ["compile " + frame] * 6,
+          "outermost compile phases: %r" % [c[0] for c in comp], r)
+    # one compile per new batch size, each inside the step that met the size
+    for i, c in enumerate(comp):
+        check(r.inside(c, steps[i]), "compile %d not inside step %d: %r %r" % (i, i, c, steps[i]), r)
+    for s in steps[6:]:
+        check(not any(r.inside(c, s) for c in r.spans("compile")),
+              "a compile in step %d (sizes seen before)" % s[3], r)
+    for stage in ("dynamo capture ", "aot_autograd "):
+        st = compile_spans(r, stage + frame)
+        check(len(st) == 6 and all(any(r.inside(x, c) for c in comp) for x in st),
+              "%s phases: %r" % (stage, st), r)
+    re = r.marks("torch.compile recompile: ")
+    check(len(re) == 5, "recompile marks: %r" % re, r)
+    sizes = [8, 12, 16, 20, 24, 28]
+    for k, m in enumerate(re):
+        check(m.startswith("torch.compile recompile: %s #%d: " % (frame, k + 2)), "mark %r" % m)
+        # the guard names the input and the dimension that changed
+        check("size mismatch at index 0" in m and "actual %d" % sizes[k + 1] in m,
+              "guard reason %r" % m)
+    check(r.counter("torch.compile.recompiles")[-1] == 5, "recompiles counter %r"
+          % r.counter("torch.compile.recompiles"))
+    check(r.counter("torch.compile.frames")[-1] == 6, "frames counter")
+    check(not r.marks("torch.compile graph break: "), "graph breaks: %r"
+          % r.marks("torch.compile graph break: "), r)
+    f = r.finding("recompile_storm")
+    check(f is not None, "no recompile_storm finding", r)
+    check("recompiled %s 5 times (6 compiles," % frame in f[2], "storm title: " + f[2])
+    check("size mismatch at index 0" in f[3] and "inside steps 0 to 5" in f[3],
+          "storm evidence: " + f[3])
+    check(f[1] in ("moderate", "high"), "storm severity %s" % f[1])
+
+
+def case_compile_break(pp):
+    r = Rec(pp, "compile_break.py", env=COMPILE_ENV)
+    check("predictions: 10, finite: True" in r.out, "program output changed: " + r.out)
+    check(r.meta("python.adapter.torch._dynamo") == "installed", "torch._dynamo adapter", r)
+    steps = r.steps()
+    check([s[3] for s in steps] == list(range(10)), "steps %r" % [s[3] for s in steps], r)
+    comp = compile_spans(r, "compile ")
+    names = [c[0] for c in comp]
+    check(names[0] == "compile Gated.forward (compile_break.py:19)" and len(names) == 2 and
+          names[1].startswith("compile torch_dynamo_resume_in_forward_at_21 (compile_break.py:"),
+          "compiled frames: %r" % names, r)
+    check(all(r.inside(c, steps[0]) for c in r.spans("compile")),
+          "compile phases outside step 0", r)
+    for stage in ("dynamo capture ", "aot_autograd ", "inductor lowering ", "inductor codegen ",
+                  "c++ compile "):
+        check(compile_spans(r, stage), "no %sphase" % stage, r)
+    gb = r.marks("torch.compile graph break: ")
+    check(len(gb) == 1 and gb[0].startswith(
+        "torch.compile graph break: Gated.forward (compile_break.py:19): ")
+          and "item" in gb[0] and gb[0].endswith("(x1)"), "graph break marks: %r" % gb, r)
+    check(r.counter("torch.compile.graph_breaks")[-1] == 1, "graph_breaks counter")
+    check(r.counter("torch.compile.recompiles")[-1] == 0, "recompiles counter")
+    miss = r.counter("torch.compile.fx_graph_cache_misses")[-1]
+    hit = r.counter("torch.compile.fx_graph_cache_hits")[-1]
+    check(miss == 2 and hit == 0, "cold FX graph cache: %r misses, %r hits" % (miss, hit), r)
+    check(r.finding("recompile_storm") is None, "recompile storm on one compile per frame", r)
+    f = r.finding("first_step_compile")
+    check(f is not None, "no first_step_compile finding", r)
+    check("compilation: torch.compile took" in f[2] and "(2 frames)" in f[2], "title " + f[2])
+    check("c++ compile" in f[3] and "2 misses (cold start)" in f[3], "evidence " + f[3])
+    check(r.finding("first_step_slow") is None, "first_step_slow beside first_step_compile", r)
 
 
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}

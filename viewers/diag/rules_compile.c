@@ -11,6 +11,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Fix texts, in PyTorch's words; they must fit pp_finding.fix. */
+#define FIX_SHAPE                                                                                  \
+	"Each new input shape fails a guard on it, so Dynamo compiles the function again. "      \
+	"Compile with dynamic shapes: torch.compile(model, dynamic=True), or mark the "           \
+	"dimension that varies before the first call: torch._dynamo.mark_dynamic(x, 0). Or pad "  \
+	"the inputs to a few fixed sizes (shape buckets, e.g. batch sizes rounded up to a "        \
+	"multiple of 8). Past torch._dynamo.config.recompile_limit (8) recompiles Dynamo runs "    \
+	"the function eagerly."
+#define FIX_GUARD                                                                                  \
+	"A guard on something the function reads (a Python number, an object's identity or "      \
+	"type, a dtype or device) fails call after call, so Dynamo compiles the function again. " \
+	"Pass a changing Python number as a tensor, keep the guarded object, dtype and device "    \
+	"constant, or use dynamic=True when it is a shape. Past "                                 \
+	"torch._dynamo.config.recompile_limit (8) recompiles Dynamo runs the function eagerly."
+#define FIX_FIRST                                                                                  \
+	"Warm up before timing: call the compiled model once (same shapes, with a backward when "  \
+	"training) before the measured loop, and compile once (keep the torch.compile'd object). " \
+	"Keep the compile caches across runs: TORCHINDUCTOR_CACHE_DIR on a persistent folder "     \
+	"(the FX graph and AOTAutograd caches are on by default), so a warm start skips "          \
+	"Inductor's code generation and C++ build. mode=\"max-autotune\" compiles far longer "     \
+	"than the default mode."
+_Static_assert(sizeof FIX_SHAPE <= sizeof((pp_finding *)0)->fix, "fix text too long");
+_Static_assert(sizeof FIX_GUARD <= sizeof((pp_finding *)0)->fix, "fix text too long");
+_Static_assert(sizeof FIX_FIRST <= sizeof((pp_finding *)0)->fix, "fix text too long");
+
 #define RECOMPILE_MARK "torch.compile recompile: "
 #define BREAK_MARK "torch.compile graph break: "
 
@@ -134,21 +159,7 @@ void rule_recompile_storm(diag_ctx *c)
 		char ta[32], tr[32];
 		pp_finding *f = diag_emit(
 			c, "recompile_storm", sev, share,
-			shape ? "An input's shape changes from call to call and each new shape fails a "
-				"guard on it, so Dynamo traces and compiles the function again. Compile "
-				"with dynamic shapes: torch.compile(model, dynamic=True), or mark the "
-				"dimension that varies before the first call: "
-				"torch._dynamo.mark_dynamic(x, 0). Or pad the inputs to a few fixed sizes "
-				"(shape buckets, e.g. batch sizes rounded up to a multiple of 8) so only "
-				"those compile. Past torch._dynamo.config.recompile_limit (8) Dynamo stops "
-				"compiling the function and runs it eagerly."
-			      : "A guard on something the function reads (a Python value, an object's "
-				"identity or type, a dtype or device) fails call after call, so Dynamo "
-				"traces and compiles the function again. Pass a changing Python number as "
-				"a tensor, keep the guarded object and dtype constant, or compile with "
-				"dynamic=True when it is a shape. Past "
-				"torch._dynamo.config.recompile_limit (8) Dynamo stops compiling the "
-				"function and runs it eagerly.",
+			shape ? FIX_SHAPE : FIX_GUARD,
 			"torch.compile recompiled %s %d times (%d compiles, %s)", fn->frame,
 			fn->recompiles, compiles > fn->recompiles ? compiles : fn->recompiles + 1,
 			pp_fmt_dur(ta, sizeof ta, (double)t_all));
@@ -168,6 +179,7 @@ void rule_recompile_storm(diag_ctx *c)
 
 #define FSC_MIN_SHARE 0.5   /* "mostly compilation" */
 #define FSC_FRAMES 5
+#define FSC_OTHER 64
 
 /* Stage label of a nested torch.compile phase ("aot_autograd <frame>"). */
 static const char *const stages[] = {"dynamo capture", "aot_autograd", "inductor lowering",
@@ -205,7 +217,8 @@ void rule_first_step_compile(diag_ctx *c)
 		return;
 	/* Outermost torch.compile phases inside the first step. */
 	int64_t t_comp = 0, stage_ns[N_STAGES] = {0};
-	int frames = 0;
+	int frames = 0, compiles = 0, n_other = 0;
+	int other[FSC_OTHER];   /* a span of each frame seen (bounded) */
 	int top[FSC_FRAMES];
 	int n_top = 0;
 	for (int i = 0; i < r->spans.n; i++) {
@@ -219,7 +232,16 @@ void rule_first_step_compile(diag_ctx *c)
 		if (!is_torch_compile(sp) || !r->outer[i])
 			continue;
 		t_comp += diag_span_dur(sp);
-		frames++;
+		compiles++;
+		/* distinct frames: a backward compile or a recompile is the same frame */
+		int seen = 0;
+		for (int j = 0; j < n_other && !seen; j++)
+			seen = !strcmp(compile_frame(r->spans.rows[other[j]].name), compile_frame(sp->name));
+		if (!seen) {
+			frames++;
+			if (n_other < FSC_OTHER)
+				other[n_other++] = i;
+		}
 		/* the longest FSC_FRAMES, longest first */
 		int at = n_top;
 		if (n_top < FSC_FRAMES)
@@ -235,7 +257,7 @@ void rule_first_step_compile(diag_ctx *c)
 		top[at] = i;
 	}
 	double part = (double)t_comp / (double)first;
-	if (frames == 0 || part < FSC_MIN_SHARE)
+	if (compiles == 0 || part < FSC_MIN_SHARE)
 		return;
 	double *y = malloc((size_t)(r->n_steps - 1) * sizeof *y);
 	if (!y)
@@ -252,16 +274,7 @@ void rule_first_step_compile(diag_ctx *c)
 	char tc[32], tf[32], tm[32], tx[32];
 	pp_finding *f = diag_emit(
 		c, "first_step_compile", sev, share,
-		"The first call of a torch.compile'd model or function compiles it (Dynamo capture, "
-		"AOTAutograd, Inductor code generation and its C++ build): run one warm-up call "
-		"with the same shapes (and a backward, when training) before timing the loop, and "
-		"compile once: keep the compiled object rather than calling torch.compile again. "
-		"Keep Inductor's caches between runs (the FX graph and AOTAutograd caches are on "
-		"by default; set TORCHINDUCTOR_CACHE_DIR to a persistent folder, or move them to "
-		"a new machine with torch.compiler.save_cache_artifacts / load_cache_artifacts): "
-		"a warm start skips code generation and the C++ build. mode=\"max-autotune\" "
-		"compiles much longer than the default mode; for short jobs the default, or "
-		"backend=\"aot_eager\" while iterating, compiles fastest.",
+		FIX_FIRST,
 		"The first step is %.0f%% compilation: torch.compile took %s of its %s (%d frame%s)",
 		100.0 * part, pp_fmt_dur(tc, sizeof tc, (double)t_comp),
 		pp_fmt_dur(tf, sizeof tf, (double)first), frames, frames == 1 ? "" : "s");
@@ -272,8 +285,8 @@ void rule_first_step_compile(diag_ctx *c)
 		diag_evidence(f, "%s %s %s", j ? "," : "", sp->name,
 			      pp_fmt_dur(tx, sizeof tx, (double)diag_span_dur(sp)));
 	}
-	if (frames > n_top)
-		diag_evidence(f, ", and %d more", frames - n_top);
+	if (compiles > n_top)
+		diag_evidence(f, ", and %d more", compiles - n_top);
 	diag_evidence(f, ". Stages:");
 	int shown = 0;
 	for (int k = 0; k < N_STAGES; k++)
@@ -284,9 +297,15 @@ void rule_first_step_compile(diag_ctx *c)
 		diag_evidence(f, " none recorded");
 	double hit = counter_last(r, "torch.compile.fx_graph_cache_hits");
 	double miss = counter_last(r, "torch.compile.fx_graph_cache_misses");
-	if (hit >= 0 || miss >= 0)
+	if (hit > 0 || miss > 0) /* none with a backend that is not Inductor */
 		diag_evidence(f, ". Inductor FX graph cache: %.0f hits, %.0f misses (%s start)",
 			      hit > 0 ? hit : 0, miss > 0 ? miss : 0,
 			      hit > 0 && miss <= 0 ? "warm" : hit > 0 ? "partly warm" : "cold");
+	storm_scan sc;
+	memset(&sc, 0, sizeof sc);
+	if (pp_store_each_mark(r->st, r->run_id, 0, storm_mark, &sc) == 0 && sc.breaks > 0)
+		diag_evidence(f, ". %d graph-break reason%s (marks \"torch.compile graph break\"): each "
+				 "break splits the frame into more graphs to compile", sc.breaks,
+			      sc.breaks == 1 ? "" : "s");
 	diag_evidence(f, ".");
 }

@@ -67,10 +67,10 @@ _OUTER = {"dynamo": "compile", "entire_backward_compile": "backward compile"}
 
 _tls = threading.local()
 _frames = {}          # compile_id's frame part ("0/1" -> "0") -> frame label
-_compiles = {}        # frame label -> compiles so far
 _seen_breaks = {}     # graph-break reason -> count already reported
 _totals = {"frames": 0, "recompiles": 0}
 _U = None             # torch._dynamo.utils
+_patched = False      # _plain_while_traced ran with the torch adapter loaded
 _here_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -110,10 +110,39 @@ def _frame_of_compile():
 
 
 def _id_key(md):
-    """'0/1' -> '0': the frame part of a CompileId's text (attempts and
-    recompiles of one frame keep it)."""
+    """'1/3' -> ('1', 3): the frame and the frame's compile number in a
+    CompileId's text (0 the first compile, then one per recompile)."""
     cid = str(md.get("compile_id", "")) if md else ""
-    return cid.split("/", 1)[0].lstrip("[!").split("]", 1)[0]
+    parts = cid.strip("[]!").split("/")
+    try:
+        return parts[0], int(parts[1]) if len(parts) > 1 else 0
+    except ValueError:
+        return parts[0], 0
+
+
+def _plain_while_traced():
+    """Dynamo traces the torch adapter's nn.Module.__call__ wrapper (it is
+    the code of a compiled module's call); the recorder calls in it would
+    be graph breaks the program does not have. An adapter that does not
+    already take its plain path while Dynamo traces gets that test in front
+    of its ``_here``: Dynamo folds ``torch.compiler.is_compiling()`` to True,
+    so the rest is never traced."""
+    global _patched
+    ta = sys.modules.get("phaseprof.adapters.torch")
+    t = sys.modules.get("torch")
+    if ta is None or t is None:
+        return
+    _patched = True
+    here = getattr(ta, "_here", None)
+    comp = getattr(getattr(t, "compiler", None), "is_compiling", None)
+    if here is None or comp is None or hasattr(ta, "_compiling") or \
+            getattr(here, "_phaseprof_plain", False):
+        return
+
+    def _here():
+        return not comp() and here()
+    _here._phaseprof_plain = True
+    ta._here = _here
 
 
 def _maybe_begin_step():
@@ -132,14 +161,16 @@ def _on_start(name, md):
     outer = _OUTER.get(name)
     if outer is not None:
         if name == "dynamo":
+            if not _patched:
+                _plain_while_traced()
             label = _frame_of_compile()
-            _frames[_id_key(md)] = label
+            _frames[_id_key(md)[0]] = label
             if not s:
                 _maybe_begin_step()
         else:
-            label = _frames.get(_id_key(md), "?")
+            label = _frames.get(_id_key(md)[0], "?")
         N.begin(COMPILE, "%s %s" % (outer, label))
-        s.append((name, label, outer))
+        s.append((name, label, outer, _id_key(md)[1]))
         return
     if not s:
         return  # only stages of a compile opened on this thread
@@ -147,7 +178,7 @@ def _on_start(name, md):
     if what is None or (what == "c++ compile" and s[-1][2] == what):
         return
     N.begin(COMPILE, "%s %s" % (what, s[0][1]))
-    s.append((name, s[0][1], what))
+    s.append((name, s[0][1], what, 0))
 
 
 def _counter_totals():
@@ -162,21 +193,35 @@ def _counter_totals():
     N.counter("torch.compile.aot_autograd_cache_misses", aot.get("autograd_cache_miss", 0))
 
 
-def _frame_done(label):
-    """After a frame's compile: recompile mark with the failed guard, new
-    graph breaks, the cumulative counters."""
+def _reason_text(reason):
+    """Dynamo's reason without the failed entry's compile id ('1/0: ')."""
+    r = (reason or "reason unknown").strip()
+    head, sep, rest = r.partition(": ")
+    if sep and head.replace("/", "").isdigit():
+        r = rest
+    return " ".join(r.split())[:400]
+
+
+def _break_text(why):
+    """A graph-break counter key: its type and explanation, not the hints."""
+    t = " ".join(str(why).split())
+    cut = t.find(" Hint:")
+    return (t[:cut] if cut > 0 else t)[:400]
+
+
+def _frame_done(label, nth):
+    """After a frame's compile (nth: the frame's compile number, 0 first):
+    recompile mark with the failed guard, new graph breaks, the cumulative
+    counters."""
     m = None
     cm = getattr(_U, "_compilation_metrics", None)
     if cm:
         m = cm[-1]
-    n = _compiles.get(label, 0) + 1
-    _compiles[label] = n
     _totals["frames"] += 1
     reason = getattr(m, "recompile_reason", None) if m is not None else None
-    if n > 1:
+    if nth > 0:
         _totals["recompiles"] += 1
-        N.mark("torch.compile recompile: %s #%d: %s"
-               % (label, n, (reason or "reason unknown").strip()[:400]))
+        N.mark("torch.compile recompile: %s #%d: %s" % (label, nth + 1, _reason_text(reason)))
     if _totals["frames"] == 1:
         be = getattr(m, "compiler_config", None)
         N.meta("torch.compile.first_frame", label)
@@ -190,8 +235,7 @@ def _frame_done(label):
         old = _seen_breaks.get(why, 0)
         if cnt > old:
             _seen_breaks[why] = cnt
-            N.mark("torch.compile graph break: %s: %s (x%d)"
-                   % (label, " ".join(str(why).split())[:400], cnt - old))
+            N.mark("torch.compile graph break: %s: %s (x%d)" % (label, _break_text(why), cnt - old))
     _counter_totals()
 
 
@@ -200,12 +244,12 @@ def _on_end(name):
     if not s or not any(e[0] == name for e in s):
         return
     while s:
-        ev, label, what = s.pop()
+        ev, label, what, nth = s.pop()
         N.end()
         if ev == name:
             break
     if name == "dynamo":
-        _frame_done(label)
+        _frame_done(label, nth)
     elif name == "entire_backward_compile":
         _counter_totals()
 
