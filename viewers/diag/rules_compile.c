@@ -82,7 +82,9 @@ static int storm_mark(const pp_mark_row *m, void *ud)
 	if (!m->name)
 		return 0;
 	if (strncmp(m->name, BREAK_MARK, strlen(BREAK_MARK)) == 0) {
-		s->breaks++;
+		const char *x = strrchr(m->name, '(');
+		int k = x && x[1] == 'x' ? atoi(x + 2) : 0;
+		s->breaks += k > 0 ? k : 1;
 		return 0;
 	}
 	if (strncmp(m->name, RECOMPILE_MARK, strlen(RECOMPILE_MARK)) != 0)
@@ -196,12 +198,13 @@ static int stage_of(const char *name)
 	return -1;
 }
 
-static double counter_last(const diag_run *r, const char *name)
+/* A cumulative counter's value at t (-1 when absent). */
+static double counter_at(const diag_run *r, const char *name, int64_t t_ns)
 {
 	diag_series s = {0};
 	double v = -1;
 	if (diag_counter(r, name, &s) == 0 && s.n > 0)
-		v = s.rows[s.n - 1].value;
+		v = diag_series_at(&s, t_ns, -1);
 	free(s.rows);
 	return v;
 }
@@ -295,16 +298,16 @@ void rule_first_step_compile(diag_ctx *c)
 				      pp_fmt_dur(tx, sizeof tx, (double)stage_ns[k]));
 	if (!shown)
 		diag_evidence(f, " none recorded");
-	double hit = counter_last(r, "torch.compile.fx_graph_cache_hits");
-	double miss = counter_last(r, "torch.compile.fx_graph_cache_misses");
+	double hit = counter_at(r, "torch.compile.fx_graph_cache_hits", s0->end_ns);
+	double miss = counter_at(r, "torch.compile.fx_graph_cache_misses", s0->end_ns);
 	if (hit > 0 || miss > 0) /* none with a backend that is not Inductor */
-		diag_evidence(f, ". Inductor FX graph cache: %.0f hits, %.0f misses (%s start)",
+		diag_evidence(f, ". Inductor FX graph cache in the first step: %.0f hits, %.0f misses (%s start)",
 			      hit > 0 ? hit : 0, miss > 0 ? miss : 0,
 			      hit > 0 && miss <= 0 ? "warm" : hit > 0 ? "partly warm" : "cold");
 	storm_scan sc;
 	memset(&sc, 0, sizeof sc);
 	if (pp_store_each_mark(r->st, r->run_id, 0, storm_mark, &sc) == 0 && sc.breaks > 0)
-		diag_evidence(f, ". %d graph-break reason%s (marks \"torch.compile graph break\"): each "
+		diag_evidence(f, ". %d graph break%s (marks \"torch.compile graph break\"): each "
 				 "break splits the frame into more graphs to compile", sc.breaks,
 			      sc.breaks == 1 ? "" : "s");
 	diag_evidence(f, ".");

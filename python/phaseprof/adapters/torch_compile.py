@@ -22,9 +22,10 @@ the compiling thread, each named by the frame being compiled:
   backward compile <frame>     ``entire_backward_compile``: AOTAutograd's
                                lazy backward compile at the first backward
 
-<frame> is ``function (file:line)`` of the compiled code object; a resume
-function after a graph break is named as Dynamo names it
-(``torch_dynamo_resume_in_forward_at_12``).
+<frame> is ``function (file:line)`` of the compiled code object, with its
+qualified name (``Net.forward``); a compiled module's call is
+``Net.__call__`` at the line of its forward; a resume function after a graph
+break is named as Dynamo names it (``torch_dynamo_resume_in_forward_at_12``).
 
 When a compile ends (from Dynamo's CompilationMetrics of that frame):
 
@@ -36,6 +37,10 @@ When a compile ends (from Dynamo's CompilationMetrics of that frame):
         ``.graph_breaks``, ``.fx_graph_cache_hits`` / ``_misses``,
         ``.aot_autograd_cache_hits`` / ``_misses``
   meta  ``torch.compile.backend`` (first compile), ``torch.compile.cache_dir``
+
+While Dynamo traces, the torch adapter's nn.Module.__call__ wrapper takes
+its plain path (see _plain_while_traced): its recorder calls would be graph
+breaks the program does not have.
 
 A compile that starts in a training program (an optimizer exists, gradients
 on) with no step open begins the step (through the torch adapter), so that a
@@ -71,6 +76,7 @@ _seen_breaks = {}     # graph-break reason -> count already reported
 _totals = {"frames": 0, "recompiles": 0}
 _U = None             # torch._dynamo.utils
 _patched = False      # _plain_while_traced ran with the torch adapter loaded
+_MODULE_PY = os.path.join("torch", "nn", "modules", "module.py")
 _here_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -82,15 +88,17 @@ def _stack():
 
 
 def _code_label(code, frame):
-    """``function (file:line)`` of the code Dynamo compiles. The torch
-    adapter's nn.Module.__call__ wrapper is the code of a compiled module's
-    call: the module's forward names it instead."""
-    name, fn, line = code.co_name, code.co_filename, code.co_firstlineno
-    if fn.startswith(_here_dir) and frame is not None:
+    """``function (file:line)`` of the code Dynamo compiles (its qualified
+    name where Python has one). A compiled module's call compiles
+    nn.Module's ``_wrapped_call_impl``, or the torch adapter's wrapper of
+    ``__call__``: it is named ``Class.__call__`` at the module's forward."""
+    name = getattr(code, "co_qualname", code.co_name)
+    fn, line = code.co_filename, code.co_firstlineno
+    if frame is not None and (fn.startswith(_here_dir) or fn.endswith(_MODULE_PY)):
         obj = frame.f_locals.get("self")
         fwd = getattr(getattr(type(obj), "forward", None), "__code__", None)
         if fwd is not None:
-            name = type(obj).__name__ + ".forward"
+            name = type(obj).__name__ + ".__call__"
             fn, line = fwd.co_filename, fwd.co_firstlineno
     return "%s (%s:%d)" % (name, os.path.basename(fn), line)
 
