@@ -292,7 +292,7 @@ def case_compile_break(pp):
     # the module's call breaks at .item(); Dynamo then compiles forward on
     # its own (it breaks again) and the resume function after the break
     frames = ["Gated.__call__ (compile_break.py:18)", "Gated.forward (compile_break.py:18)",
-              "torch_dynamo_resume_in_forward_at_20 (compile_break.py:20)"]
+              "Gated.torch_dynamo_resume_in_forward_at_20 (compile_break.py:20)"]
     comp = compile_spans(r, "compile ")
     names = [c[0][8:] for c in comp]
     check(names == frames + frames[2:], "compiled frames: %r" % names, r)

@@ -5,8 +5,8 @@ Installed right after ``import torch._dynamo`` completed (torch 1.13 has no
 ``torch._dynamo``, so nothing here ever runs there). Every compile-time
 stage of PyTorch 2 goes through ``dynamo_timed`` / ``chromium_event_timed``,
 which report to the one ``ChromiumEventLogger`` (``log_event_start`` /
-``log_event_end``, a few hundred calls per compiled frame and none at run
-time). The adapter wraps those two methods (originals kept, every argument
+``log_event_end``, a few hundred calls per compiled frame and none while
+compiled code runs). The adapter wraps those two methods (originals kept, every argument
 forwarded) and turns a few of the events into nested ``compile`` phases on
 the compiling thread, each named by the frame being compiled:
 
@@ -25,18 +25,23 @@ the compiling thread, each named by the frame being compiled:
 <frame> is ``function (file:line)`` of the compiled code object, with its
 qualified name (``Net.forward``); a compiled module's call is
 ``Net.__call__`` at the line of its forward; a resume function after a graph
-break is named as Dynamo names it (``torch_dynamo_resume_in_forward_at_12``).
+break is named as Dynamo names it
+(``Net.torch_dynamo_resume_in_forward_at_12``).
 
 When a compile ends (from Dynamo's CompilationMetrics of that frame):
 
   mark  ``torch.compile recompile: <frame> #<n>: <guard that failed>`` for
-        every compile of a frame already compiled (n = compiles of it so far)
+        every compile of a frame already compiled (n: the frame's n-th
+        compile, from Dynamo's compile id), the guard as Dynamo words it
+        (``tensor 'x' size mismatch at index 0. expected 8, actual 12``)
   mark  ``torch.compile graph break: <frame>: <reason> (x<count>)`` for every
         new graph-break reason Dynamo counted during that compile
   counters (cumulative) ``torch.compile.frames``, ``.recompiles``,
         ``.graph_breaks``, ``.fx_graph_cache_hits`` / ``_misses``,
         ``.aot_autograd_cache_hits`` / ``_misses``
-  meta  ``torch.compile.backend`` (first compile), ``torch.compile.cache_dir``
+  meta  ``torch.compile.first_frame``, ``torch.compile.compiler_config``
+        (at the first compile), ``torch.compile.cache_dir``
+        (TORCHINDUCTOR_CACHE_DIR when set)
 
 While Dynamo traces, the torch adapter's nn.Module.__call__ wrapper takes
 its plain path (see _plain_while_traced): its recorder calls would be graph
@@ -71,7 +76,7 @@ _PHASES = {
 _OUTER = {"dynamo": "compile", "entire_backward_compile": "backward compile"}
 
 _tls = threading.local()
-_frames = {}          # compile_id's frame part ("0/1" -> "0") -> frame label
+_frames = {}          # compile id's frame part ("1/3" -> "1") -> frame label
 _seen_breaks = {}     # graph-break reason -> count already reported
 _totals = {"frames": 0, "recompiles": 0}
 _U = None             # torch._dynamo.utils
