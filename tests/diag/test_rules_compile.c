@@ -145,6 +145,22 @@ static void test_one_recompile_quiet(void **state)
 	tdiag_quiet(&R, "recompile_storm");
 }
 
+/* A healthy compiled training run: the compile in step 0, Dynamo's one
+ * recompile with dynamic shapes in step 1, 500 steps of 50 ms. The 1.5 s
+ * recompile is 6% of the steady steps: a one-time cost, no phase_share. */
+static void test_compiled_run_healthy(void **state)
+{
+	(void)state;
+	const int comp[] = {0, 1};
+	trec_run(&T, "healthy compiled loop", 0);
+	record_loop(500, 50 * MS, comp, 2, 1500 * MS,
+		    "tensor 'x' size mismatch at index 0. expected 8, actual 12");
+	tdiag_analyze(&T, &R);
+	tdiag_quiet(&R, "recompile_storm");
+	assert_string_equal(tdiag_must(&R, "first_step_compile")->severity, "info");
+	all_quiet();
+}
+
 static void test_first_step_compile(void **state)
 {
 	(void)state;
@@ -212,6 +228,7 @@ int main(void)
 		cmocka_unit_test(test_storm),
 		cmocka_unit_test(test_storm_other_guard),
 		cmocka_unit_test(test_one_recompile_quiet),
+		cmocka_unit_test(test_compiled_run_healthy),
 		cmocka_unit_test(test_first_step_compile),
 		cmocka_unit_test(test_first_step_compile_long_run_info),
 		cmocka_unit_test(test_runtime_compile_not_torch),

@@ -57,6 +57,14 @@ static int is_torch_compile(const pp_span_row *s)
 	return s->kind == PP_COMPILE && compile_frame(s->name) != NULL;
 }
 
+int diag_has_torch_compile(const diag_run *r)
+{
+	for (int i = r->kind_at[PP_COMPILE]; i < r->kind_at[PP_COMPILE + 1]; i++)
+		if (is_torch_compile(&r->spans.rows[r->by_kind[i]]))
+			return 1;
+	return 0;
+}
+
 /* ---- recompile_storm ---- */
 
 #define STORM_MIN_RECOMPILES 2   /* Dynamo's automatic dynamic shapes recompile once */
@@ -64,7 +72,7 @@ static int is_torch_compile(const pp_span_row *s)
 #define STORM_FUNCS 16
 
 typedef struct storm_fn {
-	char frame[160];
+	char frame[256];
 	int recompiles;
 	char first_reason[256], last_reason[256];
 } storm_fn;
