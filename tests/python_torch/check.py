@@ -247,8 +247,7 @@ def case_compile_shapes(pp):
           "torch._dynamo adapter: %r" % r.meta("python.adapter.torch._dynamo"), r)
     steps = r.steps()
     check([s[3] for s in steps] == list(range(12)), "steps %r" % [s[3] for s in steps], r)
-    # a compiled module's call, at its forward's line
-    frame = "Net.__call__ (compile_shapes.py:19)"
+    frame = "loss_fn (compile_shapes.py:28)"
     comp = compile_spans(r, "compile ")
     check([c[0] for c in comp] == ["compile " + frame] * 6,
           "outermost compile phases: %r" % [c[0] for c in comp], r)
@@ -268,8 +267,8 @@ def case_compile_shapes(pp):
     for k, m in enumerate(re):
         check(m.startswith("torch.compile recompile: %s #%d: " % (frame, k + 2)), "mark %r" % m)
         # the guard names the input and the dimension that changed
-        check("size mismatch at index 0" in m and "actual %d" % sizes[k + 1] in m,
-              "guard reason %r" % m)
+        check("tensor 'x' size mismatch at index 0. expected %d, actual %d"
+              % (sizes[k], sizes[k + 1]) in m, "guard reason %r" % m)
     check(r.counter("torch.compile.recompiles")[-1] == 5, "recompiles counter %r"
           % r.counter("torch.compile.recompiles"))
     check(r.counter("torch.compile.frames")[-1] == 6, "frames counter")
@@ -278,9 +277,13 @@ def case_compile_shapes(pp):
     f = r.finding("recompile_storm")
     check(f is not None, "no recompile_storm finding", r)
     check("recompiled %s 5 times (6 compiles," % frame in f[2], "storm title: " + f[2])
-    check("size mismatch at index 0" in f[3] and "inside steps 0 to 5" in f[3],
+    check("tensor 'x' size mismatch at index 0. expected 8, actual 12" in f[3] and
+          "expected 24, actual 28" in f[3] and "inside steps 0 to 5" in f[3],
           "storm evidence: " + f[3])
     check(f[1] in ("moderate", "high"), "storm severity %s" % f[1])
+    f = r.finding("first_step_compile")
+    check(f is not None and "(1 frame)" in f[2], "first_step_compile: %r" % (f,), r)
+    check(r.finding("first_step_slow") is None, "first_step_slow beside first_step_compile", r)
 
 
 def case_compile_break(pp):

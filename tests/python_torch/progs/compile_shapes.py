@@ -1,5 +1,5 @@
-"""A compiled model fed six batch sizes, twice over, in a training loop:
-with dynamic=False every new batch size fails the guard on x's first
+"""A compiled loss function fed six batch sizes, twice over, in a training
+loop: with dynamic=False every new batch size fails the guard on x's first
 dimension and recompiles (5 recompiles); the second round reuses them.
 backend="aot_eager" (Dynamo capture + AOTAutograd, no Inductor C++ build)
 keeps the test quick; the recompiles are the same with Inductor."""
@@ -20,15 +20,22 @@ class Net(nn.Module):
         return self.b(torch.relu(self.a(x)))
 
 
-model = torch.compile(Net(), backend="aot_eager", dynamic=False)
+model = Net()
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+
+@torch.compile(backend="aot_eager", dynamic=False)
+def loss_fn(x, y):
+    return nn.functional.cross_entropy(model(x), y)
+
+
 sizes = [8, 12, 16, 20, 24, 28]
 for step in range(12):
     b = sizes[step % len(sizes)]
     x = torch.randn(b, 16)
     y = torch.randint(0, 4, (b,))
     opt.zero_grad()
-    loss = nn.functional.cross_entropy(model(x), y)
+    loss = loss_fn(x, y)
     loss.backward()
     opt.step()
 print("trained 12 steps over %d batch sizes" % len(sizes))
