@@ -183,7 +183,7 @@ def _on_start(name, md):
         else:
             label = _frames.get(_id_key(md)[0], "?")
         N.begin(COMPILE, "%s %s" % (outer, label))
-        s.append((name, label, outer, _id_key(md)[1]))
+        s.append((name, label, outer, str(md.get("compile_id", "")) if md else ""))
         return
     if not s:
         return  # only stages of a compile opened on this thread
@@ -191,7 +191,7 @@ def _on_start(name, md):
     if what is None or (what == "c++ compile" and s[-1][2] == what):
         return
     N.begin(COMPILE, "%s %s" % (what, s[0][1]))
-    s.append((name, s[0][1], what, 0))
+    s.append((name, s[0][1], what, ""))
 
 
 def _counter_totals():
@@ -222,14 +222,14 @@ def _break_text(why):
     return (t[:cut] if cut > 0 else t)[:400]
 
 
-def _frame_done(label, nth):
-    """After a frame's compile (nth: the frame's compile number, 0 first):
-    recompile mark with the failed guard, new graph breaks, the cumulative
-    counters."""
+def _frame_done(label, cid):
+    """After a frame's compile (cid: its compile id's text): recompile mark
+    with the failed guard, new graph breaks, the cumulative counters."""
+    nth = _id_key({"compile_id": cid})[1]
     m = None
     cm = getattr(_U, "_compilation_metrics", None)
-    if cm:
-        m = cm[-1]
+    if cm and str(getattr(cm[-1], "compile_id", "")) == cid:
+        m = cm[-1]  # Dynamo's metrics of this very compile
     _totals["frames"] += 1
     reason = getattr(m, "recompile_reason", None) if m is not None else None
     if nth > 0:
@@ -257,12 +257,12 @@ def _on_end(name):
     if not s or not any(e[0] == name for e in s):
         return
     while s:
-        ev, label, what, nth = s.pop()
+        ev, label, what, cid = s.pop()
         N.end()
         if ev == name:
             break
     if name == "dynamo":
-        _frame_done(label, nth)
+        _frame_done(label, cid)
     elif name == "entire_backward_compile":
         _counter_totals()
 
