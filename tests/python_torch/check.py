@@ -229,9 +229,12 @@ def case_raises(pp):
 
 
 # torch.compile (torch 2 only). A fresh Inductor cache folder per recording
-# (TORCHINDUCTOR_CACHE_DIR) keeps the facts those of a cold start: with a
-# warm cache the compile phases are the same frames, but Inductor's stages
-# shrink to cache loads and the cache counters read hits instead of misses.
+# (TORCHINDUCTOR_CACHE_DIR) keeps the facts those of a cold start. Recorded
+# once with a warm cache, compile_break had the same frames, graph-break and
+# recompile marks, but no aot_autograd/inductor phases (AOTAutograd's cache
+# hit skips them; capture and a short c++ compile phase, the cached module's
+# load, remain) and the counters read 3 FX graph / 3 AOTAutograd cache hits,
+# 0 misses: the cache assertions below would fail there.
 COMPILE_ENV = {"TORCHINDUCTOR_CACHE_DIR": "@DIR/inductor-cache"}
 
 
