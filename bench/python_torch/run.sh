@@ -6,6 +6,7 @@
 #     cProfile;
 #   python3 -c 'import torch': whole record (<= 1.10x);
 #   the adapter's per-step cost (<= 2% of a 5 ms step), measured in-process.
+#   torch 2: the torch.compile adapter's cost per compile (<= 2%), in-process.
 # Usage: bench/python_torch/run.sh BUILD_DIR [REPEATS]   (default 5)
 set -euo pipefail
 build=${1:?usage: run.sh BUILD_DIR [REPEATS]}
@@ -64,3 +65,10 @@ row "phaseprof record (ingest included)" "$p" "$(med "${rc[@]}")" "(target <= 1.
 
 echo "step tracking (bench/python_torch/step_cost.py, target <= 2% of a 5 ms step):"
 "$pp" record -o "$tmp/step.db" -- "$py" "$here/step_cost.py" 2>/dev/null | sed 's/^/  /'
+
+# torch.compile tracking (torch 2 only: the venv of install-deps.sh --torch2)
+py2=${PP_TORCH2_PYTHON:-/opt/phaseprof-venv/torch2/bin/python}
+if [ -x "$py2" ] && "$py2" -c 'import torch._dynamo' 2>/dev/null; then
+  echo "torch.compile tracking (bench/python_torch/compile_cost.py, target <= 2% of compile time):"
+  "$pp" record -o "$tmp/compile.db" -- "$py2" "$here/compile_cost.py" 2>/dev/null | sed 's/^/  /'
+fi

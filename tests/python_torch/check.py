@@ -25,8 +25,8 @@ class Rec:
         self.db = os.path.join(self.dir, "run.db")
         cmd = [phaseprof, "record", "-o", self.db, "--", PY,
                os.path.join(HERE, "progs", prog)] + [a.replace("@DIR", self.dir) for a in args]
-        p = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=300,
-                           env=dict(os.environ, **(env or {})))
+        env = dict(os.environ, **{k: v.replace("@DIR", self.dir) for k, v in (env or {}).items()})
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=600, env=env)
         self.out, self.err, self.rc = p.stdout, p.stderr, p.returncode
         if p.returncode != expect_rc:
             fail("%s exited %d (expected %d)\nstdout:\n%s\nstderr:\n%s"
@@ -53,6 +53,14 @@ class Rec:
         return [v for (v,) in self.rows(
             "SELECT c.value FROM counters c JOIN strings s ON s.id = c.name_id "
             "WHERE c.run_id = ? AND s.value = ? ORDER BY c.ts_ns", self.run, name)]
+
+    def marks(self, prefix):
+        return [n for (n,) in self.rows(
+            "SELECT s.value FROM marks m JOIN strings s ON s.id = m.name_id "
+            "WHERE m.run_id = ? AND s.value LIKE ? ORDER BY m.ts_ns", self.run, prefix + "%")]
+
+    def meta(self, key):
+        return self.one("SELECT value FROM run_meta WHERE run_id = ? AND key = ?", self.run, key)
 
     def findings(self):
         return self.rows("SELECT rule, severity, title, evidence FROM findings WHERE run_id = ?",
@@ -491,6 +499,113 @@ def case_raises_forward(pp):
     got = traceback_of(r.err)
     check(got == want, "traceback differs under record:\n%s\n--- plain:\n%s" % (got, want))
     check(numbers(r) == list(range(3)), "closed steps %r" % numbers(r), r)
+
+
+# torch.compile (torch 2 only). A fresh Inductor cache folder per recording
+# (TORCHINDUCTOR_CACHE_DIR) keeps the facts those of a cold start. Recorded
+# once with a warm cache, compile_break had the same frames, graph-break and
+# recompile marks, but no aot_autograd/inductor phases (AOTAutograd's cache
+# hit skips them; capture and a short c++ compile phase, the cached module's
+# load, remain) and the counters read 3 FX graph / 3 AOTAutograd cache hits,
+# 0 misses: the cache assertions below would fail there.
+COMPILE_ENV = {"TORCHINDUCTOR_CACHE_DIR": "@DIR/inductor-cache"}
+
+
+def compile_spans(r, prefix):
+    return [s for s in r.spans("compile") if s[0].startswith(prefix)]
+
+
+def case_compile_shapes(pp):
+    r = Rec(pp, "compile_shapes.py", env=COMPILE_ENV)
+    check("trained 12 steps over 6 batch sizes" in r.out, "program output changed: " + r.out)
+    adapter_installed(r)
+    check(r.meta("python.adapter.torch._dynamo") == "installed",
+          "torch._dynamo adapter: %r" % r.meta("python.adapter.torch._dynamo"), r)
+    steps = r.steps()
+    check([s[3] for s in steps] == list(range(12)), "steps %r" % [s[3] for s in steps], r)
+    # the decorator's line: the code object's first line
+    frame = "loss_fn (compile_shapes.py:27)"
+    comp = compile_spans(r, "compile ")
+    check([c[0] for c in comp] == ["compile " + frame] * 6,
+          "outermost compile phases: %r" % [c[0] for c in comp], r)
+    # one compile per new batch size, each inside the step that met the size
+    for i, c in enumerate(comp):
+        check(r.inside(c, steps[i]), "compile %d not inside step %d: %r %r" % (i, i, c, steps[i]), r)
+    for s in steps[6:]:
+        check(not any(r.inside(c, s) for c in r.spans("compile")),
+              "a compile in step %d (sizes seen before)" % s[3], r)
+    for stage in ("dynamo capture ", "aot_autograd "):
+        st = compile_spans(r, stage + frame)
+        check(len(st) == 6 and all(any(r.inside(x, c) for c in comp) for x in st),
+              "%s phases: %r" % (stage, st), r)
+    re = r.marks("torch.compile recompile: ")
+    check(len(re) == 5, "recompile marks: %r" % re, r)
+    sizes = [8, 12, 16, 20, 24, 28]
+    for k, m in enumerate(re):
+        check(m.startswith("torch.compile recompile: %s #%d: " % (frame, k + 2)), "mark %r" % m)
+        # the guard names the input and the dimension that changed
+        check("tensor 'x' size mismatch at index 0. expected %d, actual %d"
+              % (sizes[k], sizes[k + 1]) in m, "guard reason %r" % m)
+    check(r.counter("torch.compile.recompiles")[-1] == 5, "recompiles counter %r"
+          % r.counter("torch.compile.recompiles"))
+    check(r.counter("torch.compile.frames")[-1] == 6, "frames counter")
+    check(not r.marks("torch.compile graph break: "), "graph breaks: %r"
+          % r.marks("torch.compile graph break: "), r)
+    f = r.finding("recompile_storm")
+    check(f is not None, "no recompile_storm finding", r)
+    check("recompiled %s 5 times (6 compiles," % frame in f[2], "storm title: " + f[2])
+    check("tensor 'x' size mismatch at index 0. expected 8, actual 12" in f[3] and
+          "expected 24, actual 28" in f[3] and "inside steps 0 to 5" in f[3],
+          "storm evidence: " + f[3])
+    check(f[1] in ("moderate", "high"), "storm severity %s" % f[1])
+    f = r.finding("first_step_compile")
+    check(f is not None and "(1 frame)" in f[2], "first_step_compile: %r" % (f,), r)
+    check(r.finding("first_step_slow") is None, "first_step_slow beside first_step_compile", r)
+
+
+def case_compile_break(pp):
+    r = Rec(pp, "compile_break.py", env=COMPILE_ENV)
+    check("predictions: 10, finite: True" in r.out, "program output changed: " + r.out)
+    check(r.meta("python.adapter.torch._dynamo") == "installed", "torch._dynamo adapter", r)
+    steps = r.steps()
+    check([s[3] for s in steps] == list(range(10)), "steps %r" % [s[3] for s in steps], r)
+    # the module's call breaks at .item(); Dynamo then compiles forward on
+    # its own (it breaks again) and the resume function after the break
+    frames = ["Gated.__call__ (compile_break.py:18)", "Gated.forward (compile_break.py:18)",
+              "Gated.torch_dynamo_resume_in_forward_at_20 (compile_break.py:20)"]
+    comp = compile_spans(r, "compile ")
+    names = [c[0][8:] for c in comp]
+    check(names == frames + frames[2:], "compiled frames: %r" % names, r)
+    check(all(r.inside(c, steps[0]) for c in comp[:3]), "first compiles outside step 0", r)
+    # .item()'s value is guarded as a constant: the resume function
+    # recompiles once in step 1 (then Dynamo makes it dynamic)
+    check(r.inside(comp[3], steps[1]), "the recompile is not in step 1", r)
+    re = r.marks("torch.compile recompile: ")
+    check(len(re) == 1 and re[0].startswith("torch.compile recompile: %s #2: " % frames[2])
+          and "if h.mean().item() > 0.0" in re[0], "recompile marks %r" % re, r)
+    for stage in ("dynamo capture ", "aot_autograd ", "inductor lowering ", "inductor codegen ",
+                  "c++ compile "):
+        sp = compile_spans(r, stage + frames[1])
+        check(sp and all(r.inside(x, comp[1]) for x in sp), "no %sphase in %s" % (stage, frames[1]), r)
+    gb = r.marks("torch.compile graph break: ")
+    check(len(gb) == 2 and all(g.startswith("torch.compile graph break: %s: Unsupported Tensor.item() "
+                                            "call with capture_scalar_outputs=False" % f)
+                               and g.endswith("(x1)") for g, f in zip(gb, frames)),
+          "graph break marks: %r" % gb, r)
+    check(r.counter("torch.compile.graph_breaks")[-1] == 2, "graph_breaks counter")
+    check(r.counter("torch.compile.recompiles")[-1] == 1, "recompiles counter")
+    # cold cache: the two graphs miss; the recompiled graph is the same, a hit
+    miss = r.counter("torch.compile.fx_graph_cache_misses")
+    hit = r.counter("torch.compile.fx_graph_cache_hits")
+    check(miss[-1] == 2 and hit[-1] == 1 and hit[2] == 0,
+          "FX graph cache: misses %r, hits %r" % (miss, hit), r)
+    check(r.finding("recompile_storm") is None, "recompile storm on one recompile", r)
+    f = r.finding("first_step_compile")
+    check(f is not None, "no first_step_compile finding", r)
+    check("compilation: torch.compile took" in f[2] and "(3 frames)" in f[2], "title " + f[2])
+    check("c++ compile" in f[3] and "0 hits, 2 misses (cold start)" in f[3] and
+          "2 graph breaks" in f[3], "evidence " + f[3])
+    check(r.finding("first_step_slow") is None, "first_step_slow beside first_step_compile", r)
 
 
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}

@@ -183,6 +183,11 @@ void rule_memory_grows_per_step(diag_ctx *c);
 void rule_data_starvation(diag_ctx *c);
 void rule_weight_load_slow(diag_ctx *c);
 void rule_import_startup(diag_ctx *c);
+void rule_recompile_storm(diag_ctx *c);
+/* The run has torch.compile phases (rules_compile.c): its compile time is
+ * the compile rules' to judge. */
+int diag_has_torch_compile(const diag_run *r);
+void rule_first_step_compile(diag_ctx *c);
 /* Evidence from the per-step counters of programs recorded from outside
  * (rules_framework.c): what grows with a growing step time, what the first
  * step allocated. */

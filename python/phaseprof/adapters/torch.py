@@ -220,6 +220,14 @@ def _event(cls, f, loader=None):
         _safe(_loop.event, cls, f, _may_begin(), loader)
 
 
+def compile_event(f):
+    """torch.compile starts compiling a call made by frame f with no step
+    open (the torch._dynamo adapter's hook): an event of the loop like a
+    model call, so the compile is paid inside the step that called it."""
+    if S.on and threading.get_ident() == S.tid and not _steps.is_open:
+        _event(_loop.FORWARD, f)
+
+
 def _module_call(orig):
     @functools.wraps(orig)
     def __call__(self, *args, **kwargs):
