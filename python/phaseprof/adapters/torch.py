@@ -221,10 +221,12 @@ def _event(cls, f, loader=None):
 
 
 def compile_event(f):
-    """torch.compile starts compiling a call made by frame f with no step
-    open (the torch._dynamo adapter's hook): an event of the loop like a
-    model call, so the compile is paid inside the step that called it."""
-    if S.on and threading.get_ident() == S.tid and not _steps.is_open:
+    """torch.compile starts compiling a call made by frame f (the
+    torch._dynamo adapter's hook): an event of the loop like a model call,
+    so the compile is paid inside the iteration that called it. Inside a
+    model call, that call was the event."""
+    if (S.on and threading.get_ident() == S.tid and not S.call_depth and not S.inner
+            and not S.opt_depth):
         _event(_loop.FORWARD, f)
 
 

@@ -147,10 +147,10 @@ def _caller():
     return None
 
 
-def _maybe_begin_step():
-    """A compile that starts with no step open is an event of the loop, as
-    the call of a model is: the step it belongs to begins before it, so the
-    compile is paid inside that step."""
+def _loop_event():
+    """A compile is an event of the loop, as the call of a model is: the
+    iteration it belongs to has begun before it, so the compile is paid
+    inside that iteration's step."""
     ta = sys.modules.get("phaseprof.adapters.torch")
     f = _caller()
     if ta is not None and f is not None:
@@ -165,7 +165,7 @@ def _on_start(name, md):
             label = _frame_of_compile()
             _frames[_id_key(md)[0]] = label
             if not s:
-                _maybe_begin_step()
+                _loop_event()
         else:
             label = _frames.get(_id_key(md)[0], "?")
         N.begin(COMPILE, "%s %s" % (outer, label))
