@@ -218,6 +218,99 @@ def case_raises(pp):
     check(code == 1, "exit code %r (status %r)" % (code, st))
 
 
+def meta(r, key):
+    return r.one("SELECT value FROM run_meta WHERE run_id = ? AND key = ?", r.run, key)
+
+
+def named(r, kind, name):
+    return [s for s in r.spans(kind) if s[0] == name and s[2] is not None]
+
+
+def lightning_fit(pp, acc):
+    """Trainer.fit of tests/python_torch/progs/lightning_fit.py: 2 epochs x 8
+    training batches, 4 validation batches, the default sanity check (2)."""
+    r = Rec(pp, "lightning_fit.py", str(acc))
+    nsteps = 16 // acc
+    for line in ("training batches: 16 callback saw: 16", "optimizer steps: %d" % nsteps,
+                 "user callbacks list unchanged: True", "val_loss finite: True"):
+        check(line in r.out, "program output changed: " + r.out, r)
+    adapter_installed(r)
+    check(meta(r, "python.adapter.pytorch_lightning") == "installed",
+          "lightning adapter: %r" % meta(r, "python.adapter.pytorch_lightning"), r)
+    unit = meta(r, "python.step_unit")
+    want = ("Lightning training batch" if acc == 1 else
+            "Lightning optimizer step (accumulate_grad_batches=%d training batches)" % acc)
+    check(unit == want, "step unit %r" % unit, r)
+    steps = r.steps()
+    check([s[3] for s in steps] == list(range(nsteps)), "steps %r" % [s[3] for s in steps], r)
+    check(len(r.spans("step")) == nsteps, "open steps left: %r" % r.spans("step"), r)
+    first = r.spans("first_step")
+    check(len(first) == 1 and r.inside(steps[0], first[0]), "first step not marked", r)
+
+    # set-up: the module's setup and configure_optimizers (with the optimizer's
+    # own construction) inside one set-up phase, before the sanity check
+    setup = named(r, "span", "Lightning set-up")
+    check(len(setup) == 1, "set-up phases %r" % setup, r)
+    msetup = named(r, "span", "LightningModule.setup")
+    check(len(msetup) == 1 and r.inside(msetup[0], setup[0]), "LightningModule.setup %r" % msetup, r)
+    build = [s for s in r.spans("model_build") if r.inside(s, msetup[0])]
+    check([s[0] for s in build] == ["Sequential"], "model built in setup: %r" % build, r)
+    conf = named(r, "optimizer_setup", "LightningModule.configure_optimizers")
+    check(len(conf) == 1 and r.inside(conf[0], setup[0]), "configure_optimizers %r" % conf, r)
+    adam = named(r, "optimizer_setup", "Adam")
+    check(len(adam) == 1 and r.inside(adam[0], conf[0]), "Adam not built in configure_optimizers", r)
+
+    # the sanity check: one validation pass of 2 batches, before any step
+    sanity = named(r, "span", "Lightning sanity check")
+    check(len(sanity) == 1 and sanity[0][1] >= setup[0][2] and sanity[0][2] <= steps[0][1],
+          "sanity check %r" % sanity, r)
+    sval = named(r, "span", "Lightning validation (sanity check)")
+    check(len(sval) == 1 and r.inside(sval[0], sanity[0]), "sanity validation %r" % sval, r)
+    fwd = [s for s in r.spans("forward") if s[2] is not None]
+    check(len([f for f in fwd if r.inside(f, sval[0])]) == 2, "sanity check forwards", r)
+
+    # epochs, validation passes apart from the steps
+    epochs = [named(r, "span", "Lightning training epoch %d" % e) for e in (0, 1)]
+    check(all(len(e) == 1 for e in epochs), "epoch phases %r" % epochs, r)
+    epochs = [e[0] for e in epochs]
+    val = named(r, "span", "Lightning validation")
+    check(len(val) == 2, "validation phases: %d" % len(val), r)
+    for e, v in zip(epochs, val):
+        check(r.inside(v, e), "validation pass outside its epoch", r)
+        check(len([f for f in fwd if r.inside(f, v)]) == 4, "validation forwards", r)
+        mine = [s for s in steps if r.inside(s, e)]
+        check(len(mine) == nsteps // 2, "epoch %s has %d steps" % (e[0], len(mine)), r)
+    for s in steps:
+        for v in val + sval:
+            check(s[2] <= v[1] or v[2] <= s[1], "validation overlaps step %d" % s[3], r)
+    per_step(r, ("data_wait", "forward", "backward"))
+    batches_in = [len([f for f in fwd if r.inside(f, s)]) for s in steps]
+    check(batches_in == [acc] * nsteps, "training forwards per step %r" % batches_in, r)
+    opt = [len([o for o in r.spans("optimizer_step") + adam_lazy(r) if r.inside(o, s)])
+           for s in steps]
+    check(opt == [1] * nsteps, "optimizer steps per step %r" % opt, r)
+
+    # the steps tile the training loop: the epochs less their validation
+    loop = sum(e[2] - e[1] for e in epochs) - sum(v[2] - v[1] for v in val)
+    inside = sum(s[2] - s[1] for s in steps)
+    check(inside >= 0.95 * loop, "steps cover %.1f%% of the training loop" % (100.0 * inside / loop), r)
+    print("steps cover %.1f%% of the training loop (%.1f ms of %.1f ms)"
+          % (100.0 * inside / loop, inside / 1e6, loop / 1e6))
+    healthy(r)
+
+
+def adam_lazy(r):
+    return named(r, "optimizer_setup", "Adam lazy state")
+
+
+def case_lightning_fit(pp):
+    lightning_fit(pp, 1)
+
+
+def case_lightning_accumulate(pp):
+    lightning_fit(pp, 2)
+
+
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
 
 if __name__ == "__main__":

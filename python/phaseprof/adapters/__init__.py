@@ -10,4 +10,6 @@ this folder for the contract.
 ADAPTERS = {
     "torch": "phaseprof.adapters.torch",
     "torch.distributed": "phaseprof.adapters.torch_distributed",
+    "pytorch_lightning": "phaseprof.adapters.lightning",
+    "lightning.pytorch": "phaseprof.adapters.lightning",
 }

@@ -1,0 +1,490 @@
+"""Lightning adapter: ``Trainer.fit``'s steps and phases from Lightning's own
+hooks, no annotation. One module for both packages Lightning ships as
+(``pytorch_lightning`` and ``lightning.pytorch``); ``install(module)`` gets
+either.
+
+How it attaches. Lightning lets an installed package add a callback to every
+``Trainer`` through the ``<package>.callbacks_factory`` entry point: the
+callback connector calls ``_load_external_callbacks(group)`` while the
+Trainer is built and appends what it returns to the Trainer's callbacks,
+before validating and ordering them. Under ``record`` nothing is installed,
+so the adapter wraps that one function of the connector module: it returns
+what the entry points give plus one phaseprof callback. The callback is then
+exactly what a plugin would add: the program's callbacks keep their order
+and their hooks; ``trainer.callbacks`` shows one more entry
+(``PhaseprofCallback``, stateless: nothing goes into checkpoints); the
+user's own ``callbacks=[...]`` list is not modified. No phaseprof frame is
+on the stack while the program's code runs (``Trainer(...)`` raising shows
+the same traceback). If that function is missing (another Lightning
+version), ``Trainer.__init__`` is wrapped instead and the callback appended
+after the original init.
+
+Steps (``phaseprof._steps`` with source "lightning", explicit: the PyTorch
+adapter's own boundaries are then ignored, never doubled). The adapter
+claims the steps at the Trainer's ``setup`` hook of a fit and gives them back
+at its ``teardown``, unless the program's own ``phaseprof.step()`` had them.
+
+  * One step per training batch; with ``accumulate_grad_batches`` = N > 1
+    (automatic optimization) one step per optimizer step, i.e. per N
+    micro-batches (the last window of an epoch may be shorter).
+    ``python.step_unit`` says which.
+  * A step begins when Lightning starts fetching its batch (the profiler
+    action ``[_TrainingEpochLoop].train_dataloader_next``, so the data wait is
+    inside the step), or at ``on_train_batch_start`` when no fetch was seen;
+    it ends when the next one begins, at the start of a validation pass, or
+    at the end of the training epoch: the steps tile the training loop.
+  * Validation passes, the sanity check and the epochs are phases; a
+    validation pass is never inside a step.
+
+Phases (kind, name):
+  span             "Lightning set-up": from the Trainer's ``setup`` hook of a
+                   fit to ``on_fit_start`` (module ``setup``, model and
+                   optimizer configuration, moving the model, checkpoint
+                   restore)
+  span             "LightningModule.setup", "LightningModule.train_dataloader",
+                   "LightningModule.val_dataloader"
+  model_build      "LightningModule.configure_model" (and the deprecated
+                   ``configure_sharded_model``)
+  optimizer_setup  "LightningModule.configure_optimizers"
+  span             "Lightning sanity check", around its validation pass
+  span             "Lightning validation" (inside the sanity check:
+                   "Lightning validation (sanity check)")
+  span             "Lightning training epoch N", around that epoch's steps
+                   and the validation passes run during it
+
+The hook phases come from Lightning's profiler actions: the start/stop of
+the Trainer's profiler class (``PassThroughProfiler`` unless the program
+chose one) are wrapped, the originals called first with every argument.
+
+Everything happens on the thread that runs the fit; the callback never
+raises into the program (every hook catches its own failures and stops
+recording for that fit).
+"""
+
+import sys
+import threading
+
+from .. import _native as N
+from .. import _steps
+from ..kinds import MODEL_BUILD, OPTIMIZER_SETUP, SPAN
+
+FETCH = "[_TrainingEpochLoop].train_dataloader_next"
+HOOKS = {  # LightningModule hook -> phase kind
+    "setup": SPAN,
+    "configure_sharded_model": MODEL_BUILD,
+    "configure_model": MODEL_BUILD,
+    "configure_optimizers": OPTIMIZER_SETUP,
+    "train_dataloader": SPAN,
+    "val_dataloader": SPAN,
+}
+
+
+class _Fit:
+    """The fit in progress (one at a time in a process)."""
+
+    def __init__(self):
+        self.active = False
+        self.tid = None
+        self.stack = []           # names of the phases this adapter opened, innermost last
+        self.actions = {}         # profiler action -> (kind, phase name)
+        self.claimed = False      # this fit set _steps.explicit
+        self.own = True           # still drawing steps (not the program's phaseprof.step())
+        self.step = None          # number of the open step drawn here
+        self.armed = True         # the next fetch / batch start begins a step
+        self.per_batch = True     # the step unit is a training batch
+        self.in_epoch = False
+
+
+F = _Fit()
+
+
+def _here():
+    return F.active and threading.get_ident() == F.tid
+
+
+# ---- phases and steps ----
+# F.stack holds what this adapter opened on the fit's thread, innermost
+# last: a phase name, or STEP for the step it began (phases and steps nest
+# per thread, so they are closed in that order).
+
+STEP = None
+
+
+def _open(kind, name):
+    N.begin(kind, name)
+    F.stack.append(name)
+
+
+def _pop():
+    top = F.stack.pop()
+    if top is STEP:
+        if _mine():
+            _steps.end()
+        F.step = None
+        F.armed = True
+    else:
+        N.end()
+
+
+def _close(name):
+    """Closes `name` (a phase, or STEP) and whatever this adapter opened
+    inside it (left open only when Lightning skipped a hook)."""
+    if name not in F.stack:
+        return
+    while F.stack:
+        top = F.stack[-1]
+        _pop()
+        if top is name or top == name:
+            break
+
+
+def _close_all():
+    while F.stack:
+        _pop()
+
+
+def _mine():
+    """The step this adapter began is still the open one; once the program
+    draws its own (phaseprof.step()), the adapter stops drawing for this fit."""
+    if F.step is None:
+        return False
+    if _steps.is_open and _steps.number == F.step:
+        return True
+    F.own = False
+    return False
+
+
+def _next_step():
+    _end_step()
+    if not F.own:
+        return
+    if _steps.begin(None, "lightning"):
+        F.step = _steps.number
+        F.stack.append(STEP)
+    F.armed = False
+
+
+def _end_step():
+    if STEP in F.stack:
+        _close(STEP)
+    F.armed = True
+
+
+def _claim():
+    """From here on the steps are this fit's (see the PyTorch adapter's
+    precedence in phaseprof._steps)."""
+    F.claimed = not _steps.explicit
+    if F.claimed:
+        if _steps.is_open:
+            _steps.end()
+        _steps.explicit = True
+        _torch_claimed()
+
+
+def _release():
+    if F.claimed and F.own:
+        _steps.explicit = False
+        F.claimed = False
+
+
+# ---- the PyTorch adapter before phaseprof._steps ----
+# Until the PyTorch adapter draws its steps through phaseprof._steps, it
+# calls the recorder itself and would open its own steps inside these. While
+# that is so (it holds no reference to phaseprof._steps), its two step
+# functions are wrapped to stand aside while an explicit source owns the
+# steps. Inert once the PyTorch adapter uses phaseprof._steps.
+
+_torch_step_end = None
+
+
+def _torch_shim():
+    global _torch_step_end
+    t = sys.modules.get("phaseprof.adapters.torch")
+    if t is None or any(v is _steps for v in vars(t).values()):
+        return
+    sb, se, st = getattr(t, "_step_begin", None), getattr(t, "_step_end", None), getattr(t, "S", None)
+    if not callable(sb) or not callable(se) or st is None or getattr(sb, "_phaseprof_lightning", False):
+        return
+
+    def _step_begin(infer=False):
+        if not _steps.explicit:
+            sb(infer)
+
+    def _step_end():
+        if st.in_step:
+            se()
+
+    _step_begin._phaseprof_lightning = True
+    t._step_begin = _step_begin
+    t._step_end = _step_end
+    _torch_step_end = (st, se)
+
+
+def _torch_claimed():
+    """Closes a step the PyTorch adapter (before _steps) left open."""
+    if _torch_step_end is not None:
+        st, se = _torch_step_end
+        if st.in_step:
+            se()
+
+
+# ---- the profiler's actions ----
+
+def _action_start(name):
+    a = F.actions.get(name)
+    if a is None:
+        return
+    if a is FETCH:
+        if F.in_epoch and F.armed:
+            _next_step()
+    else:
+        _open(a[0], a[1])
+
+
+def _action_stop(name):
+    a = F.actions.get(name)
+    if a is not None and a is not FETCH:
+        _close(a[1])
+
+
+def _wrap_profiler(cls):
+    """start/stop of the Trainer's profiler class, once per class."""
+    for attr, act in (("start", _action_start), ("stop", _action_stop)):
+        orig = getattr(cls, attr, None)
+        if orig is None or getattr(orig, "_phaseprof", False):
+            continue
+
+        def make(orig, act):
+            def w(self, action_name, *args, **kwargs):
+                out = orig(self, action_name, *args, **kwargs)
+                if F.active:
+                    try:
+                        if threading.get_ident() == F.tid:
+                            act(action_name)
+                    except Exception:
+                        _fail()
+                return out
+            w.__name__ = orig.__name__
+            w.__qualname__ = getattr(orig, "__qualname__", orig.__name__)
+            w.__doc__ = orig.__doc__
+            w.__wrapped__ = orig
+            w._phaseprof = True
+            return w
+
+        setattr(cls, attr, make(orig, act))
+
+
+def _fail():
+    """Recording code failed: close what is open, stop for this fit."""
+    try:
+        _close_all()
+        _release()
+    except Exception:
+        pass
+    F.active = False
+    try:
+        N.mark("phaseprof lightning adapter stopped")
+    except Exception:
+        pass
+
+
+# ---- the callback's hooks (bodies; each runs under _hook) ----
+
+def _setup(trainer, pl_module, stage):
+    if str(getattr(stage, "value", stage)) != "fit" or F.active:
+        return
+    F.__init__()
+    F.active = True
+    F.tid = threading.get_ident()
+    m = type(pl_module).__name__
+    F.actions = {"[LightningModule]%s.%s" % (m, h): (k, "LightningModule." + h)
+                 for h, k in HOOKS.items()}
+    F.actions[FETCH] = FETCH
+    _wrap_profiler(type(trainer.profiler))
+    _torch_shim()
+    _claim()
+    _open(SPAN, "Lightning set-up")
+
+
+def _on_fit_start(trainer, pl_module):
+    _close("Lightning set-up")
+
+
+def _on_sanity_check_start(trainer, pl_module):
+    _open(SPAN, "Lightning sanity check")
+
+
+def _on_sanity_check_end(trainer, pl_module):
+    _close("Lightning sanity check")
+
+
+def _on_train_start(trainer, pl_module):
+    acc = getattr(trainer, "accumulate_grad_batches", 1) or 1
+    F.per_batch = acc <= 1 or not getattr(pl_module, "automatic_optimization", True)
+    if F.own and F.claimed:
+        _steps.set_unit("Lightning training batch" if F.per_batch else
+                        "Lightning optimizer step (accumulate_grad_batches=%d training batches)" % acc)
+
+
+def _on_train_epoch_start(trainer, pl_module):
+    _end_step()
+    _open(SPAN, "Lightning training epoch %d" % trainer.current_epoch)
+    F.in_epoch = True
+    F.armed = True
+
+
+def _on_train_batch_start(trainer, pl_module, batch, batch_idx):
+    if F.armed:
+        _next_step()
+    if F.per_batch:
+        F.armed = True
+
+
+def _on_before_optimizer_step(trainer, pl_module, optimizer):
+    if not F.per_batch and F.in_epoch:
+        F.armed = True
+
+
+def _on_validation_start(trainer, pl_module):
+    _end_step()
+    _open(SPAN, "Lightning validation (sanity check)" if trainer.sanity_checking
+          else "Lightning validation")
+
+
+def _on_validation_end(trainer, pl_module):
+    _close("Lightning validation (sanity check)" if trainer.sanity_checking
+           else "Lightning validation")
+    F.armed = True
+
+
+def _on_train_epoch_end(trainer, pl_module):
+    F.in_epoch = False
+    _end_step()
+    for name in reversed(F.stack):
+        if name.startswith("Lightning training epoch "):
+            _close(name)
+            break
+
+
+def _on_train_end(trainer, pl_module):
+    F.in_epoch = False
+    _end_step()
+
+
+def _on_exception(trainer, pl_module, exception):
+    _close_all()
+    _release()
+    F.active = False
+
+
+def _teardown(trainer, pl_module, stage):
+    if str(getattr(stage, "value", stage)) != "fit":
+        return
+    _close_all()
+    _release()
+    F.active = False
+
+
+_BODIES = {
+    "on_fit_start": _on_fit_start,
+    "on_sanity_check_start": _on_sanity_check_start,
+    "on_sanity_check_end": _on_sanity_check_end,
+    "on_train_start": _on_train_start,
+    "on_train_epoch_start": _on_train_epoch_start,
+    "on_train_batch_start": _on_train_batch_start,
+    "on_before_optimizer_step": _on_before_optimizer_step,
+    "on_validation_start": _on_validation_start,
+    "on_validation_end": _on_validation_end,
+    "on_train_epoch_end": _on_train_epoch_end,
+    "on_train_end": _on_train_end,
+    "on_exception": _on_exception,
+    "teardown": _teardown,
+}
+
+
+def _hook(body):
+    def hook(self, trainer, *args, **kwargs):
+        if _here():
+            try:
+                body(trainer, *args, **kwargs)
+            except Exception:
+                _fail()
+    hook.__name__ = body.__name__.lstrip("_")
+    return hook
+
+
+def _setup_hook(self, trainer, pl_module, stage):
+    try:
+        if not F.active:
+            _setup(trainer, pl_module, stage)
+    except Exception:
+        _fail()
+
+
+def _callback_class(callback_base):
+    ns = {name: _hook(body) for name, body in _BODIES.items()}
+    ns["setup"] = _setup_hook
+    ns["__doc__"] = "phaseprof: Trainer.fit's steps and phases (added under phaseprof record)."
+    ns["__module__"] = __name__
+    return type("PhaseprofCallback", (callback_base,), ns)
+
+
+# ---- attaching the callback to every Trainer ----
+
+def _attach_factory(conn, cls):
+    """Wraps the connector's loader of the callbacks_factory entry points."""
+    orig = conn.__dict__.get("_load_external_callbacks")
+    if not callable(orig) or getattr(orig, "_phaseprof", False):
+        return bool(orig)
+
+    def _load_external_callbacks(*args, **kwargs):
+        out = orig(*args, **kwargs)
+        try:
+            if isinstance(out, list):
+                out.append(cls())
+        except Exception:
+            pass
+        return out
+
+    _load_external_callbacks.__wrapped__ = orig
+    _load_external_callbacks.__doc__ = orig.__doc__
+    _load_external_callbacks._phaseprof = True
+    conn._load_external_callbacks = _load_external_callbacks
+    return True
+
+
+def _attach_init(trainer_cls, cls):
+    """Fallback: appends the callback after Trainer.__init__."""
+    orig = trainer_cls.__dict__.get("__init__")
+    if orig is None or getattr(orig, "_phaseprof", False):
+        return
+    import functools
+
+    @functools.wraps(orig)
+    def __init__(self, *args, **kwargs):
+        orig(self, *args, **kwargs)
+        try:
+            cbs = self.callbacks
+            if not any(type(c) is cls for c in cbs):
+                cbs.append(cls())
+        except Exception:
+            pass
+
+    __init__._phaseprof = True
+    trainer_cls.__init__ = __init__
+
+
+def install(module):
+    """Instruments pytorch_lightning or lightning.pytorch; raises only when
+    it could not attach (the boot records why)."""
+    if not N.enabled:
+        return
+    name = module.__name__
+    mods = sys.modules
+    callback_base = getattr(mods.get(name + ".callbacks.callback"), "Callback", None) \
+        or getattr(module, "Callback")
+    cls = _callback_class(callback_base)
+    conn = mods.get(name + ".trainer.connectors.callback_connector")
+    if conn is None or not _attach_factory(conn, cls):
+        _attach_init(getattr(module, "Trainer"), cls)
+        N.meta("python.adapter.%s.route" % name, "Trainer.__init__")
