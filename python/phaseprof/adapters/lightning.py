@@ -431,25 +431,31 @@ def _callback_class(callback_base):
 
 # ---- attaching the callback to every Trainer ----
 
-def _attach_factory(conn, cls):
-    """Wraps the connector's loader of the callbacks_factory entry points."""
-    orig = conn.__dict__.get("_load_external_callbacks")
-    if not callable(orig) or getattr(orig, "_phaseprof", False):
-        return bool(orig)
+def _attach_reorder(conn, cls):
+    """Wraps the connector's ordering of the callbacks (a staticmethod): the
+    list it orders gets the phaseprof callback first, as a new list."""
+    C = getattr(conn, "_CallbackConnector", None)
+    raw = C.__dict__.get("_reorder_callbacks") if C is not None else None
+    if not isinstance(raw, staticmethod):
+        return False
+    orig = raw.__func__
+    if getattr(orig, "_phaseprof", False):
+        return True
 
-    def _load_external_callbacks(*args, **kwargs):
-        out = orig(*args, **kwargs)
+    def _reorder_callbacks(callbacks, *args, **kwargs):
         try:
-            if isinstance(out, list):
-                out.append(cls())
+            if isinstance(callbacks, list) and not any(type(c) is cls for c in callbacks):
+                callbacks = callbacks + [cls()]
         except Exception:
             pass
-        return out
+        return orig(callbacks, *args, **kwargs)
 
-    _load_external_callbacks.__wrapped__ = orig
-    _load_external_callbacks.__doc__ = orig.__doc__
-    _load_external_callbacks._phaseprof = True
-    conn._load_external_callbacks = _load_external_callbacks
+    _reorder_callbacks.__wrapped__ = orig
+    _reorder_callbacks.__doc__ = orig.__doc__
+    _reorder_callbacks.__name__ = orig.__name__
+    _reorder_callbacks.__qualname__ = getattr(orig, "__qualname__", orig.__name__)
+    _reorder_callbacks._phaseprof = True
+    C._reorder_callbacks = staticmethod(_reorder_callbacks)
     return True
 
 
@@ -485,6 +491,6 @@ def install(module):
         or getattr(module, "Callback")
     cls = _callback_class(callback_base)
     conn = mods.get(name + ".trainer.connectors.callback_connector")
-    if conn is None or not _attach_factory(conn, cls):
+    if conn is None or not _attach_reorder(conn, cls):
         _attach_init(getattr(module, "Trainer"), cls)
         N.meta("python.adapter.%s.route" % name, "Trainer.__init__")
