@@ -311,6 +311,24 @@ def case_lightning_accumulate(pp):
     lightning_fit(pp, 2)
 
 
+def case_lightning_raises(pp):
+    """training_step raises at batch 5: the program's traceback and exit
+    status, the 5 steps before it closed, the broken one left open."""
+    r = Rec(pp, "lightning_raises.py", expect_rc=1)
+    check(r.out == "fitting\n", "program output changed: %r" % r.out, r)
+    check("RuntimeError: bad batch at step 5" in r.err, "traceback changed: " + r.err[-800:], r)
+    check("phaseprof/adapters/lightning.py" not in r.err, "adapter frame in the traceback", r)
+    check(meta(r, "python.adapter.pytorch_lightning") == "installed", "lightning adapter", r)
+    steps = r.steps()
+    check([s[3] for s in steps] == list(range(5)), "closed steps %r" % [s[3] for s in steps], r)
+    open_ = [s for s in r.spans("step") if s[2] is None]
+    check([s[3] for s in open_] == [5], "open steps %r" % open_, r)
+    check(r.one("SELECT COUNT(*) FROM marks m JOIN strings s ON s.id = m.name_id WHERE m.run_id = ? "
+                "AND s.value = 'Lightning fit raised RuntimeError'", r.run) == 1, "no mark", r)
+    st, code = r.rows("SELECT status, exit_code FROM runs WHERE id = ?", r.run)[0]
+    check(code == 1, "exit code %r (status %r)" % (code, st))
+
+
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
 
 if __name__ == "__main__":

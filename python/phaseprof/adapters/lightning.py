@@ -372,7 +372,12 @@ def _on_train_end(trainer, pl_module):
 
 
 def _on_exception(trainer, pl_module, exception):
-    _close_all()
+    """The fit raised: as in the PyTorch adapter, the step it broke stays
+    open (and the phases around it), so that it is not counted as a step;
+    the steps before it are kept. Recording stops for this fit."""
+    N.mark("Lightning fit raised %s" % type(exception).__name__)
+    F.stack = []
+    F.step = None
     _release()
     F.active = False
 
