@@ -86,7 +86,6 @@ class _Fit:
         self.active = False
         self.tid = None
         self.stack = []           # names of the phases this adapter opened, innermost last
-        self.actions = {}         # profiler action -> (kind, phase name)
         self.claimed = False      # this fit set _steps.explicit
         self.own = True           # still drawing steps (not the program's phaseprof.step())
         self.step = None          # number of the open step drawn here
@@ -229,10 +228,14 @@ def _torch_claimed():
 
 
 # ---- the profiler's actions ----
+# Lightning names ~25 profiler actions per training batch; the wrappers cost
+# one dict look-up each (ACTIONS is empty when no fit is recorded).
 
-def _action_start(name):
-    a = F.actions.get(name)
-    if a is None:
+ACTIONS = {}  # action -> (kind, phase name), or FETCH; filled during a fit
+
+
+def _action_start(name, a):
+    if threading.get_ident() != F.tid:
         return
     if a is FETCH:
         if F.in_epoch and F.armed:
@@ -241,26 +244,26 @@ def _action_start(name):
         _open(a[0], a[1])
 
 
-def _action_stop(name):
-    a = F.actions.get(name)
-    if a is not None and a is not FETCH:
+def _action_stop(name, a):
+    if a is not FETCH and threading.get_ident() == F.tid:
         _close(a[1])
 
 
 def _wrap_profiler(cls):
-    """start/stop of the Trainer's profiler class, once per class."""
+    """start/stop of the Trainer's profiler class, once per class (the
+    signature of Profiler.start/stop: (self, action_name))."""
     for attr, act in (("start", _action_start), ("stop", _action_stop)):
         orig = getattr(cls, attr, None)
         if orig is None or getattr(orig, "_phaseprof", False):
             continue
 
-        def make(orig, act):
-            def w(self, action_name, *args, **kwargs):
-                out = orig(self, action_name, *args, **kwargs)
-                if F.active:
+        def make(orig, act, get=ACTIONS.get):
+            def w(self, action_name):
+                out = orig(self, action_name)
+                a = get(action_name)
+                if a is not None:
                     try:
-                        if threading.get_ident() == F.tid:
-                            act(action_name)
+                        act(action_name, a)
                     except Exception:
                         _fail()
                 return out
@@ -276,6 +279,7 @@ def _wrap_profiler(cls):
 
 def _fail():
     """Recording code failed: close what is open, stop for this fit."""
+    ACTIONS.clear()
     try:
         _close_all()
         _release()
@@ -297,9 +301,10 @@ def _setup(trainer, pl_module, stage):
     F.active = True
     F.tid = threading.get_ident()
     m = type(pl_module).__name__
-    F.actions = {"[LightningModule]%s.%s" % (m, h): (k, "LightningModule." + h)
-                 for h, k in HOOKS.items()}
-    F.actions[FETCH] = FETCH
+    ACTIONS.clear()
+    ACTIONS.update(("[LightningModule]%s.%s" % (m, h), (k, "LightningModule." + h))
+                   for h, k in HOOKS.items())
+    ACTIONS[FETCH] = FETCH
     _wrap_profiler(type(trainer.profiler))
     _torch_shim()
     _claim()
@@ -333,18 +338,6 @@ def _on_train_epoch_start(trainer, pl_module):
     F.armed = True
 
 
-def _on_train_batch_start(trainer, pl_module, batch, batch_idx):
-    if F.armed:
-        _next_step()
-    if F.per_batch:
-        F.armed = True
-
-
-def _on_before_optimizer_step(trainer, pl_module, optimizer):
-    if not F.per_batch and F.in_epoch:
-        F.armed = True
-
-
 def _on_validation_start(trainer, pl_module):
     _end_step()
     _open(SPAN, "Lightning validation (sanity check)" if trainer.sanity_checking
@@ -376,6 +369,7 @@ def _on_exception(trainer, pl_module, exception):
     open (and the phases around it), so that it is not counted as a step;
     the steps before it are kept. Recording stops for this fit."""
     N.mark("Lightning fit raised %s" % type(exception).__name__)
+    ACTIONS.clear()
     F.stack = []
     F.step = None
     _release()
@@ -385,6 +379,7 @@ def _on_exception(trainer, pl_module, exception):
 def _teardown(trainer, pl_module, stage):
     if str(getattr(stage, "value", stage)) != "fit":
         return
+    ACTIONS.clear()
     _close_all()
     _release()
     F.active = False
@@ -396,8 +391,6 @@ _BODIES = {
     "on_sanity_check_end": _on_sanity_check_end,
     "on_train_start": _on_train_start,
     "on_train_epoch_start": _on_train_epoch_start,
-    "on_train_batch_start": _on_train_batch_start,
-    "on_before_optimizer_step": _on_before_optimizer_step,
     "on_validation_start": _on_validation_start,
     "on_validation_end": _on_validation_end,
     "on_train_epoch_end": _on_train_epoch_end,
@@ -426,9 +419,28 @@ def _setup_hook(self, trainer, pl_module, stage):
         _fail()
 
 
+def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+    # per batch: no argument packing
+    if F.active and threading.get_ident() == F.tid:
+        try:
+            if F.armed:
+                _next_step()
+            if F.per_batch:
+                F.armed = True
+        except Exception:
+            _fail()
+
+
+def on_before_optimizer_step(self, trainer, pl_module, optimizer):
+    if not F.per_batch and F.active and F.in_epoch and threading.get_ident() == F.tid:
+        F.armed = True
+
+
 def _callback_class(callback_base):
     ns = {name: _hook(body) for name, body in _BODIES.items()}
     ns["setup"] = _setup_hook
+    ns["on_train_batch_start"] = on_train_batch_start
+    ns["on_before_optimizer_step"] = on_before_optimizer_step
     ns["__doc__"] = "phaseprof: Trainer.fit's steps and phases (added under phaseprof record)."
     ns["__module__"] = __name__
     return type("PhaseprofCallback", (callback_base,), ns)
