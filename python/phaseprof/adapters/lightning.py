@@ -3,21 +3,26 @@ hooks, no annotation. One module for both packages Lightning ships as
 (``pytorch_lightning`` and ``lightning.pytorch``); ``install(module)`` gets
 either.
 
-How it attaches. Lightning lets an installed package add a callback to every
-``Trainer`` through the ``<package>.callbacks_factory`` entry point: the
-callback connector calls ``_load_external_callbacks(group)`` while the
-Trainer is built and appends what it returns to the Trainer's callbacks,
-before validating and ordering them. Under ``record`` nothing is installed,
-so the adapter wraps that one function of the connector module: it returns
-what the entry points give plus one phaseprof callback. The callback is then
-exactly what a plugin would add: the program's callbacks keep their order
-and their hooks; ``trainer.callbacks`` shows one more entry
-(``PhaseprofCallback``, stateless: nothing goes into checkpoints); the
-user's own ``callbacks=[...]`` list is not modified. No phaseprof frame is
-on the stack while the program's code runs (``Trainer(...)`` raising shows
-the same traceback). If that function is missing (another Lightning
-version), ``Trainer.__init__`` is wrapped instead and the callback appended
-after the original init.
+How it attaches. One phaseprof callback (``PhaseprofCallback``, a
+``Callback`` subclass, stateless: nothing goes into checkpoints) is added to
+every ``Trainer`` where Lightning puts together its list of callbacks: the
+callback connector's ``_reorder_callbacks`` (a staticmethod, called once when
+the Trainer is built and again when a fit attaches the model's own
+callbacks) is wrapped to order a new list, the given one plus the phaseprof
+callback when it is not in it yet. So:
+  * the program's callbacks keep their order and hooks; the phaseprof
+    callback sits among them as an entry-point plugin's callback would
+    (Lightning moves checkpoint callbacks after it);
+  * ``trainer.callbacks`` shows one more entry; the program's own
+    ``callbacks=[...]`` list object is not modified (the entry-point route,
+    ``_load_external_callbacks``, would have been: Lightning extends the
+    program's list with what the entry points give);
+  * no phaseprof frame is on the stack while the program's code runs, and
+    ``Trainer(...)`` raising shows the same traceback (a wrapped
+    ``Trainer.__init__`` would add a frame to it).
+If the connector has no such staticmethod (another Lightning version),
+``Trainer.__init__`` is wrapped instead and the callback appended to
+``trainer.callbacks`` after the original init.
 
 Steps (``phaseprof._steps`` with source "lightning", explicit: the PyTorch
 adapter's own boundaries are then ignored, never doubled). The adapter
@@ -28,9 +33,10 @@ at its ``teardown``, unless the program's own ``phaseprof.step()`` had them.
     (automatic optimization) one step per optimizer step, i.e. per N
     micro-batches (the last window of an epoch may be shorter).
     ``python.step_unit`` says which.
-  * A step begins when Lightning starts fetching its batch (the profiler
-    action ``[_TrainingEpochLoop].train_dataloader_next``, so the data wait is
-    inside the step), or at ``on_train_batch_start`` when no fetch was seen;
+  * A step begins when Lightning starts fetching its batch (the epoch loop's
+    ``_on_before_fetch``, which starts the profiler action
+    ``[_TrainingEpochLoop].train_dataloader_next``: the data wait is inside
+    the step), or at ``on_train_batch_start`` when no fetch was seen;
     it ends when the next one begins, at the start of a validation pass, or
     at the end of the training epoch: the steps tile the training loop.
   * Validation passes, the sanity check and the epochs are phases; a
@@ -41,8 +47,7 @@ Phases (kind, name):
                    fit to ``on_fit_start`` (module ``setup``, model and
                    optimizer configuration, moving the model, checkpoint
                    restore)
-  span             "LightningModule.setup", "LightningModule.train_dataloader",
-                   "LightningModule.val_dataloader"
+  span             "LightningModule.setup"
   model_build      "LightningModule.configure_model" (and the deprecated
                    ``configure_sharded_model``)
   optimizer_setup  "LightningModule.configure_optimizers"
@@ -52,9 +57,10 @@ Phases (kind, name):
   span             "Lightning training epoch N", around that epoch's steps
                    and the validation passes run during it
 
-The hook phases come from Lightning's profiler actions: the start/stop of
-the Trainer's profiler class (``PassThroughProfiler`` unless the program
-chose one) are wrapped, the originals called first with every argument.
+The LightningModule hook phases come from Lightning's profiler actions:
+the start/stop of the Trainer's profiler class (``PassThroughProfiler``
+unless the program chose one) are wrapped during the set-up only (from the
+Trainer's ``setup`` hook to ``on_fit_start``), the originals called first.
 
 Everything happens on the thread that runs the fit; the callback never
 raises into the program (every hook catches its own failures and stops
@@ -68,14 +74,11 @@ from .. import _native as N
 from .. import _steps
 from ..kinds import MODEL_BUILD, OPTIMIZER_SETUP, SPAN
 
-FETCH = "[_TrainingEpochLoop].train_dataloader_next"
 HOOKS = {  # LightningModule hook -> phase kind
     "setup": SPAN,
     "configure_sharded_model": MODEL_BUILD,
     "configure_model": MODEL_BUILD,
     "configure_optimizers": OPTIMIZER_SETUP,
-    "train_dataloader": SPAN,
-    "val_dataloader": SPAN,
 }
 
 
@@ -227,31 +230,33 @@ def _torch_claimed():
             se()
 
 
-# ---- the profiler's actions ----
-# Lightning names ~25 profiler actions per training batch; the wrappers cost
-# one dict look-up each (ACTIONS is empty when no fit is recorded).
+# ---- the profiler's actions (set-up) and the fetch ----
+# The hook phases of the set-up come from Lightning's profiler actions: the
+# start/stop of the Trainer's profiler class are wrapped from the Trainer's
+# setup hook to on_fit_start only (Lightning names ~25 actions per training
+# batch; the loop does not pay for the wrappers). The fetch that begins a
+# step is the epoch loop's own _on_before_fetch (what starts the profiler
+# action "[_TrainingEpochLoop].train_dataloader_next"), one call per batch.
 
-ACTIONS = {}  # action -> (kind, phase name), or FETCH; filled during a fit
+ACTIONS = {}  # profiler action -> (kind, phase name), during the set-up
+_profiler_cls = None
 
 
-def _action_start(name, a):
-    if threading.get_ident() != F.tid:
-        return
-    if a is FETCH:
-        if F.in_epoch and F.armed:
-            _next_step()
-    else:
+def _action_start(a):
+    if threading.get_ident() == F.tid:
         _open(a[0], a[1])
 
 
-def _action_stop(name, a):
-    if a is not FETCH and threading.get_ident() == F.tid:
+def _action_stop(a):
+    if threading.get_ident() == F.tid:
         _close(a[1])
 
 
 def _wrap_profiler(cls):
-    """start/stop of the Trainer's profiler class, once per class (the
-    signature of Profiler.start/stop: (self, action_name))."""
+    """start/stop of the Trainer's profiler class (the signature of
+    Profiler.start/stop: (self, action_name)); undone by _unwrap_profiler."""
+    global _profiler_cls
+    _unwrap_profiler()
     for attr, act in (("start", _action_start), ("stop", _action_stop)):
         orig = getattr(cls, attr, None)
         if orig is None or getattr(orig, "_phaseprof", False):
@@ -263,7 +268,7 @@ def _wrap_profiler(cls):
                 a = get(action_name)
                 if a is not None:
                     try:
-                        act(action_name, a)
+                        act(a)
                     except Exception:
                         _fail()
                 return out
@@ -272,14 +277,56 @@ def _wrap_profiler(cls):
             w.__doc__ = orig.__doc__
             w.__wrapped__ = orig
             w._phaseprof = True
+            w._phaseprof_had = attr in cls.__dict__
             return w
 
         setattr(cls, attr, make(orig, act))
+    _profiler_cls = cls
+
+
+def _unwrap_profiler():
+    global _profiler_cls
+    cls, _profiler_cls = _profiler_cls, None
+    ACTIONS.clear()
+    if cls is None:
+        return
+    for attr in ("start", "stop"):
+        w = cls.__dict__.get(attr)
+        if w is not None and getattr(w, "_phaseprof", False):
+            if w._phaseprof_had:
+                setattr(cls, attr, w.__wrapped__)
+            else:
+                delattr(cls, attr)
+
+
+def _wrap_fetch(loop_cls):
+    orig = loop_cls.__dict__.get("_on_before_fetch") if loop_cls is not None else None
+    if orig is None or getattr(orig, "_phaseprof", False):
+        return orig is not None
+
+    def _on_before_fetch(self, *args, **kwargs):
+        if F.active and F.in_epoch and F.armed and threading.get_ident() == F.tid:
+            try:
+                _next_step()
+            except Exception:
+                _fail()
+        return orig(self, *args, **kwargs)
+
+    _on_before_fetch.__name__ = orig.__name__
+    _on_before_fetch.__qualname__ = getattr(orig, "__qualname__", orig.__name__)
+    _on_before_fetch.__doc__ = orig.__doc__
+    _on_before_fetch.__wrapped__ = orig
+    _on_before_fetch._phaseprof = True
+    loop_cls._on_before_fetch = _on_before_fetch
+    return True
 
 
 def _fail():
     """Recording code failed: close what is open, stop for this fit."""
-    ACTIONS.clear()
+    try:
+        _unwrap_profiler()
+    except Exception:
+        pass
     try:
         _close_all()
         _release()
@@ -301,17 +348,16 @@ def _setup(trainer, pl_module, stage):
     F.active = True
     F.tid = threading.get_ident()
     m = type(pl_module).__name__
-    ACTIONS.clear()
+    _wrap_profiler(type(trainer.profiler))
     ACTIONS.update(("[LightningModule]%s.%s" % (m, h), (k, "LightningModule." + h))
                    for h, k in HOOKS.items())
-    ACTIONS[FETCH] = FETCH
-    _wrap_profiler(type(trainer.profiler))
     _torch_shim()
     _claim()
     _open(SPAN, "Lightning set-up")
 
 
 def _on_fit_start(trainer, pl_module):
+    _unwrap_profiler()
     _close("Lightning set-up")
 
 
@@ -369,7 +415,7 @@ def _on_exception(trainer, pl_module, exception):
     open (and the phases around it), so that it is not counted as a step;
     the steps before it are kept. Recording stops for this fit."""
     N.mark("Lightning fit raised %s" % type(exception).__name__)
-    ACTIONS.clear()
+    _unwrap_profiler()
     F.stack = []
     F.step = None
     _release()
@@ -379,7 +425,7 @@ def _on_exception(trainer, pl_module, exception):
 def _teardown(trainer, pl_module, stage):
     if str(getattr(stage, "value", stage)) != "fit":
         return
-    ACTIONS.clear()
+    _unwrap_profiler()
     _close_all()
     _release()
     F.active = False
@@ -389,7 +435,6 @@ _BODIES = {
     "on_fit_start": _on_fit_start,
     "on_sanity_check_start": _on_sanity_check_start,
     "on_sanity_check_end": _on_sanity_check_end,
-    "on_train_start": _on_train_start,
     "on_train_epoch_start": _on_train_epoch_start,
     "on_validation_start": _on_validation_start,
     "on_validation_end": _on_validation_end,
@@ -436,9 +481,33 @@ def on_before_optimizer_step(self, trainer, pl_module, optimizer):
         F.armed = True
 
 
+def on_train_start(self, trainer, pl_module):
+    if F.active and threading.get_ident() == F.tid:
+        try:
+            _on_train_start(trainer, pl_module)
+            # a hook that is not callable is skipped by Lightning, without
+            # its per-call cost (a profiler context, a name formatted)
+            if F.per_batch:
+                self.on_before_optimizer_step = None
+            else:
+                self.__dict__.pop("on_before_optimizer_step", None)
+        except Exception:
+            _fail()
+
+
+# Per-batch hooks the callback does not use: None, so that Lightning skips
+# them (it calls every callable hook of every callback, each inside a
+# profiler context: ~4 us a call on this project's machine).
+UNUSED = ("on_train_batch_end", "on_before_backward", "on_after_backward", "on_before_zero_grad",
+          "on_validation_batch_start", "on_validation_batch_end", "on_test_batch_start",
+          "on_test_batch_end", "on_predict_batch_start", "on_predict_batch_end")
+
+
 def _callback_class(callback_base):
     ns = {name: _hook(body) for name, body in _BODIES.items()}
+    ns.update(dict.fromkeys(UNUSED))
     ns["setup"] = _setup_hook
+    ns["on_train_start"] = on_train_start
     ns["on_train_batch_start"] = on_train_batch_start
     ns["on_before_optimizer_step"] = on_before_optimizer_step
     ns["__doc__"] = "phaseprof: Trainer.fit's steps and phases (added under phaseprof record)."
@@ -507,6 +576,10 @@ def install(module):
     callback_base = getattr(mods.get(name + ".callbacks.callback"), "Callback", None) \
         or getattr(module, "Callback")
     cls = _callback_class(callback_base)
+    loop = mods.get(name + ".loops.training_epoch_loop")
+    if not _wrap_fetch(getattr(loop, "_TrainingEpochLoop", None)):
+        N.meta("python.adapter.%s.fetch" % name,
+               "no _TrainingEpochLoop._on_before_fetch: steps begin at on_train_batch_start")
     conn = mods.get(name + ".trainer.connectors.callback_connector")
     if conn is None or not _attach_reorder(conn, cls):
         _attach_init(getattr(module, "Trainer"), cls)
