@@ -237,6 +237,8 @@ def lightning_fit(pp, acc):
     adapter_installed(r)
     check(meta(r, "python.adapter.pytorch_lightning") == "installed",
           "lightning adapter: %r" % meta(r, "python.adapter.pytorch_lightning"), r)
+    check(meta(r, "python.adapter.pytorch_lightning.fetch") is None,
+          "steps not begun at the fetch: %r" % meta(r, "python.adapter.pytorch_lightning.fetch"), r)
     unit = meta(r, "python.step_unit")
     want = ("Lightning training batch" if acc == 1 else
             "Lightning optimizer step (accumulate_grad_batches=%d training batches)" % acc)

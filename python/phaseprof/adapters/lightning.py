@@ -26,8 +26,12 @@ If the connector has no such staticmethod (another Lightning version),
 
 Steps (``phaseprof._steps`` with source "lightning", explicit: the PyTorch
 adapter's own boundaries are then ignored, never doubled). The adapter
-claims the steps at the Trainer's ``setup`` hook of a fit and gives them back
-at its ``teardown``, unless the program's own ``phaseprof.step()`` had them.
+claims the process's steps at the Trainer's ``setup`` hook of the first fit
+and keeps them (``phaseprof._steps``: from the first explicit step on, the
+adapters' boundaries are ignored), so a PyTorch loop after a fit draws no
+steps of its own. The program's own ``phaseprof.step()`` takes precedence:
+called before the fit, the adapter draws no steps (phases only); called
+inside the fit, the adapter stops drawing at its next boundary.
 
   * One step per training batch; with ``accumulate_grad_batches`` = N > 1
     (automatic optimization) one step per optimizer step, i.e. per N
@@ -89,7 +93,7 @@ class _Fit:
         self.active = False
         self.tid = None
         self.stack = []           # names of the phases this adapter opened, innermost last
-        self.claimed = False      # this fit set _steps.explicit
+        self.claimed = False      # the steps are Lightning's (not the program's phaseprof.step())
         self.own = True           # still drawing steps (not the program's phaseprof.step())
         self.step = None          # number of the open step drawn here
         self.armed = True         # the next fetch / batch start begins a step
@@ -158,7 +162,7 @@ def _mine():
 
 def _next_step():
     _end_step()
-    if not F.own:
+    if not F.own or not F.claimed:
         return
     if _steps.begin(None, "lightning"):
         F.step = _steps.number
@@ -172,21 +176,25 @@ def _end_step():
     F.armed = True
 
 
+_claimed = False  # a fit of this process claimed the steps
+
+
 def _claim():
-    """From here on the steps are this fit's (see the PyTorch adapter's
-    precedence in phaseprof._steps)."""
-    F.claimed = not _steps.explicit
-    if F.claimed:
+    """From here on the process's steps are Lightning's: explicit, as the
+    program's phaseprof.step() would make them (phaseprof._steps: adapters'
+    boundaries are ignored from then on). Claimed at the set-up, before any
+    batch: the PyTorch adapter draws no inference steps in the sanity check
+    of a module without an optimizer, nor a step of its own at the first
+    fetch. Not claimed when the program's own phaseprof.step() has the
+    steps already."""
+    global _claimed
+    if not _steps.explicit:
         if _steps.is_open:
             _steps.end()
         _steps.explicit = True
+        _claimed = True
         _torch_claimed()
-
-
-def _release():
-    if F.claimed and F.own:
-        _steps.explicit = False
-        F.claimed = False
+    F.claimed = _claimed
 
 
 # ---- the PyTorch adapter before phaseprof._steps ----
@@ -329,7 +337,6 @@ def _fail():
         pass
     try:
         _close_all()
-        _release()
     except Exception:
         pass
     F.active = False
@@ -418,7 +425,6 @@ def _on_exception(trainer, pl_module, exception):
     _unwrap_profiler()
     F.stack = []
     F.step = None
-    _release()
     F.active = False
 
 
@@ -427,7 +433,6 @@ def _teardown(trainer, pl_module, stage):
         return
     _unwrap_profiler()
     _close_all()
-    _release()
     F.active = False
 
 
