@@ -116,10 +116,11 @@ void rule_memory_grows_per_step(diag_ctx *c)
 	pp_finding *f = diag_emit(
 		c, "memory_grows_per_step", rel >= 0.25 ? DIAG_HIGH : DIAG_MODERATE,
 		rel < 1 ? rel : 1,
-		"Something keeps each step's tensors alive. A loss or an output accumulated across "
-		"steps with its graph (total_loss += loss) keeps every step's autograd graph and "
-		"activations: accumulate loss.item() or loss.detach() instead; do not keep outputs, "
-		"hidden states or hook results across steps without .detach().",
+		"Something keeps each step's tensors alive: look for tensors the program keeps "
+		"across steps (a list or cache appended to every step, outputs, hidden states or "
+		"hook results kept without .detach()). One that requires grad keeps its step's "
+		"whole autograd graph and activations too, as a loss summed across steps does "
+		"(total_loss += loss): keep loss.item() or a detached tensor instead.",
 		"Resident memory grows by %s per step: from %s to %s over %d steps",
 		pp_fmt_bytes(s, sizeof s, g.slope), pp_fmt_bytes(a, sizeof a, y[0]),
 		pp_fmt_bytes(b, sizeof b, y[n - 1]), n);
