@@ -17,9 +17,10 @@ callback when it is not in it yet. So:
     ``callbacks=[...]`` list object is not modified (the entry-point route,
     ``_load_external_callbacks``, would have been: Lightning extends the
     program's list with what the entry points give);
-  * no phaseprof frame is on the stack while the program's code runs, and
-    ``Trainer(...)`` raising shows the same traceback (a wrapped
-    ``Trainer.__init__`` would add a frame to it).
+  * no phaseprof frame is on the stack while the program's code runs;
+    ``Trainer(...)`` raising shows the same traceback. Every wrapper here
+    removes its own traceback entry from an exception passing through it
+    (as the PyTorch adapter's do).
 If the connector has no such staticmethod (another Lightning version),
 ``Trainer.__init__`` is wrapped instead and the callback appended to
 ``trainer.callbacks`` after the original init.
@@ -106,6 +107,15 @@ F = _Fit()
 
 def _here():
     return F.active and threading.get_ident() == F.tid
+
+
+def _strip(e):
+    """Removes the calling wrapper's own entry from e's traceback, so that a
+    bare ``raise`` after it (which adds no entry) leaves the traceback a
+    plain run prints (as the PyTorch adapter's wrappers do)."""
+    tb = e.__traceback__
+    if tb is not None and tb.tb_frame is sys._getframe(1):
+        e.__traceback__ = tb.tb_next
 
 
 # ---- phases and steps ----
@@ -272,7 +282,11 @@ def _wrap_profiler(cls):
 
         def make(orig, act, get=ACTIONS.get):
             def w(self, action_name):
-                out = orig(self, action_name)
+                try:
+                    out = orig(self, action_name)
+                except BaseException as e:
+                    _strip(e)
+                    raise
                 a = get(action_name)
                 if a is not None:
                     try:
@@ -318,7 +332,11 @@ def _wrap_fetch(loop_cls):
                 _next_step()
             except Exception:
                 _fail()
-        return orig(self, *args, **kwargs)
+        try:
+            return orig(self, *args, **kwargs)
+        except BaseException as e:
+            _strip(e)
+            raise
 
     _on_before_fetch.__name__ = orig.__name__
     _on_before_fetch.__qualname__ = getattr(orig, "__qualname__", orig.__name__)
@@ -539,7 +557,11 @@ def _attach_reorder(conn, cls):
                 callbacks = callbacks + [cls()]
         except Exception:
             pass
-        return orig(callbacks, *args, **kwargs)
+        try:
+            return orig(callbacks, *args, **kwargs)
+        except BaseException as e:
+            _strip(e)
+            raise
 
     _reorder_callbacks.__wrapped__ = orig
     _reorder_callbacks.__doc__ = orig.__doc__
@@ -559,7 +581,11 @@ def _attach_init(trainer_cls, cls):
 
     @functools.wraps(orig)
     def __init__(self, *args, **kwargs):
-        orig(self, *args, **kwargs)
+        try:
+            orig(self, *args, **kwargs)
+        except BaseException as e:
+            _strip(e)
+            raise
         try:
             cbs = self.callbacks
             if not any(type(c) is cls for c in cbs):
