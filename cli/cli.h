@@ -36,6 +36,11 @@ int cli_close_store(pp_store *st);
 int cli_is_help(const char *arg);
 /* Path of the running phaseprof binary's folder (for the agent .so). */
 const char *cli_self_dir(void);
+/* Sends stderr, and stdout when filter_stdout, through a filter that writes
+ * control bytes (ESC, BEL, CR, C1, bytes that are not UTF-8) as \xNN:
+ * names from a recording reach the terminal as text, never as commands
+ * to it. 0, or -1 (the streams unchanged). */
+int cli_safe_stdio(int filter_stdout);
 /* Parses a run selector "N" (run id) into *out; prints an error if bad. */
 int cli_parse_int64(const char *what, const char *s, long long *out);
 

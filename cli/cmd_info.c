@@ -60,6 +60,8 @@ int cmd_info(int argc, char **argv)
 		printf("%4lld  %-28.28s %-10s %9.3fs %9lld %6lld  %s\n", (long long)r->id, name,
 		       r->status, (double)r->duration_ns / 1e9, (long long)r->events,
 		       (long long)(r->events_lost + r->rows_lost), when);
+		if (!r->scenario[0] && r->label[0] && strlen(name) > 28) /* a label cut above */
+			printf("      %s\n", name);
 		if (r->note[0])
 			printf("      note: %s\n", r->note);
 		if (r->parent_run)

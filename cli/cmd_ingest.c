@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const char cmd_ingest_summary[] = "store leftover spool files as runs";
@@ -64,8 +65,19 @@ int cmd_ingest(int argc, char **argv)
 		cli_error("ingest: out of memory");
 		return 1;
 	}
-	for (int k = 0; k < n; k++)
+	for (int k = 0; k < n; k++) {
 		sp[k].path = argv[i + k];
+		/* regular files only, before the database is touched: a named pipe
+		 * would block the read, a device never ends */
+		struct stat sb;
+		if (stat(sp[k].path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+			cli_error("ingest: %s: is %s, not a spool (regular files only)", sp[k].path,
+				  S_ISFIFO(sb.st_mode) ? "a named pipe" : S_ISDIR(sb.st_mode) ? "a directory"
+				  : S_ISCHR(sb.st_mode) ? "a character device" : "not a regular file");
+			free(sp);
+			return 1;
+		}
+	}
 	/* a full disk (RLIMIT_FSIZE) must fail the write, not kill us mid-commit */
 	signal(SIGXFSZ, SIG_IGN);
 	pp_store *st = cli_open_store(out, PP_STORE_WRITE);

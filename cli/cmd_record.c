@@ -879,11 +879,13 @@ static int parse_options(int argc, char **argv, record_opts *o)
 static int check_database(const char *out)
 {
 	if (access(out, F_OK) == 0) {
-		/* the header alone, else (another record may be creating it
-		 * right now: no tables yet is fine) through SQLite, which parses
-		 * the whole schema: ~0.4 ms before the program could start */
-		pp_store *probe = NULL;
-		if (!pp_store_header_current(out) && !(probe = cli_open_store(out, PP_STORE_CHECK)))
+		/* through SQLite (another record may be creating it right now: no
+		 * tables yet is fine), which parses the whole schema: ~0.4 ms
+		 * before the program starts, but a file carrying its own SQL
+		 * (a trigger, a view) is refused before the program runs, not
+		 * after (the header alone cannot show it) */
+		pp_store *probe = cli_open_store(out, PP_STORE_CHECK);
+		if (!probe)
 			return -1;
 		pp_store_close(probe, NULL, 0);
 		if (access(out, W_OK) != 0) {

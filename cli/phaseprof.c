@@ -84,6 +84,9 @@ int main(int argc, char **argv)
 	}
 	if (cli_is_help(argv[1]))
 		return cmd_help(1, argv + 1);
+	/* text only to the terminal: export and report may write their file
+	 * (gzip included) to stdout as it is */
+	(void)cli_safe_stdio(strcmp(argv[1], "export") != 0 && strcmp(argv[1], "report") != 0);
 	/* one thread uses SQLite here: no reason to pay for its locks */
 	(void)pp_store_single_threaded();
 	for (size_t i = 0; i < N_COMMANDS; i++)

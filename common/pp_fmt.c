@@ -43,3 +43,17 @@ const char *pp_fmt_bytes(char *buf, size_t len, double bytes)
 	snprintf(buf, len, k ? "%.1f %s" : "%.0f %s", v, unit[k]);
 	return buf;
 }
+
+pp_str32 pp_dur(double ns)
+{
+	pp_str32 v;
+	pp_fmt_dur(v.s, sizeof v.s, ns);
+	return v;
+}
+
+pp_str32 pp_bytes(double bytes)
+{
+	pp_str32 v;
+	pp_fmt_bytes(v.s, sizeof v.s, bytes);
+	return v;
+}

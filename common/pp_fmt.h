@@ -14,4 +14,13 @@ const char *pp_fmt_dur(char *buf, size_t len, double ns);
 /* Binary units: "512 B", "1.5 KiB", "3.0 MiB", "2.3 GiB", "1.0 TiB". */
 const char *pp_fmt_bytes(char *buf, size_t len, double bytes);
 
+/* The same as values: pp_dur(ns).s is a string that lives until the end of
+ * the full expression it appears in (C11 6.2.4p8), so one printf may format
+ * several durations without a buffer each - pp_fmt_dur into one buffer
+ * twice in one call prints the last value twice ("3.44 s of 3.44 s").
+ *   printf("%s of %s", pp_dur(wait).s, pp_dur(loop).s); */
+typedef struct pp_str32 { char s[32]; } pp_str32;
+pp_str32 pp_dur(double ns);
+pp_str32 pp_bytes(double bytes);
+
 #endif

@@ -7,7 +7,7 @@
 /* Length of a valid UTF-8 sequence at s (1..4), or 0 where the bytes are
  * not UTF-8 (overlong forms, surrogates and code points past U+10FFFF
  * included): names come from other programs and may be anything. */
-static int utf8_len(const unsigned char *s)
+int pp_utf8_len(const unsigned char *s)
 {
 	unsigned c = s[0];
 	if (c < 0x80)
@@ -44,7 +44,7 @@ void pp_json_string(pp_json_sink put, void *ud, const char *s)
 		else if (ch < 0x20 || ch == '<') {
 			snprintf(esc, sizeof esc, "\\u%04x", ch);
 			rep = esc;
-		} else if (ch >= 0x80 && (n = utf8_len((const unsigned char *)s)) == 0) {
+		} else if (ch >= 0x80 && (n = pp_utf8_len((const unsigned char *)s)) == 0) {
 			rep = "\\ufffd";
 			n = 1;
 		}

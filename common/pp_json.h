@@ -16,6 +16,10 @@ typedef void (*pp_json_sink)(void *ud, const char *p, size_t n);
 void pp_json_string(pp_json_sink put, void *ud, const char *s);
 /* The same onto a stdio stream. */
 void pp_json_fputs(FILE *f, const char *s);
+/* Length of the valid UTF-8 sequence at s (1..4; 1 for ASCII, NUL
+ * included), or 0 where the bytes are not UTF-8: overlong forms,
+ * surrogates, past U+10FFFF, a sequence cut short. */
+int pp_utf8_len(const unsigned char *s);
 
 /* A structured writer: nesting and commas tracked for the caller. */
 #define PP_JSON_DEPTH 32

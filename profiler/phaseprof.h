@@ -59,6 +59,9 @@ typedef enum pp_kind {
 	PP_DATA_WAIT,       /* waiting for the next batch (DataLoader) */
 	PP_COMM,            /* communication: a collective, send/receive, wait */
 	PP_COMM_INIT,       /* communicator set-up: MPI_Init, init_process_group */
+	PP_DATA_FETCH,      /* a loader fetching one batch's samples (DataLoader worker or
+			       main process; the batch's collate nested in it) */
+	PP_DATA_COLLATE,    /* a loader assembling fetched samples into a batch */
 	PP_KIND_COUNT
 } pp_kind;
 

@@ -161,7 +161,7 @@ static const char *const kind_names[PP_KIND_COUNT] = {
 	"optimizer_setup", "compile", "first_step", "step", "data_transfer",
 	"device_init", "retrace", "session_close", "op",
 	"import", "model_build", "forward", "backward", "optimizer_step",
-	"data_wait", "comm", "comm_init",
+	"data_wait", "comm", "comm_init", "data_fetch", "data_collate",
 };
 
 const char *pp_kind_name(pp_kind kind)

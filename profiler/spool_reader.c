@@ -57,14 +57,17 @@ pp_spool_reader *pp_spool_reader_open(const char *path, char *err, size_t errlen
 		return NULL;
 	}
 	snprintf(r->name, sizeof r->name, "%s", path);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a named pipe is refused below, not waited on */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat sb;
 	if (fd < 0 || fstat(fd, &sb) != 0) {
 		snprintf(err, errlen, "%s: cannot open spool: %s", path, strerror(errno));
 		goto fail;
 	}
 	if (!S_ISREG(sb.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file", path);
+		snprintf(err, errlen, "%s: is %s, not a spool (regular files only)", path,
+			 S_ISFIFO(sb.st_mode) ? "a named pipe" : S_ISDIR(sb.st_mode) ? "a directory"
+			 : S_ISCHR(sb.st_mode) ? "a character device" : "not a regular file");
 		goto fail;
 	}
 	r->size = (size_t)sb.st_size;

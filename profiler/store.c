@@ -146,6 +146,68 @@ static int write_digest(pp_store *st, char *err, size_t errlen)
 	return store_exec(st, sql, err, errlen);
 }
 
+/* Whether a view is one of the schema's own (spans_v, ops_v), word for
+ * word as SQLite stores it: "CREATE VIEW name AS ..." from the schema's
+ * "CREATE VIEW IF NOT EXISTS name AS ...;". */
+static int own_view(const char *name, const char *sql)
+{
+	static const char mark[] = "CREATE VIEW IF NOT EXISTS ";
+	if (!name || !sql || strncmp(sql, "CREATE VIEW ", 12) != 0)
+		return 0;
+	for (const char *p = pp_schema_sql; (p = strstr(p, mark)) != NULL;) {
+		p += sizeof mark - 1;
+		const char *end = strchr(p, ';');
+		size_t nl = strlen(name);
+		if (!end)
+			return 0;
+		if (strncmp(p, name, nl) == 0 && p[nl] == ' ')
+			return strlen(sql + 12) == (size_t)(end - p) && strncmp(sql + 12, p, (size_t)(end - p)) == 0;
+	}
+	return 0;
+}
+
+/* A phaseprof database holds tables and indexes only (and the schema's
+ * two views, checked word for word): a trigger, a view or
+ * a virtual table in a file from outside is SQL its sender wrote, run by
+ * whoever opens it (a trigger on runs fires at every record into it; a
+ * view in place of a table runs in every read). The file is refused,
+ * naming the object. 0 clean, -1 refused or unreadable (err set). */
+int store_check_schema(pp_store *st, const char *schema, const char *path, char *err, size_t errlen)
+{
+	char sql[200];
+	sqlite3_stmt *s = NULL;
+	int rc;
+	snprintf(sql, sizeof sql,
+		 "SELECT type, name, sql FROM %s.sqlite_master WHERE type IN ('trigger','view') OR "
+		 "(type = 'table' AND sql LIKE 'create virtual%%')",
+		 schema);
+	rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		goto fail;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *type = (const char *)sqlite3_column_text(s, 0);
+		const char *name = (const char *)sqlite3_column_text(s, 1);
+		if (type && strcmp(type, "view") == 0 && own_view(name, (const char *)sqlite3_column_text(s, 2)))
+			continue;
+		int virt = type && strcmp(type, "table") == 0;
+		snprintf(err, errlen,
+			 "%s: holds %s '%.100s', which no phaseprof database has: refusing a file that carries "
+			 "its own SQL",
+			 path, virt ? "a virtual table" : type && strcmp(type, "view") == 0 ? "a view" : "a trigger",
+			 name ? name : "?");
+		sqlite3_finalize(s);
+		return -1;
+	}
+	if (rc != SQLITE_DONE)
+		goto fail;
+	sqlite3_finalize(s);
+	return 0;
+fail:
+	snprintf(err, errlen, "%s: cannot read: %s", path, pp_store_error(st));
+	sqlite3_finalize(s);
+	return -1;
+}
+
 /* Is this an SQLite file at all, and is it ours? Names the problem. */
 static int validate_snapshot(pp_store *st, int fresh, char *err, size_t errlen)
 {
@@ -157,16 +219,18 @@ static int validate_snapshot(pp_store *st, int fresh, char *err, size_t errlen)
 		return -1;
 	}
 	if (rc != SQLITE_OK) {
-		snprintf(err, errlen, "%s: cannot read: %s", st->path, sqlite3_errmsg(st->db));
+		snprintf(err, errlen, "%s: cannot read: %s", st->path, pp_store_error(st));
 		return -1;
 	}
 	int64_t ntables = query_int(st->db, "SELECT count(*) FROM sqlite_master", 0, &rc);
 	if (rc != SQLITE_OK) {
-		snprintf(err, errlen, "%s: cannot read: %s", st->path, sqlite3_errmsg(st->db));
+		snprintf(err, errlen, "%s: cannot read: %s", st->path, pp_store_error(st));
 		return -1;
 	}
 	if (ntables == 0 && fresh)
 		return 1; /* empty: caller creates the schema */
+	if (store_check_schema(st, "main", st->path, err, errlen) != 0)
+		return -1;
 	if (app != PP_APPLICATION_ID) {
 		if (ntables == 0)
 			snprintf(err, errlen, "%s: empty SQLite database, not a phaseprof recording",
@@ -269,7 +333,7 @@ static int check_intact(pp_store *st, char *err, size_t errlen)
 		int ok = t && strcmp((const char *)t, "ok") == 0;
 		if (!ok)
 			snprintf(err, errlen, "%s: damaged database, not appending to it (%s)", st->path,
-				 t ? (const char *)t : sqlite3_errmsg(st->db));
+				 t ? (const char *)t : pp_store_error(st));
 		sqlite3_finalize(s);
 		if (!ok)
 			return -1;
@@ -322,7 +386,7 @@ static int create_schema(pp_store *st, char *err, size_t errlen)
 	int rc;
 	int64_t ntables = query_int(st->db, "SELECT count(*) FROM sqlite_master", 0, &rc);
 	if (rc != SQLITE_OK) {
-		snprintf(err, errlen, "%s: cannot read: %s", st->path, sqlite3_errmsg(st->db));
+		snprintf(err, errlen, "%s: cannot read: %s", st->path, pp_store_error(st));
 		goto fail;
 	}
 	if (ntables > 0) {
@@ -352,8 +416,77 @@ fail:
 	return -1;
 }
 
-/* pp_store_open_cancellable's progress handler: nonzero stops the statement */
-static int open_cancelled(void *cancel) { return atomic_load((const _Atomic int *)cancel); }
+/* How long one statement on a database may run: a file from outside must
+ * not hang a reader (PHASEPROF_QUERY_TIMEOUT seconds; 0: no bound). */
+#define QUERY_TIMEOUT_S 300
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t query_limit_ns(void)
+{
+	const char *e = getenv("PHASEPROF_QUERY_TIMEOUT");
+	char *end;
+	double v = e && *e ? strtod(e, &end) : QUERY_TIMEOUT_S;
+	if (e && *e && (*end || v < 0))
+		v = QUERY_TIMEOUT_S;
+	return v > 1e9 ? 0 : (int64_t)(v * 1e9);
+}
+
+/* Every thousand SQLite steps: nonzero stops the statement (told to give
+ * up, or past its deadline). */
+static int store_progress(void *ud)
+{
+	pp_store *st = ud;
+	if (st->cancel && atomic_load(st->cancel))
+		return 1;
+	if (st->deadline_ns && mono_ns() > st->deadline_ns) {
+		st->timed_out = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* A reader's deadline starts with each statement. */
+static int store_trace(unsigned type, void *ud, void *p, void *x)
+{
+	(void)p;
+	(void)x;
+	pp_store *st = ud;
+	if (type == SQLITE_TRACE_STMT && st->limit_ns)
+		st->deadline_ns = mono_ns() + st->limit_ns;
+	return 0;
+}
+
+/* SQLite's settings for a file from outside: nothing in it runs as code
+ * (no triggers, no functions of ours called from its schema, no writes to
+ * the schema by PRAGMA), and each statement bounded in time. Views stay
+ * on for the schema's own two (spans_v, ops_v); any other view is refused
+ * at the open (store_check_schema). */
+static int harden(pp_store *st, char *err, size_t errlen)
+{
+	int off = 0, on = 1;
+	if (sqlite3_db_config(st->db, SQLITE_DBCONFIG_DEFENSIVE, 1, &on) != SQLITE_OK ||
+	    sqlite3_db_config(st->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, &off) != SQLITE_OK ||
+	    sqlite3_db_config(st->db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, &off) != SQLITE_OK ||
+	    sqlite3_db_config(st->db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, &off) != SQLITE_OK || on != 1 ||
+	    off != 0) {
+		snprintf(err, errlen, "%s: cannot set SQLite's defensive options: %s", st->path, sqlite3_errmsg(st->db));
+		return -1;
+	}
+	st->limit_ns = query_limit_ns();
+	sqlite3_progress_handler(st->db, 1000, store_progress, st);
+	if (st->mode != PP_STORE_WRITE && st->limit_ns &&
+	    sqlite3_trace_v2(st->db, SQLITE_TRACE_STMT, store_trace, st) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: cannot bound query time: %s", st->path, sqlite3_errmsg(st->db));
+		return -1;
+	}
+	return 0;
+}
 
 /* The switch to WAL needs the file to itself for a moment. While another
  * writer is switching it back at its close, SQLite answers "database is
@@ -395,8 +528,16 @@ static pp_store *store_open(const char *path, int mode, const _Atomic int *cance
 		snprintf(err, errlen, "%s: no such database (%s)", path, strerror(errno));
 		return NULL;
 	}
-	if (exists && S_ISDIR(sb.st_mode)) {
-		snprintf(err, errlen, "%s: is a directory, not a database", path);
+	/* regular files only: opening a named pipe blocks until someone writes
+	 * to it, and a device (/dev/null) would take a recording and keep nothing */
+	if (exists && !S_ISREG(sb.st_mode)) {
+		snprintf(err, errlen, "%s: is %s, not a database", path,
+			 S_ISDIR(sb.st_mode)    ? "a directory"
+			 : S_ISFIFO(sb.st_mode) ? "a named pipe"
+			 : S_ISCHR(sb.st_mode)  ? "a character device"
+			 : S_ISBLK(sb.st_mode)  ? "a block device"
+			 : S_ISSOCK(sb.st_mode) ? "a socket"
+						: "not a regular file");
 		return NULL;
 	}
 	if (mode == PP_STORE_WRITE) {
@@ -441,8 +582,12 @@ static pp_store *store_open(const char *path, int mode, const _Atomic int *cance
 	/* only an existing file's checks take long; a new one is made whole */
 	if (!exists)
 		cancel = NULL;
-	if (cancel)
-		sqlite3_progress_handler(st->db, 1000, open_cancelled, (void *)cancel);
+	st->cancel = cancel;
+	if (harden(st, err, errlen) != 0)
+		goto fail;
+	/* a writer's checks of an existing file get one deadline in all */
+	if (mode == PP_STORE_WRITE && exists && st->limit_ns)
+		st->deadline_ns = mono_ns() + st->limit_ns;
 	pp_store_register_functions(st->db);
 	int v = validate(st, mode != PP_STORE_READ, err, errlen);
 	if (v < 0)
@@ -464,13 +609,13 @@ static pp_store *store_open(const char *path, int mode, const _Atomic int *cance
 				snprintf(err, errlen, "%s: open interrupted", path);
 			goto fail;
 		}
-		/* told to give up: now, before anything is written */
-		if (cancel) {
-			sqlite3_progress_handler(st->db, 0, NULL, NULL);
-			if (atomic_load(cancel)) {
-				snprintf(err, errlen, "%s: open interrupted", path);
-				goto fail;
-			}
+		/* told to give up: now, before anything is written; from here on
+		 * the writer's own statements, unbounded */
+		st->cancel = NULL;
+		st->deadline_ns = 0;
+		if (cancel && atomic_load(cancel)) {
+			snprintf(err, errlen, "%s: open interrupted", path);
+			goto fail;
 		}
 		if (v == 0 && !from_image && !st->schema_current &&
 		    (store_exec(st, pp_schema_sql, err, errlen) != 0 || fill_kinds(st, err, errlen) != 0 ||
@@ -651,9 +796,16 @@ static void writeback_fresh(const char *path)
 int pp_store_header_current(const char *path)
 {
 	unsigned char h[100];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	/* O_NONBLOCK: a named pipe in its place must not block (it is refused
+	 * by the open that follows) */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return 0;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return 0;
+	}
 	ssize_t n = pread(fd, h, sizeof h, 0);
 	close(fd);
 	if (n != (ssize_t)sizeof h || memcmp(h, "SQLite format 3", 16) != 0)
@@ -734,7 +886,15 @@ int pp_store_query(pp_store *st, const char *sql, int64_t run_id, pp_row_cb cb, 
 	return store_each(st, sql, run_id, 0, NULL, cb, ud);
 }
 
-const char *pp_store_error(pp_store *st) { return sqlite3_errmsg(st->db); }
+const char *pp_store_error(pp_store *st)
+{
+	if (st->timed_out && sqlite3_errcode(st->db) == SQLITE_INTERRUPT) {
+		snprintf(st->timeout_msg, sizeof st->timeout_msg,
+			 "a query ran past %.3g s and was stopped (PHASEPROF_QUERY_TIMEOUT)", (double)st->limit_ns / 1e9);
+		return st->timeout_msg;
+	}
+	return sqlite3_errmsg(st->db);
+}
 
 int store_each(pp_store *st, const char *sql, int64_t a, int64_t b, const char *t,
 	       int (*row)(sqlite3_stmt *s, void *ud), void *ud)

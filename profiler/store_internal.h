@@ -33,6 +33,12 @@ struct pp_store {
 	sqlite3_stmt *ins_string, *sel_string;
 	pthread_t sync_ahead;        /* pp_store_sync_ahead's thread, joined at close */
 	int sync_ahead_running;
+	/* the bound on each statement on a file from outside (store_progress) */
+	const _Atomic int *cancel;   /* pp_store_open_cancellable's flag, while the open checks */
+	int64_t limit_ns;            /* 0: none */
+	int64_t deadline_ns;         /* CLOCK_MONOTONIC; 0: none set */
+	int timed_out;               /* a statement ran past limit_ns and was stopped */
+	char timeout_msg[128];
 };
 
 void pp_store_register_functions(sqlite3 *db);
@@ -59,6 +65,10 @@ int pp_store_query(pp_store *st, const char *sql, int64_t run_id, pp_row_cb cb, 
 int store_exec(pp_store *st, const char *sql, char *err, size_t errlen);
 /* 1 when schema ("main", or an attached one) has the table */
 int store_has_table(pp_store *st, const char *schema, const char *table);
+/* Refuses a schema (main, or an attached one) holding a trigger, a view
+ * other than the schema's own, or a virtual table: 0, or -1 with err
+ * naming the object. */
+int store_check_schema(pp_store *st, const char *schema, const char *path, char *err, size_t errlen);
 /* Prepares sql, binds ?1 = a, ?2 = b and ?3 = t (those the statement has),
  * calls row per result row (non-zero stops) and finalizes. 0, or -1 on any
  * SQLite error. */

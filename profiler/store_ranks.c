@@ -350,6 +350,9 @@ int pp_store_merge_file(pp_store *st, const char *src_path, int64_t *first_run, 
 	sqlite3_finalize(s);
 	s = NULL;
 	attached = 1;
+	/* nothing the file carries runs here either */
+	if (store_check_schema(st, "src", src_path, err, errlen) != 0)
+		goto out;
 	int64_t roff = max_id(st, "runs"), soff = max_id(st, "spans"), goff = max_id(st, "graphs");
 	if (roff < 0 || soff < 0 || goff < 0)
 		goto fail;

@@ -269,9 +269,14 @@ const pp_view_ops pp_backend_folded = {
 };
 
 /* ---- csv: phases and spans ---- */
+/* A text cell, quoted. One that starts with = + - @ (or a tab or carriage
+ * return) is a formula to a spreadsheet (=HYPERLINK(...), =cmd|...): it
+ * gets a leading apostrophe, which spreadsheets show as text. */
 static void csv_str(pp_out *o, const char *s)
 {
 	pp_out_putc(o, '"');
+	if (s && (*s == '=' || *s == '+' || *s == '-' || *s == '@' || *s == '\t' || *s == '\r'))
+		pp_out_putc(o, '\'');
 	for (; s && *s; s++) {
 		if (*s == '"')
 			pp_out_putc(o, '"');

@@ -535,6 +535,8 @@ static int graph_render(pp_store *st, int64_t graph_id, const char *format, int 
 				 cost > 0 ? dur : "no time recorded");
 		}
 		heat_colour(cost, max_cost, col, sizeof col);
+		pp_text_clean(label);
+		pp_text_clean(tip);
 		gv->agset(an[i], "label", label);
 		gv->agset(an[i], "tooltip", tip);
 		gv->agset(an[i], "fillcolor", col);

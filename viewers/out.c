@@ -296,9 +296,17 @@ void pp_out_html(pp_out *o, const char *s)
 		case '"': rep = "&quot;"; break;
 		case '\'': rep = "&#39;"; break;
 		default:
-			/* Control characters are not valid in XML (SVG). */
-			if ((unsigned char)*s < 0x20 && *s != '\n' && *s != '\t')
+			/* Control characters are not valid in XML (SVG), nor are
+			 * bytes that are not UTF-8 */
+			if (((unsigned char)*s < 0x20 && *s != '\n' && *s != '\t') || *s == 0x7f)
 				rep = " ";
+			else if ((unsigned char)*s >= 0x80) {
+				int n = pp_utf8_len((const unsigned char *)s);
+				if (n == 0)
+					rep = "&#xfffd;";
+				else
+					s += n - 1; /* a whole character, kept */
+			}
 		}
 		if (rep) {
 			pp_out_write(o, run, (size_t)(s - run));

@@ -111,8 +111,9 @@ static void finding_block(pp_out *o, const pp_finding *f, const pp_run_info *run
 		E(f->fix);
 		P("</div>");
 	}
-	pp_out_printf(o, "<div class=\"muted\" style=\"font-size:11px\">rule <code>%s</code> · score %.2f</div></div>\n",
-		      f->rule, f->score);
+	P("<div class=\"muted\" style=\"font-size:11px\">rule <code>");
+	E(f->rule);
+	pp_out_printf(o, "</code> · score %.2f</div></div>\n", f->score);
 }
 
 /* ---- head, navigation, overview ---- */
@@ -268,8 +269,9 @@ static void scenario_table(pp_view_ctx *c, html_state *s, const char *scen)
 		if (nf) {
 			for (int k = 0; k < s->n_findings; k++)
 				if (s->findings[k].run_id == r->id && strcmp(s->findings[k].severity, "info")) {
-					pp_out_printf(o, "<span class=\"sev %s\">%s</span>", sev_class(s->findings[k].severity),
-						      s->findings[k].rule);
+					pp_out_printf(o, "<span class=\"sev %s\">", sev_class(s->findings[k].severity));
+					E(s->findings[k].rule);
+					P("</span>");
 					break;
 				}
 			if (nf > 1)
@@ -312,13 +314,52 @@ static void scenario_table(pp_view_ctx *c, html_state *s, const char *scen)
 	free(first);
 }
 
+static int cmp_iv(const void *a, const void *b)
+{
+	const int64_t *x = a, *y = b;
+	return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* Wall time of the recordings: the union of the runs' intervals on the
+ * wall clock, since a child (a DataLoader worker, a rank) runs while its
+ * parent does; a run without a start time counts whole when it has no
+ * parent (its parent's interval covers it otherwise). */
+static int64_t recorded_wall_ns(const pp_run_info *runs, int n)
+{
+	int64_t total = 0;
+	int64_t(*iv)[2] = malloc((size_t)(n ? n : 1) * sizeof *iv);
+	int m = 0;
+	for (int i = 0; i < n; i++) {
+		const pp_run_info *r = &runs[i];
+		if (r->duration_ns <= 0)
+			continue;
+		if (r->start_unix_ns > 0 && iv) {
+			iv[m][0] = r->start_unix_ns;
+			iv[m][1] = r->start_unix_ns + r->duration_ns;
+			m++;
+		} else if (r->parent_run == 0) {
+			total += r->duration_ns;
+		}
+	}
+	if (m)
+		qsort(iv, (size_t)m, sizeof *iv, cmp_iv);
+	for (int i = 0; i < m;) {
+		int64_t a = iv[i][0], b = iv[i][1];
+		for (i++; i < m && iv[i][0] <= b; i++)
+			if (iv[i][1] > b)
+				b = iv[i][1];
+		total += b - a;
+	}
+	free(iv);
+	return total;
+}
+
 static void overview(pp_view_ctx *c, html_state *s)
 {
 	pp_out *o = c->out;
 	P("<section class=\"panel active\" id=\"overview\"><h1>Summary</h1>\n<p class=\"lead\">");
-	int64_t total = 0, events = 0, lost = 0;
+	int64_t total = recorded_wall_ns(c->runs, c->n_runs), events = 0, lost = 0;
 	for (int i = 0; i < c->n_runs; i++) {
-		total += c->runs[i].duration_ns;
 		events += c->runs[i].events;
 		lost += c->runs[i].events_lost + c->runs[i].rows_lost;
 	}
@@ -328,7 +369,7 @@ static void overview(pp_view_ctx *c, html_state *s)
 	pp_out_printf(o, "<div class=\"card\"><div class=\"k\">runs</div><div class=\"v\">%d</div></div>", c->n_runs);
 	P("<div class=\"card\"><div class=\"k\">recorded time</div><div class=\"v\">");
 	pdur(o, total);
-	P("</div></div>");
+	P("</div><div class=\"d\">wall clock, child processes inside their parent's</div></div>");
 	int nh = 0, nm = 0;
 	for (int i = 0; i < s->n_findings; i++) {
 		nh += !strcmp(s->findings[i].severity, "high");

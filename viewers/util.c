@@ -2,6 +2,8 @@
  * formatting, and the queries the report and stats both need. */
 #include "view_int.h"
 
+#include "pp_json.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,4 +93,20 @@ int64_t pp_run_steady_step(pp_store *st, int64_t run_id, int64_t *first_step)
 	}
 	free(s);
 	return med;
+}
+
+void pp_text_clean(char *s)
+{
+	if (!s)
+		return;
+	while (*s) {
+		unsigned char c = (unsigned char)*s;
+		int n = pp_utf8_len((const unsigned char *)s);
+		if (c < 0x20 || c == 0x7f)
+			*s++ = ' ';
+		else if (n == 0)
+			*s++ = '?';
+		else
+			s += n;
+	}
 }

@@ -49,6 +49,10 @@ typedef struct pp_strtab {
 	pp_hash index;            /* hash of s[i] -> i; zeroed is empty */
 } pp_strtab;
 int pp_strtab_add(pp_strtab *t, const char *s);   /* returns the index */
+/* In place: control bytes become spaces and bytes that are not UTF-8 '?'
+ * (a name from a recording made safe for XML, e.g. Graphviz's SVG; also
+ * a character cut by a truncating snprintf). */
+void pp_text_clean(char *s);
 void pp_strtab_free(pp_strtab *t);
 
 /* ---- the trace model: tracks of non-overlapping-or-nested items ---- */

@@ -34,6 +34,8 @@ KIND = {
     "data_wait": 27,
     "comm": 28,
     "comm_init": 29,
+    "data_fetch": 30,
+    "data_collate": 31,
 }
 
 NAME = {v: k for k, v in KIND.items()}
@@ -47,6 +49,7 @@ OPTIMIZER_SETUP = 13
 COMPILE = 14
 FIRST_STEP = 15
 STEP = 16
+DATA_TRANSFER = 17
 IMPORT = 22
 MODEL_BUILD = 23
 FORWARD = 24
@@ -55,6 +58,8 @@ OPTIMIZER_STEP = 26
 DATA_WAIT = 27
 COMM = 28
 COMM_INIT = 29
+DATA_FETCH = 30
+DATA_COLLATE = 31
 
 
 def kind_value(kind):

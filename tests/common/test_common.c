@@ -38,6 +38,19 @@ static void test_fmt_dur(void **state)
 	assert_string_equal(pp_fmt_dur(small, sizeof small, 3.2e9), "3.2"); /* truncated, terminated */
 }
 
+/* Values, not buffers: several in one call each keep their own text (the
+ * data-starvation evidence once printed "3.44 s of 2.99 s" for a wait of
+ * 2.54 s, two values formatted into one buffer). */
+static void test_fmt_values(void **state)
+{
+	(void)state;
+	char line[128];
+	snprintf(line, sizeof line, "%s of %s in %s", pp_dur(2.54e9).s, pp_dur(2.99e9).s,
+		 pp_bytes(3 * 1048576.0).s);
+	assert_string_equal(line, "2.54 s of 2.99 s in 3.0 MiB");
+	assert_string_equal(pp_dur(1.0 / 0.0).s, "?");
+}
+
 static void test_fmt_bytes(void **state)
 {
 	(void)state;
@@ -247,7 +260,7 @@ static void test_grow(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fmt_dur),        cmocka_unit_test(test_fmt_bytes),
+		cmocka_unit_test(test_fmt_dur),        cmocka_unit_test(test_fmt_values),        cmocka_unit_test(test_fmt_bytes),
 		cmocka_unit_test(test_json_string),    cmocka_unit_test(test_json_writer),
 		cmocka_unit_test(test_hash_index),     cmocka_unit_test(test_hash_collisions),
 		cmocka_unit_test(test_grow),

@@ -206,24 +206,169 @@ static void test_data_starvation(void **state)
 	analyze();
 	const pp_finding *f = tdiag_must(&R, "data_starvation");
 	assert_string_equal(f->severity, "high");
-	tdiag_contains(f->fix, "num_workers");
+	/* nothing known of the loader: no claim about its workers */
+	tdiag_contains(f->fix, "load batches in parallel");
 	tdiag_quiet(&R, "phase_share.data_wait");
 }
 
-static void test_data_between_steps(void **state)
+/* n steps of step_ns from t0, each waiting wait_ns for its batch first;
+ * returns the end. */
+static int64_t waiting_steps(int n, int64_t t0, int64_t step_ns, int64_t wait_ns)
+{
+	int64_t now = t0;
+	for (int i = 0; i < n; i++) {
+		int64_t st = trec_span(&T, PP_STEP, "step", now, now + step_ns, 0, i);
+		trec_span(&T, PP_DATA_WAIT, "DataLoader.__next__", now, now + wait_ns, st, i);
+		trec_span(&T, PP_FORWARD, "Net", now + wait_ns, now + step_ns, st, i);
+		now += step_ns;
+	}
+	return now;
+}
+
+/* The evidence's numbers are the wait and the time of the steps it is part
+ * of: "3.44 s of 2.99 s" came from two values formatted into one buffer. */
+static void test_data_starvation_numbers(void **state)
 {
 	(void)state;
-	/* a loader of unknown length: waits before each step, not inside */
-	trec_run(&T, "iterable loader", 0);
+	trec_run(&T, "starved, exact", 0);
+	waiting_steps(10, 10 * MS, 10 * MS, 6 * MS);
+	analyze();
+	const pp_finding *f = tdiag_must(&R, "data_starvation");
+	tdiag_contains(f->title, "60% of the time (6.00 ms per step");
+	tdiag_contains(f->evidence, "9 inside 9 of 9 steady steps, 54.0 ms of the 90.0 ms the steady "
+				    "steps take");
+}
+
+/* Validation passes between the steps wait for their own loader: not the
+ * training steps' waits. */
+static void test_data_validation_not_counted(void **state)
+{
+	(void)state;
+	trec_run(&T, "validation waits", 0);
+	int64_t now = waiting_steps(10, 10 * MS, 10 * MS, 2 * MS);
+	for (int i = 0; i < 5; i++, now += 50 * MS)
+		trec_span(&T, PP_DATA_WAIT, "DataLoader.__next__", now, now + 40 * MS, 0, -1);
+	analyze();
+	tdiag_quiet(&R, "data_starvation");
+
+	trec_run(&T, "starved, with validation", 0);
+	now = waiting_steps(10, 10 * MS, 10 * MS, 6 * MS);
+	for (int i = 0; i < 5; i++, now += 50 * MS)
+		trec_span(&T, PP_DATA_WAIT, "DataLoader.__next__", now, now + 40 * MS, 0, -1);
+	analyze();
+	const pp_finding *f = tdiag_must(&R, "data_starvation");
+	tdiag_contains(f->evidence, "54.0 ms of the 90.0 ms");
+	tdiag_contains(f->evidence, "Not counted: 5 data_wait phases outside the steps (200 ms");
+}
+
+static void set_meta(int64_t run, const char *k, const char *v)
+{
+	assert_int_equal(pp_store_set_run_meta(T.st, run, k, v), 0);
+}
+
+/* A worker run of the main run, as the data adapter labels it, with one
+ * data_fetch (collate nested) per batch. */
+static void worker_run(int64_t main, int k, int n, int batches, int64_t fetch_ns, int64_t collate_ns)
+{
+	char label[64], kn[32], nw[16], sql[128];
+	snprintf(label, sizeof label, "DataLoader worker %d of %d", k, n);
+	int64_t w = trec_run(&T, label, 0);
+	snprintf(sql, sizeof sql, "UPDATE runs SET parent_run = %lld WHERE id = %lld", (long long)main,
+		 (long long)w);
+	trec_exec(&T, sql);
+	snprintf(kn, sizeof kn, "%d of %d", k, n);
+	snprintf(nw, sizeof nw, "%d", n);
+	set_meta(w, "torch.dataloader.worker", kn);
+	set_meta(w, "torch.dataloader.num_workers", nw);
+	set_meta(w, "torch.dataloader.dataset", "Slow");
+	int64_t now = 5 * MS;
+	for (int i = 0; i < batches; i++, now += fetch_ns + MS) {
+		int64_t f = trec_span(&T, PP_DATA_FETCH, "fetch", now, now + fetch_ns, 0, -1);
+		trec_span(&T, PP_DATA_COLLATE, "collate", now + fetch_ns - collate_ns, now + fetch_ns, f, -1);
+	}
+	T.run = main;
+}
+
+/* The program already has 2 workers: the fix says how many it needs, from
+ * what a batch costs a worker and how often the step takes one. */
+static void test_data_starvation_workers(void **state)
+{
+	(void)state;
+	int64_t main = trec_run(&T, "2 workers, slow dataset", 0);
+	set_meta(main, "torch.dataloader.num_workers", "0"); /* the last loader: validation */
+	waiting_steps(20, 10 * MS, 20 * MS, 8 * MS);
+	worker_run(main, 0, 2, 10, 40 * MS, 5 * MS);
+	worker_run(main, 1, 2, 10, 40 * MS, 5 * MS);
+	analyze();
+	const pp_finding *f = tdiag_must(&R, "data_starvation");
+	tdiag_contains(f->fix, "2 workers each need 40.0 ms per batch, the step consumes one every "
+			       "12.0 ms: use num_workers >= 4");
+	tdiag_contains(f->fix, "Slow.__getitem__");
+	tdiag_contains(f->fix, "35.0 ms of each batch is fetching the samples, 5.00 ms collating");
+	assert_null(strstr(f->fix, "num_workers > 0"));
+	tdiag_contains(f->evidence, "2 runs of DataLoader workers (num_workers=2) produced 20 batches, "
+				    "40.0 ms each (fetch 35.0 ms, collate 5.00 ms; 40.0 ms to 40.0 ms by "
+				    "worker)");
+}
+
+/* Workers far faster than the loop: the wait is not their loading, and
+ * more of them is no fix. */
+static void test_data_wait_workers_keep_up(void **state)
+{
+	(void)state;
+	int64_t main = trec_run(&T, "2 fast workers, waits anyway", 0);
+	waiting_steps(20, 10 * MS, 20 * MS, 8 * MS);
+	worker_run(main, 0, 2, 10, 3 * MS, 1 * MS);
+	worker_run(main, 1, 2, 10, 3 * MS, 1 * MS);
+	analyze();
+	const pp_finding *f = tdiag_must(&R, "data_starvation");
+	assert_string_equal(f->severity, "info");
+	tdiag_contains(f->fix, "The 2 DataLoader workers keep up (3.00 ms per batch each, the step "
+			       "computes for 12.0 ms)");
+	assert_null(strstr(f->fix, "num_workers >="));
+}
+
+/* No workers: the main process fetches inside its waits. */
+static void test_data_starvation_no_workers(void **state)
+{
+	(void)state;
+	int64_t main = trec_run(&T, "num_workers=0", 0);
+	set_meta(main, "torch.dataloader.num_workers", "0");
 	int64_t now = 10 * MS;
-	for (int i = 0; i < 12; i++) {
-		trec_span(&T, PP_DATA_WAIT, "DataLoader.__next__", now, now + 3 * MS, 0, -1);
-		now += 3 * MS;
-		trec_span(&T, PP_STEP, "step", now, now + 2 * MS, 0, i);
-		now += 2 * MS;
+	for (int i = 0; i < 20; i++, now += 20 * MS) {
+		int64_t st = trec_span(&T, PP_STEP, "step", now, now + 20 * MS, 0, i);
+		int64_t w = trec_span(&T, PP_DATA_WAIT, "DataLoader.__next__", now, now + 15 * MS, st, i);
+		trec_span(&T, PP_DATA_FETCH, "fetch", now, now + 15 * MS, w, i);
 	}
 	analyze();
-	tdiag_must(&R, "data_starvation");
+	const pp_finding *f = tdiag_must(&R, "data_starvation");
+	tdiag_contains(f->fix, "num_workers=0): a batch takes 15.0 ms, the step computes for 5.00 ms, "
+			       "so use DataLoader(num_workers=3)");
+	tdiag_quiet(&R, "phase_share.data_fetch");
+}
+
+/* A first step waiting for the workers to start is no warm-up problem. */
+static void test_first_step_worker_start(void **state)
+{
+	(void)state;
+	int64_t main = trec_run(&T, "workers starting", 0);
+	set_meta(main, "python.adapter.torch", "installed");
+	set_meta(main, "torch.dataloader.num_workers", "2");
+	int64_t now = 10 * MS;
+	for (int i = 0; i < 20; i++) {
+		int64_t d = i == 0 ? 400 * MS : 10 * MS, w = i == 0 ? 390 * MS : 1 * MS;
+		int64_t st = trec_span(&T, PP_STEP, "step", now, now + d, 0, i);
+		trec_span(&T, PP_DATA_WAIT, "DataLoader.__next__", now, now + w, st, i);
+		trec_span(&T, PP_FORWARD, "Net", now + w, now + d, st, i);
+		now += d;
+	}
+	analyze();
+	const pp_finding *f = tdiag_must(&R, "first_step_slow");
+	assert_string_equal(f->severity, "info");
+	tdiag_contains(f->title, "waiting for the first batch is 98% of it");
+	tdiag_contains(f->fix, "DataLoader's 2 workers starting");
+	assert_null(strstr(f->fix, "warm-up"));
+	tdiag_quiet(&R, "data_starvation");
 }
 
 static void test_weight_load_slow(void **state)
@@ -310,7 +455,12 @@ int main(void)
 		cmocka_unit_test(test_first_step_allocations),
 		cmocka_unit_test(test_first_step_small_share_info),
 		cmocka_unit_test(test_data_starvation),
-		cmocka_unit_test(test_data_between_steps),
+		cmocka_unit_test(test_data_starvation_numbers),
+		cmocka_unit_test(test_data_validation_not_counted),
+		cmocka_unit_test(test_data_starvation_workers),
+		cmocka_unit_test(test_data_wait_workers_keep_up),
+		cmocka_unit_test(test_data_starvation_no_workers),
+		cmocka_unit_test(test_first_step_worker_start),
 		cmocka_unit_test(test_weight_load_slow),
 		cmocka_unit_test(test_weight_load_fast_quiet),
 		cmocka_unit_test(test_import_startup),

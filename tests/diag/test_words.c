@@ -226,7 +226,7 @@ static const struct fixture {
 	{"first step untracked", rec_fs_untracked, 0, "first_step_slow", "slots, arena",
 	 "DataLoader worker"},
 	{"first step forward", rec_fs_forward, 0, "first_step_slow", "warm-up", "cuDNN"},
-	{"first step data", rec_fs_data, 0, "first_step_slow", "warm-up", "persistent_workers"},
+	{"first step data", rec_fs_data, 0, "first_step_slow", "warm-up", "num_workers"},
 	{"first step device", rec_fs_device, 0, "first_step_slow", "PTX", "torch.cuda"},
 	{"session per step", rec_session_per_step, 0, "session_per_iteration", "session",
 	 "optimizer"},

@@ -17,14 +17,17 @@ def chunk(typ, payload, tid=0, crc=None):
     pad = b'\0' * ((8 - len(payload) % 8) % 8)
     return struct.pack('<IHHIIII', 0x4b4e4843, typ, 0, tid, len(payload), c, 0) + payload + pad
 
+def b(s):
+    return s.encode() if isinstance(s, str) else s
+
 def string(i, s):
-    return chunk(2, struct.pack('<I', i) + s.encode())
+    return chunk(2, struct.pack('<I', i) + b(s))
 
 def events(tid, evs):  # (ts, type, kind, reserved, name, arg)
     return chunk(1, b''.join(struct.pack('<QBBHIQ', *e) for e in evs), tid)
 
 def meta(k, v):
-    return chunk(4, k.encode() + b'\0' + v.encode() + b'\0')
+    return chunk(4, b(k) + b'\0' + b(v) + b'\0')
 
 def row(table, vals):  # [(tag, value)]
     p = struct.pack('<I', len(table)) + table.encode() + struct.pack('<I', len(vals))
@@ -32,7 +35,7 @@ def row(table, vals):  # [(tag, value)]
         p += tag.encode()
         if tag == 'i': p += struct.pack('<q', v)
         elif tag == 'd': p += struct.pack('<d', v)
-        elif tag in 'st': p += struct.pack('<I', len(v)) + v.encode()
+        elif tag in 'st': p += struct.pack('<I', len(b(v))) + b(v)
     return chunk(7, p)
 
 def end(ts):
@@ -66,6 +69,21 @@ write('ok_unknown_table.spool', header() + row('nonesuch', [('i', 1)]) + row('io
 write('ok_huge_times.spool', header(clock=1, ticks=2**63, mono=2**63) +
       events(1, [(U, 1, 200, 1, 99, U), (0, 2, 0, 0, 0, 0), (2**63, 5, 1, 0, 1, 2**40), (1, 6, 1, 0, 0, U)]) +
       chunk(5, struct.pack('<QQ', U, 0)) + chunk(5, struct.pack('<QQ', 0, U)))
+# names a hostile program controls (span, op, thread, counter, path,
+# command line, graph node): markup, the end of a <script>, terminal
+# escapes, a spreadsheet formula, control bytes, bytes that are not UTF-8.
+# Stored as they are; every output escapes them (tests/viewers/hostile.sh).
+H = [b'<img src=x onerror=alert(1)>', b'</script><script>alert(2)</script>', b'\x1b]0;pwned\x07\x1b[2J',
+     b"=cmd|' /C calc'!A0", b'\xff\xfe\xc3 not utf-8 \xe2\x82', b'\x01\x02\x7f\xc2\x9b31m']
+write('ok_hostile_names.spool', header() + string(1, H[0]) + string(2, H[1]) + string(3, H[2]) +
+      string(4, H[3] + H[4]) + meta('command', H[1] + H[5]) + meta(H[2], H[4]) + chunk(3, H[2] + H[5], tid=7) +
+      events(7, [(2000, 1, 3, 0, 1, U), (2100, 1, 16, 0, 2, 0), (2150, 4, 0, 0, 3, 0x3ff0000000000000),
+                 (2200, 1, 21, 0, 4, U), (2300, 2, 0, 0, 0, 0), (2400, 2, 0, 0, 0, 0),
+                 (2500, 3, 0, 0, 1, 0), (2600, 2, 0, 0, 0, 0), (2700, 2, 0, 0, 0, 0)]) +
+      row('io', [('i', 7), ('s', H[4]), ('t', H[3]), ('i', 2), ('i', 100), ('i', 50), ('i', 1)]) +
+      row('graphs', [('i', 0), ('t', H[0]), ('i', 1), ('i', 2000), ('i', 1), ('i', 0)]) +
+      row('graph_nodes', [('i', 0), ('i', 0), ('s', H[2] + H[4]), ('i', 1), ('i', 0), ('t', H[5]), ('d', 1.5)]) +
+      end(3000))
 write('bad_magic.spool', header(magic=b'PPSPOOL2') + body)
 write('bad_version.spool', header(version=2) + body)
 write('bad_header_size.spool', header(size=96) + body)

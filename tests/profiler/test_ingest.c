@@ -407,6 +407,8 @@ static void test_failed_write_is_an_error(void **state)
 	assert_int_equal(sb_write(&b, spool), 0);
 	free(b.p);
 	pp_store *st = fresh("loss.db");
+	/* the store opens every file with triggers off: on for this one, made here */
+	assert_int_equal(sqlite3_db_config(pp_store_db(st), SQLITE_DBCONFIG_ENABLE_TRIGGER, 1, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(pp_store_db(st), "CREATE TRIGGER no_losses BEFORE INSERT ON losses"
 				      " BEGIN SELECT RAISE(ABORT, 'disk says no'); END;", NULL, NULL, NULL), SQLITE_OK);
 	pp_ingest_result r;

@@ -56,6 +56,9 @@ class Rec:
         return self.rows("SELECT rule, severity, title, evidence FROM findings WHERE run_id = ?",
                          self.run)
 
+    def finding_fix(self, rule):
+        return self.one("SELECT fix FROM findings WHERE run_id = ? AND rule = ?", self.run, rule) or ""
+
     def finding(self, rule):
         for f in self.findings():
             if f[0] == rule:
@@ -195,6 +198,115 @@ def case_workers(pp):
     per_step(r, ("data_wait",))
     waits = [s for s in r.spans("data_wait") if s[2] is not None]
     check(sum(s[2] - s[1] for s in waits) > 0, "data wait not measured")
+
+
+def worker_runs(r):
+    """The DataLoader worker runs under the main run: (id, label, 'k of N')."""
+    return r.rows("SELECT r.id, r.label, m.value FROM runs r JOIN run_meta m ON m.run_id = r.id "
+                  "AND m.key = 'torch.dataloader.worker' WHERE r.parent_run = ? ORDER BY r.id", r.run)
+
+
+def loader_workers(r, pp):
+    """2 epochs x 16 batches from 2 workers per epoch (not persistent): 4
+    worker runs, each labelled and with one data_fetch and one data_collate
+    phase per batch it produced (8: batches go round-robin)."""
+    wk = worker_runs(r)
+    labels = sorted(w[1] for w in wk)
+    check(labels == ["DataLoader worker 0 of 2", "DataLoader worker 0 of 2, pass 2",
+                     "DataLoader worker 1 of 2", "DataLoader worker 1 of 2, pass 2"],
+          "worker labels %r" % labels, r)
+    kids = r.one("SELECT COUNT(*) FROM runs WHERE parent_run = ?", r.run)
+    check(kids == 4, "child runs %d, labelled workers %d" % (kids, len(wk)), r)
+    for wid, label, _ in wk:
+        fetch = [s for s in r.spans("data_fetch", wid) if s[2] is not None]
+        coll = [s for s in r.spans("data_collate", wid) if s[2] is not None]
+        check(len(fetch) == 8 and len(coll) == 8,
+              "%s: %d data_fetch, %d data_collate (expected 8 each)" % (label, len(fetch), len(coll)), r)
+        check(all(any(r.inside(c, f) for f in fetch) for c in coll),
+              "%s: a collate outside its fetch" % label)
+    check(r.one("SELECT value FROM run_meta WHERE run_id = ? AND key = 'python.adapter.torch.utils.data'",
+                r.run) == "installed", "data adapter not installed", r)
+    # the labels in what users read: info, stats, the report
+    info = subprocess.run([pp, "info", r.db], capture_output=True, text=True).stdout
+    stats = subprocess.run([pp, "stats", r.db], capture_output=True, text=True).stdout
+    check("DataLoader worker 1 of 2, pass 2" in info, "info does not show the worker labels:\n" + info)
+    check("DataLoader worker 0 of 2" in stats and "data_fetch" in stats and "data_collate" in stats,
+          "stats does not show the workers' phases:\n" + stats[-3000:])
+    html = os.path.join(r.dir, "report.html")
+    subprocess.run([pp, "report", r.db, "-o", html], check=True, capture_output=True)
+    h = open(html, encoding="utf-8").read()
+    check("DataLoader worker 0 of 2" in h, "report does not name the workers")
+    # recorded time: wall time, the workers inside the main run's time
+    import re
+    m = re.search(r'recorded time</div><div class="v">([0-9.]+) (s|ms)<', h)
+    check(m is not None, "no recorded time in the report")
+    shown = float(m.group(1)) * (1e9 if m.group(2) == "s" else 1e6)
+    main = r.one("SELECT duration_ns FROM runs WHERE id = ?", r.run)
+    summed = r.one("SELECT SUM(duration_ns) FROM runs")
+    check(abs(shown - main) <= 0.01 * main and summed > main + 0.5e9,
+          "recorded time %s; main run %.3f s, all runs summed %.3f s" % (m.group(0), main / 1e9,
+                                                                         summed / 1e9))
+
+
+def no_warmup_advice(r, strict):
+    """A first step that waits for the workers to start is said to be that,
+    as information, never "run a warm-up step". strict: the wait is the
+    largest part of the first step, so a first_step_slow must say so (else a
+    torch-2 first step's lazy imports may outweigh a short start-up wait)."""
+    f = r.finding("first_step_slow")
+    if f is None:
+        return
+    fix = r.finding_fix("first_step_slow")
+    if strict or "first batch" in f[2]:
+        check("first batch" in f[2] and "warm-up" not in fix and f[1] == "info",
+              "first_step_slow on the workers' start: %r, fix: %s" % (f, fix), r)
+    else:
+        check("data_wait" not in f[2], "first_step_slow blames data_wait: %r" % (f,), r)
+
+
+def case_loader_slow(pp):
+    r = Rec(pp, "loader.py", "slow")
+    check("batches: 32 validated: True" in r.out, "program output changed: " + r.out)
+    check(len(r.steps()) == 32, "steps: %d" % len(r.steps()), r)
+    loader_workers(r, pp)
+    f = r.finding("data_starvation")
+    check(f is not None and f[1] in ("moderate", "high"), "no data_starvation finding", r)
+    import re
+    m = re.search(r"([0-9.]+) (s|ms) of the ([0-9.]+) (s|ms) the steady steps take", f[3])
+    check(m is not None, "starvation evidence: " + f[3])
+    unit = {"s": 1e9, "ms": 1e6}
+    wait, loop = float(m.group(1)) * unit[m.group(2)], float(m.group(3)) * unit[m.group(4)]
+    check(0 < wait <= loop, "waits %s longer than the loop: %s" % (m.group(0), f[3]))
+    check("Not counted:" in f[3], "the validation waits are not set apart: " + f[3])
+    fix = r.finding_fix("data_starvation")
+    check("2 workers each need" in fix and "num_workers >= " in fix and "num_workers > 0" not in fix,
+          "fix does not fit a loader with 2 workers: " + fix)
+    check("Images.__getitem__" in fix, "fix does not name the dataset: " + fix)
+    need = int(re.search(r"num_workers >= (\d+)", fix).group(1))
+    check(need > 2, "asks for %d workers with 2 already starving" % need)
+    no_warmup_advice(r, True)
+
+
+def case_loader_fast(pp):
+    r = Rec(pp, "loader.py", "fast")
+    check("batches: 32 validated: True" in r.out, "program output changed: " + r.out)
+    check(len(r.steps()) == 32, "steps: %d" % len(r.steps()), r)
+    loader_workers(r, pp)
+    f = r.finding("data_starvation")
+    check(f is None or f[1] == "info" and "keep up" in r.finding_fix("data_starvation"),
+          "data_starvation on a healthy loader", r)
+    no_warmup_advice(r, False)
+    healthy(r)
+
+
+def case_loader_raises(pp):
+    """An exception in __getitem__ in a worker reaches the main process with
+    the worker's traceback as text: no phaseprof frame in it."""
+    r = Rec(pp, "loader.py", "raises", expect_rc=1)
+    check("ValueError: bad sample 21" in r.err, "error changed: " + r.err[-1500:])
+    tb = r.err[r.err.find("Original Traceback"):]
+    check("Original Traceback" in r.err and "/phaseprof/adapters/" not in tb.split("ValueError")[0],
+          "adapter frames in the worker's traceback:\n" + tb[:2000])
 
 
 def case_profiler(pp):

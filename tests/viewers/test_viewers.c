@@ -332,6 +332,48 @@ static void test_report_losses(void **state)
 	free(h);
 }
 
+/* The overview's recorded time is the recording's wall time: a child run
+ * (a DataLoader worker) lies inside its parent's time; it once showed
+ * 16.8 s for a 6.5 s program, the children's times summed. */
+static void test_report_recorded_wall_time(void **state)
+{
+	(void)state;
+	char kids[1100], path[1200], err[512];
+	snprintf(kids, sizeof kids, "%s/children.db", dir);
+	vfix_opts o = {.label = "main", .steps = 3, .ops_per_step = 1};
+	int64_t ids[4];
+	for (int i = 0; i < 4; i++)
+		assert_true((ids[i] = vfix_record(kids, dir, &o)) > 0);
+	pp_store *st = pp_store_open(kids, PP_STORE_WRITE, err, sizeof err);
+	if (!st)
+		fail_msg("%s", err);
+	/* main 6.5 s from t = 100 s; two workers of 3 s inside it; another
+	 * recording of 1 s, later, on its own */
+	const int64_t s0 = 100000000000LL, sec = 1000000000LL;
+	const int64_t start[4] = {s0, s0 + 1 * sec, s0 + 2 * sec, s0 + 20 * sec};
+	const int64_t dur[4] = {6500000000LL, 3 * sec, 3 * sec, 1 * sec};
+	const int64_t parent[4] = {0, ids[0], ids[0], 0};
+	for (int i = 0; i < 4; i++) {
+		char sql[256];
+		snprintf(sql, sizeof sql,
+			 "UPDATE runs SET start_unix_ns = %lld, duration_ns = %lld, "
+			 "parent_run = NULLIF(%lld, 0) WHERE id = %lld",
+			 (long long)start[i], (long long)dur[i], (long long)parent[i], (long long)ids[i]);
+		assert_int_equal(sqlite3_exec(pp_store_db(st), sql, NULL, NULL, NULL), SQLITE_OK);
+	}
+	snprintf(path, sizeof path, "%s/children.html", dir);
+	assert_int_equal(pp_view_write(st, "html", NULL, path, err, sizeof err), 0);
+	pp_store_close(st, NULL, 0);
+	long len;
+	char *h = vfix_slurp(path, &len);
+	assert_non_null(h);
+	const char *card = strstr(h, "recorded time</div><div class=\"v\">");
+	assert_non_null(card);
+	if (strncmp(card + strlen("recorded time</div><div class=\"v\">"), "7.50 s<", 7) != 0)
+		fail_msg("recorded time: %.80s", card);
+	free(h);
+}
+
 static int run_checker(const char *file, const char *extra)
 {
 	char cmd[2048];
@@ -699,6 +741,7 @@ int main(void)
 		cmocka_unit_test(test_report_lod),
 		cmocka_unit_test(test_report_lod_bounded),
 		cmocka_unit_test(test_report_losses),
+		cmocka_unit_test(test_report_recorded_wall_time),
 		cmocka_unit_test(test_chrome_valid),
 		cmocka_unit_test(test_chrome_overlap_lanes),
 		cmocka_unit_test(test_chrome_gzip),

@@ -188,6 +188,9 @@ void rule_import_startup(diag_ctx *c);
  * step allocated. */
 void diag_growth_causes(const diag_run *r, pp_finding *f);
 void diag_first_step_causes(const diag_run *r, pp_finding *f);
+/* num_workers of the run's DataLoader (run_meta torch.dataloader.num_workers,
+ * else the worker runs' own), -1 when unknown. */
+int diag_loader_workers(const diag_run *r);
 void rule_ranks(diag_ctx *c);
 
 /* ---- distributed jobs (rules_ranks.c) ---- */

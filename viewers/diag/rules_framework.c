@@ -203,6 +203,183 @@ void diag_first_step_causes(const diag_run *r, pp_finding *f)
 
 /* ---- data starvation ---- */
 
+/* What the loader's workers did, from the worker runs the PyTorch data
+ * adapter labels (run_meta torch.dataloader.worker, children of the run):
+ * how many, and what one batch costs a worker. */
+typedef struct loader_work {
+	int workers;          /* num_workers of the loader (-1 unknown) */
+	int runs;             /* worker runs found */
+	int batches;          /* data_fetch phases in them */
+	int64_t fetch_ns;     /* their time: one batch each, collate included */
+	int64_t collate_ns;   /* the data_collate phases inside */
+	double lo, hi;        /* the fastest and slowest worker's time per batch */
+	char dataset[64];
+} loader_work;
+
+static void kind_sum(pp_store *st, int64_t run, int kind, int *n, int64_t *t)
+{
+	pp_span_list l = {0};
+	if (pp_store_spans(st, run, kind, &l) == 0)
+		for (int i = 0; i < l.n; i++)
+			if (diag_span_closed(&l.rows[i])) {
+				(*n)++;
+				*t += diag_span_dur(&l.rows[i]);
+			}
+	pp_span_list_free(&l);
+}
+
+static int meta_int(pp_store *st, int64_t run, const char *key, int *out)
+{
+	char v[32];
+	char *end;
+	if (pp_store_run_meta(st, run, key, v, sizeof v) != 0)
+		return -1;
+	long x = strtol(v, &end, 10);
+	if (end == v || x < 0 || x > 1 << 20)
+		return -1;
+	*out = (int)x;
+	return 0;
+}
+
+static void loader_work_load(const diag_run *r, loader_work *w)
+{
+	memset(w, 0, sizeof *w);
+	w->workers = -1;
+	meta_int(r->st, r->run_id, "torch.dataloader.num_workers", &w->workers);
+	pp_store_run_meta(r->st, r->run_id, "torch.dataloader.dataset", w->dataset, sizeof w->dataset);
+	pp_run_info *runs = NULL;
+	int n = 0;
+	if (pp_store_runs(r->st, &runs, &n) != 0)
+		n = 0;
+	int most = 0;
+	for (int i = 0; i < n; i++) {
+		char v[64];
+		if (runs[i].parent_run != r->run_id ||
+		    pp_store_run_meta(r->st, runs[i].id, "torch.dataloader.worker", v, sizeof v) != 0)
+			continue;
+		int nw = 0;
+		if (meta_int(r->st, runs[i].id, "torch.dataloader.num_workers", &nw) == 0 && nw > most)
+			most = nw;
+		if (w->runs == 0)
+			pp_store_run_meta(r->st, runs[i].id, "torch.dataloader.dataset", w->dataset,
+					  sizeof w->dataset);
+		int c = 0, b = 0;
+		int64_t t = 0;
+		w->runs++;
+		kind_sum(r->st, runs[i].id, PP_DATA_FETCH, &b, &t);
+		kind_sum(r->st, runs[i].id, PP_DATA_COLLATE, &c, &w->collate_ns);
+		if (b > 0) {
+			double per = (double)t / b;
+			if (w->batches == 0 || per < w->lo)
+				w->lo = per;
+			if (w->batches == 0 || per > w->hi)
+				w->hi = per;
+		}
+		w->batches += b;
+		w->fetch_ns += t;
+	}
+	free(runs);
+	/* The worker runs say which loader had workers: the run's meta holds
+	 * the last loader iterated (a validation loader without workers, say). */
+	if (w->runs && most > 0)
+		w->workers = most;
+	if (w->runs == 0 && w->workers <= 0) {
+		/* no workers: the main process fetches, inside its waits */
+		int c = 0;
+		kind_sum(r->st, r->run_id, PP_DATA_FETCH, &w->batches, &w->fetch_ns);
+		kind_sum(r->st, r->run_id, PP_DATA_COLLATE, &c, &w->collate_ns);
+	}
+}
+
+int diag_loader_workers(const diag_run *r)
+{
+	loader_work w;
+	loader_work_load(r, &w);
+	return w.workers;
+}
+
+/* The fix, sized from what the program already does: how long a batch
+ * takes to produce (per worker) against how often the step takes one. */
+static void starvation_fix(char *fix, size_t len, const loader_work *w, double per_step_ns,
+			   char *evidence, size_t elen, int *keep_up)
+{
+	evidence[0] = 0;
+	*keep_up = 0;
+	if (w->batches == 0 || per_step_ns <= 0) {
+		if (w->workers > 0)
+			snprintf(fix, len,
+				 "The loop waits for its data with %d DataLoader workers: raise num_workers "
+				 "(one process each, within the CPU cores), keep them across epochs "
+				 "(persistent_workers=True), make __getitem__ cheaper (decode or augment "
+				 "once, ahead of training), and use pin_memory for a GPU.",
+				 w->workers);
+		else if (w->workers == 0)
+			snprintf(fix, len,
+				 "The main process loads every batch itself (num_workers=0): load batches "
+				 "in worker processes (DataLoader num_workers=2 or more, "
+				 "persistent_workers=True), make __getitem__ cheaper, and use pin_memory "
+				 "for a GPU.");
+		else
+			snprintf(fix, len,
+				 "The steps wait for their data: load batches in parallel (more loader "
+				 "workers or threads), prefetch the next batches, move decoding and "
+				 "augmentation out of the per-sample path or precompute them.");
+		return;
+	}
+	double per_batch = (double)w->fetch_ns / w->batches;
+	double collate = (double)w->collate_ns / w->batches;
+	double get = per_batch - collate;
+	int need = (int)ceil(per_batch / per_step_ns);
+	if (need < 1)
+		need = 1;
+	char what[48] = "__getitem__";
+	if (w->dataset[0])
+		snprintf(what, sizeof what, "%.32s.__getitem__", w->dataset);
+	if (w->workers > 0 && w->runs && per_batch <= 0.75 * per_step_ns * w->workers) {
+		/* The workers make batches faster than the loop takes them: more
+		 * of them would not help. */
+		*keep_up = 1;
+		snprintf(fix, len,
+			 "The %d DataLoader workers keep up (%s per batch each, the step computes for "
+			 "%s), so the wait is not their loading: it is the batch's way to the main "
+			 "process (unpickling, shared memory; return tensors, not Python objects) or "
+			 "the workers and the loop competing for the CPU cores (num_workers + 1 "
+			 "processes busy at once); pin_memory helps a GPU.",
+			 w->workers, pp_dur(per_batch).s, pp_dur(per_step_ns).s);
+	} else if (w->workers > 0)
+		snprintf(fix, len,
+			 "%d worker%s each need %s per batch, the step consumes one every %s: use "
+			 "num_workers >= %d (one process each, within the CPU cores; "
+			 "persistent_workers=True keeps them across epochs), or make %s cheaper "
+			 "(%s of each batch is fetching the samples, %s collating them).",
+			 w->workers, w->workers == 1 ? "" : "s", pp_dur(per_batch).s, pp_dur(per_step_ns).s,
+			 need > w->workers ? need : w->workers + 1, what, pp_dur(get).s, pp_dur(collate).s);
+	else
+		snprintf(fix, len,
+			 "The main process loads every batch itself (num_workers=0): a batch takes %s, "
+			 "the step computes for %s, so use DataLoader(num_workers=%d) or more "
+			 "(persistent_workers=True), or make %s cheaper (%s of each batch is fetching "
+			 "the samples, %s collating them).",
+			 pp_dur(per_batch).s, pp_dur(per_step_ns).s, need < 2 ? 2 : need, what,
+			 pp_dur(get).s, pp_dur(collate).s);
+	if (w->runs)
+		snprintf(evidence, elen,
+			 " Workers: %d run%s of DataLoader workers (num_workers=%d) produced %d batches, "
+			 "%s each (fetch %s, collate %s; %s to %s by worker); the step computes for %s "
+			 "between waits.",
+			 w->runs, w->runs == 1 ? "" : "s", w->workers, w->batches, pp_dur(per_batch).s,
+			 pp_dur(get).s, pp_dur(collate).s, pp_dur(w->lo).s, pp_dur(w->hi).s,
+			 pp_dur(per_step_ns).s);
+	else
+		snprintf(evidence, elen,
+			 " The main process fetched %d batches, %s each (fetch %s, collate %s); the "
+			 "step computes for %s between waits.",
+			 w->batches, pp_dur(per_batch).s, pp_dur(get).s, pp_dur(collate).s,
+			 pp_dur(per_step_ns).s);
+}
+
+/* The steps' own waits only: a step is an iteration, so the waits between
+ * steps are another loop's (a validation pass) and are reported apart. */
 void rule_data_starvation(diag_ctx *c)
 {
 	const diag_run *r = c->run;
@@ -212,32 +389,37 @@ void rule_data_starvation(diag_ctx *c)
 	int64_t wait = diag_kind_time(r, PP_DATA_WAIT, DIAG_IN_STEADY, &n_in);
 	int64_t steady = diag_steady_time(r);
 	int with = diag_steps_with(r, PP_DATA_WAIT, 1, NULL, NULL);
-	/* waits between steps (a loader of unknown length) count too */
-	int n_between = 0;
-	int64_t between = 0;
-	diag_slots_with_ex(r, PP_DATA_WAIT, PP_STEP, 1, &n_between, &between);
-	int64_t loop = steady + between;
-	if (loop <= 0 || n_in + n_between < 4)
+	if (steady <= 0 || n_in < 4)
 		return;
-	double share = (double)(wait + between) / loop;
+	double share = (double)wait / steady;
 	if (share < 0.3)
 		return;
-	char a[32], b[32];
+	int n_out = 0;
+	int64_t out = diag_kind_time(r, PP_DATA_WAIT, DIAG_OUTSIDE_STEPS, &n_out);
 	int iters = r->n_steps - 1;
+	loader_work w;
+	loader_work_load(r, &w);
+	char fix[512], more[400];
+	int keep_up;
+	starvation_fix(fix, sizeof fix, &w, (double)(steady - wait) / iters, more, sizeof more,
+		       &keep_up);
+	/* Workers that keep up leave no loading to fix: the wait is worth
+	 * knowing, the claim "loader-bound" is not made. */
+	int sev = keep_up ? DIAG_INFO
+			  : diag_sev_for_win(share >= 0.6 ? DIAG_HIGH : DIAG_MODERATE, (double)wait);
 	pp_finding *f = diag_emit(
-		c, "data_starvation",
-		diag_sev_for_win(share >= 0.6 ? DIAG_HIGH : DIAG_MODERATE, (double)(wait + between)),
-		diag_run_share(r, (double)(wait + between)),
-		"The steps wait for their data: load batches in parallel (DataLoader num_workers > 0, "
-		"persistent_workers=True, a larger prefetch_factor), move decoding and augmentation "
-		"out of __getitem__ or precompute them, and use pin_memory for a GPU.",
+		c, "data_starvation", sev,
+		diag_run_share(r, (double)wait), fix,
 		"Steps wait for data %.0f%% of the time (%s per step on average)", 100 * share,
-		pp_fmt_dur(a, sizeof a, (double)(wait + between) / iters));
-	diag_evidence(f, "data_wait phases: %d inside %d of %d steady steps (%s), %d between steps; "
-			 "%s of %s in the loop after the first step.",
-		      n_in, with, iters, pp_fmt_dur(a, sizeof a, (double)wait), n_between,
-		      pp_fmt_dur(b, sizeof b, (double)(wait + between)),
-		      pp_fmt_dur(a, sizeof a, (double)loop));
+		pp_dur((double)wait / iters).s);
+	diag_evidence(f, "data_wait phases: %d inside %d of %d steady steps, %s of the %s "
+			 "the steady steps take.",
+		      n_in, with, iters, pp_dur((double)wait).s, pp_dur((double)steady).s);
+	if (n_out)
+		diag_evidence(f, " Not counted: %d data_wait phase%s outside the steps (%s: "
+				 "validation, another loader).",
+			      n_out, n_out == 1 ? "" : "s", pp_dur((double)out).s);
+	diag_evidence(f, "%s", more);
 }
 
 /* ---- slow weight load ---- */

@@ -603,6 +603,10 @@ void rule_phase_share(diag_ctx *c)
 		    k == PP_FORWARD || k == PP_BACKWARD || k == PP_OPTIMIZER_STEP ||
 		    k == PP_DATA_WAIT || k == PP_IMPORT || explained(c, k))
 			continue;
+		/* A loader producing batches: its cost is judged against the
+		 * loop's waits (data_starvation); a worker does nothing else. */
+		if (k == PP_DATA_FETCH || k == PP_DATA_COLLATE)
+			continue;
 		/* Every Python run starts its interpreter and imports modules: a
 		 * share of the run alone says nothing about a healthy program. */
 		if (k == PP_PROCESS_START || k == PP_IMPORT)

@@ -268,7 +268,36 @@ void rule_first_step_slow(diag_ctx *c)
 	if (share < 0.01)
 		sev = DIAG_INFO;
 	pp_finding *f;
-	if (top >= 0 && (double)by_kind[top] >= untracked) {
+	/* The first step waiting for its first batch is the loader starting
+	 * (worker processes forked, their first batches fetched), paid once per
+	 * pass over the loader: no warm-up step removes it. */
+	int64_t data = by_kind[PP_DATA_WAIT] + by_kind[PP_DATA_FETCH] + by_kind[PP_DATA_COLLATE];
+	if (r->torch && (top == PP_DATA_WAIT || top == PP_DATA_FETCH || top == PP_DATA_COLLATE) &&
+	    (double)data >= untracked) {
+		int workers = diag_loader_workers(r);
+		char fix[512];
+		if (workers > 0) {
+			sev = DIAG_INFO;
+			snprintf(fix, sizeof fix,
+				 "This is the DataLoader's %d worker%s starting (processes forked, their "
+				 "first batches fetched), paid once per pass over the loader, not by the "
+				 "step's own work. persistent_workers=True starts them once per run "
+				 "instead of once per epoch.",
+				 workers, workers == 1 ? "" : "s");
+		} else {
+			snprintf(fix, sizeof fix,
+				 "The first batch takes longer to load than the later ones (files read "
+				 "for the first time, a dataset or cache built lazily): prepare the data "
+				 "before the loop, or load it in DataLoader workers (num_workers) so the "
+				 "loop does not wait for it.");
+		}
+		f = diag_emit(c, "first_step_slow", sev, share, fix,
+			      "First step takes %.1fx the median step (%s vs %s); waiting for the "
+			      "first batch is %.0f%% of it",
+			      ratio, pp_dur(first).s, pp_dur(med).s, 100.0 * data / first);
+		pp_fmt_dur(fs, sizeof fs, first);
+		pp_fmt_dur(ms, sizeof ms, med);
+	} else if (top >= 0 && (double)by_kind[top] >= untracked) {
 		f = diag_emit(c, "first_step_slow", sev, share, first_step_fix(r, top),
 			      "First step takes %.1fx the median step (%s vs %s); %s is %.0f%% of it",
 			      ratio, pp_fmt_dur(fs, sizeof fs, first), pp_fmt_dur(ms, sizeof ms, med),

@@ -10,6 +10,7 @@ this folder for the contract.
 ADAPTERS = {
     "torch": "phaseprof.adapters.torch",
     "torch.distributed": "phaseprof.adapters.torch_distributed",
+    "torch.utils.data": "phaseprof.adapters.torch_data",
     "pytorch_lightning": "phaseprof.adapters.lightning",
     "lightning.pytorch": "phaseprof.adapters.lightning",
 }

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Regenerates the database seeds for SQL a file carries and hostile text
+# (committed; run by hand when they change), from corpus/db/ok_small.db:
+#   bad_trigger.db      a trigger on runs (would run at every append)
+#   bad_view_endless.db findings replaced by a view with an endless query
+#                       (would hang every reader)
+#   bad_view_own.db     the schema's spans_v changed
+#   bad_virtual.db      a virtual table (rtree)
+#   ok_hostile_text.db  every text column hostile (tests/viewers/hostile_fill.py):
+#                       opens and reads like any other
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+d=$here/corpus/db
+mk() { rm -f "$d/$1"; cp "$d/ok_small.db" "$d/$1"; sqlite3 "$d/$1" "$2"; }
+mk bad_trigger.db "CREATE TABLE stolen(c TEXT);
+  CREATE TRIGGER steal AFTER INSERT ON runs BEGIN INSERT INTO stolen VALUES (new.command); END;"
+mk bad_view_endless.db "ALTER TABLE findings RENAME TO findings_old;
+  CREATE VIEW findings AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)
+  SELECT x AS id, 1 AS run_id, 'r' AS rule, 'high' AS severity, 1.0 AS score, 't' AS title,
+         'e' AS evidence, 'f' AS fix FROM c;"
+mk bad_view_own.db "DROP VIEW spans_v; CREATE VIEW spans_v AS SELECT * FROM spans WHERE 1;"
+mk bad_virtual.db "CREATE VIRTUAL TABLE vt USING rtree(id, a, b);"
+rm -f "$d/ok_hostile_text.db"
+cp "$d/ok_small.db" "$d/ok_hostile_text.db"
+python3 "$here/../viewers/hostile_fill.py" "$d/ok_hostile_text.db" >/dev/null
+for f in bad_trigger bad_view_endless bad_view_own bad_virtual ok_hostile_text; do
+  sqlite3 "$d/$f.db" "VACUUM"
+done
