@@ -203,49 +203,7 @@ def _claim():
             _steps.end()
         _steps.explicit = True
         _claimed = True
-        _torch_claimed()
     F.claimed = _claimed
-
-
-# ---- the PyTorch adapter before phaseprof._steps ----
-# Until the PyTorch adapter draws its steps through phaseprof._steps, it
-# calls the recorder itself and would open its own steps inside these. While
-# that is so (it holds no reference to phaseprof._steps), its two step
-# functions are wrapped to stand aside while an explicit source owns the
-# steps. Inert once the PyTorch adapter uses phaseprof._steps.
-
-_torch_step_end = None
-
-
-def _torch_shim():
-    global _torch_step_end
-    t = sys.modules.get("phaseprof.adapters.torch")
-    if t is None or any(v is _steps for v in vars(t).values()):
-        return
-    sb, se, st = getattr(t, "_step_begin", None), getattr(t, "_step_end", None), getattr(t, "S", None)
-    if not callable(sb) or not callable(se) or st is None or getattr(sb, "_phaseprof_lightning", False):
-        return
-
-    def _step_begin(infer=False):
-        if not _steps.explicit:
-            sb(infer)
-
-    def _step_end():
-        if st.in_step:
-            se()
-
-    _step_begin._phaseprof_lightning = True
-    t._step_begin = _step_begin
-    t._step_end = _step_end
-    _torch_step_end = (st, se)
-
-
-def _torch_claimed():
-    """Closes a step the PyTorch adapter (before _steps) left open."""
-    if _torch_step_end is not None:
-        st, se = _torch_step_end
-        if st.in_step:
-            se()
 
 
 # ---- the profiler's actions (set-up) and the fetch ----
@@ -376,7 +334,6 @@ def _setup(trainer, pl_module, stage):
     _wrap_profiler(type(trainer.profiler))
     ACTIONS.update(("[LightningModule]%s.%s" % (m, h), (k, "LightningModule." + h))
                    for h, k in HOOKS.items())
-    _torch_shim()
     _claim()
     _open(SPAN, "Lightning set-up")
 
