@@ -134,7 +134,11 @@ def case_mlp(pp):
     check(r.one("SELECT COUNT(*) FROM marks m JOIN strings s ON s.id = m.name_id WHERE m.run_id = ? "
                 "AND s.value LIKE 'optimizer state created: Adam, 12 tensors, %'", r.run) == 1,
           "no optimizer-state mark")
-    per_step(r, ("data_wait", "forward", "backward"))
+    # backward: Lightning runs training_step and backward inside
+    # Optimizer.step(closure), where the PyTorch adapter records no backward
+    # phase (its opt_depth gate); only accumulation's micro-batches that do
+    # not step have one, outside the optimizer's step
+    per_step(r, ("data_wait", "forward"))
     check(len(r.spans("optimizer_step")) == 19, "optimizer_step spans: %d" % len(r.spans("optimizer_step")))
     for c in ("step.allocs", "step.alloc_bytes", "step.rss_bytes", "torch.hooks", "torch.graph_nodes"):
         check(len(r.counter(c)) == 20, "counter %s: %d samples" % (c, len(r.counter(c))), r)
@@ -499,6 +503,125 @@ def case_raises_forward(pp):
     got = traceback_of(r.err)
     check(got == want, "traceback differs under record:\n%s\n--- plain:\n%s" % (got, want))
     check(numbers(r) == list(range(3)), "closed steps %r" % numbers(r), r)
+def meta(r, key):
+    return r.one("SELECT value FROM run_meta WHERE run_id = ? AND key = ?", r.run, key)
+
+
+def named(r, kind, name):
+    return [s for s in r.spans(kind) if s[0] == name and s[2] is not None]
+
+
+def lightning_fit(pp, acc):
+    """Trainer.fit of tests/python_torch/progs/lightning_fit.py: 2 epochs x 8
+    training batches, 4 validation batches, the default sanity check (2)."""
+    r = Rec(pp, "lightning_fit.py", str(acc))
+    nsteps = 16 // acc
+    for line in ("training batches: 16 callback saw: 16", "optimizer steps: %d" % nsteps,
+                 "user callbacks list unchanged: True", "val_loss finite: True"):
+        check(line in r.out, "program output changed: " + r.out, r)
+    adapter_installed(r)
+    check(meta(r, "python.adapter.pytorch_lightning") == "installed",
+          "lightning adapter: %r" % meta(r, "python.adapter.pytorch_lightning"), r)
+    check(meta(r, "python.adapter.pytorch_lightning.fetch") is None,
+          "steps not begun at the fetch: %r" % meta(r, "python.adapter.pytorch_lightning.fetch"), r)
+    unit = meta(r, "python.step_unit")
+    want = ("Lightning training batch" if acc == 1 else
+            "Lightning optimizer step (accumulate_grad_batches=%d training batches)" % acc)
+    check(unit == want, "step unit %r" % unit, r)
+    steps = r.steps()
+    check([s[3] for s in steps] == list(range(nsteps)), "steps %r" % [s[3] for s in steps], r)
+    check(len(r.spans("step")) == nsteps, "open steps left: %r" % r.spans("step"), r)
+    first = r.spans("first_step")
+    check(len(first) == 1 and r.inside(steps[0], first[0]), "first step not marked", r)
+
+    # set-up: the module's setup and configure_optimizers (with the optimizer's
+    # own construction) inside one set-up phase, before the sanity check
+    setup = named(r, "span", "Lightning set-up")
+    check(len(setup) == 1, "set-up phases %r" % setup, r)
+    msetup = named(r, "span", "LightningModule.setup")
+    check(len(msetup) == 1 and r.inside(msetup[0], setup[0]), "LightningModule.setup %r" % msetup, r)
+    build = [s for s in r.spans("model_build") if r.inside(s, msetup[0])]
+    check([s[0] for s in build] == ["Sequential"], "model built in setup: %r" % build, r)
+    conf = named(r, "optimizer_setup", "LightningModule.configure_optimizers")
+    check(len(conf) == 1 and r.inside(conf[0], setup[0]), "configure_optimizers %r" % conf, r)
+    adam = named(r, "optimizer_setup", "Adam")
+    check(len(adam) == 1 and r.inside(adam[0], conf[0]), "Adam not built in configure_optimizers", r)
+
+    # the sanity check: one validation pass of 2 batches, before any step
+    sanity = named(r, "span", "Lightning sanity check")
+    check(len(sanity) == 1 and sanity[0][1] >= setup[0][2] and sanity[0][2] <= steps[0][1],
+          "sanity check %r" % sanity, r)
+    sval = named(r, "span", "Lightning validation (sanity check)")
+    check(len(sval) == 1 and r.inside(sval[0], sanity[0]), "sanity validation %r" % sval, r)
+    fwd = [s for s in r.spans("forward") if s[2] is not None]
+    check(len([f for f in fwd if r.inside(f, sval[0])]) == 2, "sanity check forwards", r)
+
+    # epochs, validation passes apart from the steps
+    epochs = [named(r, "span", "Lightning training epoch %d" % e) for e in (0, 1)]
+    check(all(len(e) == 1 for e in epochs), "epoch phases %r" % epochs, r)
+    epochs = [e[0] for e in epochs]
+    val = named(r, "span", "Lightning validation")
+    check(len(val) == 2, "validation phases: %d" % len(val), r)
+    for e, v in zip(epochs, val):
+        check(r.inside(v, e), "validation pass outside its epoch", r)
+        check(len([f for f in fwd if r.inside(f, v)]) == 4, "validation forwards", r)
+        mine = [s for s in steps if r.inside(s, e)]
+        check(len(mine) == nsteps // 2, "epoch %s has %d steps" % (e[0], len(mine)), r)
+    for s in steps:
+        for v in val + sval:
+            check(s[2] <= v[1] or v[2] <= s[1], "validation overlaps step %d" % s[3], r)
+    # backward: Lightning runs training_step and backward inside
+    # Optimizer.step(closure), where the PyTorch adapter records no backward
+    # phase (its opt_depth gate); only accumulation's micro-batches that do
+    # not step have one, outside the optimizer's step
+    per_step(r, ("data_wait", "forward"))
+    batches_in = [len([f for f in fwd if r.inside(f, s)]) for s in steps]
+    check(batches_in == [acc] * nsteps, "training forwards per step %r" % batches_in, r)
+    opt = [len([o for o in r.spans("optimizer_step") + adam_lazy(r) if r.inside(o, s)])
+           for s in steps]
+    check(opt == [1] * nsteps, "optimizer steps per step %r" % opt, r)
+
+    # the steps tile the training loop: the epochs less their validation
+    loop = sum(e[2] - e[1] for e in epochs) - sum(v[2] - v[1] for v in val)
+    inside = sum(s[2] - s[1] for s in steps)
+    check(inside >= 0.95 * loop, "steps cover %.1f%% of the training loop" % (100.0 * inside / loop), r)
+    print("steps cover %.1f%% of the training loop (%.1f ms of %.1f ms)"
+          % (100.0 * inside / loop, inside / 1e6, loop / 1e6))
+    healthy(r)
+
+
+def adam_lazy(r):
+    return named(r, "optimizer_setup", "Adam lazy state")
+
+
+def case_lightning_fit(pp):
+    lightning_fit(pp, 1)
+
+
+def case_lightning_accumulate(pp):
+    lightning_fit(pp, 2)
+
+
+def case_lightning_raises(pp):
+    """training_step raises at batch 5: the program's traceback and exit
+    status, the 5 steps before it closed, the broken one left open."""
+    r = Rec(pp, "lightning_raises.py", expect_rc=1)
+    check(r.out == "fitting\n", "program output changed: %r" % r.out, r)
+    p = subprocess.run([PY, os.path.join(HERE, "progs", "lightning_raises.py")], capture_output=True,
+                       text=True, timeout=300)
+    want = traceback_of(p.stderr)
+    check("RuntimeError: bad batch at step 5" in want, "plain run: " + p.stderr[-800:])
+    got = traceback_of(r.err)
+    check(got == want, "traceback differs under record:\n%s\n--- plain:\n%s" % (got, want))
+    check(meta(r, "python.adapter.pytorch_lightning") == "installed", "lightning adapter", r)
+    steps = r.steps()
+    check([s[3] for s in steps] == list(range(5)), "closed steps %r" % [s[3] for s in steps], r)
+    open_ = [s for s in r.spans("step") if s[2] is None]
+    check([s[3] for s in open_] == [5], "open steps %r" % open_, r)
+    check(r.one("SELECT COUNT(*) FROM marks m JOIN strings s ON s.id = m.name_id WHERE m.run_id = ? "
+                "AND s.value = 'Lightning fit raised RuntimeError'", r.run) == 1, "no mark", r)
+    st, code = r.rows("SELECT status, exit_code FROM runs WHERE id = ?", r.run)[0]
+    check(code == 1, "exit code %r (status %r)" % (code, st))
 
 
 # torch.compile (torch 2 only). A fresh Inductor cache folder per recording

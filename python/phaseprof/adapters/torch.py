@@ -281,7 +281,9 @@ def _backward(label):
     def make(orig):
         @functools.wraps(orig)
         def backward(tensors, *args, **kwargs):
-            if not _here() or S.call_depth or S.opt_depth or S.inner:
+            # inside Optimizer.step(closure) (LBFGS, Lightning) a backward
+            # pass is still one: its phase is recorded inside the step's
+            if not _here() or S.call_depth or S.inner:
                 return orig(tensors, *args, **kwargs)
             _safe(_saw_backward)
             _event(_loop.BACKWARD, sys._getframe(1))
