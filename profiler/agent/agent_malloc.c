@@ -227,6 +227,8 @@ static inline void account_alloc(ppa_tstats *t, size_t n, void *p)
 	ppa_add(&t->alloc_usable, usable(p));
 	if (PPA_UNLIKELY(ppa_cfg.detailed))
 		sample_event(t, n);
+	if (PPA_UNLIKELY(n >= PPA_KEPT_MIN))
+		ppa_kept_alloc(p, n);
 }
 
 /* What two back-to-back clock reads cost (a VM clock: tens of ns, several
@@ -300,6 +302,14 @@ static __attribute__((noinline)) void *malloc_timed(ppa_tstats *t, size_t n)
 	return p;
 }
 
+/* a block the live table may track (agent_kept.c) */
+static __attribute__((noinline)) void *malloc_kept(ppa_tstats *t, size_t n)
+{
+	void *p = r_malloc(n);
+	account_alloc(t, n, p);
+	return p;
+}
+
 static __attribute__((noinline)) void *malloc_mmapped(ppa_tstats *t, void *p)
 {
 	ppa_add(&t->alloc_usable, glibc_usable(p));
@@ -314,6 +324,8 @@ PPA_API void *malloc(size_t n)
 	ppa_add(&t->hist[size_slot_lzcnt(n)], 1);
 	if (PPA_UNLIKELY(countdown_alloc(t)))
 		return malloc_timed(t, n);
+	if (PPA_UNLIKELY(n >= PPA_KEPT_MIN))
+		return malloc_kept(t, n);
 	void *p = r_malloc(n);
 	if (PPA_UNLIKELY(!p))
 		return p;
@@ -328,6 +340,8 @@ static __attribute__((noinline)) void free_slow(void *p)
 {
 	if (in_boot(p))
 		return;
+	if (PPA_UNLIKELY(atomic_load_explicit(&ppa_kept_live, memory_order_relaxed)))
+		ppa_kept_free(p);
 	if (!r_free)
 		ppa_malloc_resolve();
 	if (ppa_guard) {
@@ -359,9 +373,10 @@ PPA_API void free(void *p)
 		return;
 	ppa_tstats *t = ppa_tls.fast;
 	size_t sz;
-	/* not counted yet, guarded, a large block or one of the bootstrap
+	/* not counted yet, guarded, a large block (mapped on its own, or one
+	 * the live table may hold: agent_kept.c) or one of the bootstrap
 	 * pool's: out of line */
-	if (PPA_UNLIKELY(!t || ((sz = chunk_word(p)) & CHUNK_MMAPPED))) {
+	if (PPA_UNLIKELY(!t || ((sz = chunk_word(p)) & CHUNK_MMAPPED) || sz >= PPA_KEPT_MIN)) {
 		free_slow(p);
 		return;
 	}
@@ -420,6 +435,8 @@ PPA_API void *realloc(void *old, size_t n)
 	int timed = count_request(t, n);
 	ppa_add(&t->realloc_calls, 1);
 	size_t old_usable = old ? usable(old) : 0;
+	if (old && PPA_UNLIKELY(atomic_load_explicit(&ppa_kept_live, memory_order_relaxed)))
+		ppa_kept_free(old); /* tracked again below if the new block is large */
 	void *p;
 	if (PPA_UNLIKELY(timed)) {
 		uint64_t t0 = ppa_mono();

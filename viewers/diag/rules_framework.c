@@ -99,48 +99,174 @@ static int rises(const double *y, int n, rise *o)
 /* ---- memory growing per step ---- */
 
 #define MEM_MIN_GROWTH (8.0 * 1048576)
+#define MEM_MAX_JUMPS 2
+
+/* Takes out of y (in place) the largest rises that stand alone: a rise is
+ * a jump when it is at least MEM_MIN_GROWTH / 2, at least 4 times the
+ * median step-to-step change and at least a third of what the series rose
+ * in all; everything after it is lowered by it. A checkpoint reload or a
+ * cache filled once is one such rise with flat memory before and after;
+ * steady growth has no rise that stands out, so taking out two of its
+ * rises leaves it growing. Returns how many were taken out; *at and *by
+ * get the first one's step index (in y) and size. */
+static int take_out_jumps(double *y, int n, int *at, double *by)
+{
+	*at = -1;
+	*by = 0;
+	if (n < 3)
+		return 0;
+	double *d = malloc((size_t)(n - 1) * sizeof *d);
+	if (!d)
+		return 0;
+	int jumps = 0;
+	for (; jumps < MEM_MAX_JUMPS; jumps++) {
+		int k = -1;
+		for (int i = 1; i < n; i++) {
+			d[i - 1] = fabs(y[i] - y[i - 1]);
+			if (k < 0 || y[i] - y[i - 1] > y[k] - y[k - 1])
+				k = i;
+		}
+		double rise = y[k] - y[k - 1], total = y[n - 1] - y[0];
+		double med = diag_median(d, n - 1); /* sorts d: recomputed each round */
+		if (rise < MEM_MIN_GROWTH / 2 || rise < 4 * med || rise < total / 3)
+			break;
+		if (jumps == 0) {
+			*at = k;
+			*by = rise;
+		}
+		for (int i = k; i < n; i++)
+			y[i] -= rise;
+	}
+	free(d);
+	return jumps;
+}
+
+/* Names the sites holding the kept memory (the step_kept rows): the
+ * sites whose live bytes rose over the steady steps, largest first.
+ * Writes the top site into top (empty when none) and its per-step rate
+ * into *rate. */
+static void kept_sites(const diag_run *r, pp_finding *f, char *top, size_t cap, double *rate)
+{
+	top[0] = 0;
+	*rate = 0;
+	pp_kept_site *ks = NULL;
+	int n = 0;
+	int64_t from = r->n_steps > 1 ? r->steps[1].iteration : 0;
+	if (pp_store_kept_sites(r->st, r->run_id, from, &ks, &n) != 0 || n == 0) {
+		free(ks);
+		return;
+	}
+	int said = 0;
+	for (int i = 0; i < n && said < 3; i++) {
+		if (ks[i].per_step_bytes < 4096)
+			continue;
+		char a[32], b[32];
+		diag_evidence(f, "%s %s per step kept, allocated in %s (%s live at the last step, %lld "
+				 "blocks)",
+			      said ? ";" : " Held by (allocations alive at each step's end, by where "
+					  "they were made):",
+			      pp_fmt_bytes(a, sizeof a, ks[i].per_step_bytes), ks[i].site,
+			      pp_fmt_bytes(b, sizeof b, (double)ks[i].last_bytes), (long long)ks[i].last_blocks);
+		if (!said) {
+			snprintf(top, cap, "%s", ks[i].site);
+			*rate = ks[i].per_step_bytes;
+		}
+		said++;
+	}
+	if (said)
+		diag_evidence(f, ".");
+	free(ks);
+}
 
 void rule_memory_grows_per_step(diag_ctx *c)
 {
 	const diag_run *r = c->run;
 	double *y = NULL;
 	int n = steady_series(r, "step.rss_bytes", &y);
+	if (n < 8) {
+		free(y);
+		return;
+	}
+	double first = y[0], last = y[n - 1];
+	int jump_at = -1;
+	double jump = 0;
+	int jumps = take_out_jumps(y, n, &jump_at, &jump);
 	rise g;
+	char a[32], b[32], s[32];
 	if (!rises(y, n, &g) || g.slope * (n - 1) < MEM_MIN_GROWTH) {
+		/* no growth once the jumps are out: a one-time rise is worth a
+		 * line, not a leak warning */
+		if (jumps == 1 && jump >= MEM_MIN_GROWTH) {
+			int step = (int)r->steps[1 + jump_at].iteration;
+			pp_finding *f = diag_emit(
+				c, "memory_grows_per_step", DIAG_INFO, 0,
+				"Nothing to fix if this is a checkpoint load or a cache filled once; "
+				"memory that stays higher after it is what the step now keeps.",
+				"Resident memory rose once by %s at step %d, flat before and after",
+				pp_fmt_bytes(s, sizeof s, jump), step);
+			diag_evidence(f, "step.rss_bytes at the end of %d steady steps (the first left out): "
+					 "%s before step %d, %s at the end; without that one rise the series "
+					 "does not grow (a jump, not growth per step).",
+				      n, pp_fmt_bytes(a, sizeof a, first), step, pp_fmt_bytes(b, sizeof b, last));
+		}
 		free(y);
 		return;
 	}
 	double growth = g.slope * (n - 1);
-	double rel = y[0] > 0 ? growth / y[0] : 1;
-	char a[32], b[32], s[32];
-	pp_finding *f = diag_emit(
-		c, "memory_grows_per_step", rel >= 0.25 ? DIAG_HIGH : DIAG_MODERATE,
-		rel < 1 ? rel : 1,
-		"Something keeps each step's tensors alive. A loss or an output accumulated across "
-		"steps with its graph (total_loss += loss) keeps every step's autograd graph and "
-		"activations: accumulate loss.item() or loss.detach() instead; do not keep outputs, "
-		"hidden states or hook results across steps without .detach().",
-		"Resident memory grows by %s per step: from %s to %s over %d steps",
-		pp_fmt_bytes(s, sizeof s, g.slope), pp_fmt_bytes(a, sizeof a, y[0]),
-		pp_fmt_bytes(b, sizeof b, y[n - 1]), n);
+	double rel = first > 0 ? growth / first : 1;
+	/* what holds it decides the fix: the autograd graph of a loss kept
+	 * across steps, else the allocation site that keeps it */
+	double *gn = NULL;
+	int ng = steady_series(r, "torch.graph_nodes", &gn);
+	rise gg;
+	int graph = rises(gn, ng, &gg) && gg.last > gg.first;
+	pp_finding *f = diag_emit(c, "memory_grows_per_step", rel >= 0.25 ? DIAG_HIGH : DIAG_MODERATE,
+				  rel < 1 ? rel : 1, "", "Resident memory grows by %s per step: from %s to %s over %d steps",
+				  pp_fmt_bytes(s, sizeof s, g.slope), pp_fmt_bytes(a, sizeof a, first),
+				  pp_fmt_bytes(b, sizeof b, last), n);
+	if (!f) {
+		free(gn);
+		free(y);
+		return;
+	}
 	diag_evidence(f, "step.rss_bytes at the end of %d steady steps (the first left out): higher "
 			 "than the step before in %d of %d, Theil-Sen slope %s per step, "
 			 "Mann-Kendall p=%.2g; %.0f%% more than at the first steady step",
 		      n, g.ups, n - 1, s, g.p_up, 100 * rel);
+	if (jumps)
+		diag_evidence(f, " (besides %d one-time rise%s, the largest %s, left out)", jumps,
+			      jumps > 1 ? "s" : "", pp_fmt_bytes(a, sizeof a, jump));
 	double *ab = NULL;
 	int na = steady_series(r, "step.alloc_bytes", &ab);
 	if (na > 0)
 		diag_evidence(f, "; %s allocated per step (median)",
 			      pp_fmt_bytes(a, sizeof a, diag_median(ab, na)));
 	free(ab);
-	double *gn = NULL;
-	int ng = steady_series(r, "torch.graph_nodes", &gn);
-	rise gg;
-	if (rises(gn, ng, &gg))
+	if (graph)
 		diag_evidence(f, "; the autograd graph grows with it: %.0f -> %.0f nodes", gg.first,
 			      gg.last);
 	free(gn);
 	diag_evidence(f, ".");
+	char top[160];
+	double rate = 0;
+	kept_sites(r, f, top, sizeof top, &rate);
+	if (graph)
+		snprintf(f->fix, sizeof f->fix,
+			 "Each step's autograd graph stays alive with its saved activations: a loss or an "
+			 "output kept across steps with its graph (total_loss += loss) holds them. "
+			 "Accumulate loss.item() or loss.detach() instead.");
+	else if (top[0])
+		snprintf(f->fix, sizeof f->fix,
+			 "Tensors allocated in %s are kept across steps (%s per step): whatever holds them "
+			 "(a list, dict or cache appended to every step, a hook's outputs) grows without "
+			 "bound. Keep only what is needed (a float via .item(), a bounded deque), or "
+			 "clear it each step; tensors stored for later use still need .detach().",
+			 top, pp_fmt_bytes(a, sizeof a, rate));
+	else
+		snprintf(f->fix, sizeof f->fix,
+			 "Something keeps each step's tensors alive: a list, dict or cache appended to every "
+			 "step, a hook's outputs, or a tensor kept with its autograd graph. Keep only what "
+			 "is needed (.item(), .detach(), a bounded deque) or clear it each step.");
 	free(y);
 }
 
