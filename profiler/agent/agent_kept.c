@@ -15,7 +15,9 @@
  * bytes and blocks alive, and the bytes of those made in this step.
  *
  * The table is one anonymous mapping with linear probing under a spin
- * lock held for a few instructions; it never calls malloc. When it is full
+ * lock held for a few instructions; it never calls malloc. It is touched
+ * whole at the first step (3 MiB), so its own pages never read as the
+ * program's memory growing. When it is full
  * a block is not tracked and counted (agent.kept_untracked); a free of an
  * untracked block finds nothing and costs one probe.
  */
@@ -27,7 +29,7 @@
 #include <string.h>
 
 #define KEPT_FRAMES 8
-#define KCAP (1u << 16)        /* slots; at most 3/4 used */
+#define KCAP (1u << 15)        /* slots (3 MiB); at most 3/4 used */
 #define KMAX (KCAP / 4 * 3)
 #define GROUPS 1024
 #define TOP 16
@@ -115,21 +117,6 @@ done:
 	unlock();
 }
 
-void ppa_kept_step_begin(int64_t step)
-{
-	if (!tab) {
-		const char *v = getenv("PHASEPROF_KEPT");
-		if (v && strcmp(v, "0") == 0)
-			return;
-		tab = ppa_map(sizeof(kentry) * KCAP);
-		if (!tab)
-			return;
-	}
-	ppa_pystack_probe();
-	cur_step = step;
-	atomic_store_explicit(&ppa_kept_on, 1, memory_order_relaxed);
-}
-
 typedef struct group {
 	uint64_t hash;
 	kentry e;              /* the first block's frames */
@@ -140,6 +127,39 @@ typedef struct group {
 } group;
 
 static group *groups;
+
+void ppa_kept_step_begin(int64_t step)
+{
+	static int off;
+	if (!tab) {
+		const char *v = getenv("PHASEPROF_KEPT");
+		if (off || (v && strcmp(v, "0") == 0))
+			return;
+		kentry *t = ppa_map(sizeof(kentry) * KCAP);
+		group *g = ppa_map(sizeof(group) * GROUPS);
+		if (!t || !g) {
+			/* no memory for it: no step_kept rows, said once */
+			if (t)
+				ppa_unmap(t, sizeof(kentry) * KCAP);
+			if (g)
+				ppa_unmap(g, sizeof(group) * GROUPS);
+			off = 1;
+			pp_meta("agent.kept", "off: no memory for the live table");
+			return;
+		}
+		/* touched now, in the first step (which the memory rule leaves
+		 * out): the table's pages are resident from the start instead
+		 * of joining the program's resident memory as blocks spread
+		 * over them, which would read as growth per step */
+		memset(t, 0, sizeof(kentry) * KCAP);
+		memset(g, 0, sizeof(group) * GROUPS);
+		groups = g;
+		tab = t;
+	}
+	ppa_pystack_probe();
+	cur_step = step;
+	atomic_store_explicit(&ppa_kept_on, 1, memory_order_relaxed);
+}
 
 static uint64_t frames_hash(const kentry *e)
 {
@@ -160,8 +180,6 @@ static int by_bytes(const void *a, const void *b)
 void ppa_kept_step_end(void)
 {
 	if (!tab || !atomic_load_explicit(&ppa_kept_on, memory_order_relaxed))
-		return;
-	if (!groups && !(groups = ppa_map(sizeof(group) * GROUPS)))
 		return;
 	int ng = 0;
 	uint64_t lost = 0;

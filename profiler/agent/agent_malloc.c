@@ -19,7 +19,10 @@
  * IS_MMAPPED bit (a large block glibc mapped on its own, or a block of the
  * bootstrap pool, whose planted header carries that bit) goes out of line,
  * so free() tests one header bit instead of the pool's address range and
- * the usable size is two instructions.
+ * the usable size is two instructions. Blocks of PPA_KEPT_MIN (64 KiB) or
+ * more go out of line too (one compare on the size already in a
+ * register): the live table of memory kept across steps (agent_kept.c)
+ * records them with their Python frames, and forgets them when freed.
  */
 #include "agent_internal.h"
 #include "phaseprof.h"

@@ -323,6 +323,9 @@ int ppa_pystack_start(void)
 		void *p = ppa_map(sizeof(pyslot) * PY_RING);
 		if (!p)
 			return -1;
+		/* resident from the start, as the sample ring (agent_sample.c):
+		 * never a rise in the program's memory as samples fill it */
+		memset(p, 0, sizeof(pyslot) * PY_RING);
 		pring = p;
 	}
 	poll_state();
@@ -662,6 +665,7 @@ static int caches_init(void)
 		ppa_unmap(p, sizeof(centry) * CACHE * 2);
 		return -1;
 	}
+	memset(p, 0, sizeof(centry) * CACHE * 2); /* resident now, as the rings */
 	by_line.e = p + CACHE;
 	by_word.e = p;
 	return 0;
