@@ -14,28 +14,29 @@
  * (agent_pystack.c) — and the 16 largest sites become step_kept rows:
  * bytes and blocks alive, and the bytes of those made in this step.
  *
- * The table is one anonymous mapping with linear probing under a spin
- * lock held for a few instructions; it never calls malloc. It is touched
- * whole at the first step (3 MiB), so its own pages never read as the
- * program's memory growing. When it is full
+ * The table is anonymous mappings (hash slots with linear probing into a
+ * dense array of the live blocks, so a step's end reads only those) under
+ * a spin lock held for a few instructions; it never calls malloc. When it
+ * is full
  * a block is not tracked and counted (agent.kept_untracked); a free of an
  * untracked block finds nothing and costs one probe.
  */
 #include "agent_internal.h"
 #include "phaseprof.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define KEPT_FRAMES 8
-#define KCAP (1u << 15)        /* slots (3 MiB); at most 3/4 used */
-#define KMAX (KCAP / 4 * 3)
+#define KCAP (1u << 15)        /* hash slots (128 KiB); at most 3/4 used */
+#define KMAX (KCAP / 4 * 3)    /* live blocks (96 bytes each, dense) */
 #define GROUPS 1024
 #define TOP 16
 
 typedef struct kentry {
-	uintptr_t p;           /* 0: empty */
+	uintptr_t p;
 	uint64_t size;
 	int64_t step;
 	uint32_t nf, pad;
@@ -44,7 +45,10 @@ typedef struct kentry {
 
 _Atomic uint32_t ppa_kept_live;
 _Atomic int ppa_kept_on;
-static kentry *tab;
+/* The live blocks are dense (live[0..n)), so a step's end reads only
+ * them; the hash slots hold an index + 1 into live (0: empty). */
+static kentry *live;
+static uint32_t *slots;
 static atomic_flag tab_lock = ATOMIC_FLAG_INIT;
 static int64_t cur_step = -1;
 static _Atomic uint64_t untracked, sites_dropped;
@@ -57,9 +61,24 @@ static inline void lock(void)
 
 static inline void unlock(void) { atomic_flag_clear_explicit(&tab_lock, memory_order_release); }
 
-static inline uint32_t slot_of(uintptr_t p)
+/* A fork from another thread while the lock is held (a few instructions)
+ * would leave it held in the child, whose next large malloc or free would
+ * spin forever: the child starts with it free (its copy of the table is
+ * consistent enough: an entry half-written is at worst one wrong row). */
+static void atfork_child(void) { atomic_flag_clear(&tab_lock); }
+
+static inline uint32_t home_of(uintptr_t p)
 {
 	return (uint32_t)(((uint64_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 48) & (KCAP - 1);
+}
+
+/* the slot holding p, or the empty slot where it would go (under the lock) */
+static inline uint32_t find(uintptr_t p)
+{
+	uint32_t i = home_of(p);
+	while (slots[i] && live[slots[i] - 1].p != p)
+		i = (i + 1) & (KCAP - 1);
+	return i;
 }
 
 void ppa_kept_alloc(void *p, size_t n)
@@ -69,17 +88,21 @@ void ppa_kept_alloc(void *p, size_t n)
 	kentry e = {.p = (uintptr_t)p, .size = n, .step = cur_step};
 	e.nf = ppa_pystack_frames(e.f, KEPT_FRAMES, &e.pad);
 	lock();
-	if (atomic_load_explicit(&ppa_kept_live, memory_order_relaxed) >= KMAX) {
+	uint32_t i = find(e.p);
+	if (slots[i]) {
+		live[slots[i] - 1] = e; /* a block freed behind our back (not through a hook) */
+		unlock();
+		return;
+	}
+	uint32_t n_live = atomic_load_explicit(&ppa_kept_live, memory_order_relaxed);
+	if (n_live >= KMAX) {
 		unlock();
 		atomic_fetch_add_explicit(&untracked, 1, memory_order_relaxed);
 		return;
 	}
-	uint32_t i = slot_of(e.p);
-	while (tab[i].p && tab[i].p != e.p)
-		i = (i + 1) & (KCAP - 1);
-	if (!tab[i].p)
-		atomic_fetch_add_explicit(&ppa_kept_live, 1, memory_order_relaxed);
-	tab[i] = e;
+	live[n_live] = e;
+	slots[i] = n_live + 1;
+	atomic_store_explicit(&ppa_kept_live, n_live + 1, memory_order_relaxed);
 	unlock();
 }
 
@@ -89,31 +112,36 @@ void ppa_kept_free(void *p)
 		return;
 	uintptr_t a = (uintptr_t)p;
 	lock();
-	uint32_t i = slot_of(a);
-	while (tab[i].p && tab[i].p != a)
-		i = (i + 1) & (KCAP - 1);
-	if (!tab[i].p) {
+	uint32_t i = find(a);
+	if (!slots[i]) {
 		unlock();
 		return;
 	}
+	uint32_t d = slots[i] - 1;
 	/* backward-shift deletion: no tombstones, probes stay short */
 	uint32_t j = i;
 	for (;;) {
-		tab[i].p = 0;
+		slots[i] = 0;
 		for (;;) {
 			j = (j + 1) & (KCAP - 1);
-			if (!tab[j].p)
-				goto done;
-			uint32_t h = slot_of(tab[j].p);
+			if (!slots[j])
+				goto shifted;
+			uint32_t h = home_of(live[slots[j] - 1].p);
 			/* j's entry may move to i when its home is not in (i, j] */
 			if (i <= j ? (h <= i || h > j) : (h <= i && h > j))
 				break;
 		}
-		tab[i] = tab[j];
+		slots[i] = slots[j];
 		i = j;
 	}
-done:
-	atomic_fetch_sub_explicit(&ppa_kept_live, 1, memory_order_relaxed);
+shifted:;
+	/* the last live block fills the hole */
+	uint32_t last = atomic_load_explicit(&ppa_kept_live, memory_order_relaxed) - 1;
+	if (d != last) {
+		live[d] = live[last];
+		slots[find(live[d].p)] = d + 1;
+	}
+	atomic_store_explicit(&ppa_kept_live, last, memory_order_relaxed);
 	unlock();
 }
 
@@ -127,34 +155,44 @@ typedef struct group {
 } group;
 
 static group *groups;
+/* groups by call stack hash during a step's end: index + 1 (0 empty) */
+#define GSLOTS (2 * GROUPS)
+static uint16_t gslot[GSLOTS];
 
 void ppa_kept_step_begin(int64_t step)
 {
 	static int off;
-	if (!tab) {
+	if (!slots) {
 		const char *v = getenv("PHASEPROF_KEPT");
 		if (off || (v && strcmp(v, "0") == 0))
 			return;
-		kentry *t = ppa_map(sizeof(kentry) * KCAP);
-		group *g = ppa_map(sizeof(group) * GROUPS);
-		if (!t || !g) {
+		uint32_t *s = ppa_map(sizeof *s * KCAP);
+		kentry *l = ppa_map(sizeof *l * KMAX);
+		group *g = ppa_map(sizeof *g * GROUPS);
+		if (!s || !l || !g) {
 			/* no memory for it: no step_kept rows, said once */
-			if (t)
-				ppa_unmap(t, sizeof(kentry) * KCAP);
+			if (s)
+				ppa_unmap(s, sizeof *s * KCAP);
+			if (l)
+				ppa_unmap(l, sizeof *l * KMAX);
 			if (g)
-				ppa_unmap(g, sizeof(group) * GROUPS);
+				ppa_unmap(g, sizeof *g * GROUPS);
 			off = 1;
 			pp_meta("agent.kept", "off: no memory for the live table");
 			return;
 		}
-		/* touched now, in the first step (which the memory rule leaves
-		 * out): the table's pages are resident from the start instead
-		 * of joining the program's resident memory as blocks spread
-		 * over them, which would read as growth per step */
-		memset(t, 0, sizeof(kentry) * KCAP);
-		memset(g, 0, sizeof(group) * GROUPS);
+		/* The slots (128 KiB, spread over by the hash) and the groups
+		 * are touched now, in the first step (which the memory rule
+		 * leaves out), so their pages never join the program's
+		 * resident memory step by step; the dense live array grows by
+		 * 96 bytes per live block of >= 64 KiB (0.15% of what the
+		 * program holds). */
+		memset(s, 0, sizeof *s * KCAP);
+		memset(g, 0, sizeof *g * GROUPS);
+		pthread_atfork(NULL, NULL, atfork_child);
 		groups = g;
-		tab = t;
+		live = l;
+		slots = s;
 	}
 	ppa_pystack_probe();
 	cur_step = step;
@@ -175,28 +213,74 @@ static int by_bytes(const void *a, const void *b)
 	return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
 }
 
+/* Sites by call stack hash, kept across steps: reading a site's code
+ * objects costs a few system calls per frame, once per call stack rather
+ * than per step. Cleared when full. (A code object freed and another made
+ * at its address with the same instruction offsets would inherit its
+ * site: the py_frames cache of the sampler has the same limit.) */
+#define SITES 1024
+typedef struct site_entry {
+	uint64_t hash;
+	int64_t frame;
+	char site[200];
+} site_entry;
+static site_entry *sites;
+static uint32_t n_sites;
+
+static void site_of(group *g)
+{
+	if (!sites && !(sites = ppa_map(sizeof *sites * SITES)))
+		goto read;
+	uint32_t b = (uint32_t)(g->hash >> 40) & (SITES - 1);
+	for (uint32_t k = 0; k < SITES && sites[b].hash; k++, b = (b + 1) & (SITES - 1))
+		if (sites[b].hash == g->hash) {
+			g->frame = sites[b].frame;
+			memcpy(g->site, sites[b].site, sizeof g->site);
+			return;
+		}
+read:
+	g->frame = ppa_pystack_site(g->e.f, g->e.nf, g->site, sizeof g->site);
+	if (!g->site[0])
+		snprintf(g->site, sizeof g->site, "(no Python frame: native code)");
+	if (!sites)
+		return;
+	if (n_sites >= SITES / 2) {
+		memset(sites, 0, sizeof *sites * SITES);
+		n_sites = 0;
+	}
+	b = (uint32_t)(g->hash >> 40) & (SITES - 1);
+	while (sites[b].hash)
+		b = (b + 1) & (SITES - 1);
+	sites[b].hash = g->hash ? g->hash : 1;
+	sites[b].frame = g->frame;
+	memcpy(sites[b].site, g->site, sizeof sites[b].site);
+	n_sites++;
+}
+
 /* Groups the live blocks by call stack under the lock (a copy of a few
  * words per block), then by site outside it (code objects read). */
 void ppa_kept_step_end(void)
 {
-	if (!tab || !atomic_load_explicit(&ppa_kept_on, memory_order_relaxed))
+	if (!slots || !atomic_load_explicit(&ppa_kept_on, memory_order_relaxed))
 		return;
 	int ng = 0;
 	uint64_t lost = 0;
+	memset(gslot, 0, sizeof gslot);
 	lock();
-	for (uint32_t i = 0; i < KCAP; i++) {
-		const kentry *e = &tab[i];
-		if (!e->p)
-			continue;
+	uint32_t n_live = atomic_load_explicit(&ppa_kept_live, memory_order_relaxed);
+	for (uint32_t i = 0; i < n_live; i++) {
+		const kentry *e = &live[i];
 		uint64_t h = frames_hash(e);
-		int g = 0;
-		while (g < ng && groups[g].hash != h)
-			g++;
+		uint32_t b = (uint32_t)(h >> 40) & (GSLOTS - 1);
+		while (gslot[b] && groups[gslot[b] - 1].hash != h)
+			b = (b + 1) & (GSLOTS - 1);
+		int g = gslot[b] ? gslot[b] - 1 : ng;
 		if (g == ng) {
 			if (ng == GROUPS) {
 				lost++;
 				continue;
 			}
+			gslot[b] = (uint16_t)(ng + 1);
 			groups[ng].hash = h;
 			groups[ng].e = *e;
 			groups[ng].bytes = groups[ng].blocks = groups[ng].new_bytes = 0;
@@ -212,10 +296,7 @@ void ppa_kept_step_end(void)
 		atomic_fetch_add_explicit(&sites_dropped, lost, memory_order_relaxed);
 	for (int g = 0; g < ng; g++) {
 		groups[g].merged = 0;
-		groups[g].frame = ppa_pystack_site(groups[g].e.f, groups[g].e.nf, groups[g].site,
-						   sizeof groups[g].site);
-		if (!groups[g].site[0])
-			snprintf(groups[g].site, sizeof groups[g].site, "(no Python frame: native code)");
+		site_of(&groups[g]);
 		for (int h = 0; h < g; h++)
 			if (!groups[h].merged && strcmp(groups[h].site, groups[g].site) == 0) {
 				groups[h].bytes += groups[g].bytes;
@@ -244,7 +325,7 @@ void ppa_kept_step_end(void)
 void ppa_kept_report(void)
 {
 	uint64_t u = atomic_load(&untracked), d = atomic_load(&sites_dropped);
-	if (!tab || (!u && !d))
+	if (!slots || (!u && !d))
 		return;
 	char v[96];
 	snprintf(v, sizeof v, "%llu", (unsigned long long)u);
