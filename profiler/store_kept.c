@@ -62,7 +62,8 @@ int pp_store_kept_sites(pp_store *st, int64_t run_id, int64_t from, pp_kept_site
 		e->per_step_bytes = e->last_step > e->first_step
 			? (double)(e->last_bytes - e->first_bytes) / (double)(e->last_step - e->first_step) : 0;
 	}
-	qsort(*out, (size_t)*n, sizeof **out, by_rate);
+	if (*n > 1)
+		qsort(*out, (size_t)*n, sizeof **out, by_rate);
 	rc = 0;
 done:
 	if (rc != 0) {
