@@ -34,12 +34,21 @@ static void usage(FILE *out)
 		"       phaseprof diff RUN.db            (a database holding exactly two runs)\n"
 		"\n"
 		"Compares run A (baseline) with run B: run total, median steady step (the first\n"
-		"step is left out), and the total time of every phase kind. A row is flagged\n"
-		"when its change exceeds the noise seen between repeated steps: 3x the robust\n"
-		"spread of step-to-step differences (1.4826 x MAD / sqrt 2, relative to the\n"
-		"median step), at least 5%%, and at least 0.1%% of the run (10 us minimum);\n"
-		"a phase's change also beyond 3x the steps' absolute spread (a preemption\n"
-		"adds time, not a share).\n"
+		"step is left out), and the total time of every phase kind.\n"
+		"Step median: flagged when a Mann-Whitney U test on the two runs' steady step\n"
+		"times gives a two-sided p < 0.001 AND both the Hodges-Lehmann shift and the\n"
+		"shift of the lower quartile exceed max(10%% of A's median step, 2 x the\n"
+		"quieter run's sigma), sigma being a run's robust step-to-step noise (1.4826 x\n"
+		"MAD of successive differences / sqrt 2). With fewer than 6 steady steps in a\n"
+		"run: as below. When both runs carry each step's CPU time (step.cpu_ns, from\n"
+		"pp_step_end), the same test runs on it and the row is flagged only when both\n"
+		"tests agree: load stretches wall time, not CPU time. Then a total or phase\n"
+		"row changes only if B / L also differs from A beyond its threshold, L being\n"
+		"B's wall time per CPU time of a step over A's (printed as load:).\n"
+		"Total and phase kinds: flagged when the change exceeds max(3 x noise x A,\n"
+		"5%% of A, 0.5%% of the longer run, 10 us, 3 x sigma x sqrt(phase count)),\n"
+		"sigma the larger of the runs', noise that sigma relative to its median step\n"
+		"(a preemption adds time, not a share; each occurrence can be preempted).\n"
 		"Without --runs, each database's last run is used.\n"
 		"\n"
 		"Exit status: 0, or 1 on bad input. With --fail-on: 0 not regressed,\n"
@@ -79,13 +88,51 @@ static void text_begin(FILE *out, const pp_diff *d, const struct diff_src *a, co
 {
 	run_line(out, "A", &d->a, a, d->n_steps_a);
 	run_line(out, "B", &d->b, b, d->n_steps_b);
+	char t1[32], t2[32], t3[32], t4[32];
 	if (d->noise_from_steps)
-		fprintf(out, "noise: steps vary by %.1f%% from one to the next (robust); a change "
-			     "counts beyond max(3 x noise, 5%%)\n\n",
+		fprintf(out, "noise: steps vary by %.1f%% from one to the next (robust sigma of "
+			     "step-to-step differences)\n",
 			100 * d->noise_rel);
 	else
-		fprintf(out, "noise: no repeated steps to measure it; a change counts beyond %.0f%%\n\n",
-			100 * (3 * d->noise_rel > 0.05 ? 3 * d->noise_rel : 0.05));
+		fprintf(out, "noise: no repeated steps to measure it: %.0f%% assumed\n", 100 * d->noise_rel);
+	/* the test each row gets, as applied: the reader can check every verdict */
+	int has_step_row = d->n > 1 && strcmp(d->rows[1].name, "step median") == 0;
+	if (has_step_row && d->step_test == PP_DIFF_TEST_MANN_WHITNEY)
+		fprintf(out, "step median: Mann-Whitney U on %lld vs %lld steady steps, two-sided p %s %.2g "
+			     "(flagged below %g); Hodges-Lehmann shift %s, lower quartile %s -> %s; "
+			     "both shifts must exceed max(%.0f%% of A's median, %.0f x the quieter run's sigma) = %s\n",
+			(long long)d->rows[1].count_a, (long long)d->rows[1].count_b,
+			d->step_p < 1e-15 ? "<" : "=", d->step_p < 1e-15 ? 1e-15 : d->step_p,
+			d->step_alpha, pp_fmt_dur(t1, sizeof t1, d->step_shift_ns),
+			pp_fmt_dur(t2, sizeof t2, d->step_q25_a), pp_fmt_dur(t3, sizeof t3, d->step_q25_b),
+			100 * PP_DIFF_STEP_MIN_REL, PP_DIFF_STEP_NOISE_K,
+			pp_fmt_dur(t4, sizeof t4, d->step_min_effect_ns));
+	else if (has_step_row)
+		fprintf(out, "step median: fewer than %d steady steps in a run, no test: judged as the "
+			     "phases below\n",
+			PP_DIFF_MW_MIN_STEPS);
+	if (has_step_row && d->step_cpu)
+		fprintf(out, "step CPU time: %s -> %s median, the same test: p %s %.2g, Hodges-Lehmann shift "
+			     "%s, minimum effect %s: %s (steps spend %.0f%% of their wall time on a CPU). %s\n",
+			pp_fmt_dur(t1, sizeof t1, d->step_cpu_median_a),
+			pp_fmt_dur(t2, sizeof t2, d->step_cpu_median_b), d->step_cpu_p < 1e-15 ? "<" : "=",
+			d->step_cpu_p < 1e-15 ? 1e-15 : d->step_cpu_p,
+			pp_fmt_dur(t3, sizeof t3, d->step_cpu_shift_ns),
+			pp_fmt_dur(t4, sizeof t4, d->step_cpu_min_effect_ns),
+			pp_diff_verdict_name(d->step_cpu_verdict), 100 * d->step_cpu_share,
+			d->step_cpu_verdict == d->step_wall_verdict
+				? "Both tests agree."
+				: "The tests disagree, so the step row is same: wall time that changed off "
+				  "the CPU is waiting, for a CPU (the machine's load), I/O or another thread; "
+				  "waits the program reports have their own phase rows.");
+	if (d->load_factor != 1)
+		fprintf(out, "load: B's steps took %.2fx the wall time per CPU time of A's (the machine's "
+			     "load, or more waiting in B's steps); a total or phase row changes only when "
+			     "B / %.2f also differs from A beyond its threshold\n",
+			d->load_factor, d->load_factor);
+	fprintf(out, "total, phases: a change counts beyond max(3 x noise x A, 5%% of A, %s, "
+		     "3 x the larger sigma x sqrt(phase count))\n\n",
+		pp_fmt_dur(t1, sizeof t1, (double)d->floor_ns));
 	name_width = 12;
 	for (int i = 0; i < d->n; i++) {
 		int l = (int)strlen(d->rows[i].name);
@@ -151,6 +198,33 @@ static void json_begin(FILE *out, const pp_diff *d, const struct diff_src *a, co
 	json_run(&d->b, b, d->n_steps_b);
 	pp_json_knum(&jw, "noise_rel", d->noise_rel);
 	pp_json_kbool(&jw, "noise_from_steps", d->noise_from_steps);
+	pp_json_key(&jw, "step_test");
+	pp_json_obj(&jw);
+	pp_json_kstr(&jw, "test", d->step_test == PP_DIFF_TEST_MANN_WHITNEY ? "mann-whitney-u" : "threshold");
+	pp_json_knum(&jw, "p_two_sided", d->step_p);
+	pp_json_knum(&jw, "alpha", d->step_alpha);
+	pp_json_knum(&jw, "hodges_lehmann_shift_ns", d->step_shift_ns);
+	pp_json_knum(&jw, "q25_a_ns", d->step_q25_a);
+	pp_json_knum(&jw, "q25_b_ns", d->step_q25_b);
+	pp_json_knum(&jw, "min_effect_ns", d->step_min_effect_ns);
+	pp_json_kstr(&jw, "wall_verdict", pp_diff_verdict_name(d->step_wall_verdict));
+	pp_json_key(&jw, "cpu");
+	if (d->step_cpu) {
+		pp_json_obj(&jw);
+		pp_json_knum(&jw, "median_a_ns", d->step_cpu_median_a);
+		pp_json_knum(&jw, "median_b_ns", d->step_cpu_median_b);
+		pp_json_knum(&jw, "p_two_sided", d->step_cpu_p);
+		pp_json_knum(&jw, "hodges_lehmann_shift_ns", d->step_cpu_shift_ns);
+		pp_json_knum(&jw, "min_effect_ns", d->step_cpu_min_effect_ns);
+		pp_json_kstr(&jw, "verdict", pp_diff_verdict_name(d->step_cpu_verdict));
+		pp_json_knum(&jw, "cpu_share", d->step_cpu_share);
+		pp_json_end(&jw);
+	} else {
+		pp_json_null(&jw);
+	}
+	pp_json_end(&jw);
+	pp_json_kint(&jw, "floor_ns", d->floor_ns);
+	pp_json_knum(&jw, "load_factor", d->load_factor);
 	pp_json_key(&jw, "rows");
 	pp_json_arr(&jw);
 }

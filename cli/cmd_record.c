@@ -5,8 +5,9 @@
  * loaded as its rtld-audit module), waits for it, ingests every spool the
  * session left (one per process image: the program, its forks, its execs,
  * its posix_spawn children; parents first, each child linked to its parent
- * run), symbolises CPU samples, prints a start-up summary on stderr and
- * exits with the program's status (128 + signal when it was killed).
+ * run), symbolises CPU samples, prints a start-up summary (on stderr, into
+ * --summary FILE, or not at all with -q) and exits with the program's
+ * status (128 + signal when it was killed).
  */
 #include "cli.h"
 #include "cli_opt.h"
@@ -23,6 +24,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -45,9 +47,13 @@ const char cmd_record_summary[] = "run a program under the LD_PRELOAD agent and 
 extern char **environ;
 
 enum { OPT_OUTPUT = 1, OPT_SAMPLE, OPT_MODE, OPT_NO_FOLLOW, OPT_KEEP, OPT_KEEP_ALL, OPT_NO_PYTHON, OPT_MPI,
-       OPT_NO_MPI };
+       OPT_NO_MPI, OPT_SUMMARY, OPT_QUIET };
 static const cli_opt opts[] = {
 	{OPT_OUTPUT, 'o', "output", 1, "FILE", "database to write (appended to if it exists)", NULL},
+	{OPT_SUMMARY, 0, "summary", 1, "FILE", "write the summary (what was recorded, start-up figures,\n"
+	 "findings) into FILE instead of stderr: written beside it and\nrenamed into place once complete", NULL},
+	{OPT_QUIET, 'q', "quiet", 0, NULL, "no summary: stderr carries only the program's own output\n"
+	 "(and phaseprof's errors)", NULL},
 	{OPT_SAMPLE, 0, "sample", 1, "HZ", "CPU sampling at HZ per thread (libunwind), 1..10000", NULL},
 	{OPT_MODE, 0, "mode", 1, "MODE", "default, or detailed: also record one allocation event in\n"
 	 "PHASEPROF_ALLOC_SAMPLE (1000)", NULL},
@@ -66,15 +72,17 @@ static const cli_opt opts[] = {
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: phaseprof record [-o run.db] [--sample HZ] [--mode default|detailed]\n"
-		"                        [--no-follow-fork] [--keep-spools] [--keep-all-spans]\n"
+		"usage: phaseprof record [-o run.db] [--summary FILE | -q] [--sample HZ]\n"
+		"                        [--mode default|detailed] [--no-follow-fork]\n"
+		"                        [--keep-spools] [--keep-all-spans]\n"
 		"                        [--no-python] [--mpi|--no-mpi] -- CMD [ARGS...]\n"
 		"\n"
 		"Runs CMD with the phaseprof agent preloaded and records start-up (time to\n"
 		"main, every shared object loaded: mapping vs relocation+constructors),\n"
 		"allocations, file I/O, mmap, threads, forks/execs and optional CPU samples\n"
 		"into run.db (default phaseprof.db; runs are appended). CMD's input, output\n"
-		"and exit status are left as they are.\n"
+		"and exit status are left as they are. The summary goes to stderr, mixed with\n"
+		"the program's own, unless --summary or -q sends it elsewhere.\n"
 		"\n");
 	cli_opt_help(out, opts);
 	fprintf(out, "\n"
@@ -179,22 +187,93 @@ static int check_command(const char *cmd, char *resolved, size_t len)
 
 static double ms(int64_t ns) { return (double)ns / 1e6; }
 
+/* Where the summary goes: stderr (the default), the --summary file being
+ * written, or nowhere (-q: NULL). Errors always go to stderr (cli_error):
+ * a user who sends the summary away still needs to see what failed. */
+static FILE *sum_out;
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	if (!sum_out)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(sum_out, fmt, ap);
+	va_end(ap);
+}
+
+/* --summary FILE: the summary is written into a new file beside FILE and
+ * renamed over it once complete, so a reader never sees half a summary and
+ * an older one stays until the new one is whole. The file is opened before
+ * the program starts (a folder we cannot write fails the command before
+ * the program's time is spent) and close-on-exec, so the program does not
+ * inherit it. */
+static char sum_tmp[PATH_MAX + 16];
+
+static int summary_open(const char *path)
+{
+	snprintf(sum_tmp, sizeof sum_tmp, "%s.XXXXXX", path);
+	int fd = mkostemp(sum_tmp, O_CLOEXEC);
+	if (fd < 0) {
+		cli_error("record: --summary %s: cannot create a file beside it (%s)", path, strerror(errno));
+		sum_tmp[0] = 0;
+		return -1;
+	}
+	/* mkostemp makes it 0600; the summary gets a new file's usual mode */
+	mode_t um = umask(0);
+	umask(um);
+	fchmod(fd, 0666 & ~um);
+	sum_out = fdopen(fd, "w");
+	if (!sum_out) {
+		cli_error("record: --summary %s: %s", path, strerror(errno));
+		close(fd);
+		unlink(sum_tmp);
+		sum_tmp[0] = 0;
+		return -1;
+	}
+	return 0;
+}
+
+/* Ends the --summary file: renamed into place when keep, else removed.
+ * 0, or -1 (reported) when it could not be written whole. */
+static int summary_close(const char *path, int keep)
+{
+	if (!sum_tmp[0])
+		return 0;
+	int bad = ferror(sum_out);
+	bad |= fclose(sum_out) != 0;
+	sum_out = NULL;
+	if (!bad && keep && rename(sum_tmp, path) == 0) {
+		sum_tmp[0] = 0;
+		return 0;
+	}
+	int err = errno;
+	unlink(sum_tmp);
+	sum_tmp[0] = 0;
+	if (bad || keep) {
+		cli_error("record: --summary %s: could not write it (%s)", path, strerror(err));
+		return -1;
+	}
+	return 0;
+}
+
 /* What the Python layer saw: start-up, imports. */
 static void summarise_python(pp_store *st, int64_t run, const pp_startup_summary *s)
 {
 	char py[512];
 	if (pp_store_python_status(st, run, py, sizeof py) != 1)
 		return;
-	fprintf(stderr, "  python        %s\n", py);
+	say("  python        %s\n", py);
 	if (s->py_startup_ns >= 0)
-		fprintf(stderr, "    start-up    %8.1f ms  (to the program's first line)\n", ms(s->py_startup_ns));
+		say("    start-up    %8.1f ms  (to the program's first line)\n", ms(s->py_startup_ns));
 	if (s->imports)
-		fprintf(stderr, "    imports     %8.1f ms  %lld modules; slowest %s (%.1f ms with what it imported)\n",
+		say("    imports     %8.1f ms  %lld modules; slowest %s (%.1f ms with what it imported)\n",
 			ms(s->imports_ns > 0 ? s->imports_ns : 0), (long long)s->imports, s->slowest_import,
 			ms(s->slowest_import_ns));
 }
 
-/* The start-up question for one run, on stderr. */
+/* The start-up question for one run, into the summary. */
 static void summarise_run(pp_store *st, int64_t run, int64_t wall_ns)
 {
 	pp_startup_summary s;
@@ -208,28 +287,28 @@ static void summarise_run(pp_store *st, int64_t run, int64_t wall_ns)
 		wall_ns = s.end_ns - t0;
 	char b1[32], b2[32];
 	if (have_main)
-		fprintf(stderr, "  before main   %8.1f ms  (from the loader's start to main)\n", ms(s.main_ns - s.loader_ns));
+		say("  before main   %8.1f ms  (from the loader's start to main)\n", ms(s.main_ns - s.loader_ns));
 	if (s.libs)
-		fprintf(stderr, "  libraries     %8lld loaded, %lld through dlopen (%lld dlopen calls)\n",
+		say("  libraries     %8lld loaded, %lld through dlopen (%lld dlopen calls)\n",
 			(long long)s.libs, (long long)s.libs_dlopen, (long long)s.dlopen_calls);
 	if (s.startup_batches)
-		fprintf(stderr, "    at start-up %8.1f ms mapping, %.1f ms relocation + constructors\n",
+		say("    at start-up %8.1f ms mapping, %.1f ms relocation + constructors\n",
 			ms(s.startup_map_ns), ms(s.startup_init_ns));
 	if (s.dlopen_calls)
-		fprintf(stderr, "    dlopen      %8.1f ms mapping, %.1f ms relocation + constructors\n",
+		say("    dlopen      %8.1f ms mapping, %.1f ms relocation + constructors\n",
 			ms(s.dlopen_map_ns), ms(s.dlopen_init_ns));
 	if (s.split_loads)
-		fprintf(stderr, "    split by CPU samples: %.1f ms relocation / symbol lookup, %.1f ms constructors"
+		say("    split by CPU samples: %.1f ms relocation / symbol lookup, %.1f ms constructors"
 			" (%lld loads)\n", ms(s.reloc_ns), ms(s.ctor_ns), (long long)s.split_loads);
 	if (s.allocs) {
 		pp_fmt_bytes(b1, sizeof b1, (double)s.alloc_bytes);
 		pp_fmt_bytes(b2, sizeof b2, (double)s.alloc_peak);
-		fprintf(stderr, "  allocation   ~%8.1f ms  %lld allocations (%s), %lld frees, peak %s in use\n",
+		say("  allocation   ~%8.1f ms  %lld allocations (%s), %lld frees, peak %s in use\n",
 			ms(s.alloc_ns), (long long)s.allocs, b1, (long long)s.frees, b2);
 	}
 	if (s.files_opened || s.reads || s.failed_opens) {
 		pp_fmt_bytes(b1, sizeof b1, (double)s.read_bytes);
-		fprintf(stderr, "  file I/O      %8.1f ms  %lld files opened (%lld failed opens), %lld reads of %s, %lld of them <= 4 KiB\n",
+		say("  file I/O      %8.1f ms  %lld files opened (%lld failed opens), %lld reads of %s, %lld of them <= 4 KiB\n",
 			ms(s.io_ns), (long long)s.files_opened, (long long)s.failed_opens, (long long)s.reads, b1,
 			(long long)s.small_reads);
 	}
@@ -237,7 +316,7 @@ static void summarise_run(pp_store *st, int64_t run, int64_t wall_ns)
 	if (wall_ns > 0) {
 		int64_t before = have_main ? s.main_ns - s.loader_ns : 0;
 		int64_t rest = wall_ns - before - s.dlopen_map_ns - s.dlopen_init_ns - s.alloc_ns - s.io_ns;
-		fprintf(stderr, "  the program   %8.1f ms  (the rest of %.1f ms wall time)\n", ms(rest > 0 ? rest : 0), ms(wall_ns));
+		say("  the program   %8.1f ms  (the rest of %.1f ms wall time)\n", ms(rest > 0 ? rest : 0), ms(wall_ns));
 	}
 }
 
@@ -247,6 +326,10 @@ typedef struct progress_state { double last; int shown; } progress_state;
 static void show_progress(void *ud, const char *spool, uint64_t done, uint64_t total, double seconds)
 {
 	progress_state *p = ud;
+	/* live progress belongs on the terminal: not in a summary file read
+	 * after the fact, and not at all with -q */
+	if (sum_out != stderr)
+		return;
 	if (seconds < 1.0 || seconds - p->last < 1.0 || !total)
 		return;
 	p->last = seconds;
@@ -271,17 +354,17 @@ static void print_run_ids(const pp_session_spool *sp, int n)
 			ids[j] = ids[j - 1];
 			ids[j - 1] = t;
 		}
-	fprintf(stderr, " (run%s ", k == 1 ? "" : "s");
+	say(" (run%s ", k == 1 ? "" : "s");
 	for (int i = 0; i < k;) {
 		int j = i;
 		while (j + 1 < k && ids[j + 1] == ids[j] + 1)
 			j++;
-		fprintf(stderr, "%s%lld", i ? ", " : "", (long long)ids[i]);
+		say("%s%lld", i ? ", " : "", (long long)ids[i]);
 		if (j > i)
-			fprintf(stderr, "..%lld", (long long)ids[j]);
+			say("..%lld", (long long)ids[j]);
 		i = j + 1;
 	}
-	fprintf(stderr, ")");
+	say(")");
 	free(ids);
 }
 
@@ -302,16 +385,18 @@ static void print_findings(const pp_session_spool *sp, int n, pp_diag_result *d,
 {
 	for (int s = 0; s < n; s++) {
 		if (d[s].n && sp[s].run_id == last_top) {
-			fprintf(stderr, "  findings:\n");
-			pp_diag_print(stderr, d[s].findings, d[s].n < 3 ? d[s].n : 3, 0);
+			say("  findings:\n");
+			if (sum_out)
+				pp_diag_print(sum_out, d[s].findings, d[s].n < 3 ? d[s].n : 3, 0);
 		}
 		/* a distributed job's findings sit on its lowest rank, not on the launcher */
 		for (int f = 0, head = 0; f < d[s].n && sp[s].run_id != last_top; f++)
 			if (strncmp(d[s].findings[f].rule, "rank_", 5) == 0) {
 				if (!head++)
-					fprintf(stderr, "  job findings (on the lowest rank, run %lld):\n",
+					say("  job findings (on the lowest rank, run %lld):\n",
 						(long long)sp[s].run_id);
-				pp_diag_print(stderr, d[s].findings + f, 1, PP_DIAG_PRINT_BRIEF);
+				if (sum_out)
+					pp_diag_print(sum_out, d[s].findings + f, 1, PP_DIAG_PRINT_BRIEF);
 			}
 		pp_diag_result_free(&d[s]);
 	}
@@ -328,7 +413,7 @@ static void list_other_runs(pp_store *st, const pp_session_spool *sp, int n, int
 		for (char *c = ri.command; *c; c++)
 			if (*c == '\n' || *c == '\t')
 				*c = ' ';
-		fprintf(stderr, "  run %lld  pid %lld  %-9s %8.1f ms  %.60s\n", (long long)ri.id, (long long)ri.pid,
+		say("  run %lld  pid %lld  %-9s %8.1f ms  %.60s\n", (long long)ri.id, (long long)ri.pid,
 			ri.status, ms(ri.duration_ns), ri.command);
 	}
 }
@@ -454,17 +539,17 @@ static int ingest_and_report(const char *out, const char *dir, const char *resol
 		samples += (int64_t)sp[s].res.samples;
 	}
 	if (ingested) {
-		fprintf(stderr, "phaseprof: %d run%s recorded into %s", ingested, ingested == 1 ? "" : "s", out);
+		say("phaseprof: %d run%s recorded into %s", ingested, ingested == 1 ? "" : "s", out);
 		print_run_ids(sp, nsp);
 		if (samples)
-			fprintf(stderr, ", %lld CPU samples", (long long)samples);
-		fprintf(stderr, "; %s %s\n", resolved,
+			say(", %lld CPU samples", (long long)samples);
+		say("; %s %s\n", resolved,
 			sig ? strsignal(sig) : code == 0 ? "exited normally" : "exited with an error status");
 	}
 	if (last_top) {
 		pp_run_info ri;
 		if (pp_store_run(st, last_top, &ri) == 0 && last_top != top_run)
-			fprintf(stderr, "  (after exec: run %lld, %.60s)\n", (long long)last_top, ri.command);
+			say("  (after exec: run %lld, %.60s)\n", (long long)last_top, ri.command);
 		summarise_run(st, last_top, last_top == top_run ? wall : 0);
 	}
 	if (diag)
@@ -713,12 +798,14 @@ typedef struct record_opts {
 	int cmd;                   /* index of the command in argv */
 	int python;                /* the CPython layer (--no-python: 0) */
 	int mpi;                   /* the PMPI layer: 1 --mpi, 0 --no-mpi, -1 by the command */
+	const char *summary;       /* --summary FILE, or NULL */
+	int quiet;                 /* -q: no summary */
 } record_opts;
 
 /* Returns -1 to go on, else the exit status (help, bad option). */
 static int parse_options(int argc, char **argv, record_opts *o)
 {
-	*o = (record_opts){"phaseprof.db", 0, 0, 1, 0, 0, 0, 1, -1};
+	*o = (record_opts){"phaseprof.db", 0, 0, 1, 0, 0, 0, 1, -1, NULL, 0};
 	cli_parse p;
 	long long v;
 	cli_parse_init(&p, "record", opts, usage, argc, argv, CLI_STOP_AT_ARG);
@@ -764,7 +851,17 @@ static int parse_options(int argc, char **argv, record_opts *o)
 		case OPT_NO_MPI:
 			o->mpi = 0;
 			break;
+		case OPT_SUMMARY:
+			o->summary = p.val[0];
+			break;
+		case OPT_QUIET:
+			o->quiet = 1;
+			break;
 		}
+	}
+	if (o->summary && o->quiet) {
+		cli_error("record: --summary and -q say opposite things: give one");
+		return 2;
 	}
 	/* the command starts at the first positional, or after "--" */
 	if (p.i >= argc) {
@@ -870,12 +967,16 @@ int cmd_record(int argc, char **argv)
 	}
 	if (check_database(out) != 0)
 		return 2;
+	sum_out = ro.quiet ? NULL : stderr;
+	if (ro.summary && summary_open(ro.summary) != 0)
+		return 2;
 
 	char dir[PATH_MAX];
 	const char *tmp = getenv("TMPDIR");
 	snprintf(dir, sizeof dir, "%s/phaseprof-record-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir)) {
 		cli_error("record: cannot create a spool folder %s: %s", dir, strerror(errno));
+		summary_close(ro.summary, 0);
 		return 2;
 	}
 	/* the agent gets an absolute folder: processes chdir before they fork */
@@ -884,6 +985,7 @@ int cmd_record(int argc, char **argv)
 		if (!realpath(dir, abs)) {
 			cli_error("record: cannot resolve the spool folder %s: %s", dir, strerror(errno));
 			rmdir(dir);
+			summary_close(ro.summary, 0);
 			return 2;
 		}
 		snprintf(dir, sizeof dir, "%s", abs);
@@ -943,9 +1045,10 @@ int cmd_record(int argc, char **argv)
 	}
 	env[k] = NULL;
 
-	fprintf(stderr, "phaseprof: recording %s%s%s into %s\n", resolved, hz ? " (sampling)" : "",
+	say("phaseprof: recording %s%s%s into %s\n", resolved, hz ? " (sampling)" : "",
 		mpi ? " (MPI)" : "", out);
-	fflush(stderr);
+	if (sum_out)
+		fflush(sum_out);
 
 	struct timespec ts0, ts1;
 	clock_gettime(CLOCK_MONOTONIC, &ts0);
@@ -976,6 +1079,7 @@ int cmd_record(int argc, char **argv)
 		}
 		cli_error("record: cannot run %s: %s", resolved, strerror(exec_errno));
 		rm_dir(dir);
+		summary_close(ro.summary, 0);
 		return 127;
 	}
 	child_pid = pid;
@@ -1015,13 +1119,18 @@ int cmd_record(int argc, char **argv)
 	int failed = 0;
 	int recorded = ingest_and_report(out, dir, resolved, pid, code, sig, wall, keep_all, early, early_created,
 					 &early_ing.slot, &failed);
-	if (keep || failed)
-		fprintf(stderr, "phaseprof: spool files kept in %s%s\n", dir,
-			failed ? " (ingest them with 'phaseprof ingest DIR/*.spool -o DB')" : "");
+	if (failed)
+		cli_error("record: spool files kept in %s (ingest them with 'phaseprof ingest DIR/*.spool -o DB')",
+			  dir);
+	else if (keep)
+		say("phaseprof: spool files kept in %s\n", dir);
 	else
 		rm_dir(dir);
 	if (early_ing.watch >= 0)
 		close(early_ing.watch);
+	/* the program's status stays the exit status; a summary that could
+	 * not be written is reported on stderr */
+	summary_close(ro.summary, recorded > 0);
 	if (recorded <= 0) {
 		/* the program's own status when it failed, else: nothing recorded */
 		if (sig)

@@ -815,6 +815,14 @@ static void section_steps(pp_view_ctx *c, const pp_run_info *run)
 		slope = icpt = 0;
 	free(tx);
 	free(ty);
+	/* What one step is, where the recorder said (the Python layer: an
+	 * iteration, an optimizer step of N micro-batches, a batch...). */
+	char unit[160];
+	if (pp_store_run_meta(c->st, run->id, "python.step_unit", unit, sizeof unit) == 0) {
+		P("<p class=\"lead\">One step is: ");
+		pp_out_html(o, unit);
+		P(".</p>\n");
+	}
 	P("<div class=\"cards\"><div class=\"card\"><div class=\"k\">steps</div>");
 	pp_out_printf(o, "<div class=\"v\">%d</div></div><div class=\"card\"><div class=\"k\">first step</div><div class=\"v\">", n);
 	pdur(o, s[0].dur_ns);

@@ -43,7 +43,7 @@ def start(root):
     p = load("phaseprof", d + "/__init__.py", [d], run=False)
     try:
         for n, f, k in (("kinds", "/kinds.py", None), ("_native", "/_native.py", None),
-                        ("_steps", "/_steps.py", None),
+                        ("_steps", "/_steps.py", None), ("_loop", "/_loop.py", None),
                         ("adapters", "/adapters/__init__.py", [d + "/adapters"])):
             setattr(p, n, load("phaseprof." + n, d + f, k))
         p._boot = sys.modules[__name__]
@@ -85,9 +85,15 @@ def _install(name, module):
 
 
 def _exit_check():
-    """At exit (atexit, after the program's own handlers): an exception
-    nobody caught is left in sys.last_value when CPython printed it."""
+    """At exit (atexit, after the program's own handlers): the iteration of
+    a loop still open ends; an exception nobody caught is left in
+    sys.last_value when CPython printed it."""
     v = getattr(sys, "last_value", None)
+    if v is None:
+        try:
+            sys.modules["phaseprof._loop"].at_exit()
+        except BaseException:
+            pass
     if v is None:
         return
     try:

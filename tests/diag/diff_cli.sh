@@ -27,6 +27,10 @@ printf '%s\n' "$out" | grep -qE '^weight_load .* improvement$' || fail "no weigh
 printf '%s\n' "$out" | grep -qE '^compile .* ~$' || fail "compile should be within noise: $out"
 printf '%s\n' "$out" | grep -q '2 regressions, 1 improvement beyond noise' || fail "no summary: $out"
 printf '%s\n' "$out" | grep -q 'A: .*a.db run 1 "base"' || fail "no run header: $out"
+# the header says which test judged the step row, with its numbers
+printf '%s\n' "$out" | grep -qE '^step median: Mann-Whitney U on 39 vs 39 steady steps, two-sided p [<=] [0-9.e-]+ \(flagged below 0.001\); Hodges-Lehmann shift .*; both shifts must exceed max\(10% of A.s median, 2 x the quieter run.s sigma\) = ' \
+  || fail "no step test line: $out"
+printf '%s\n' "$out" | grep -qE '^total, phases: a change counts beyond max\(3 x noise x A, 5% of A, ' || fail "no phase threshold line: $out"
 # every table line has its ratio column at the same place
 cols=$(printf '%s\n' "$out" | awk '/^phase /{on=1} on && NF>=8 {print index($0, $(NF-1) " ") + length($(NF-1))}' | sort -u | wc -l)
 [ "$cols" = 1 ] || fail "ratio column not aligned: $out"
@@ -50,6 +54,11 @@ assert rows["weight_load"]["verdict"] == "improvement"
 assert rows["compile"]["verdict"] == "same"
 assert d["regressions"] == 2 and d["improvements"] == 1
 assert d["noise_from_steps"] is True
+t = d["step_test"]
+assert t["test"] == "mann-whitney-u" and t["alpha"] == 0.001 and t["p_two_sided"] < 0.001, t
+assert t["hodges_lehmann_shift_ns"] > t["min_effect_ns"] > 0, t
+assert t["q25_b_ns"] - t["q25_a_ns"] > t["min_effect_ns"], t
+assert rows["step median"]["threshold_ns"] == round(t["min_effect_ns"]), (rows["step median"], t)
 PY
 
 # Errors: one line, naming the file or the argument; exit 1 (data) or 2 (usage).

@@ -1,7 +1,8 @@
 /* A program for the regression-gate test: a weight_load phase, a compile
  * phase and 20 steps, each a busy loop (no sleeping: the time is CPU work,
  * as a real regression would be). PP_GATE_SLOW=1 makes weight_load 4x the
- * work: the regression the gate must catch. Annotated through the weak
+ * work: the regression the gate must catch; PP_GATE_SLOW=2 makes every step
+ * 2x the work (diff_load.sh). Annotated through the weak
  * symbols, so it runs the same without phaseprof. */
 #include <stdint.h>
 #include <stdio.h>
@@ -33,7 +34,7 @@ int main(void)
 	 * averages out instead of making every step a different length */
 	for (int i = 0; i < 20; i++) {
 		PPA_STEP_BEGIN(i);
-		work(30 * unit);
+		work((slow && slow[0] == '2' ? 2 : 1) * 30 * unit);
 		PPA_STEP_END();
 	}
 	printf("done %llu\n", (unsigned long long)(sink & 1));

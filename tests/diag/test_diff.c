@@ -232,6 +232,161 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* A run on a loaded machine: n steps of base ns (3% noise), a share
+ * `loaded` of them stretched by one preemption of 40-100% of a step (load
+ * adds time, never removes it). */
+static int64_t loaded_run(const char *label, int n, double base, double loaded, uint64_t seed)
+{
+	trec_run(&T, label, 0);
+	int64_t *dur = malloc((size_t)n * sizeof *dur);
+	for (int i = 0; i < n; i++) {
+		double d = base * (1 + 0.03 * trand_normal(&seed));
+		if (trand_uniform(&seed) < loaded)
+			d += base * (0.4 + 0.6 * trand_uniform(&seed));
+		dur[i] = (int64_t)d;
+	}
+	trec_steps(&T, 0, dur, n, 10 * US, NULL, NULL);
+	free(dur);
+	return T.run;
+}
+
+/* The same program recorded twice, once beside a CPU hog: more of B's steps
+ * are stretched, so its median moved by ~30%, far beyond the standard error
+ * of a median of 60 steps (the old test flagged it). Its faster steps did not
+ * move: not a regression. Each seed is a different load pattern. */
+static void test_load_is_not_a_regression(void **state)
+{
+	(void)state;
+	for (uint64_t seed = 100; seed < 120; seed += 2) {
+		int64_t a = loaded_run("quiet", 60, 10 * MS, 0.1, seed);
+		int64_t b = loaded_run("beside a hog", 60, 10 * MS, 0.45, seed + 1);
+		pp_diff d;
+		assert_int_equal(pp_diag_diff(T.st, a, T.st, b, &d), 0);
+		const pp_diff_row *r = row(&d, "step median");
+		if (r->verdict != PP_DIFF_SAME)
+			fail_msg("seed %d: step median %s (%lld -> %lld, p=%.2g, shift %.0f, q25 %.0f -> %.0f, "
+				 "min effect %.0f)",
+				 (int)seed, pp_diff_verdict_name(r->verdict), (long long)r->ns_a,
+				 (long long)r->ns_b, d.step_p, d.step_shift_ns, d.step_q25_a, d.step_q25_b,
+				 d.step_min_effect_ns);
+		assert_int_equal(d.step_test, PP_DIFF_TEST_MANN_WHITNEY);
+		pp_diff_free(&d);
+	}
+}
+
+/* A genuinely slower program (2x step) under the same load patterns is
+ * flagged, and 2x faster is an improvement; a 3% shift on quiet steps is
+ * significant for the test with 200 steps but below the minimum effect. */
+static void test_step_regression_beyond_load(void **state)
+{
+	(void)state;
+	for (uint64_t seed = 200; seed < 210; seed += 2) {
+		int64_t a = loaded_run("quiet", 60, 10 * MS, 0.1, seed);
+		int64_t b = loaded_run("2x, beside a hog", 60, 20 * MS, 0.45, seed + 1);
+		pp_diff d;
+		assert_int_equal(pp_diag_diff(T.st, a, T.st, b, &d), 0);
+		assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_REGRESSION);
+		assert_true(d.step_p < PP_DIFF_MW_ALPHA);
+		assert_true(d.step_shift_ns > 9 * MS && d.step_shift_ns < 20 * MS); /* 10 ms, and load */
+		pp_diff_free(&d);
+		assert_int_equal(pp_diag_diff(T.st, b, T.st, a, &d), 0);
+		assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_IMPROVEMENT);
+		pp_diff_free(&d);
+	}
+	int64_t a = loaded_run("quiet", 200, 10 * MS, 0, 300);
+	int64_t b = loaded_run("3% slower", 200, 10.3 * MS, 0, 301);
+	pp_diff d;
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, b, &d), 0);
+	assert_true(d.step_p < PP_DIFF_MW_ALPHA);
+	assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_SAME);
+	pp_diff_free(&d);
+}
+
+/* Too few steps for the test: the row is judged by the thresholds, and the
+ * diff says so. */
+static void test_few_steps_no_test(void **state)
+{
+	(void)state;
+	int64_t a = fixture_run(&T, "4 steps", 5, 2 * MS, 0.02, 10 * MS, 20 * MS, 80);
+	int64_t b = fixture_run(&T, "4 slow steps", 5, 4 * MS, 0.02, 10 * MS, 20 * MS, 81);
+	pp_diff d;
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, b, &d), 0);
+	assert_int_equal(d.step_test, PP_DIFF_TEST_THRESHOLD);
+	assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_REGRESSION);
+	pp_diff_free(&d);
+}
+
+/* A run whose steps carry their CPU time (step.cpu_ns, as pp_step_end
+ * emits it): n steps of wall ns (3% noise) doing cpu ns of work, after a
+ * weight_load of weight ns; with_cpu 0 leaves the counter out. */
+static int64_t cpu_run(const char *label, int n, double wall, double cpu, int64_t weight, int with_cpu,
+		       uint64_t seed)
+{
+	trec_run(&T, label, 0);
+	int64_t now = 0;
+	trec_span(&T, PP_WEIGHT_LOAD, "weights", now, now + weight, 0, -1);
+	now += weight;
+	for (int i = 0; i < n; i++) {
+		int64_t d = (int64_t)(wall * (1 + 0.03 * trand_normal(&seed)));
+		trec_span(&T, PP_STEP, "step", now, now + d, 0, i);
+		if (with_cpu)
+			trec_counter(&T, "step.cpu_ns", now + d - 1, cpu * (1 + 0.01 * trand_normal(&seed)));
+		now += d + 5 * US;
+	}
+	char sql[128];
+	snprintf(sql, sizeof sql, "UPDATE runs SET duration_ns = %lld WHERE id = %lld", (long long)now,
+		 (long long)T.run);
+	trec_exec(&T, sql);
+	return T.run;
+}
+
+/* A hog that takes the program's CPU for the whole recording stretches
+ * every step (the fast ones too) and every phase by the same factor: wall
+ * time alone calls it a regression; the steps' CPU time says the program
+ * did the same work, and the other rows are compared after the load. */
+static void test_cpu_time_tells_load_from_regression(void **state)
+{
+	(void)state;
+	int64_t a = cpu_run("quiet", 40, 10 * MS, 9 * MS, 20 * MS, 1, 400);
+	int64_t b = cpu_run("beside a hog", 40, 18 * MS, 9 * MS, 36 * MS, 1, 401);
+	pp_diff d;
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, b, &d), 0);
+	assert_true(d.step_cpu);
+	assert_int_equal(d.step_wall_verdict, PP_DIFF_REGRESSION);
+	assert_int_equal(d.step_cpu_verdict, PP_DIFF_SAME);
+	assert_true(d.load_factor > 1.7 && d.load_factor < 1.9);
+	for (int i = 0; i < d.n; i++)
+		if (d.rows[i].verdict != PP_DIFF_SAME)
+			fail_msg("beside a hog: %s flagged %s", d.rows[i].name,
+				 pp_diff_verdict_name(d.rows[i].verdict));
+	pp_diff_free(&d);
+
+	/* twice the work per step: CPU and wall agree, no load */
+	int64_t c = cpu_run("2x work", 40, 20 * MS, 18 * MS, 20 * MS, 1, 402);
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, c, &d), 0);
+	assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_REGRESSION);
+	assert_int_equal(d.step_cpu_verdict, PP_DIFF_REGRESSION);
+	assert_true(d.load_factor > 0.9 && d.load_factor < 1.1);
+	assert_int_equal(row(&d, "weight_load")->verdict, PP_DIFF_SAME);
+	pp_diff_free(&d);
+
+	/* a slower weight load beside the same load is still flagged */
+	int64_t e = cpu_run("hog, 3x load", 40, 18 * MS, 9 * MS, 108 * MS, 1, 403);
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, e, &d), 0);
+	assert_int_equal(row(&d, "weight_load")->verdict, PP_DIFF_REGRESSION);
+	assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_SAME);
+	pp_diff_free(&d);
+
+	/* without CPU times the wall-time test alone decides */
+	int64_t f = cpu_run("quiet, no cpu", 40, 10 * MS, 9 * MS, 20 * MS, 0, 404);
+	int64_t g = cpu_run("hog, no cpu", 40, 18 * MS, 9 * MS, 36 * MS, 0, 405);
+	assert_int_equal(pp_diag_diff(T.st, f, T.st, g, &d), 0);
+	assert_false(d.step_cpu);
+	assert_true(d.load_factor == 1);
+	assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_REGRESSION);
+	pp_diff_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -242,6 +397,10 @@ int main(void)
 		cmocka_unit_test(test_no_steps),
 		cmocka_unit_test(test_two_databases_and_errors),
 		cmocka_unit_test(test_gate),
+		cmocka_unit_test(test_load_is_not_a_regression),
+		cmocka_unit_test(test_step_regression_beyond_load),
+		cmocka_unit_test(test_few_steps_no_test),
+		cmocka_unit_test(test_cpu_time_tells_load_from_regression),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -181,10 +181,42 @@ static void test_correlation(void **state)
 	assert_true(isnan(diag_spearman(x, y, 0)));
 }
 
+/* Mann-Whitney U against hand-computed values; the quantile as R's type 7. */
+static void test_mann_whitney(void **state)
+{
+	(void)state;
+	const double a[5] = {1, 2, 3, 4, 5}, b[5] = {6, 7, 8, 9, 10};
+	diag_mw m;
+	assert_int_equal(diag_mann_whitney(a, 5, b, 5, &m), 0);
+	/* complete separation: U = 25, mean 12.5, var 25 * 11 / 12; z with the
+	 * continuity correction (25 - 12.5 - 0.5) / 4.787 = 2.507, p = 0.0122 */
+	assert_true(m.u == 25);
+	assert_true(fabs(m.z - 2.5067) < 1e-3);
+	assert_true(fabs(m.p_two_sided - 0.01218) < 2e-4);
+	assert_true(m.hl_shift == 5);
+	assert_int_equal(diag_mann_whitney(b, 5, a, 5, &m), 0);
+	assert_true(m.u == 0 && m.z < 0 && m.hl_shift == -5);
+	/* ties: every value equal is no evidence at all */
+	const double c[4] = {3, 3, 3, 3};
+	assert_int_equal(diag_mann_whitney(c, 4, c, 4, &m), 0);
+	assert_true(m.p_two_sided == 1 && m.hl_shift == 0);
+	/* a tie across the samples counts 1/2: a = {1, 2}, b = {2, 3}: pairs
+	 * (1,2) (1,3) (2,3) count 1, (2,2) 1/2 */
+	const double d[2] = {1, 2}, e[2] = {2, 3};
+	assert_int_equal(diag_mann_whitney(d, 2, e, 2, &m), 0);
+	assert_true(m.u == 3.5);
+	assert_int_equal(diag_mann_whitney(d, 1, e, 2, &m), -1);
+	const double q[4] = {4, 1, 3, 2};
+	assert_true(fabs(diag_quantile(q, 4, 0.25) - 1.75) < 1e-12);
+	assert_true(diag_quantile(q, 4, 0) == 1 && diag_quantile(q, 4, 1) == 4);
+	assert_true(diag_quantile(q, 0, 0.5) == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_median_mad),
+		cmocka_unit_test(test_mann_whitney),
 		cmocka_unit_test(test_distributions),
 		cmocka_unit_test(test_linreg),
 		cmocka_unit_test(test_mann_kendall),

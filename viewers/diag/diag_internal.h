@@ -46,7 +46,21 @@ typedef struct diag_run {
 	int first_is_marked;      /* steps[0] came from a PP_FIRST_STEP phase */
 	int64_t startup_end_ns;   /* start of the first step, else total_ns */
 	unsigned has;             /* PP_RUN_HAS_GPU, PP_RUN_IS_RANK: rules skip what is absent */
+	int torch;                /* a PyTorch program (diag_run_is_torch): texts in its words */
 } diag_run;
+
+/* A PyTorch program: the Python layer installed (or tried to install) the
+ * torch or Lightning adapter, i.e. the program imported torch (run_meta
+ * python.adapter.torch, python.adapter.pytorch_lightning,
+ * python.adapter.lightning). Its findings speak PyTorch; every other run
+ * (flow, scenarios, plain native programs) keeps the runtime's words. */
+int diag_run_is_torch(pp_store *st, int64_t run_id);
+/* The text for the run's framework: torch's for a PyTorch run, else flow's.
+ * Both are literals at every call, so a title format stays checked. */
+#define DIAG_SAY(r, flow, torch_) ((r)->torch ? (torch_) : (flow))
+/* A phase kind as a PyTorch user reads it (graph_build is "model
+ * construction" there); other runs get pp_kind_name. */
+const char *diag_kind_word(const diag_run *r, int kind);
 
 /* Severity: the ranking adds this base to the share, so a high finding
  * always outranks a moderate one. */

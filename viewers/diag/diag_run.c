@@ -247,6 +247,47 @@ static int id_lookup_find(const id_lookup *k, int64_t id)
 	return diag_id_find(k->map, k->n, id);
 }
 
+int diag_run_is_torch(pp_store *st, int64_t run_id)
+{
+	static const char *const keys[] = {"python.adapter.torch", "python.adapter.pytorch_lightning",
+					   "python.adapter.lightning"};
+	char v[64];
+	/* "installed", or "failed: ..." when the adapter broke: the program
+	 * imported torch either way */
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (pp_store_run_meta(st, run_id, keys[i], v, sizeof v) == 0)
+			return 1;
+	return 0;
+}
+
+const char *diag_kind_word(const diag_run *r, int kind)
+{
+	if (r->torch)
+		switch (kind) {
+		case PP_GRAPH_BUILD:
+			return "graph construction";
+		case PP_GRADIENT_BUILD:
+			return "autograd set-up";
+		case PP_SHAPE_INFERENCE:
+			return "shape propagation";
+		case PP_SESSION_CREATE:
+			return "runtime set-up";
+		case PP_SESSION_CLOSE:
+			return "runtime teardown";
+		case PP_VARIABLE_CREATE:
+			return "parameter creation";
+		case PP_VARIABLE_INIT:
+			return "parameter initialisation";
+		case PP_OP_REGISTRATION:
+			return "operator registration";
+		case PP_MEMORY_ALLOC:
+			return "memory allocation";
+		case PP_RETRACE:
+			return "recompilation";
+		}
+	return pp_kind_name((pp_kind)kind);
+}
+
 int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t errlen)
 {
 	memset(r, 0, sizeof *r);
@@ -261,6 +302,7 @@ int diag_run_load(diag_run *r, pp_store *st, int64_t run_id, char *err, size_t e
 			 (long long)run_id);
 		return -1;
 	}
+	r->torch = diag_run_is_torch(st, run_id);
 	if (pp_store_spans(st, run_id, -1, &r->spans) != 0) {
 		snprintf(err, errlen, "%s: run %lld: cannot read its phases", pp_store_path(st),
 			 (long long)run_id);

@@ -59,6 +59,26 @@ double diag_pearson(const double *x, const double *y, int n);
  * step times carry spikes (preemption) that would dominate a Pearson r. */
 double diag_spearman(const double *x, const double *y, int n);
 
+/* Mann-Whitney U (Wilcoxon rank-sum) of b against a: rank-based, so it
+ * compares two samples of step times whatever the shape of their noise
+ * (preemption makes it one-sided and heavy-tailed, which a t-test or a
+ * standard error of the median assumes away). Normal approximation with
+ * the tie correction and a continuity correction. */
+typedef struct diag_mw {
+	double u;                 /* pairs (a_i, b_j) with b_j > a_i, ties counted 1/2 */
+	double z;                 /* > 0: b tends to be larger */
+	double p_two_sided;
+	double hl_shift;          /* Hodges-Lehmann shift: median of b_j - a_i */
+	int na, nb;
+} diag_mw;
+/* Returns 0, or -1 when a side has fewer than 2 values (or out of memory).
+ * The shift uses at most ~250,000 pairs (every k-th value of a longer side). */
+int diag_mann_whitney(const double *a, int na, const double *b, int nb, diag_mw *out);
+
+/* The q-quantile (0..1) of x[0..n), linear between order statistics (R's
+ * type 7). 0 for n == 0. */
+double diag_quantile(const double *x, int n, double q);
+
 /* Distribution functions. */
 double diag_normal_cdf(double z);
 /* Two-sided p-value of a Student t statistic with df degrees of freedom. */

@@ -71,9 +71,13 @@ void pp_diag_print(FILE *out, const pp_finding *f, int n, int flags);
 int pp_diag_find(const pp_finding *f, int n, const char *rule);
 
 /* ---- diff of two runs ----
- * Phase-by-phase: per-kind totals, step count and step-time median. A row is
- * flagged when its change is beyond the noise seen between repeated steps
- * (median absolute deviation of the steps), see README.md. */
+ * Phase-by-phase: per-kind totals, step count and step-time median. The
+ * step row is judged by a Mann-Whitney U test on the two runs' steady step
+ * times plus a minimum effect (the Hodges-Lehmann shift and the shift of
+ * the lower quartile both beyond max(10% of A's median, 2 x the quieter
+ * run's step-to-step noise)), confirmed by the same test on each step's CPU
+ * time when both runs have it (step.cpu_ns); the total and per-kind rows by thresholds from the
+ * step noise. See README.md. */
 enum pp_diff_verdict { PP_DIFF_SAME = 0, PP_DIFF_REGRESSION = 1, PP_DIFF_IMPROVEMENT = 2 };
 
 typedef struct pp_diff_row {
@@ -95,8 +99,35 @@ typedef struct pp_diff {
 				     differences / sqrt(2) / median, larger of the runs */
 	int noise_from_steps;     /* 0: no steps, a default floor was used */
 	int regressions, improvements;
+	/* the step row's test (pp_diff_step_test) */
+	int step_test;            /* PP_DIFF_TEST_MANN_WHITNEY, or PP_DIFF_TEST_THRESHOLD when
+				     a run has fewer than PP_DIFF_MW_MIN_STEPS steady steps */
+	double step_p;            /* two-sided p of the U test (1 when not run) */
+	double step_alpha;        /* significance level: PP_DIFF_MW_ALPHA */
+	double step_shift_ns;     /* Hodges-Lehmann shift of B's steps against A's */
+	double step_q25_a, step_q25_b; /* lower quartiles of the steady steps */
+	double step_min_effect_ns; /* both shifts must exceed this */
+	int64_t floor_ns;         /* the total and per-kind rows' absolute floor (before the
+				     per-kind sqrt(count) scaling) */
+	int step_wall_verdict;    /* the test on wall times alone */
+	/* the same test on each step's CPU time (counter step.cpu_ns), when both
+	 * runs have it (step_cpu = 1) */
+	int step_cpu, step_cpu_verdict;
+	double step_cpu_p, step_cpu_shift_ns, step_cpu_median_a, step_cpu_median_b;
+	double step_cpu_min_effect_ns;
+	double step_cpu_share;    /* median CPU / median wall time of a step, larger run's
+				     (information) */
+	double load_factor;       /* B's wall time per CPU time of a step / A's (1 without
+				     CPU times): the total and phase rows compare B / it
+				     with A */
 	char error[256];
 } pp_diff;
+
+enum { PP_DIFF_TEST_THRESHOLD = 0, PP_DIFF_TEST_MANN_WHITNEY = 1 };
+#define PP_DIFF_MW_ALPHA 0.001
+#define PP_DIFF_MW_MIN_STEPS 6
+#define PP_DIFF_STEP_MIN_REL 0.10  /* of A's median step */
+#define PP_DIFF_STEP_NOISE_K 2.0   /* x the quieter run's step-to-step noise (sigma) */
 
 /* Compares run_a of store a with run_b of store b (a and b may be the same
  * store). Returns 0, or -1 with a one-line message in out->error. */

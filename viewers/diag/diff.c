@@ -8,17 +8,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A change counts only beyond all of: 3x the noise, 5% of the baseline, and
- * an absolute floor (0.1% of the longer run, at least 10 us, and for phases
- * 3x the steps' absolute spread), so tiny phases don't flap. */
+/* The total and per-kind rows: a change counts only beyond all of 3x the
+ * noise, 5% of the baseline, and an absolute floor (0.5% of the longer run,
+ * at least 10 us, and 3x the steps' absolute spread, times the square root
+ * of the row's phase count: each occurrence can be preempted), so tiny
+ * phases and phases repeated every step don't flap on a busy machine. The
+ * step row has its own test (judge_steps). */
 #define DIFF_NOISE_K 3.0
 #define DIFF_MIN_REL 0.05
+#define DIFF_FLOOR_REL 0.005
 #define DIFF_DEFAULT_NOISE 0.05
 
 typedef struct run_side {
 	pp_phase_total *totals;
 	int n_totals;
 	double *steady;           /* steady step durations (the first step dropped) */
+	double *cpu;              /* their CPU time (counter step.cpu_ns), NULL unless every
+				     steady step has one */
 	int n_steady, n_steps;
 	double median, sigma;     /* of the steady steps (sigma from successive differences) */
 } run_side;
@@ -27,6 +33,34 @@ static void side_free(run_side *s)
 {
 	free(s->totals);
 	free(s->steady);
+	free(s->cpu);
+}
+
+/* The CPU time of each steady step: the step.cpu_ns sample the recorder
+ * emits at the step's end (inside it). Left NULL when any step lacks one
+ * (a recording from before the counter, a step ended another way). */
+static void side_load_cpu(pp_store *st, int64_t run, const pp_step_row *steps, int n, run_side *s)
+{
+	pp_counter_row *c = NULL;
+	int nc = 0;
+	if (n < 2 || pp_store_counter(st, run, "step.cpu_ns", &c, &nc) != 0 || nc < n - 1) {
+		free(c);
+		return;
+	}
+	s->cpu = malloc((size_t)(n - 1) * sizeof *s->cpu);
+	int k = 0; /* samples and steps are both in time order */
+	for (int i = 1; s->cpu && i < n; i++) {
+		int64_t a = steps[i].start_ns, b = a + steps[i].dur_ns;
+		while (k < nc && c[k].ts_ns < a)
+			k++;
+		if (k >= nc || c[k].ts_ns > b) {
+			free(s->cpu);
+			s->cpu = NULL;
+			break;
+		}
+		s->cpu[i - 1] = c[k].value;
+	}
+	free(c);
 }
 
 static int side_load(pp_store *st, int64_t run, pp_run_info *info, run_side *s, char *err,
@@ -72,6 +106,7 @@ static int side_load(pp_store *st, int64_t run, pp_run_info *info, run_side *s, 
 				free(d);
 			}
 		}
+		side_load_cpu(st, run, steps, n, s);
 	}
 	free(steps);
 	return 0;
@@ -85,7 +120,12 @@ static const pp_phase_total *find_kind(const run_side *s, int kind)
 	return NULL;
 }
 
-static void judge(pp_diff_row *row, double rel_noise, int64_t floor_ns)
+/* load: how much slower B's machine ran the program than A's (see
+ * load_factor). A change must hold both as measured and with B's time
+ * divided by it: the factor comes from the steps, and a phase that ran at
+ * another time of the run may have seen another load (a busy machine's
+ * load swings within a run), so it only ever withdraws a verdict. */
+static void judge(pp_diff_row *row, double rel_noise, int64_t floor_ns, double load)
 {
 	int64_t base = row->ns_a > 0 ? row->ns_a : row->ns_b;
 	double thr = DIFF_NOISE_K * rel_noise * (double)base;
@@ -96,9 +136,145 @@ static void judge(pp_diff_row *row, double rel_noise, int64_t floor_ns)
 	row->threshold_ns = (int64_t)llround(thr);
 	row->ratio = row->ns_a > 0 ? (double)row->ns_b / (double)row->ns_a : 0;
 	int64_t d = row->ns_b - row->ns_a;
-	row->verdict = d > row->threshold_ns    ? PP_DIFF_REGRESSION
-		       : -d > row->threshold_ns ? PP_DIFF_IMPROVEMENT
-						: PP_DIFF_SAME;
+	int64_t dl = (int64_t)llround((double)row->ns_b / load) - row->ns_a;
+	row->verdict = d > row->threshold_ns && dl > row->threshold_ns     ? PP_DIFF_REGRESSION
+		       : -d > row->threshold_ns && -dl > row->threshold_ns ? PP_DIFF_IMPROVEMENT
+									   : PP_DIFF_SAME;
+}
+
+/* Robust step-to-step sigma of a series: 1.4826 MAD of successive
+ * differences / sqrt 2 (a drift barely moves it). 0 below 3 values. */
+static double step_sigma(const double *y, int n)
+{
+	if (n < 3)
+		return 0;
+	double *d = malloc((size_t)(n - 1) * sizeof *d);
+	if (!d)
+		return 0;
+	for (int i = 1; i < n; i++)
+		d[i - 1] = y[i] - y[i - 1];
+	double s = diag_robust_sigma(d, n - 1) / sqrt(2.0);
+	free(d);
+	return s;
+}
+
+/* One sample of step times against another (wall or CPU): Mann-Whitney U
+ * plus the minimum effect, see judge_steps. */
+typedef struct step_cmp {
+	int verdict;
+	double p, shift, q25_a, q25_b, min_eff, med_a, med_b;
+} step_cmp;
+
+static int step_compare(const double *a, int na, const double *b, int nb, step_cmp *o)
+{
+	memset(o, 0, sizeof *o);
+	o->med_a = diag_median(a, na);
+	o->med_b = diag_median(b, nb);
+	/* the quieter run's noise: load inflates the other's, and a 2x slower
+	 * program recorded beside a hog must not hide behind it */
+	double sa = step_sigma(a, na), sb = step_sigma(b, nb);
+	double sigma = sa < sb ? sa : sb;
+	o->min_eff = PP_DIFF_STEP_MIN_REL * o->med_a;
+	if (o->min_eff < PP_DIFF_STEP_NOISE_K * sigma)
+		o->min_eff = PP_DIFF_STEP_NOISE_K * sigma;
+	o->q25_a = diag_quantile(a, na, 0.25);
+	o->q25_b = diag_quantile(b, nb, 0.25);
+	diag_mw mw;
+	if (diag_mann_whitney(a, na, b, nb, &mw) != 0)
+		return -1;
+	o->p = mw.p_two_sided;
+	o->shift = mw.hl_shift;
+	double dq = o->q25_b - o->q25_a;
+	int significant = mw.p_two_sided < PP_DIFF_MW_ALPHA;
+	o->verdict = significant && mw.hl_shift > o->min_eff && dq > o->min_eff     ? PP_DIFF_REGRESSION
+		     : significant && -mw.hl_shift > o->min_eff && -dq > o->min_eff ? PP_DIFF_IMPROVEMENT
+										    : PP_DIFF_SAME;
+	return 0;
+}
+
+/* The step row. Per-step times of two recordings are two samples, not two
+ * numbers: a busy machine stretches some steps of one run (preemption only
+ * adds time), so a test on medians with a standard error from the spread
+ * flags a 5% shift that the load made. A regression needs all of:
+ *   - Mann-Whitney U on the steady steps, two-sided p < PP_DIFF_MW_ALPHA:
+ *     B's steps are slower as a whole, not a few of them;
+ *   - the Hodges-Lehmann shift (median of the pairwise differences) beyond
+ *     the minimum effect, max(PP_DIFF_STEP_MIN_REL of A's median,
+ *     PP_DIFF_STEP_NOISE_K x the smaller of the two runs' step-to-step
+ *     sigma): a change a user would notice, larger than what the program's
+ *     steps vary by when the machine leaves them alone;
+ *   - the lower quartile moved by as much: load fattens the slow side, so
+ *     the faster steps of a run say what the program costs.
+ * A hog that takes the program's CPU for the whole recording stretches
+ * every step, the fast ones too: wall time alone cannot tell that from a
+ * slower program. So when both runs carry each step's CPU time
+ * (step.cpu_ns, the process's), the same test runs on CPU times and the
+ * row changes only when both agree: wall time that grew off the CPU is
+ * waiting, for a CPU (the machine's load) or for I/O or another thread,
+ * and a step's CPU share cannot tell those apart on a loaded machine (a
+ * quiet program's steps there spend 75% of their time runnable). Waits the
+ * program reports (data_wait...) have their own phase rows.
+ * With fewer than PP_DIFF_MW_MIN_STEPS steady steps on a side the test
+ * cannot reject anything at that level: the row falls back to judge()'s
+ * thresholds (PP_DIFF_TEST_THRESHOLD, said in the header). */
+static int judge_steps(pp_diff_row *row, const run_side *sa, const run_side *sb, pp_diff *out)
+{
+	if (sa->n_steady < PP_DIFF_MW_MIN_STEPS || sb->n_steady < PP_DIFF_MW_MIN_STEPS) {
+		out->step_test = PP_DIFF_TEST_THRESHOLD;
+		judge(row, out->noise_rel, 1000, 1);
+		return 0;
+	}
+	step_cmp w;
+	if (step_compare(sa->steady, sa->n_steady, sb->steady, sb->n_steady, &w) != 0)
+		return -1;
+	out->step_test = PP_DIFF_TEST_MANN_WHITNEY;
+	out->step_p = w.p;
+	out->step_shift_ns = w.shift;
+	out->step_q25_a = w.q25_a;
+	out->step_q25_b = w.q25_b;
+	out->step_min_effect_ns = w.min_eff;
+	out->step_wall_verdict = w.verdict;
+	row->threshold_ns = (int64_t)llround(w.min_eff);
+	row->ratio = row->ns_a > 0 ? (double)row->ns_b / (double)row->ns_a : 0;
+	row->verdict = w.verdict;
+	if (!sa->cpu || !sb->cpu)
+		return 0;
+	step_cmp c;
+	if (step_compare(sa->cpu, sa->n_steady, sb->cpu, sb->n_steady, &c) != 0)
+		return -1;
+	out->step_cpu = 1;
+	out->step_cpu_p = c.p;
+	out->step_cpu_shift_ns = c.shift;
+	out->step_cpu_median_a = c.med_a;
+	out->step_cpu_median_b = c.med_b;
+	out->step_cpu_min_effect_ns = c.min_eff;
+	out->step_cpu_verdict = c.verdict;
+	double ra = w.med_a > 0 ? c.med_a / w.med_a : 0, rb = w.med_b > 0 ? c.med_b / w.med_b : 0;
+	out->step_cpu_share = ra > rb ? ra : rb;
+	if (c.verdict != w.verdict)
+		row->verdict = PP_DIFF_SAME;
+	return 0;
+}
+
+/* How much slower B's machine ran the program than A's: the ratio of the
+ * two runs' wall time per CPU time of a step (medians), when both carry each
+ * step's CPU time. A program that does the same work in both gets the same
+ * CPU time per step, and the wall time around it stretches with the load
+ * (time spent waiting for a CPU); a slower program needs more CPU time,
+ * which this ratio leaves out. The total and phase rows have no CPU time of
+ * their own: a change there must also hold after dividing B's time by this
+ * factor (1 without CPU times; kept within 1/4..4). It reads more waiting
+ * inside B's steps (I/O) as load too: the header prints it. */
+static double load_factor(const run_side *sa, const run_side *sb)
+{
+	if (!sa->cpu || !sb->cpu || sa->n_steady < PP_DIFF_MW_MIN_STEPS ||
+	    sb->n_steady < PP_DIFF_MW_MIN_STEPS)
+		return 1;
+	double ca = diag_median(sa->cpu, sa->n_steady), cb = diag_median(sb->cpu, sb->n_steady);
+	if (ca <= 0 || cb <= 0 || sa->median <= 0)
+		return 1;
+	double l = (sb->median / cb) / (sa->median / ca);
+	return l < 0.25 ? 0.25 : l > 4 ? 4 : l;
 }
 
 static int cmp_rows(const void *x, const void *y)
@@ -140,25 +316,29 @@ int pp_diag_diff(pp_store *a, int64_t run_a, pp_store *b, int64_t run_b, pp_diff
 		return -1;
 	}
 	int64_t longest = out->a.duration_ns > out->b.duration_ns ? out->a.duration_ns : out->b.duration_ns;
-	int64_t floor_ns = longest / 1000 > 10000 ? longest / 1000 : 10000;
+	int64_t floor_ns = (int64_t)(DIFF_FLOOR_REL * (double)longest);
+	if (floor_ns < 10000)
+		floor_ns = 10000;
 	/* A preemption adds time, not a share: a phase measured once carries
 	 * the steps' absolute spread too, so a short one-off phase is not
 	 * flagged for one time slice lost on a busy machine. */
 	double sigma_abs = DIFF_NOISE_K * (sa.sigma > sb.sigma ? sa.sigma : sb.sigma);
 	if (sigma_abs > (double)floor_ns)
 		floor_ns = (int64_t)llround(sigma_abs);
+	out->floor_ns = floor_ns;
 
+	out->load_factor = load_factor(&sa, &sb);
 	pp_diff_row *row = &out->rows[out->n++];
 	snprintf(row->name, sizeof row->name, "total");
 	row->kind = -1;
 	row->count_a = row->count_b = 1;
 	row->ns_a = out->a.duration_ns;
 	row->ns_b = out->b.duration_ns;
-	judge(row, out->noise_rel, floor_ns);
+	judge(row, out->noise_rel, floor_ns, out->load_factor);
 
+	out->step_p = 1;
+	out->step_alpha = PP_DIFF_MW_ALPHA;
 	if (sa.n_steady > 0 && sb.n_steady > 0) {
-		/* Medians of two samples: compare against the standard error of
-		 * their difference (1.2533·sigma/sqrt(n) per median). */
 		row = &out->rows[out->n++];
 		snprintf(row->name, sizeof row->name, "step median");
 		row->kind = -1;
@@ -166,11 +346,12 @@ int pp_diag_diff(pp_store *a, int64_t run_a, pp_store *b, int64_t run_b, pp_diff
 		row->count_b = sb.n_steady;
 		row->ns_a = (int64_t)llround(sa.median);
 		row->ns_b = (int64_t)llround(sb.median);
-		double se_a = 1.2533 * sa.sigma / sqrt((double)sa.n_steady);
-		double se_b = 1.2533 * sb.sigma / sqrt((double)sb.n_steady);
-		double se = sqrt(se_a * se_a + se_b * se_b);
-		double rel = sa.median > 0 ? se / sa.median : 0;
-		judge(row, rel, 1000);
+		if (judge_steps(row, &sa, &sb, out) != 0) {
+			snprintf(out->error, sizeof out->error, "out of memory");
+			side_free(&sa);
+			side_free(&sb);
+			return -1;
+		}
 	}
 
 	int first_kind = out->n;
@@ -187,7 +368,10 @@ int pp_diag_diff(pp_store *a, int64_t run_a, pp_store *b, int64_t run_b, pp_diff
 		row->count_b = tb ? tb->count : 0;
 		row->ns_a = ta ? ta->total_ns : 0;
 		row->ns_b = tb ? tb->total_ns : 0;
-		judge(row, out->noise_rel, floor_ns);
+		int64_t cnt = row->count_a > row->count_b ? row->count_a : row->count_b;
+		double per_count = sigma_abs * sqrt((double)(cnt > 1 ? cnt : 1));
+		judge(row, out->noise_rel, per_count > (double)floor_ns ? (int64_t)llround(per_count) : floor_ns,
+		      out->load_factor);
 	}
 	qsort(out->rows + first_kind, (size_t)(out->n - first_kind), sizeof *out->rows, cmp_rows);
 	for (int i = 0; i < out->n; i++) {

@@ -168,7 +168,7 @@ static void kept_sites(const diag_run *r, pp_finding *f, char *top, size_t cap, 
 			      pp_fmt_bytes(a, sizeof a, ks[i].per_step_bytes), ks[i].site,
 			      pp_fmt_bytes(b, sizeof b, (double)ks[i].last_bytes), (long long)ks[i].last_blocks);
 		if (!said) {
-			snprintf(top, cap, "%s", ks[i].site);
+			snprintf(top, cap, "%.*s", (int)cap - 1, ks[i].site);
 			*rate = ks[i].per_step_bytes;
 		}
 		said++;

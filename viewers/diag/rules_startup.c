@@ -111,16 +111,27 @@ void rule_repeated_retracing(diag_ctx *c)
 		snprintf(fn, sizeof fn, "%.*s", (int)(g[k].fn_len < 90 ? g[k].fn_len : 90), g[k].fn);
 		pp_finding *f = diag_emit(
 			c, "repeated_retracing", sev, share,
-			"Give the function a relaxed input signature (an unknown batch dimension such as "
-			"[None, 784], or reduce_retracing=True), or pad/bucket inputs to a few fixed "
-			"shapes; never create the traced function inside the loop.",
-			"Traced function '%s' is traced %d times", fn[0] ? fn : "?", g[k].n);
-		diag_evidence(f, "%d traces of '%s', %s in total (%s each, %.0f%% of the run)", g[k].n,
-			      fn, pp_fmt_dur(tt, sizeof tt, (double)g[k].t_ns),
+			DIAG_SAY(r,
+				 "Give the function a relaxed input signature (an unknown batch "
+				 "dimension such as [None, 784], or reduce_retracing=True), or "
+				 "pad/bucket inputs to a few fixed shapes; never create the traced "
+				 "function inside the loop.",
+				 "Mark the dimension that changes as dynamic (torch.compile(dynamic=True) "
+				 "or torch._dynamo.mark_dynamic on the input), or pad/bucket inputs to a "
+				 "few fixed shapes; keep input types and Python constants stable, and "
+				 "create the compiled function once, outside the loop."),
+			DIAG_SAY(r, "Traced function '%s' is traced %d times",
+				 "Compiled function '%s' is compiled %d times"),
+			fn[0] ? fn : "?", g[k].n);
+		diag_evidence(f,
+			      DIAG_SAY(r, "%d traces of '%s', %s in total (%s each, %.0f%% of the run)",
+				       "%d compilations of '%s', %s in total (%s each, %.0f%% of the run)"),
+			      g[k].n, fn, pp_fmt_dur(tt, sizeof tt, (double)g[k].t_ns),
 			      pp_fmt_dur(tm, sizeof tm, (double)g[k].t_ns / g[k].n), 100 * share);
 		if (r->n_steps > 1)
-			diag_evidence(f, "; retraced in %d of %d steady steps", g[k].steps,
-				      r->n_steps - 1);
+			diag_evidence(f, DIAG_SAY(r, "; retraced in %d of %d steady steps",
+						  "; recompiled in %d of %d steady steps"),
+				      g[k].steps, r->n_steps - 1);
 		/* Distinct signatures, in order of first appearance. */
 		int shown = 0, distinct = 0;
 		for (int i = 0; i < r->spans.n; i++) {
@@ -163,12 +174,18 @@ void rule_op_registration_startup(diag_ctx *c)
 	pp_finding *f = diag_emit(
 		c, "op_registration_startup", share >= 0.4 ? DIAG_HIGH : DIAG_MODERATE,
 		diag_run_share(r, (double)t),
-		"Register only the ops the program uses (selective / lite registration), or register "
-		"lazily on first lookup; a cached compiled plan lets later processes skip it.",
-		"Op registration takes %.0f%% of start-up (%s of %s)", 100 * share,
-		pp_fmt_dur(ts, sizeof ts, (double)t), pp_fmt_dur(ss, sizeof ss, (double)su));
-	diag_evidence(f, "%d op_registration phases, %s before the first step (start-up %s)", n, ts,
-		      ss);
+		DIAG_SAY(r,
+			 "Register only the ops the program uses (selective / lite registration), or "
+			 "register lazily on first lookup; a cached compiled plan lets later processes "
+			 "skip it.",
+			 "Load only the operator libraries the program uses (custom-op extensions, "
+			 "torchvision or torchaudio ops), when first needed; a lean build or "
+			 "torch.ops.load_library on demand keeps start-up short."),
+		DIAG_SAY(r, "Op registration takes %.0f%% of start-up (%s of %s)",
+			 "Operator registration takes %.0f%% of start-up (%s of %s)"),
+		100 * share, pp_fmt_dur(ts, sizeof ts, (double)t), pp_fmt_dur(ss, sizeof ss, (double)su));
+	diag_evidence(f, "%d %s phases, %s before the first step (start-up %s)", n,
+		      diag_kind_word(r, PP_OP_REGISTRATION), ts, ss);
 	diag_series reg;
 	diag_counter(r, "ops.registered", &reg);
 	if (reg.n == 0) {
@@ -201,7 +218,7 @@ void rule_initializer_dominates_init(diag_ctx *c)
 	 * repeated_phase_grows: the initialiser is not what got slow. */
 	for (int i = 0; i < c->n; i++)
 		if (strcmp(c->f[i].rule, "repeated_phase_grows") == 0 &&
-		    strstr(c->f[i].title, pp_kind_name(PP_VARIABLE_INIT)))
+		    strstr(c->f[i].title, diag_kind_word(r, PP_VARIABLE_INIT)))
 			return;
 	double share = (double)vi / su;
 	/* "Dominates": at least 30% of start-up and more than creating them. */
@@ -212,15 +229,21 @@ void rule_initializer_dominates_init(diag_ctx *c)
 		c, "initializer_dominates_init",
 		diag_sev_for_win(share >= 0.5 ? DIAG_HIGH : DIAG_MODERATE, (double)vi),
 		diag_run_share(r, (double)vi),
-		"Use a cheaper initialiser where accuracy allows (zeros or constants for biases, "
-		"uniform rather than orthogonal), fill in parallel with a counter-based RNG (Philox "
-		"slices per thread), or load saved weights instead of initialising and then "
-		"overwriting them.",
-		"Variable initialisers take %.0f%% of start-up (%s of %s)", 100 * share,
-		pp_fmt_dur(a, sizeof a, (double)vi), pp_fmt_dur(b, sizeof b, (double)su));
-	diag_evidence(f, "variable_init %s in %d phases; variable_create %s in %d phases; the "
-			 "rest of start-up %s",
-		      a, nvi, pp_fmt_dur(d, sizeof d, (double)vc), nvc,
+		DIAG_SAY(r,
+			 "Use a cheaper initialiser where accuracy allows (zeros or constants for "
+			 "biases, uniform rather than orthogonal), fill in parallel with a "
+			 "counter-based RNG (Philox slices per thread), or load saved weights instead "
+			 "of initialising and then overwriting them.",
+			 "Do not initialise parameters that are overwritten: build the model on the "
+			 "meta device (torch.device(\"meta\"), or torch.nn.utils.skip_init) and then "
+			 "load_state_dict(..., assign=True); where the model is trained from scratch, "
+			 "prefer cheap torch.nn.init schemes (orthogonal_ runs a QR per weight)."),
+		DIAG_SAY(r, "Variable initialisers take %.0f%% of start-up (%s of %s)",
+			 "Parameter initialisation takes %.0f%% of start-up (%s of %s)"),
+		100 * share, pp_fmt_dur(a, sizeof a, (double)vi), pp_fmt_dur(b, sizeof b, (double)su));
+	diag_evidence(f, "%s %s in %d phases; %s %s in %d phases; the rest of start-up %s",
+		      diag_kind_word(r, PP_VARIABLE_INIT), a, nvi, diag_kind_word(r, PP_VARIABLE_CREATE),
+		      pp_fmt_dur(d, sizeof d, (double)vc), nvc,
 		      pp_fmt_dur(e, sizeof e, (double)(su - vi - vc > 0 ? su - vi - vc : 0)));
 	/* The slowest initialisers by name (names such as "glorot_uniform:dense/kernel"). */
 	const pp_span_row *top[3] = {0};
@@ -430,8 +453,14 @@ void rule_library_load_startup(diag_ctx *c)
 		c, "library_load_startup",
 		diag_sev_for_startup(r, share >= 0.4 ? DIAG_HIGH : DIAG_MODERATE, (double)t),
 		diag_run_share(r, (double)t),
-		"Load optional libraries lazily, on first use (TensorFlow cut its import time by "
-		"24% that way, PR #47833); drop unneeded dependencies and heavy static constructors.",
+		DIAG_SAY(r,
+			 "Load optional libraries lazily, on first use (TensorFlow cut its import time "
+			 "by 24% that way, PR #47833); drop unneeded dependencies and heavy static "
+			 "constructors.",
+			 "Import torch's optional parts (torchvision, torchaudio, CUDA extensions, "
+			 "compiled custom ops) only where they are used, on first use; drop unneeded "
+			 "dependencies. Loading libtorch itself is a fixed cost of every PyTorch "
+			 "process."),
 		"Loading shared libraries takes %.0f%% of start-up (%s of %s)", 100 * share,
 		pp_fmt_dur(a, sizeof a, (double)t), pp_fmt_dur(b, sizeof b, (double)su));
 	diag_evidence(f, "%d libraries mapped (%s)", l.n, pp_fmt_bytes(d, sizeof d, (double)bytes));
@@ -465,7 +494,7 @@ static int explained(const diag_ctx *c, int kind)
 {
 	for (int i = 0; i < c->n; i++)
 		if (strcmp(c->f[i].rule, "repeated_phase_grows") == 0 &&
-		    strstr(c->f[i].title, pp_kind_name((pp_kind)kind)))
+		    strstr(c->f[i].title, diag_kind_word(c->run, kind)))
 			return 1;
 	switch (kind) {
 	case PP_GRAPH_BUILD:
@@ -494,8 +523,45 @@ static int explained(const diag_ctx *c, int kind)
 	return 0;
 }
 
-static const char *share_fix(int kind)
+/* The same advice in PyTorch's words; NULL: share_fix's holds for both. */
+static const char *share_fix_torch(int kind)
 {
+	switch (kind) {
+	case PP_COMPILE:
+		return "Compile once: keep input shapes, dtypes and Python constants stable so "
+		       "torch.compile reuses its graphs (dynamic=True or torch._dynamo.mark_dynamic "
+		       "for a dimension that changes), and keep the Inductor cache "
+		       "(TORCHINDUCTOR_CACHE_DIR) between processes.";
+	case PP_VARIABLE_CREATE:
+	case PP_VARIABLE_INIT:
+		return "Build the model on the meta device and load saved weights, or use cheaper "
+		       "torch.nn.init schemes.";
+	case PP_MEMORY_ALLOC:
+		return "Keep tensor shapes fixed so the caching allocator reuses its blocks, and "
+		       "write into preallocated tensors.";
+	case PP_GRAPH_BUILD:
+	case PP_GRADIENT_BUILD:
+	case PP_SHAPE_INFERENCE:
+		return "Build the model once, before the loop; keep shapes stable so a compiled or "
+		       "scripted model reuses its captured graph.";
+	case PP_OP_REGISTRATION:
+		return "Load only the operator libraries and extensions the program uses, when first "
+		       "needed.";
+	case PP_SESSION_CREATE:
+	case PP_SESSION_CLOSE:
+		return "Set up the model and its runtime context once and reuse them.";
+	case PP_OPTIMIZER_SETUP:
+		return "Create the optimizer once, before the loop; its state is created on the "
+		       "first optimizer.step().";
+	}
+	return NULL;
+}
+
+static const char *share_fix(const diag_run *r, int kind)
+{
+	const char *t = r->torch ? share_fix_torch(kind) : NULL;
+	if (t)
+		return t;
 	switch (kind) {
 	case PP_COMPILE:
 		return "Compile once: keep feed/fetch signatures stable so the compiled plan is "
@@ -526,6 +592,8 @@ void rule_phase_share(diag_ctx *c)
 {
 	const diag_run *r = c->run;
 	int64_t steady = r->n_steps >= 3 ? diag_steady_time(r) : 0;
+	int python_imports = 0;
+	diag_kind_time(r, PP_IMPORT, DIAG_OUTSIDE_STEPS, &python_imports);
 	for (int k = 1; k < PP_KIND_COUNT; k++) {
 		/* Retracing has its own rule, which knows one trace per signature
 		 * is the normal cost. */
@@ -543,6 +611,11 @@ void rule_phase_share(diag_ctx *c)
 		 * a share of one rank's time is waiting that another rank causes,
 		 * and some communication is the normal cost of a distributed job. */
 		if (k == PP_COMM || k == PP_COMM_INIT)
+			continue;
+		/* A Python program maps its libraries inside imports (extension
+		 * modules), lazily too (torch 2 imports Dynamo at the first
+		 * optimizer step): the import rules judge that time. */
+		if (k == PP_LIBRARY_LOAD && python_imports)
 			continue;
 		/* Exclusive time, as the TF profiler's step-time categories: a
 		 * runtime_init that contains op_registration is charged only for
@@ -563,15 +636,15 @@ void rule_phase_share(diag_ctx *c)
 		if (s < SHARE_MODERATE)
 			continue;
 		char rule[64], a[32], b[32];
-		const char *kn = pp_kind_name((pp_kind)k);
-		snprintf(rule, sizeof rule, "phase_share.%s", kn);
+		const char *kn = diag_kind_word(r, k);
+		snprintf(rule, sizeof rule, "phase_share.%s", pp_kind_name((pp_kind)k));
 		int sev = share_severity(s, s_in >= s_out ? t_in : t_out);
 		pp_finding *f;
 		if (s_in >= s_out)
-			f = diag_emit(c, rule, sev, 0, share_fix(k),
+			f = diag_emit(c, rule, sev, 0, share_fix(r, k),
 				      "%s takes %.0f%% of step time", kn, 100 * s_in);
 		else
-			f = diag_emit(c, rule, sev, 0, share_fix(k),
+			f = diag_emit(c, rule, sev, 0, share_fix(r, k),
 				      "%s takes %.0f%% of the run", kn, 100 * s_out);
 		/* A generic share ranks below every specific finding of its
 		 * severity and above those of the severity below: score in
@@ -587,9 +660,13 @@ void rule_phase_share(diag_ctx *c)
 					 "time)",
 				      r->n_steps - 1, n_in, pp_fmt_dur(a, sizeof a, (double)t_in),
 				      100 * s_in);
-		diag_evidence(f, ". Exclusive time (phases of other kinds nested in it are not "
-				 "counted). Thresholds as the TensorFlow profiler, 5%% moderate and 20%% "
-				 "high, and at least %s (moderate) or %s (high) to win back",
+		diag_evidence(f, DIAG_SAY(r, ". Exclusive time (phases of other kinds nested in it are "
+					     "not counted). Thresholds as the TensorFlow profiler, 5%% "
+					     "moderate and 20%% high, and at least %s (moderate) or %s "
+					     "(high) to win back",
+					  ". Exclusive time (phases of other kinds nested in it are "
+					  "not counted). Thresholds 5%% moderate and 20%% high of the "
+					  "time, and at least %s (moderate) or %s (high) to win back"),
 			      pp_fmt_dur(a, sizeof a, (double)SHARE_WIN_MODERATE_NS),
 			      pp_fmt_dur(b, sizeof b, (double)SHARE_WIN_HIGH_NS));
 		if (sev == DIAG_INFO)

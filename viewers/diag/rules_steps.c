@@ -105,9 +105,16 @@ void rule_iteration_time_grows(diag_ctx *c)
 	pp_finding *f = diag_emit(
 		c, "iteration_time_grows", t.ratio >= GROW_HIGH ? DIAG_HIGH : DIAG_MODERATE,
 		diag_run_share(r, excess),
-		"Look for work that accumulates per iteration: ops added to the graph inside the loop "
-		"(build once, then finalize the graph), sessions or variables created per step, "
-		"retracing, or state that keeps growing; move it out of the loop.",
+		DIAG_SAY(r,
+			 "Look for work that accumulates per iteration: ops added to the graph inside the loop "
+			 "(build once, then finalize the graph), sessions or variables created per step, "
+			 "retracing, or state that keeps growing; move it out of the loop.",
+			 "Look for work that accumulates per iteration: hooks registered inside the loop "
+			 "(the module's hook list grows and every forward runs all of them), a loss or "
+			 "output summed across steps with its autograd graph (total_loss += loss keeps "
+			 "every step's graph: add loss.item() or loss.detach()), tensors appended to a "
+			 "list every step, an optimizer, module or torch.compile'd function re-created "
+			 "per step; move it out of the loop or keep only detached values."),
 		"Step time grows by %s per iteration: from %s to %s over %d steps (x%.1f)",
 		pp_fmt_dur(s, sizeof s, t.ts_slope), pp_fmt_dur(a, sizeof a, t.start),
 		pp_fmt_dur(b, sizeof b, t.end), n, t.ratio);
@@ -127,8 +134,60 @@ void rule_iteration_time_grows(diag_ctx *c)
 	free(y);
 }
 
-static const char *first_step_fix(int kind)
+/* What a PyTorch program's first step pays for, by the kind that dominates
+ * it; NULL where first_step_fix's text holds for both. */
+static const char *first_step_fix_torch(int kind)
 {
+	switch (kind) {
+	case PP_COMPILE:
+		return "torch.compile (Dynamo capture, AOTAutograd, Inductor code generation and the "
+		       "C++ compile) or TorchScript's profiling runs compile on the first calls: run "
+		       "one warm-up step before the measured loop, and keep the Inductor cache "
+		       "(TORCHINDUCTOR_CACHE_DIR) on persistent storage so later processes reuse it.";
+	case PP_OPTIMIZER_SETUP:
+		return "The optimizer creates its state lazily on the first optimizer.step() (Adam's "
+		       "exp_avg and exp_avg_sq, momentum buffers): a one-time cost; run one warm-up "
+		       "step before the measured loop, or leave the first step out of timings.";
+	case PP_MEMORY_ALLOC:
+		return "PyTorch's caching allocator takes its memory from the system during the first "
+		       "step and reuses it afterwards: run one warm-up step with the real batch shape "
+		       "before the measured loop, and keep shapes fixed so it is not paid again.";
+	case PP_GRAPH_BUILD:
+	case PP_GRADIENT_BUILD:
+	case PP_SHAPE_INFERENCE:
+	case PP_MODEL_BUILD:
+		return "Build the model (modules, parameters, lazy modules such as nn.LazyLinear) "
+		       "before the loop and run one warm-up step with the real input shapes, so the "
+		       "first measured step only computes.";
+	case PP_FORWARD:
+	case PP_BACKWARD:
+		return "The first forward and backward pay one-time costs: cuDNN autotuning "
+		       "(torch.backends.cudnn.benchmark) or oneDNN primitive creation for each new "
+		       "shape, lazy module initialisation, kernel loading. Run one warm-up step with "
+		       "the real shapes before the measured loop, and keep shapes fixed.";
+	case PP_DATA_WAIT:
+		return "The first batch waits for the DataLoader's workers to start (each one imports "
+		       "the program and builds its copy of the dataset): keep the dataset's "
+		       "construction light, use persistent_workers=True so later epochs reuse the "
+		       "workers, and start the loader before the measured loop.";
+	case PP_DEVICE_INIT:
+		return "CUDA context creation and module loading happen at the first GPU call: "
+		       "initialise the device before the loop (torch.cuda.init() or a warm-up step), "
+		       "and use a PyTorch build with kernels for the GPU's architecture so no PTX "
+		       "JIT runs.";
+	case -1:
+		return "Run one warm-up step outside the measured loop: the first step pays one-time "
+		       "set-up (optimizer state, torch.compile, cuDNN/oneDNN autotuning, DataLoader "
+		       "worker start-up, CUDA context).";
+	}
+	return NULL;
+}
+
+static const char *first_step_fix(const diag_run *r, int kind)
+{
+	const char *t = r->torch ? first_step_fix_torch(kind) : NULL;
+	if (t)
+		return t;
 	switch (kind) {
 	case PP_COMPILE:
 		return "Compile before the measured loop: run one warm-up step, or persist the "
@@ -210,12 +269,12 @@ void rule_first_step_slow(diag_ctx *c)
 		sev = DIAG_INFO;
 	pp_finding *f;
 	if (top >= 0 && (double)by_kind[top] >= untracked) {
-		f = diag_emit(c, "first_step_slow", sev, share, first_step_fix(top),
+		f = diag_emit(c, "first_step_slow", sev, share, first_step_fix(r, top),
 			      "First step takes %.1fx the median step (%s vs %s); %s is %.0f%% of it",
 			      ratio, pp_fmt_dur(fs, sizeof fs, first), pp_fmt_dur(ms, sizeof ms, med),
-			      pp_kind_name((pp_kind)top), 100.0 * by_kind[top] / first);
+			      diag_kind_word(r, top), 100.0 * by_kind[top] / first);
 	} else {
-		f = diag_emit(c, "first_step_slow", sev, share, first_step_fix(-1),
+		f = diag_emit(c, "first_step_slow", sev, share, first_step_fix(r, -1),
 			      "First step takes %.1fx the median step (%s vs %s), mostly outside "
 			      "recorded phases",
 			      ratio, pp_fmt_dur(fs, sizeof fs, first), pp_fmt_dur(ms, sizeof ms, med));
@@ -235,7 +294,7 @@ void rule_first_step_slow(diag_ctx *c)
 			break;
 		int cnt = 0;
 		int64_t steady = diag_kind_time(r, k, DIAG_IN_STEADY, &cnt);
-		diag_evidence(f, "%s %s %s (%.0f%%", shown ? "," : "", pp_kind_name((pp_kind)k),
+		diag_evidence(f, "%s %s %s (%.0f%%", shown ? "," : "", diag_kind_word(r, k),
 			      pp_fmt_dur(ts, sizeof ts, (double)left[k]), 100.0 * left[k] / first);
 		if (k != PP_SPAN)
 			diag_evidence(f, "; %s per later step", pp_fmt_dur(ts, sizeof ts, (double)steady / n));
@@ -271,17 +330,25 @@ void rule_session_per_iteration(diag_ctx *c)
 		pp_finding *f = diag_emit(
 			c, "session_per_iteration", share >= 0.2 ? DIAG_HIGH : DIAG_MODERATE,
 			diag_run_share(r, (double)t_loop),
-			"Create the session (and the variables) once before the loop and reuse it; run "
-			"the initializer once. A new session on a growing default graph pays for the "
-			"whole graph every time.",
-			"A new session is created in %d of %d iterations of the step loop", slots, iters);
-		diag_evidence(f, "%d session_create phases after the first step (%d inside steps, %d "
+			DIAG_SAY(r,
+				 "Create the session (and the variables) once before the loop and reuse "
+				 "it; run the initializer once. A new session on a growing default graph "
+				 "pays for the whole graph every time.",
+				 "Create the model, the optimizer and any runtime context (a process "
+				 "group, a compiled function, a profiler) once before the loop and reuse "
+				 "them: re-creating them every step pays their set-up each time and "
+				 "throws away their state."),
+			DIAG_SAY(r, "A new session is created in %d of %d iterations of the step loop",
+				 "Runtime set-up runs again in %d of %d iterations of the step loop"),
+			slots, iters);
+		diag_evidence(f, "%d %s phases after the first step (%d inside steps, %d "
 				 "between them), %s in total (%s each on average, %.0f%% of the loop's "
 				 "time)",
-			      n_loop, in_steps, n_loop - in_steps, pp_fmt_dur(ta, sizeof ta, (double)t_loop),
+			      n_loop, diag_kind_word(r, PP_SESSION_CREATE), in_steps, n_loop - in_steps,
+			      pp_fmt_dur(ta, sizeof ta, (double)t_loop),
 			      pp_fmt_dur(tm, sizeof tm, (double)t_loop / n_loop), 100 * share);
 		if (closes)
-			diag_evidence(f, "; %d session_close phases, %s", closes,
+			diag_evidence(f, "; %d %s phases, %s", closes, diag_kind_word(r, PP_SESSION_CLOSE),
 				      pp_fmt_dur(ta, sizeof ta, (double)t_close));
 		diag_evidence(f, ".");
 		return;
@@ -292,11 +359,16 @@ void rule_session_per_iteration(diag_ctx *c)
 	double share = r->total_ns > 0 ? (double)t_all / r->total_ns : 0;
 	pp_finding *f = diag_emit(
 		c, "session_per_iteration", share >= 0.2 ? DIAG_HIGH : DIAG_MODERATE, share,
-		"Create the session once and reuse it for every run.",
-		"%d sessions are created in one run", n_phases);
-	diag_evidence(f, "%d session_create phases, %s in total (%.0f%% of the run); no step "
+		DIAG_SAY(r, "Create the session once and reuse it for every run.",
+			 "Set up the model and its runtime context once and reuse them for every "
+			 "call."),
+		DIAG_SAY(r, "%d sessions are created in one run",
+			 "Runtime set-up runs %d times in one run"),
+		n_phases);
+	diag_evidence(f, "%d %s phases, %s in total (%.0f%% of the run); no step "
 			 "phases were recorded, so the loop itself is not visible.",
-		      n_phases, pp_fmt_dur(ta, sizeof ta, (double)t_all), 100 * share);
+		      n_phases, diag_kind_word(r, PP_SESSION_CREATE),
+		      pp_fmt_dur(ta, sizeof ta, (double)t_all), 100 * share);
 }
 
 /* ---- graph growth ---- */
@@ -423,9 +495,10 @@ void rule_graph_grows(diag_ctx *c)
 	if (iters >= 3 && with >= 3 && with * 10 >= iters) {
 		char t[32];
 		snprintf(ev[2], sizeof ev[2],
-			 "%d graph_build phases in %d of %d iterations after the first step, %s in "
+			 "%d %s phases in %d of %d iterations after the first step, %s in "
 			 "total (%.0f%% of the loop's time)",
-			 nb, with, iters, pp_fmt_dur(t, sizeof t, (double)t_build),
+			 nb, diag_kind_word(r, PP_GRAPH_BUILD), with, iters,
+			 pp_fmt_dur(t, sizeof t, (double)t_build),
 			 loop_ns > 0 ? 100.0 * t_build / loop_ns : 0);
 		signals++;
 	}
@@ -441,26 +514,36 @@ void rule_graph_grows(diag_ctx *c)
 	double share = loop_ns > 0 ? (double)cost / loop_ns : 0;
 	int sev = (growth >= 2.0 || share >= 0.2) ? DIAG_HIGH : DIAG_MODERATE;
 	pp_finding *f;
+	const char *fix = DIAG_SAY(
+		r,
+		"Build the graph once before the loop and only run it inside; finalize "
+		"the graph so an accidental op creation raises an error "
+		"(TF1: tf.get_default_graph().finalize()), or use a traced function.",
+		"Keep what the model computes fixed across iterations: create modules, parameters and "
+		"hooks before the loop, detach tensors carried from one step to the next so the "
+		"autograd graph does not chain across iterations, and keep input shapes and types "
+		"stable so a torch.compile'd or scripted model reuses its captured graph.");
 	if (ev[0][0] || ev[1][0])
-		f = diag_emit(c, "graph_grows", sev, diag_run_share(r, (double)cost),
-			      "Build the graph once before the loop and only run it inside; finalize "
-			      "the graph so an accidental op creation raises an error "
-			      "(TF1: tf.get_default_graph().finalize()), or use a traced function.",
-			      "The graph grows between runs (x%.1f nodes)", growth);
+		f = diag_emit(c, "graph_grows", sev, diag_run_share(r, (double)cost), fix,
+			      DIAG_SAY(r, "The graph grows between runs (x%.1f nodes)",
+				       "The recorded graph grows between iterations (x%.1f nodes)"),
+			      growth);
 	else
-		f = diag_emit(c, "graph_grows", sev, diag_run_share(r, (double)cost),
-			      "Build the graph once before the loop and only run it inside; finalize "
-			      "the graph so an accidental op creation raises an error "
-			      "(TF1: tf.get_default_graph().finalize()), or use a traced function.",
-			      "The graph is built again in %d of %d iterations", with, iters);
+		f = diag_emit(c, "graph_grows", sev, diag_run_share(r, (double)cost), fix,
+			      DIAG_SAY(r, "The graph is built again in %d of %d iterations",
+				       "Graph construction repeats in %d of %d iterations"),
+			      with, iters);
 	int first = 1;
 	for (int i = 0; i < 3; i++)
 		if (ev[i][0]) {
 			diag_evidence(f, "%s%s", first ? "" : "; ", ev[i]);
 			first = 0;
 		}
-	diag_evidence(f, ". Graph build, shape inference and compile after the first step: %.0f%% "
-			 "of the loop's time.", 100 * share);
+	diag_evidence(f, DIAG_SAY(r, ". Graph build, shape inference and compile after the first "
+				     "step: %.0f%% of the loop's time.",
+				  ". Graph construction, shape propagation and compilation after the "
+				  "first step: %.0f%% of the loop's time."),
+		      100 * share);
 }
 
 /* ---- allocation counts per step ---- */
@@ -627,9 +710,15 @@ static void check_allocator(diag_ctx *c, const alloc_names *an)
 		steady_ns += r->steps[i].end_ns - r->steps[i].start_ns;
 	pp_finding *f = diag_emit(
 		c, "alloc_count_not_flat", sev, diag_run_share(r, share * (double)steady_ns),
-		"Reuse memory across steps: use the arena (BFC-style) allocator, keep tensor shapes "
-		"fixed (pad or bucket batch sizes), reserve the arena up front; if bytes in use keep "
-		"growing, something holds tensors across steps.",
+		DIAG_SAY(r,
+			 "Reuse memory across steps: use the arena (BFC-style) allocator, keep tensor "
+			 "shapes fixed (pad or bucket batch sizes), reserve the arena up front; if bytes "
+			 "in use keep growing, something holds tensors across steps.",
+			 "Reuse memory across steps: keep tensor shapes fixed (pad or bucket batch "
+			 "sizes) so the caching allocator reuses its blocks, write into preallocated "
+			 "tensors (out= arguments, in-place ops), avoid per-step .cpu()/.numpy() copies "
+			 "and lists of tensors; if bytes in use keep growing, something holds tensors "
+			 "across steps."),
 		"Allocations%s%s%s are not flat across steady steps", an->label[0] ? " of '" : "",
 		an->label, an->label[0] ? "'" : "");
 	int first = 1;
@@ -733,15 +822,22 @@ void rule_repeated_phase_grows(diag_ctx *c)
 		if (!trend_grows(&t, GROW_MODERATE))
 			continue;
 		double excess = t.ts_slope * (double)(n - 1) * (n - 2) / 2;
-		const char *kn = pp_kind_name((pp_kind)kinds[k]);
+		const char *kn = diag_kind_word(r, kinds[k]);
 		char a[32], b[32], s[32], tot[32];
 		pp_finding *f = diag_emit(
 			c, "repeated_phase_grows", t.ratio >= GROW_HIGH ? DIAG_HIGH : DIAG_MODERATE,
 			r->total_ns > 0 ? excess / r->total_ns : 0,
-			"Something the phase works on grows with every repetition: typically a default "
-			"graph that gains variables and init ops each time (a new session must "
-			"re-validate all of it). Create variables and the initializer once, reuse one "
-			"session, or reset the graph between repetitions.",
+			DIAG_SAY(r,
+				 "Something the phase works on grows with every repetition: typically a "
+				 "default graph that gains variables and init ops each time (a new "
+				 "session must re-validate all of it). Create variables and the "
+				 "initializer once, reuse one session, or reset the graph between "
+				 "repetitions.",
+				 "Something the phase works on grows with every repetition: a model, "
+				 "state dict or cache that gains entries each time it is built or "
+				 "loaded, or a compiled function that accumulates guards and graphs. "
+				 "Build and load once, reuse the objects, and drop what is no longer "
+				 "needed between repetitions."),
 			"Each %s takes longer than the last: from %s to %s over %d repetitions (x%.1f)",
 			kn, pp_fmt_dur(a, sizeof a, t.start), pp_fmt_dur(b, sizeof b, t.end), n - 1,
 			t.ratio);

@@ -26,27 +26,34 @@ values and exceptions unchanged):
                    ``torch.compile`` does not exist in 1.13 (the only PyTorch
                    here) and is not wrapped: nothing could test it.
 
-Steps (``step_begin``/``step_end``, so the first is a ``first_step``):
+Steps are the loop's iterations (``phaseprof._loop`` finds them from where
+these calls are made: any loop shape, no annotation; the first step is a
+``first_step``):
 
-  * A training step ends when ``Optimizer.step`` returns (one step per
-    ``step()`` call: a program stepping two optimizers per iteration gets two
-    steps per iteration).
-  * It begins at the first, after the previous step ended, of: a DataLoader
-    ``__next__`` that will yield a batch, the outermost ``nn.Module`` call
-    (forward), ``torch.autograd.backward`` - once an optimizer exists and
-    gradients are enabled. ``zero_grad`` never begins a step: it is inside
-    the step, or between two steps when called right after ``step()``.
+  * One step spans one whole iteration of the loop, from its start to the
+    next one's: data fetch, forward, backward, optimizer, and whatever the
+    program does after (metrics, logging, building the next batch).
+  * An iteration is complete with an ``Optimizer.step`` once an optimizer
+    exists (gradient accumulation: the micro-batches are inside one step,
+    and the step unit says so), else with a backward pass
+    (``torch.autograd.backward``/``grad``: manual updates), else, with
+    gradients disabled, with a model call (inference: one step per batch,
+    however many modules it calls).
+  * Validation passes, evaluation and the code after the loop are not steps
+    (a batch from another DataLoader, a model call past the loop body, or
+    outside the loop's frame, ends the open step).
+  * The program's own ``phaseprof.step()`` (or a framework adapter's loop
+    hooks) takes precedence: from its first call on, no step is drawn here.
   * Inside a step: data_wait (DataLoader ``__next__``), forward (outermost
     module call), backward, optimizer_step.
-  * Inference (no optimizer created yet, gradients disabled): each outermost
-    module call is one step. Forward calls under ``no_grad`` once an
-    optimizer exists (validation) are forward phases between steps.
   * A DataLoader whose length is unknown (an IterableDataset without
     ``__len__``): its waits are data_wait phases before the step, which then
     begins when the batch arrives (a step must not begin for the
-    ``StopIteration`` that ends the loop).
+    ``StopIteration`` that ends the loop). One of known length ends the
+    step at its last ``__next__``.
   * A step left open by an exception stays open: ingest keeps the steps
-    before it and the run's exit status says it failed.
+    before it and the run's exit status says it failed. One open at the
+    process's normal exit ends there.
 
 Per step, counters written just before the step ends:
   step.allocs, step.alloc_bytes   malloc calls and bytes during the step
@@ -64,13 +71,18 @@ statistics are CUDA-only; the CPU side reports to the profiler only while
 torch.profiler runs with profile_memory), so none is recorded.
 
 Everything runs on the thread that imported torch; calls from other threads
-and from forked children (DataLoader workers) pass straight through.
+and from forked children (DataLoader workers) pass straight through, and
+so do calls while ``torch.compile`` traces (Dynamo inlines the wrappers).
+An exception passes through a wrapper with the wrapper's traceback entry
+removed: the program's tracebacks are the ones a plain run prints.
 """
 
 import functools
 import os
+import sys
 import threading
 
+from .. import _loop, _steps
 from .. import _native as N
 from ..kinds import (BACKWARD, COMPILE, DATA_WAIT, FORWARD, MODEL_BUILD,
                      OPTIMIZER_SETUP, OPTIMIZER_STEP, WEIGHT_LOAD)
@@ -82,9 +94,6 @@ class _State:
         self.pid = os.getpid()
         self.on = True
         self.have_opt = False
-        self.in_step = False
-        self.step_no = 0
-        self.infer = False        # the open step is an inference step
         self.call_depth = 0       # nn.Module.__call__ nesting
         self.build_depth = 0
         self.opt_depth = 0
@@ -99,12 +108,24 @@ class _State:
 
 S = _State()
 _torch = None
+# torch.compiler.is_compiling where it exists: Dynamo folds it to True while
+# it traces, so a traced call takes the plain path; bool() is False (1.13)
+_compiling = bool
 
 
 def _here():
     """True when the adapter acts on this call: the installing thread of
-    the installing process."""
-    return S.on and threading.get_ident() == S.tid
+    the installing process, outside a torch.compile trace."""
+    return not _compiling() and S.on and threading.get_ident() == S.tid
+
+
+def _strip(e):
+    """Removes the calling wrapper's own entry from e's traceback, so that a
+    bare ``raise`` after it (which adds no entry) leaves the traceback a
+    plain run prints."""
+    tb = e.__traceback__
+    if tb is not None and tb.tb_frame is sys._getframe(1):
+        e.__traceback__ = tb.tb_next
 
 
 def _safe(fn, *a):
@@ -127,11 +148,8 @@ def _wrap(owner, attr, make):
 
 # ---- steps ----
 
-def _step_begin(infer=False):
-    S.in_step = True
-    S.infer = infer
+def _on_step_begin(i):
     S.alloc0 = N.alloc_totals()
-    N.step_begin(S.step_no)
 
 
 def _step_stats():
@@ -152,17 +170,21 @@ def _step_stats():
         S.graph_nodes = -1
 
 
-def _step_end():
-    _safe(_step_stats)
-    S.in_step = False
-    S.infer = False
-    N.step_end()
-    S.step_no += 1
+def _on_step_end():
+    if S.on:
+        _safe(_step_stats)
 
 
-def _maybe_begin_train():
-    if not S.in_step and S.have_opt and _torch.is_grad_enabled():
-        _step_begin()
+def _training():
+    """Events can start a training step: an optimizer exists, or backward
+    passes make the loop (manual updates), and gradients are enabled."""
+    return _loop.completing >= _loop.BACKWARD and _torch.is_grad_enabled()
+
+
+def _may_begin():
+    if _loop.completing == _loop.FORWARD:
+        return not _torch.is_grad_enabled()
+    return _torch.is_grad_enabled()
 
 
 def _remember_model(mod):
@@ -174,7 +196,7 @@ def _remember_model(mod):
 
 
 def _count_graph(tensors):
-    if S.graph_every > 1 and S.step_no % S.graph_every:
+    if S.graph_every > 1 and _steps.number % S.graph_every:
         return
     t = _torch
     roots = [tensors] if isinstance(tensors, t.Tensor) else list(tensors)
@@ -192,6 +214,12 @@ def _count_graph(tensors):
 
 # ---- wrappers ----
 
+def _event(cls, f, loader=None):
+    """Reports a framework event made by frame f to the loop tracker."""
+    if not _steps.explicit:
+        _safe(_loop.event, cls, f, _may_begin(), loader)
+
+
 def _module_call(orig):
     @functools.wraps(orig)
     def __call__(self, *args, **kwargs):
@@ -201,16 +229,13 @@ def _module_call(orig):
             S.call_depth += 1
             try:
                 return orig(self, *args, **kwargs)
+            except BaseException as e:
+                _strip(e)
+                raise
             finally:
                 S.call_depth -= 1
-        infer_step = False
-        if not S.in_step:
-            if S.have_opt:
-                _maybe_begin_train()
-            elif not _torch.is_grad_enabled():
-                _step_begin(infer=True)
-                infer_step = True
-        if S.in_step:
+        _event(_loop.FORWARD, sys._getframe(1))
+        if _steps.is_open:
             _safe(_remember_model, self)
         runs = -1
         if isinstance(self, _torch.jit.ScriptModule):
@@ -223,32 +248,74 @@ def _module_call(orig):
             N.begin(COMPILE, "torchscript profiling run %d of %s" % (runs + 1, name))
         S.call_depth = 1
         try:
-            out = orig(self, *args, **kwargs)
+            return orig(self, *args, **kwargs)
+        except BaseException as e:
+            _strip(e)
+            raise
         finally:
             S.call_depth = 0
             if compiling:
                 N.end()
             N.end()
-        if infer_step:
-            _step_end()
-        return out
     return __call__
 
 
-def _backward(orig):
+def _saw_backward():
+    """A backward pass with gradients on and no optimizer: the loop's
+    iterations are completed by backward passes (manual updates)."""
+    if _loop.completing < _loop.BACKWARD and _torch.is_grad_enabled():
+        _loop.set_completing(_loop.BACKWARD)
+
+
+def _backward(label):
+    def make(orig):
+        @functools.wraps(orig)
+        def backward(tensors, *args, **kwargs):
+            if not _here() or S.call_depth or S.opt_depth or S.inner:
+                return orig(tensors, *args, **kwargs)
+            _safe(_saw_backward)
+            _event(_loop.BACKWARD, sys._getframe(1))
+            if _steps.is_open:
+                _safe(_count_graph, tensors)
+            N.begin(BACKWARD, label)
+            try:
+                return orig(tensors, *args, **kwargs)
+            except BaseException as e:
+                _strip(e)
+                raise
+            finally:
+                N.end()
+        return backward
+    return make
+
+
+def _func_transform(orig):
+    """torch.func.grad / grad_and_value / vjp: the function they return
+    computes gradients when called (a functional training loop's backward)."""
     @functools.wraps(orig)
-    def backward(tensors, *args, **kwargs):
-        if not _here():
-            return orig(tensors, *args, **kwargs)
-        _maybe_begin_train()
-        if S.in_step:
-            _safe(_count_graph, tensors)
-        N.begin(BACKWARD, "backward")
-        try:
-            return orig(tensors, *args, **kwargs)
-        finally:
-            N.end()
-    return backward
+    def transform(*targs, **tkw):
+        inner = orig(*targs, **tkw)
+        if not callable(inner):
+            return inner
+
+        @functools.wraps(inner)
+        def run(*args, **kwargs):
+            if not _here() or S.call_depth or S.inner:
+                return inner(*args, **kwargs)
+            _safe(_saw_backward)
+            _event(_loop.BACKWARD, sys._getframe(1))
+            N.begin(BACKWARD, orig.__name__)
+            S.inner += 1
+            try:
+                return inner(*args, **kwargs)
+            except BaseException as e:
+                _strip(e)
+                raise
+            finally:
+                S.inner -= 1
+                N.end()
+        return run
+    return transform
 
 
 def _state_size(opt):
@@ -274,7 +341,7 @@ def _opt_step(orig):
     def step(self, *args, **kwargs):
         if S.opt_depth or not _here():
             return orig(self, *args, **kwargs)
-        _maybe_begin_train()
+        _event(_loop.OPTIMIZER, sys._getframe(1))
         lazy = not self.state and _keeps_state(self)
         name = type(self).__name__
         N.begin(OPTIMIZER_SETUP if lazy else OPTIMIZER_STEP,
@@ -282,6 +349,9 @@ def _opt_step(orig):
         S.opt_depth += 1
         try:
             out = orig(self, *args, **kwargs)
+        except BaseException as e:
+            _strip(e)
+            raise
         finally:
             S.opt_depth -= 1
             N.end()
@@ -289,8 +359,6 @@ def _opt_step(orig):
             sz = _safe(_state_size, self)
             if sz:
                 N.mark("optimizer state created: %s, %d tensors, %d bytes" % (name, sz[0], sz[1]))
-        if S.in_step and not S.infer:
-            _step_end()
         return out
     return step
 
@@ -303,29 +371,57 @@ def _opt_init(orig):
         N.begin(OPTIMIZER_SETUP, type(self).__name__)
         try:
             out = orig(self, *args, **kwargs)
+        except BaseException as e:
+            _strip(e)
+            raise
         finally:
             N.end()
         S.have_opt = True
+        _safe(_loop.set_completing, _loop.OPTIMIZER)
         _safe(_wrap, type(self), "step", _opt_step)
         return out
     return __init__
 
 
+def _batches_left(it):
+    try:
+        return len(it) - it._num_yielded
+    except Exception:  # an IterableDataset without __len__
+        return None
+
+
+def _loader_id(it):
+    """The DataLoader an iterator belongs to, across epochs (its batch
+    sampler is made once per DataLoader)."""
+    return id(getattr(it, "_index_sampler", None) or it)
+
+
 def _data_next(orig):
     @functools.wraps(orig)
     def __next__(self):
-        if not _here():
+        if not _here() or S.call_depth or S.inner:
             return orig(self)
-        if not S.in_step and S.have_opt and _torch.is_grad_enabled():
-            left = _safe(lambda: len(self) - self._num_yielded)
-            if left is not None and left > 0:
-                _step_begin()
+        f = sys._getframe(1)
+        left = _batches_left(self)
+        if left == 0:
+            _safe(_loop.loop_done)
+        elif left is not None:
+            _event(_loop.DATA, f, _loader_id(self))
         N.begin(DATA_WAIT, "DataLoader.__next__")
         try:
             out = orig(self)
+        except StopIteration as e:
+            if left is None:
+                _safe(_loop.loop_done)
+            _strip(e)
+            raise
+        except BaseException as e:
+            _strip(e)
+            raise
         finally:
             N.end()
-        _maybe_begin_train()
+        if left is None:
+            _event(_loop.DATA, f, _loader_id(self))
         return out
     return __next__
 
@@ -339,12 +435,18 @@ def _model_init(orig):
             S.build_depth += 1
             try:
                 return orig(self, *args, **kwargs)
+            except BaseException as e:
+                _strip(e)
+                raise
             finally:
                 S.build_depth -= 1
         N.begin(MODEL_BUILD, type(self).__name__)
         S.build_depth = 1
         try:
             return orig(self, *args, **kwargs)
+        except BaseException as e:
+            _strip(e)
+            raise
         finally:
             S.build_depth = 0
             N.end()
@@ -370,6 +472,9 @@ def _torch_load(orig):
         S.inner += 1
         try:
             return orig(f, *args, **kwargs)
+        except BaseException as e:
+            _strip(e)
+            raise
         finally:
             S.inner -= 1
             if size is not None:
@@ -391,6 +496,9 @@ def _load_state_dict(orig):
         N.begin(WEIGHT_LOAD, "load_state_dict " + type(self).__name__)
         try:
             return orig(self, state_dict, *args, **kwargs)
+        except BaseException as e:
+            _strip(e)
+            raise
         finally:
             b = _safe(_dict_bytes, state_dict)
             if b is not None:
@@ -409,6 +517,9 @@ def _jit_compile(label):
             S.inner += 1
             try:
                 return orig(obj, *args, **kwargs)
+            except BaseException as e:
+                _strip(e)
+                raise
             finally:
                 S.inner -= 1
                 N.end()
@@ -427,8 +538,12 @@ def _after_fork():
 
 
 def _install(torch):
-    global _torch
+    global _torch, _compiling
     _torch = torch
+    comp = getattr(torch, "compiler", None)
+    _compiling = getattr(comp, "is_compiling", None) or bool
+    _steps.on_begin.append(_on_step_begin)
+    _steps.on_end.append(_on_step_end)
     S.profiled_runs = _safe(torch._C._jit_get_num_profiled_runs) or 1
     nn = torch.nn
     _wrap(nn.Module, "__call__", _module_call)
@@ -438,7 +553,12 @@ def _install(torch):
         nn.Module.__init_subclass__ = classmethod(_init_subclass)
     _wrap(nn.Module, "load_state_dict", _load_state_dict)
     _wrap(torch.optim.Optimizer, "__init__", _opt_init)
-    _wrap(torch.autograd, "backward", _backward)
+    _wrap(torch.autograd, "backward", _backward("backward"))
+    _wrap(torch.autograd, "grad", _backward("autograd.grad"))
+    func = getattr(torch, "func", None)  # torch 2.x; functorch's in 1.13 is not wrapped
+    if func is not None:
+        for t in ("grad", "grad_and_value", "vjp"):
+            _wrap(func, t, _func_transform)
     _wrap(torch.utils.data.dataloader._BaseDataLoaderIter, "__next__", _data_next)
     _wrap(torch, "load", _torch_load)
     _wrap(torch.jit, "script", _jit_compile("torch.jit.script"))
