@@ -32,16 +32,48 @@
 #define KEPT_FRAMES 8
 #define KCAP (1u << 15)        /* hash slots (128 KiB); at most 3/4 used */
 #define KMAX (KCAP / 4 * 3)    /* live blocks (96 bytes each, dense) */
-#define GROUPS 1024
 #define TOP 16
 
 typedef struct kentry {
 	uintptr_t p;
 	uint64_t size;
 	int64_t step;
+	uint64_t hash;         /* of the frames: computed in the hook, not per step */
 	uint32_t nf, pad;
+	uint32_t acc;          /* its call stack's totals: acc[] index */
 	uint64_t f[KEPT_FRAMES];
 } kentry;
+
+static uint64_t frames_hash(const kentry *e)
+{
+	uint64_t h = 1469598103934665603ull ^ e->nf;
+	for (uint32_t k = 0; k < e->nf; k++)
+		h = (h ^ e->f[k]) * 1099511628211ull;
+	return h;
+}
+
+/* Totals per call stack, kept up to date by the hooks (under the lock),
+ * so a step's end reads one entry per call stack, not one per live block
+ * (4,000 live blocks cost ~30 us a step read one by one). Open addressing
+ * on the frames' hash; ACC_MAX call stacks at most, the blocks of any
+ * further one counted in the last entry ("other call stacks"). An entry
+ * whose blocks are all freed stays (a program's call stacks making large
+ * blocks are few). */
+#define ACAP 2048
+#define ACC_MAX 1024
+#define GROUPS (ACC_MAX + 1)
+typedef struct acc_entry {
+	uint64_t hash;         /* 0: empty */
+	uint64_t bytes, blocks;
+	int64_t new_step;      /* new_bytes counts blocks of this step only */
+	uint64_t new_bytes;
+	uint32_t nf;
+	uint64_t f[KEPT_FRAMES];
+} acc_entry;
+static acc_entry *acc;          /* ACAP + 1: the last is "other call stacks" */
+static uint16_t used[ACC_MAX];  /* acc indices in use, dense */
+static uint32_t n_used;
+static int other_used;
 
 _Atomic uint32_t ppa_kept_live;
 _Atomic int ppa_kept_on;
@@ -87,12 +119,16 @@ void ppa_kept_alloc(void *p, size_t n)
 		return;
 	kentry e = {.p = (uintptr_t)p, .size = n, .step = cur_step};
 	e.nf = ppa_pystack_frames(e.f, KEPT_FRAMES, &e.pad);
+	e.hash = frames_hash(&e);
 	lock();
 	uint32_t i = find(e.p);
 	if (slots[i]) {
-		live[slots[i] - 1] = e; /* a block freed behind our back (not through a hook) */
+		/* a block freed behind our back (not through a hook): the old
+		 * entry is dropped, the new one goes in as any other */
 		unlock();
-		return;
+		ppa_kept_free(p);
+		lock();
+		i = find(e.p);
 	}
 	uint32_t n_live = atomic_load_explicit(&ppa_kept_live, memory_order_relaxed);
 	if (n_live >= KMAX) {
@@ -100,6 +136,29 @@ void ppa_kept_alloc(void *p, size_t n)
 		atomic_fetch_add_explicit(&untracked, 1, memory_order_relaxed);
 		return;
 	}
+	uint32_t a = e.hash ? (uint32_t)(e.hash >> 40) & (ACAP - 1) : 0;
+	while (acc[a].hash && acc[a].hash != (e.hash | 1))
+		a = (a + 1) & (ACAP - 1);
+	if (!acc[a].hash) {
+		if (n_used < ACC_MAX) {
+			acc[a].hash = e.hash | 1; /* never 0: 0 is empty */
+			acc[a].nf = e.nf;
+			memcpy(acc[a].f, e.f, sizeof e.f);
+			used[n_used++] = (uint16_t)a;
+		} else {
+			a = ACAP;
+			other_used = 1;
+		}
+	}
+	acc_entry *t = &acc[a];
+	t->bytes += e.size;
+	t->blocks++;
+	if (t->new_step != cur_step) {
+		t->new_step = cur_step;
+		t->new_bytes = 0;
+	}
+	t->new_bytes += e.size;
+	e.acc = a;
 	live[n_live] = e;
 	slots[i] = n_live + 1;
 	atomic_store_explicit(&ppa_kept_live, n_live + 1, memory_order_relaxed);
@@ -118,6 +177,11 @@ void ppa_kept_free(void *p)
 		return;
 	}
 	uint32_t d = slots[i] - 1;
+	acc_entry *t = &acc[live[d].acc];
+	t->bytes -= live[d].size;
+	t->blocks--;
+	if (live[d].step == t->new_step && t->new_bytes >= live[d].size)
+		t->new_bytes -= live[d].size;
 	/* backward-shift deletion: no tombstones, probes stay short */
 	uint32_t j = i;
 	for (;;) {
@@ -155,9 +219,6 @@ typedef struct group {
 } group;
 
 static group *groups;
-/* groups by call stack hash during a step's end: index + 1 (0 empty) */
-#define GSLOTS (2 * GROUPS)
-static uint16_t gslot[GSLOTS];
 
 void ppa_kept_step_begin(int64_t step)
 {
@@ -169,7 +230,10 @@ void ppa_kept_step_begin(int64_t step)
 		uint32_t *s = ppa_map(sizeof *s * KCAP);
 		kentry *l = ppa_map(sizeof *l * KMAX);
 		group *g = ppa_map(sizeof *g * GROUPS);
-		if (!s || !l || !g) {
+		acc_entry *ac = ppa_map(sizeof *ac * (ACAP + 1));
+		if (!s || !l || !g || !ac) {
+			if (ac)
+				ppa_unmap(ac, sizeof *ac * (ACAP + 1));
 			/* no memory for it: no step_kept rows, said once */
 			if (s)
 				ppa_unmap(s, sizeof *s * KCAP);
@@ -189,6 +253,8 @@ void ppa_kept_step_begin(int64_t step)
 		 * program holds). */
 		memset(s, 0, sizeof *s * KCAP);
 		memset(g, 0, sizeof *g * GROUPS);
+		memset(ac, 0, sizeof *ac * (ACAP + 1));
+		acc = ac;
 		pthread_atfork(NULL, NULL, atfork_child);
 		groups = g;
 		live = l;
@@ -199,13 +265,6 @@ void ppa_kept_step_begin(int64_t step)
 	atomic_store_explicit(&ppa_kept_on, 1, memory_order_relaxed);
 }
 
-static uint64_t frames_hash(const kentry *e)
-{
-	uint64_t h = 1469598103934665603ull ^ e->nf;
-	for (uint32_t k = 0; k < e->nf; k++)
-		h = (h ^ e->f[k]) * 1099511628211ull;
-	return h;
-}
 
 static int by_bytes(const void *a, const void *b)
 {
@@ -229,6 +288,11 @@ static uint32_t n_sites;
 
 static void site_of(group *g)
 {
+	if (!g->hash) {
+		snprintf(g->site, sizeof g->site, "(other call stacks: more than %d)", ACC_MAX);
+		g->frame = 0;
+		return;
+	}
 	if (!sites && !(sites = ppa_map(sizeof *sites * SITES)))
 		goto read;
 	uint32_t b = (uint32_t)(g->hash >> 40) & (SITES - 1);
@@ -264,36 +328,21 @@ void ppa_kept_step_end(void)
 	if (!slots || !atomic_load_explicit(&ppa_kept_on, memory_order_relaxed))
 		return;
 	int ng = 0;
-	uint64_t lost = 0;
-	memset(gslot, 0, sizeof gslot);
 	lock();
-	uint32_t n_live = atomic_load_explicit(&ppa_kept_live, memory_order_relaxed);
-	for (uint32_t i = 0; i < n_live; i++) {
-		const kentry *e = &live[i];
-		uint64_t h = frames_hash(e);
-		uint32_t b = (uint32_t)(h >> 40) & (GSLOTS - 1);
-		while (gslot[b] && groups[gslot[b] - 1].hash != h)
-			b = (b + 1) & (GSLOTS - 1);
-		int g = gslot[b] ? gslot[b] - 1 : ng;
-		if (g == ng) {
-			if (ng == GROUPS) {
-				lost++;
-				continue;
-			}
-			gslot[b] = (uint16_t)(ng + 1);
-			groups[ng].hash = h;
-			groups[ng].e = *e;
-			groups[ng].bytes = groups[ng].blocks = groups[ng].new_bytes = 0;
-			ng++;
-		}
-		groups[g].bytes += e->size;
-		groups[g].blocks++;
-		if (e->step == cur_step)
-			groups[g].new_bytes += e->size;
+	for (uint32_t u = 0; u <= n_used; u++) {
+		uint32_t a = u < n_used ? used[u] : ACAP;
+		const acc_entry *t = &acc[a];
+		if (!t->blocks || (a == ACAP && !other_used))
+			continue;
+		group *g = &groups[ng++];
+		g->hash = a == ACAP ? 0 : t->hash;
+		g->e.nf = a == ACAP ? 0 : t->nf;
+		memcpy(g->e.f, t->f, sizeof t->f);
+		g->bytes = t->bytes;
+		g->blocks = t->blocks;
+		g->new_bytes = t->new_step == cur_step ? t->new_bytes : 0;
 	}
 	unlock();
-	if (lost)
-		atomic_fetch_add_explicit(&sites_dropped, lost, memory_order_relaxed);
 	for (int g = 0; g < ng; g++) {
 		groups[g].merged = 0;
 		site_of(&groups[g]);
