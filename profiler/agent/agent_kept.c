@@ -9,17 +9,18 @@
  * touch the table rarely. Smaller blocks are not tracked (the hot path
  * pays one compare for this, on a value it already holds).
  *
- * At the end of each step (the Python module's step_end) the live blocks
- * are grouped by site — the innermost frame in the program's own files
- * (agent_pystack.c) — and the 16 largest sites become step_kept rows:
- * bytes and blocks alive, and the bytes of those made in this step.
+ * The hooks also keep each call stack's totals up to date (bytes, blocks,
+ * bytes made this step), so at the end of each step (the Python module's
+ * step_end) only those are read, one per call stack, and grouped by site:
+ * the innermost frame in the program's own files (agent_pystack.c). The
+ * 16 largest sites become step_kept rows: bytes and blocks alive, and the
+ * bytes of those made in this step.
  *
  * The table is anonymous mappings (hash slots with linear probing into a
- * dense array of the live blocks, so a step's end reads only those) under
- * a spin lock held for a few instructions; it never calls malloc. When it
- * is full
- * a block is not tracked and counted (agent.kept_untracked); a free of an
- * untracked block finds nothing and costs one probe.
+ * dense array of the live blocks) under a spin lock held for a few
+ * instructions; it never calls malloc. When it is full a block is not
+ * tracked and counted (agent.kept_untracked); a free of an untracked block
+ * finds nothing and costs one probe.
  */
 #include "agent_internal.h"
 #include "phaseprof.h"

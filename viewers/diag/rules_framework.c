@@ -127,7 +127,7 @@ static int take_out_jumps(double *y, int n, int *at, double *by)
 				k = i;
 		}
 		double rise = y[k] - y[k - 1], total = y[n - 1] - y[0];
-		double med = diag_median(d, n - 1); /* sorts d: recomputed each round */
+		double med = diag_median(d, n - 1);
 		if (rise < MEM_MIN_GROWTH / 2 || rise < 4 * med || rise < total / 3)
 			break;
 		if (jumps == 0) {
@@ -139,6 +139,42 @@ static int take_out_jumps(double *y, int n, int *at, double *by)
 	}
 	free(d);
 	return jumps;
+}
+
+/* A level shift in a noisy series (a step allocating and freeing tens of
+ * MiB moves resident memory by as much from one step to the next, so no
+ * single rise stands out): the split, each side at least 8 steps, that a
+ * step function fits best (least absolute deviation from each side's
+ * median). It is a one-time jump when
+ * that difference is at least MEM_MIN_GROWTH and neither side rises on its
+ * own by half of it (a leak keeps rising on both sides of any split).
+ * Returns the split's index, or -1; *by: the difference of medians. */
+static int level_shift(const double *y, int n, double *by)
+{
+	*by = 0;
+	int best = -1;
+	double bd = 0, best_cost = INFINITY;
+	int stride = n > 256 ? n / 128 : 1; /* medians per split: bounded */
+	for (int k = 8; k <= n - 8; k += stride) {
+		/* the split that a step function fits best (least absolute
+		 * deviation from each side's median) */
+		double ml = diag_median(y, k), mr = diag_median(y + k, n - k), cost = 0;
+		for (int i = 0; i < n; i++)
+			cost += fabs(y[i] - (i < k ? ml : mr));
+		if (cost < best_cost) {
+			best_cost = cost;
+			bd = mr - ml;
+			best = k;
+		}
+	}
+	if (best < 0 || bd < MEM_MIN_GROWTH)
+		return -1;
+	rise a, b;
+	if ((rises(y, best, &a) && a.slope * (best - 1) >= MEM_MIN_GROWTH / 2) ||
+	    (rises(y + best, n - best, &b) && b.slope * (n - best - 1) >= MEM_MIN_GROWTH / 2))
+		return -1;
+	*by = bd;
+	return best;
 }
 
 /* Names the sites holding the kept memory (the step_kept rows): the
@@ -188,26 +224,46 @@ void rule_memory_grows_per_step(diag_ctx *c)
 		return;
 	}
 	double first = y[0], last = y[n - 1];
+	double *orig = malloc((size_t)n * sizeof *orig);
+	if (!orig) {
+		free(y);
+		return;
+	}
+	memcpy(orig, y, (size_t)n * sizeof *y);
 	int jump_at = -1;
 	double jump = 0;
 	int jumps = take_out_jumps(y, n, &jump_at, &jump);
 	rise g;
 	char a[32], b[32], s[32];
-	if (!rises(y, n, &g) || g.slope * (n - 1) < MEM_MIN_GROWTH) {
-		/* no growth once the jumps are out: a one-time rise is worth a
-		 * line, not a leak warning */
-		if (jumps == 1 && jump >= MEM_MIN_GROWTH) {
-			int step = (int)r->steps[1 + jump_at].iteration;
+	int growing = rises(y, n, &g) && g.slope * (n - 1) >= MEM_MIN_GROWTH;
+	double shift = 0;
+	/* on the series as recorded: taking out a "jump" that was noise
+	 * would leave a series that is neither */
+	int shift_at = growing ? level_shift(orig, n, &shift) : -1;
+	free(orig);
+	if (!growing || shift_at >= 0) {
+		/* no growth once the jumps are out, or a level shift with
+		 * neither side rising: a one-time rise is worth a line, not a
+		 * leak warning */
+		int at = shift_at >= 0 ? shift_at : jump_at;
+		double by = shift_at >= 0 ? shift : jump;
+		if ((shift_at >= 0 || jumps == 1) && by >= MEM_MIN_GROWTH) {
+			int step = (int)r->steps[1 + at].iteration;
 			pp_finding *f = diag_emit(
 				c, "memory_grows_per_step", DIAG_INFO, 0,
 				"Nothing to fix if this is a checkpoint load or a cache filled once; "
 				"memory that stays higher after it is what the step now keeps.",
 				"Resident memory rose once by %s at step %d, flat before and after",
-				pp_fmt_bytes(s, sizeof s, jump), step);
-			diag_evidence(f, "step.rss_bytes at the end of %d steady steps (the first left out): "
-					 "%s before step %d, %s at the end; without that one rise the series "
-					 "does not grow (a jump, not growth per step).",
-				      n, pp_fmt_bytes(a, sizeof a, first), step, pp_fmt_bytes(b, sizeof b, last));
+				pp_fmt_bytes(s, sizeof s, by), step);
+			if (f)
+				diag_evidence(f, "step.rss_bytes at the end of %d steady steps (the first left "
+						 "out): %s before step %d, %s at the end; %s (a jump, not growth "
+						 "per step).",
+					      n, pp_fmt_bytes(a, sizeof a, first), step,
+					      pp_fmt_bytes(b, sizeof b, last),
+					      shift_at >= 0 ? "the median after it is that much higher and "
+							      "neither side rises on its own"
+							    : "without that one rise the series does not grow");
 		}
 		free(y);
 		return;
