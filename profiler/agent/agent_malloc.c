@@ -19,10 +19,10 @@
  * IS_MMAPPED bit (a large block glibc mapped on its own, or a block of the
  * bootstrap pool, whose planted header carries that bit) goes out of line,
  * so free() tests one header bit instead of the pool's address range and
- * the usable size is two instructions. Blocks of PPA_KEPT_MIN (64 KiB) or
- * more go out of line too (one compare on the size already in a
- * register): the live table of memory kept across steps (agent_kept.c)
- * records them with their Python frames, and forgets them when freed.
+ * the usable size is two instructions. Chunks of 64 KiB or more go out of
+ * line too, in the same test (CHUNK_BIG): the live table of memory kept
+ * across steps (agent_kept.c) records them with their Python frames, and
+ * forgets them when freed.
  */
 #include "agent_internal.h"
 #include "phaseprof.h"
@@ -58,6 +58,12 @@ static void calibrate_clock(void);
  * (IS_MMAPPED = 2). An in-use chunk's payload is its size minus the
  * header word (two for mmapped chunks). */
 #define CHUNK_MMAPPED ((size_t)2)
+/* One test for "out of line": the IS_MMAPPED bit, or a chunk of 64 KiB or
+ * more (bits 16 and up: PPA_KEPT_MIN), which the live table may hold; the
+ * other flag bits (PREV_INUSE, NON_MAIN_ARENA) and sizes below 64 KiB are
+ * masked out. As cheap as the bit test alone. */
+#define CHUNK_BIG (~(size_t)0xfffd)
+_Static_assert(PPA_KEPT_MIN == 0x10000, "CHUNK_BIG assumes 64 KiB");
 
 static inline size_t chunk_word(const void *p) { return ((const size_t *)p)[-1]; }
 
@@ -305,17 +311,15 @@ static __attribute__((noinline)) void *malloc_timed(ppa_tstats *t, size_t n)
 	return p;
 }
 
-/* a block the live table may track (agent_kept.c) */
-static __attribute__((noinline)) void *malloc_kept(ppa_tstats *t, size_t n)
+/* A block glibc mapped alone, or a chunk of 64 KiB or more: the live
+ * table tracks it (agent_kept.c) by its usable size, so the request's size
+ * need not be kept across the call on the fast path (a second saved
+ * register: +5 instructions a call). */
+static __attribute__((noinline)) void *malloc_big(ppa_tstats *t, void *p)
 {
-	void *p = r_malloc(n);
-	account_alloc(t, n, p);
-	return p;
-}
-
-static __attribute__((noinline)) void *malloc_mmapped(ppa_tstats *t, void *p)
-{
-	ppa_add(&t->alloc_usable, glibc_usable(p));
+	size_t u = glibc_usable(p);
+	ppa_add(&t->alloc_usable, u);
+	ppa_kept_alloc(p, u);
 	return p;
 }
 
@@ -327,14 +331,12 @@ PPA_API void *malloc(size_t n)
 	ppa_add(&t->hist[size_slot_lzcnt(n)], 1);
 	if (PPA_UNLIKELY(countdown_alloc(t)))
 		return malloc_timed(t, n);
-	if (PPA_UNLIKELY(n >= PPA_KEPT_MIN))
-		return malloc_kept(t, n);
 	void *p = r_malloc(n);
 	if (PPA_UNLIKELY(!p))
 		return p;
 	size_t sz = chunk_word(p);
-	if (PPA_UNLIKELY(sz & CHUNK_MMAPPED))
-		return malloc_mmapped(t, p);
+	if (PPA_UNLIKELY(sz & CHUNK_BIG))
+		return malloc_big(t, p);
 	ppa_add(&t->alloc_usable, heap_usable(sz));
 	return p;
 }
@@ -379,7 +381,7 @@ PPA_API void free(void *p)
 	/* not counted yet, guarded, a large block (mapped on its own, or one
 	 * the live table may hold: agent_kept.c) or one of the bootstrap
 	 * pool's: out of line */
-	if (PPA_UNLIKELY(!t || ((sz = chunk_word(p)) & CHUNK_MMAPPED) || sz >= PPA_KEPT_MIN)) {
+	if (PPA_UNLIKELY(!t || ((sz = chunk_word(p)) & CHUNK_BIG))) {
 		free_slow(p);
 		return;
 	}
