@@ -6,8 +6,9 @@
  * frames that made it). Not a sample: a tensor's storage is one such block,
  * so counting each keeps the per-site bytes exact where memory grows, and
  * blocks that large are few (thousands per step at most), so the hooks
- * touch the table rarely. Smaller blocks are not tracked (the hot path
- * pays one compare for this, on a value it already holds).
+ * touch the table rarely. Smaller blocks are not tracked (the hot paths
+ * send chunks of 64 KiB or more out of line in the test they already made
+ * for separately mapped blocks: agent_malloc.c, CHUNK_BIG).
  *
  * The hooks also keep each call stack's totals up to date (bytes, blocks,
  * bytes made this step), so at the end of each step (the Python module's
