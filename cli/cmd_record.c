@@ -1014,7 +1014,8 @@ int cmd_record(int argc, char **argv)
 			 (python && !strncmp(e, "PHASEPROF_PYTHON=", 17)) ||
 			 !strncmp(e, "PHASEPROF_PYSTACK_FAKE_VERSION=", 31) || /* tests: an unchecked CPython */
 			 !strncmp(e, "PHASEPROF_BUFFER_EVENTS=", 24) || /* tests: few small buffers */
-			 !strncmp(e, "PHASEPROF_MAX_BUFFERS=", 22))
+			 !strncmp(e, "PHASEPROF_MAX_BUFFERS=", 22) ||
+			 !strncmp(e, "PHASEPROF_KEPT=", 15)) /* 0: no step_kept (agent_kept.c) */
 			env[k++] = environ[j];
 	}
 	size_t k_own = k;

@@ -579,6 +579,7 @@ static int rd_get(rd *r, void *dst, size_t n)
 static const char *const row_tables[] = {
 	"libraries", "io", "allocations", "frames", "stacks", "samples", "gpu_activity",
 	"gpu_status", "losses", "run_meta", "threads", "counters", "marks", "comm", "py_frames",
+	"step_kept",
 	NULL,
 };
 

@@ -50,6 +50,7 @@ static const struct { const char *table, *name, *cols; int min_rows; } indexes[]
 	{"libraries", "libraries_run", "run_id", INDEX_MIN_ROWS},
 	{"io", "io_run", "run_id", INDEX_MIN_ROWS},
 	{"py_frames", "py_frames_run", "run_id, id", INDEX_MIN_ROWS},
+	{"step_kept", "step_kept_run", "run_id, site_id, step", INDEX_MIN_ROWS},
 };
 #define N_INDEXES (sizeof indexes / sizeof indexes[0])
 

@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define PP_SCHEMA_VERSION 2
+#define PP_SCHEMA_VERSION 3
 #define PP_APPLICATION_ID 0x50505246 /* "PPRF" in PRAGMA application_id */
 
 typedef struct pp_store pp_store;
@@ -415,6 +415,19 @@ typedef struct pp_py_frames { pp_py_frame *v; int n; } pp_py_frames;
 int pp_store_py_frames(pp_store *st, int64_t run_id, pp_py_frames *out);
 const pp_py_frame *pp_py_frames_find(const pp_py_frames *f, int64_t id); /* NULL if absent */
 void pp_py_frames_free(pp_py_frames *f);
+/* Memory kept across steps (step_kept), per allocation site, from step
+ * `from` on: the site's live bytes at the first and last step it was seen
+ * alive, and the rise per step between them ((last - first) / steps).
+ * Sites seen at fewer than 3 steps are left out. Ordered by
+ * per_step_bytes, largest first. store_kept.c */
+typedef struct pp_kept_site {
+	char site[256];
+	int64_t first_step, last_step;
+	int64_t first_bytes, last_bytes, last_blocks;
+	double per_step_bytes;
+} pp_kept_site;
+int pp_store_kept_sites(pp_store *st, int64_t run_id, int64_t from, pp_kept_site **out, int *n);
+
 /* The run's one line on Python frames in samples ("on: CPython 3.11.2" or
  * "off: why"): 0 found, 1 none (not Python or no sampling), -1 error. */
 int pp_store_python_frames_state(pp_store *st, int64_t run_id, char *buf, size_t len);

@@ -247,6 +247,7 @@ static void emit_alloc_rows(void)
 	char v[64];
 	snprintf(v, sizeof v, "%llu", (unsigned long long)s.threads_created);
 	pp_meta("agent.threads_created", v);
+	ppa_kept_report();
 	snprintf(v, sizeof v, "%llu", (unsigned long long)s.realloc_calls);
 	pp_meta("agent.realloc_calls", v);
 }

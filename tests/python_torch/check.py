@@ -20,10 +20,10 @@ PY = sys.argv[3] if len(sys.argv) > 3 else "/usr/bin/python3"
 class Rec:
     """One recording: the program's output and the database."""
 
-    def __init__(self, phaseprof, prog, *args, expect_rc=0, env=None):
+    def __init__(self, phaseprof, prog, *args, expect_rc=0, env=None, opts=()):
         self.dir = tempfile.mkdtemp(prefix="pp-torch-")
         self.db = os.path.join(self.dir, "run.db")
-        cmd = [phaseprof, "record", "-o", self.db, "--", PY,
+        cmd = [phaseprof, "record", "-o", self.db] + list(opts) + ["--", PY,
                os.path.join(HERE, "progs", prog)] + [a.replace("@DIR", self.dir) for a in args]
         env = dict(os.environ, **{k: v.replace("@DIR", self.dir) for k, v in (env or {}).items()})
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=600, env=env)
@@ -173,6 +173,50 @@ def case_loss_graph(pp):
     check(len(r.steps()) == 30, "steps: %d" % len(r.steps()), r)
     f = r.finding("memory_grows_per_step")
     check(f is not None and f[1] in ("moderate", "high"), "no memory growth finding", r)
+
+
+def memory_findings(r):
+    return [f for f in r.findings() if f[0] == "memory_grows_per_step"]
+
+
+def case_act_cache(pp):
+    """A forward hook keeps a copy of every step's activations (1.0 MiB a
+    step): the finding names the hook and what it keeps per step."""
+    r = Rec(pp, "act_cache.py")
+    check("cached: 40" in r.out, "program output changed: " + r.out)
+    check(len(r.steps()) == 40, "steps: %d" % len(r.steps()), r)
+    f = r.finding("memory_grows_per_step")
+    check(f is not None and f[1] in ("moderate", "high"), "no memory growth finding", r)
+    check("1.0 MiB per step kept, allocated in cache_hook (act_cache.py:15)" in f[3],
+          "evidence does not name the hook's site and bytes: " + f[3])
+    fix = r.one("SELECT fix FROM findings WHERE run_id = ? AND rule = 'memory_grows_per_step'",
+                r.run)
+    check("cache_hook (act_cache.py:15)" in fix and "total_loss" not in fix,
+          "fix does not fit the program: " + fix)
+    kept = r.rows("SELECT k.step, k.bytes, k.blocks, k.new_bytes FROM step_kept k "
+                  "JOIN strings s ON s.id = k.site_id WHERE k.run_id = ? "
+                  "AND s.value = 'cache_hook (act_cache.py:15)' ORDER BY k.step", r.run)
+    check([k[0] for k in kept] == list(range(40)), "step_kept steps %r" % [k[0] for k in kept])
+    check(all(k[1] == (k[0] + 1) << 20 and k[2] == k[0] + 1 and k[3] == 1 << 20 for k in kept),
+          "step_kept rows %r" % kept[:5])
+
+
+def case_ckpt_reload(pp):
+    """A checkpoint saved and reloaded mid-training: one jump, not growth."""
+    r = Rec(pp, "ckpt_reload.py", "@DIR/ckpt.pt")
+    check("reloaded at 30: True" in r.out, "program output changed: " + r.out)
+    check(len(r.steps()) == 60, "steps: %d" % len(r.steps()), r)
+    bad = [f for f in memory_findings(r) if f[1] in ("moderate", "high")]
+    check(not bad, "a reload rated as memory growth: %r" % bad, r)
+
+
+def case_loader_sample(pp):
+    """A loader-bound loop under --sample 100: the sampler's own memory is
+    not the program's."""
+    r = Rec(pp, "loader_bound.py", opts=("--sample", "100"))
+    check("batches: 60" in r.out, "program output changed: " + r.out)
+    check(len(r.steps()) == 60, "steps: %d" % len(r.steps()), r)
+    check(not memory_findings(r), "memory finding under --sample: %r" % memory_findings(r), r)
 
 
 def case_script(pp):
