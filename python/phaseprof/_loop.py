@@ -139,8 +139,10 @@ def _end(completed):
             _extent = _step_max
         if _step_loader is not None:
             _loader = _step_loader
-        if completing >= BACKWARD and _backwards > 1:
+        if completing == OPTIMIZER and _backwards > 1:
             _steps.set_unit("optimizer step of %d micro-batches" % _backwards)
+        else:
+            _steps.set_unit(_unit())
     _steps.end("auto")
 
 
@@ -188,7 +190,6 @@ def event(cls, f, may_begin, loader=None):
         if not _steps.is_open:
             if may_begin and (_extent < 0 or off <= _extent):
                 _begin()
-                _steps.set_unit(_unit())
             else:
                 return
     elif _steps.is_open:
