@@ -461,6 +461,66 @@ out:
 	return rc;
 }
 
+/* pp_store_each_span: one row at a time, nothing held but the names. */
+typedef struct span_stream {
+	span_acc a;               /* names only: a.out holds the string pool */
+	pp_span_list pool;
+	int (*cb)(const pp_span_row *, void *);
+	void *ud;
+	int stopped;
+} span_stream;
+
+static int span_stream_row(sqlite3_stmt *s, void *ud)
+{
+	span_stream *ss = ud;
+	pp_span_row r;
+	int64_t at = span_name(&ss->a, sqlite3_column_int64(s, 4));
+	if (at < 0) {
+		ss->a.failed = 1;
+		return 1;
+	}
+	r.id = sqlite3_column_int64(s, 0);
+	r.parent_id = sqlite3_column_int64(s, 1);
+	r.tid = sqlite3_column_int64(s, 2);
+	r.kind = sqlite3_column_int(s, 3);
+	r.name = ss->pool.strings + at;
+	r.start_ns = sqlite3_column_int64(s, 5);
+	r.end_ns = sqlite3_column_int64(s, 6);
+	r.depth = sqlite3_column_int(s, 7);
+	r.step = sqlite3_column_int64(s, 8);
+	if (ss->cb(&r, ss->ud) != 0) {
+		ss->stopped = 1;
+		return 1;
+	}
+	return 0;
+}
+
+int pp_store_each_span(pp_store *st, int64_t run_id, int (*cb)(const pp_span_row *, void *), void *ud)
+{
+	span_stream ss = {.a = {.st = st}, .cb = cb, .ud = ud};
+	ss.a.out = &ss.pool;
+	int rc = -1;
+	int64_t lo, hi;
+	if (sqlite3_prepare_v2(st->db, "SELECT value FROM strings WHERE id=?1", -1, &ss.a.name_q, NULL) !=
+	    SQLITE_OK)
+		goto out;
+	if (run_span_ids(st, run_id, &lo, &hi) != 0)
+		goto out;
+	if (lo <= hi &&
+	    (store_range(st,
+			 "SELECT id,COALESCE(parent_id,0),tid,kind,name_id,start_ns,COALESCE(end_ns,-1),depth,"
+			 "COALESCE(step,-1) FROM spans NOT INDEXED WHERE id BETWEEN ?2 AND ?3 AND run_id=?1",
+			 run_id, lo, hi, span_stream_row, &ss) != 0 ||
+	     ss.a.failed))
+		goto out;
+	rc = 0;
+out:
+	sqlite3_finalize(ss.a.name_q);
+	pp_idmap_free(&ss.a.name_at);
+	pp_span_list_free(&ss.pool);
+	return rc;
+}
+
 void pp_span_list_free(pp_span_list *l)
 {
 	free(l->rows);

@@ -39,7 +39,7 @@ static inline void *pp_bsearch(const void *key, const void *base, size_t n, size
 /* Writes a one-line message into the context's error buffer; returns -1. */
 int pp_view_fail(pp_view_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-extern const pp_view_ops pp_backend_html, pp_backend_chrome, pp_backend_folded,
+extern const pp_view_ops pp_backend_html, pp_backend_chrome, pp_backend_perfetto, pp_backend_folded,
 	pp_backend_dot, pp_backend_svg, pp_backend_csv;
 
 /* ---- string interning for the model (names repeat a lot) ---- */
