@@ -230,6 +230,11 @@ int pp_model_load_kept(pp_store *st, const pp_run_info *run, pp_model *m, char *
 	return model_load(st, run, m, 1, err, errlen);
 }
 
+int pp_model_load_no_spans(pp_store *st, const pp_run_info *run, pp_model *m, char *err, size_t errlen)
+{
+	return model_load(st, run, m, 2, err, errlen);
+}
+
 static int model_load(pp_store *st, const pp_run_info *run, pp_model *m, int kept, char *err, size_t errlen)
 {
 	memset(m, 0, sizeof *m);
@@ -242,8 +247,8 @@ static int model_load(pp_store *st, const pp_run_info *run, pp_model *m, int kep
 		snprintf(err, errlen, "%s: cannot read threads of run %lld", pp_store_path(st), (long long)run->id);
 		goto out;
 	}
-	if ((kept ? pp_store_spans_kept(st, run->id, PP_SPANS_KEPT_PER_NAME, &sl, &m->left_out)
-		  : pp_store_spans(st, run->id, -1, &sl)) != 0) {
+	if (kept != 2 && (kept ? pp_store_spans_kept(st, run->id, PP_SPANS_KEPT_PER_NAME, &sl, &m->left_out)
+			       : pp_store_spans(st, run->id, -1, &sl)) != 0) {
 		snprintf(err, errlen, "%s: cannot read spans of run %lld", pp_store_path(st), (long long)run->id);
 		goto out;
 	}

@@ -102,6 +102,8 @@ int pp_model_load(pp_store *st, const pp_run_info *run, pp_model *m, char *err, 
  * span but the leaf op/span spans past PP_SPANS_KEPT_PER_NAME of a name,
  * counted in left_out): what a report draws, in bounded memory. */
 int pp_model_load_kept(pp_store *st, const pp_run_info *run, pp_model *m, char *err, size_t errlen);
+/* Ops and GPU activity only: the Chrome export streams a big run's spans. */
+int pp_model_load_no_spans(pp_store *st, const pp_run_info *run, pp_model *m, char *err, size_t errlen);
 void pp_model_free(pp_model *m);
 
 /* ---- queries shared by the report and stats ---- */

@@ -2,7 +2,7 @@
 # --keep-all-spans in bounded memory, and every span kept: record (its
 # ingest with the indexes built after, sorting on temporary files, and the
 # diagnostics), stats with the rules run again, report, and the streamed
-# Perfetto export of 1.3*10^6 span events from 2 threads, each under a peak
+# Perfetto and Chrome exports of 1.3*10^6 span events from 2 threads, each under a peak
 # RSS far below what holding every span costs (the report held 65 MB at
 # 10^6 spans before, the record 590 MB at 10^7). Memory only: timing is in
 # bench/profiler. Usage: keep_all_bounded.sh PHASEPROF T_SPANS
@@ -39,4 +39,9 @@ mb=$(peak "$pp" export --format perfetto -o "$t/k.pftrace" "$t/k.db") || bad "ex
 # each span a begin and an end: at least 2 packets of >= 10 bytes a span
 sz=$(stat -c %s "$t/k.pftrace")
 [ "$sz" -ge $((650650 * 20)) ] && ok "perfetto trace $sz bytes" || bad "perfetto trace only $sz bytes"
+# the Chrome JSON of a run this big streams its spans too
+mb=$(peak "$pp" export --format chrome -o "$t/k.json" "$t/k.db") || bad "export chrome: $(cat "$t/out")"
+[ "$mb" -le 32 ] && ok "export --format chrome: peak $mb MB" || bad "chrome export peak $mb MB > 32"
+x=$(grep -o '"ph":"X"' "$t/k.json" | wc -l)
+[ "$x" = 650650 ] && ok "chrome trace: 650,650 X events" || bad "chrome trace: $x X events, want 650650"
 exit $fail
