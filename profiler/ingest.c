@@ -36,7 +36,7 @@
 /* Leaf spans of the high-volume kinds (op, span) beyond this many per
  * (thread, kind, name) are folded into span_groups unless every span is
  * asked for (pp_ingest_opts.keep_all_spans). */
-#define PP_KEEP_PER_NAME 10000
+#define PP_KEEP_PER_NAME PP_SPANS_KEPT_PER_NAME
 
 /* ---------------------------------------------------------------- batched inserts */
 

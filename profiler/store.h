@@ -192,6 +192,18 @@ typedef struct pp_span_list {
 /* Spans of a run ordered by (tid, start_ns). kind_filter < 0: all kinds. */
 int pp_store_spans(pp_store *st, int64_t run_id, int kind_filter, pp_span_list *out);
 void pp_span_list_free(pp_span_list *l);
+/* The spans a default ingest keeps one by one, whatever the recording kept:
+ * every span but the leaf op/span spans past the first per_name of each
+ * (thread, kind, name), which are counted in *left_out (on a default
+ * recording nothing is left out: those are in span_groups already). Same
+ * order as pp_store_spans; memory bounded by what is kept. */
+#define PP_SPANS_KEPT_PER_NAME 10000
+int pp_store_spans_kept(pp_store *st, int64_t run_id, int64_t per_name, pp_span_list *out, int64_t *left_out);
+/* The same rows one at a time without holding them (memory: the distinct
+ * names), in id order: begin order, so each thread's spans come by start
+ * (a merged run's or a stepped clock's may not). row->name lives until the
+ * callback returns; a non-zero return stops the scan (then 0 is returned). */
+int pp_store_each_span(pp_store *st, int64_t run_id, int (*cb)(const pp_span_row *, void *), void *ud);
 
 /* Per-kind totals of a run: count and time of the outermost phases of each
  * kind (a phase nested in one of its own kind is neither counted nor its

@@ -29,6 +29,7 @@ typedef struct diag_run {
 	int64_t total_ns;         /* run wall time (duration, else last event) */
 
 	pp_span_list spans;       /* closed spans only are used (end_ns >= 0) */
+	int64_t spans_left_out;   /* leaf op/span spans past the per-name quota (pp_store_spans_kept) */
 	int64_t *self_ns;         /* per span: duration minus its children's */
 	int *parent;              /* per span: index of its parent, -1 */
 	int *attr_kind;           /* per span: its kind; for a free-form span the kind
