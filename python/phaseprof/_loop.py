@@ -158,7 +158,7 @@ def event(cls, f, may_begin, loader=None):
     """A framework event of class cls made by frame f (the caller of the
     framework function). may_begin: the event can start a step (the adapter
     knows the gradient mode); loader: id of the DataLoader for DATA events."""
-    global _last, _step_max, _complete, _backwards, _step_loader
+    global _last
     if _steps.explicit:
         return
     learned = False

@@ -76,6 +76,7 @@ import sys
 import threading
 
 from .. import _native as N
+from .._wrapping import strip as _strip
 from .. import _steps
 from ..kinds import MODEL_BUILD, OPTIMIZER_SETUP, SPAN
 
@@ -107,15 +108,6 @@ F = _Fit()
 
 def _here():
     return F.active and threading.get_ident() == F.tid
-
-
-def _strip(e):
-    """Removes the calling wrapper's own entry from e's traceback, so that a
-    bare ``raise`` after it (which adds no entry) leaves the traceback a
-    plain run prints (as the PyTorch adapter's wrappers do)."""
-    tb = e.__traceback__
-    if tb is not None and tb.tb_frame is sys._getframe(1):
-        e.__traceback__ = tb.tb_next
 
 
 # ---- phases and steps ----
