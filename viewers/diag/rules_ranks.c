@@ -510,8 +510,9 @@ static int64_t job_step_ns(const diag_job *j)
  * rank's own delay since the previous sync point (a launcher starting
  * ranks one after the other is not the program's doing), judged against
  * the job: at least SYNC_JITTER_NS (launch and scheduling jitter of a
- * balanced job, measured on 4 oversubscribed ranks of 2 loaded cores), and
- * at least SYNC_JOB_SHARE of the job's wall time or SYNC_STEPS steps. */
+ * balanced job, measured on 4 oversubscribed ranks of 2 loaded cores) and
+ * a quarter of the others' time for the same stretch, and at least
+ * SYNC_JOB_SHARE of the job's wall time or SYNC_STEPS steps. */
 #define SYNC_JITTER_NS 150000000LL
 #define SYNC_JOB_SHARE 0.05
 #define SYNC_STEPS 10
@@ -554,9 +555,12 @@ static void check_skew(const diag_job *j, diag_ctx *c)
 		for (int i = 0; i < j->n; i++)
 			if (i != late)
 				tmp[m++] = at[i]->start - at[i]->from;
-		int64_t own = (at[late]->start - at[late]->from) - median_i64(tmp, m);
+		int64_t stretch = median_i64(tmp, m);
+		int64_t own = (at[late]->start - at[late]->from) - stretch;
 		double share = wall > 0 ? (double)lateness / (double)wall : 0;
-		if (lateness < SYNC_JITTER_NS || own < SYNC_JITTER_NS || own < lateness / 2 ||
+		/* the same stretch of work a quarter longer on a loaded host is
+		 * noise (two ranks importing torch side by side for 20 s) */
+		if (lateness < SYNC_JITTER_NS || own < SYNC_JITTER_NS || own < lateness / 2 || own < stretch / 4 ||
 		    (share < SYNC_JOB_SHARE && (step <= 0 || lateness < SYNC_STEPS * step)))
 			continue;
 		/* the others' wait: from their arrival to the late rank's */
