@@ -452,6 +452,27 @@ static void test_import_jitter_quiet(void **state)
 	assert_int_equal(ctx.n, 0);
 }
 
+/* A rank that ends with an error exit code (os._exit(3), sys.exit(1)) is
+ * the job's failure, not a completed rank; the other, stopped by the
+ * launcher afterwards, is not named first */
+static void test_exit_code_rank(void **state)
+{
+	(void)state;
+	make_job(2, 10);
+	job.ranks[1].exit_code = 3;
+	job.ranks[1].end_ns -= 800 * MS;
+	snprintf(job.ranks[1].open_phase, sizeof job.ranks[1].open_phase, "step");
+	job.ranks[1].open_step = 3;
+	snprintf(job.ranks[0].status, sizeof job.ranks[0].status, "killed");
+	job.ranks[0].term_signal = 15;
+	job.ranks[0].exit_code = -1;
+	check();
+	const pp_finding *f = find("rank_failed");
+	assert_non_null(f);
+	assert_non_null(strstr(f->title, "Rank 1 exited with code 3 in step 3"));
+	assert_non_null(strstr(f->evidence, "2 of 2 ranks did not complete; rank 0 killed"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -472,6 +493,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_checkpoint_barrier, teardown),
 		cmocka_unit_test_teardown(test_ddp_straggler, teardown),
 		cmocka_unit_test_teardown(test_import_jitter_quiet, teardown),
+		cmocka_unit_test_teardown(test_exit_code_rank, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -333,6 +333,38 @@ ddp_*_t1|ddp_*_t2)
 		between "$wait" $((ex / 2)) $((ex * 2)) "rank 0's wait per step"
 		echo "$ev" | grep -q "backward" || fail "the wait is not placed in backward: $ev"
 		;;
+	exit|abort|segv)
+		# rank 1 ends in step 3; rank 0 waits in DDP's allreduce until
+		# the launcher stops it (torchrun: SIGTERM to the other workers)
+		$PY -c 'import torch.distributed' 2>/dev/null || { echo "skip: no torch.distributed"; exit 77; }
+		PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+		for r in 0 1; do
+			RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT \
+				"$PP_BIN" record -o "j-%r.db" -- $PY "$(dirname "$0")/progs/ddp_job.py" $mode 10 >j.out$r 2>j.err$r &
+			eval pid$r=\$!
+		done
+		wait $pid1
+		sleep 1
+		kill -TERM $pid0 2>/dev/null # gloo may have raised already (a closed peer)
+		wait $pid0
+		"$PP_BIN" merge j-0.db j-1.db -o j.db >j.merge 2>&1 || { cat j.merge j.err0 j.err1; fail "merge"; }
+		st=$(q j.db "SELECT r.status || ' ' || coalesce(r.exit_code, '-') || ' ' || r.term_signal FROM runs r JOIN run_meta m ON m.run_id=r.id AND m.key='rank' AND m.value='1' ORDER BY r.id LIMIT 1")
+		case $mode in
+		exit) want="complete 3 0" ;;
+		abort) want="crashed - 6" ;;
+		segv) want="crashed - 11" ;;
+		esac
+		[ "$st" = "$want" ] || { cat j.err1; fail "rank 1 ended '$st', expected '$want'"; }
+		st0=$(q j.db "SELECT r.status || ' ' || coalesce(r.exit_code, '-') || ' ' || r.term_signal FROM runs r JOIN run_meta m ON m.run_id=r.id AND m.key='rank' AND m.value='0' ORDER BY r.id LIMIT 1")
+		case $st0 in "killed - 15"|"complete 1 0") ;; *) fail "rank 0 ended '$st0', expected killed by SIGTERM or an error exit" ;; esac
+		f=$(rank_findings j.db)
+		echo "$f"
+		# the program's i == 3; the adapter numbers the steps it found (2 or 3)
+		case $mode in
+		exit) echo "$f" | grep -qE "rank_failed: Rank 1 exited with code 3 in step [23]" || fail "rank 1's exit not named: $f" ;;
+		*) echo "$f" | grep -qE "rank_failed: Rank 1 crashed by a signal in step [23]" || fail "rank 1's crash not named: $f" ;;
+		esac
+		;;
 	*) fail "unknown DDP case $mode" ;;
 	esac
 	;;

@@ -214,6 +214,7 @@ typedef struct diag_rank {
 	int64_t run_id;
 	char host[64], status[16];
 	int term_signal;
+	int exit_code;                  /* -1 unknown; > 0 with status complete: it exited with an error */
 	int64_t origin_ns;              /* the run's t = 0 on the job's clock (start_unix_ns) */
 	int64_t end_ns;                 /* run duration */
 	int64_t init_start, init_end;   /* first comm_init span, -1 if none */

@@ -192,6 +192,7 @@ static int load_rank(diag_rank *k, const pp_rank_run *rr, pp_store *st, char *er
 	snprintf(k->host, sizeof k->host, "%s", rr->host);
 	snprintf(k->status, sizeof k->status, "%s", rr->status);
 	k->term_signal = rr->term_signal;
+	k->exit_code = rr->exit_code;
 	k->origin_ns = rr->start_unix_ns;
 	k->end_ns = rr->duration_ns;
 	k->init_start = k->init_end = k->coll_start = k->coll_end = -1;
@@ -347,17 +348,29 @@ static double jshare(const diag_job *j, double ns)
 
 /* A failed rank: crashed, killed or cut short. The earliest to end is the
  * one that failed first; the others were usually stopped by the launcher. */
+static int rank_errored(const diag_rank *k)
+{
+	return strcmp(k->status, "complete") == 0 && k->exit_code > 0;
+}
+
+/* the rank ended on its own account: a crash, or an exit with an error
+ * code (sys.exit(1), os._exit(3)); the others were usually stopped */
+static int rank_culprit(const diag_rank *k)
+{
+	return strcmp(k->status, "crashed") == 0 || rank_errored(k);
+}
+
 static void check_failed(const diag_job *j, diag_ctx *c)
 {
 	int first = -1, nbad = 0;
 	for (int i = 0; i < j->n; i++) {
 		const diag_rank *k = &j->ranks[i];
-		if (strcmp(k->status, "complete") == 0)
+		if (strcmp(k->status, "complete") == 0 && !rank_errored(k))
 			continue;
 		nbad++;
-		int crashed = strcmp(k->status, "crashed") == 0;
-		if (first < 0 || (crashed && strcmp(j->ranks[first].status, "crashed") != 0) ||
-		    (crashed == (strcmp(j->ranks[first].status, "crashed") == 0) &&
+		int culprit = rank_culprit(k);
+		if (first < 0 || (culprit && !rank_culprit(&j->ranks[first])) ||
+		    (culprit == rank_culprit(&j->ranks[first]) &&
 		     k->origin_ns + k->end_ns < j->ranks[first].origin_ns + j->ranks[first].end_ns))
 			first = i;
 	}
@@ -376,6 +389,8 @@ static void check_failed(const diag_job *j, diag_ctx *c)
 	if (cut)
 		snprintf(what, sizeof what, "stopped abruptly (its recording was cut: SIGKILL, OOM killer or a lost "
 					    "node)%s", where[0] ? "; last seen" : "");
+	else if (rank_errored(k))
+		snprintf(what, sizeof what, "exited with code %d", k->exit_code);
 	else
 		snprintf(what, sizeof what, "%s%s", k->status, k->term_signal ? " by a signal" : "");
 	pp_finding *f = diag_emit(c, "rank_failed", DIAG_HIGH, 0.9,
@@ -384,12 +399,14 @@ static void check_failed(const diag_job *j, diag_ctx *c)
 				  "Rank %d %s%s", k->rank, what, where);
 	char d[32];
 	diag_evidence(f, "Rank %d (run %lld, host %s) ended %s after %s", k->rank, (long long)k->run_id, k->host,
-		      k->status, pp_fmt_dur(d, sizeof d, (double)k->end_ns));
+		      rank_errored(k) ? "with an error exit code" : k->status, pp_fmt_dur(d, sizeof d, (double)k->end_ns));
 	if (k->term_signal)
 		diag_evidence(f, " (signal %d)", k->term_signal);
 	diag_evidence(f, "; %d of %d ranks did not complete", nbad, j->n);
 	for (int i = 0; i < j->n; i++)
-		if (i != first && strcmp(j->ranks[i].status, "complete") != 0)
+		if (i != first && rank_errored(&j->ranks[i]))
+			diag_evidence(f, "; rank %d exited with code %d", j->ranks[i].rank, j->ranks[i].exit_code);
+		else if (i != first && strcmp(j->ranks[i].status, "complete") != 0)
 			diag_evidence(f, "; rank %d %s", j->ranks[i].rank, j->ranks[i].status);
 	diag_evidence(f, ".");
 }

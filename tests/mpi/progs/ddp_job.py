@@ -8,9 +8,15 @@ launches its workers (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT).
                   parameter broadcast
       slow-steps  rank 1 sleeps 150 ms in every step before its forward:
                   rank 0 waits in backward (DDP's gradient allreduce)
+      exit / abort / segv
+                  rank 1 ends in step 3 (before its forward) by os._exit(3),
+                  os.abort() or SIGSEGV; rank 0 waits in backward until the
+                  launcher (the test) stops it
 
 Lateness is sleep, so a loaded machine stretches nothing that matters.
 Steps are not declared: the PyTorch adapter finds them."""
+import os
+import signal
 import sys
 import time
 
@@ -34,6 +40,13 @@ x = torch.randn(32, 64, generator=torch.Generator().manual_seed(rank))
 y = torch.randint(0, 10, (32,), generator=torch.Generator().manual_seed(rank))
 for i in range(STEPS):
     opt.zero_grad()
+    if rank == 1 and i == 3 and MODE in ("exit", "abort", "segv"):
+        sys.stdout.flush()
+        if MODE == "exit":
+            os._exit(3)
+        elif MODE == "abort":
+            os.abort()
+        os.kill(os.getpid(), signal.SIGSEGV)
     if MODE == "slow-steps" and rank == 1:
         time.sleep(0.15)
     else:
