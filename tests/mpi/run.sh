@@ -268,7 +268,9 @@ late_coll)
 	echo "$ev" | grep -q "data_wait 'build index'" || fail "the phase is not named: $ev"
 	wait=$(ms_after "$ev" "waited") || fail "no wait in: $ev"
 	between "$wait" $((late * 2)) $((late * 4)) "the others' wait (3 ranks x $late ms)"
-	echo "$f" | grep -qE "rank_(straggler|init_skew|comm_share|barrier_skew)" && fail "other rank findings: $f"
+	# (not comm_share: 30 ms steps beside an allreduce on 2 loaded CPUs may
+	# rightly show it; mpi_balanced holds that one)
+	echo "$f" | grep -qE "rank_(straggler|init_skew|barrier_skew)" && fail "other rank findings: $f"
 	w=$(q late-coll.db "SELECT (max(start_unix_ns + duration_ns) - min(start_unix_ns)) / 1000000 FROM runs r JOIN run_meta m ON m.run_id = r.id AND m.key = 'rank'")
 	echo "late by $late ms, the others waited $wait ms, job $w ms"
 	;;
