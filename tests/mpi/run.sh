@@ -104,6 +104,17 @@ straggler)
 	f=$(rank_findings straggler.db)
 	echo "$f"
 	echo "$f" | grep -q "rank_straggler: Rank 2 is a straggler" || fail "no straggler naming rank 2: $f"
+	# rank 2 sleeps 120 ms a step, the others 30 ms: 90 ms more, which the
+	# others wait in their allreduce
+	t=$(q straggler.db "SELECT title FROM findings WHERE rule='rank_straggler'")
+	ev=$(q straggler.db "SELECT evidence FROM findings WHERE rule='rank_straggler'")
+	echo "$ev"
+	ex=$(ms_after "$t" "straggler:") || fail "no excess in: $t"
+	between "$ex" 60 200 "rank 2's extra compute per step"
+	wait=$(ms_after "$ev" "wait a median") || fail "no wait in: $ev"
+	between "$wait" $((ex / 2)) $((ex * 2)) "the others' wait per step"
+	tot=$(ms_after "$ev" "step;") || fail "no total wait in: $ev"
+	between "$tot" $((wait * 3 * 11 / 2)) $((wait * 3 * 11 * 2)) "the others' total wait (3 ranks x 11 steps)"
 	# views: the per-rank table in stats, one Chrome process per rank
 	"$PP_BIN" stats straggler.db >stats.txt || fail "stats"
 	grep -q "^job openmpi:.*: 4 of 4 ranks" stats.txt || fail "stats has no rank table: $(head -30 stats.txt)"
