@@ -462,8 +462,9 @@ static int find_sync(const diag_job *j, int i, const char *name, int ord, diag_s
 /* The phase of the late rank before the sync point that cost the most more
  * than the median of the others' same phase. */
 static void late_phase(const diag_job *j, int late, const diag_sync *const *at, char *out, size_t len,
-		       int64_t *excess_out)
+		       char *label, size_t llen, const diag_run *run, int64_t *excess_out)
 {
+	label[0] = 0;
 	const diag_rank *k = &j->ranks[late];
 	const diag_phase *v = at[late]->pre;
 	int nv = at[late]->n_pre;
@@ -491,6 +492,7 @@ static void late_phase(const diag_job *j, int late, const diag_sync *const *at, 
 			snprintf(out, len, "%s '%s' (%s on rank %d, %s more than the other ranks' median)",
 				 pp_kind_name((pp_kind)v[p].kind), v[p].name, pp_fmt_dur(a, sizeof a, (double)v[p].ns),
 				 k->rank, pp_fmt_dur(b, sizeof b, (double)ex));
+			snprintf(label, llen, "%s '%s'", diag_kind_word(run, v[p].kind), v[p].name);
 		}
 	}
 	free(others);
@@ -589,9 +591,9 @@ static void check_skew(const diag_job *j, diag_ctx *c)
 		for (int i = 0; i < j->n; i++)
 			if (i != late && arr[late] > arr[i])
 				wait += arr[late] - arr[i];
-		char phase[256];
+		char phase[256], label[128];
 		int64_t excess = 0;
-		late_phase(j, late, at, phase, sizeof phase, &excess);
+		late_phase(j, late, at, phase, sizeof phase, label, sizeof label, c->run, &excess);
 		const char *sync = at[late]->name;
 		const char *rule = at[late]->kind == PP_COMM_INIT ? "rank_init_skew"
 				   : at[late]->first			 ? "rank_first_collective_skew"
@@ -607,9 +609,9 @@ static void check_skew(const diag_job *j, diag_ctx *c)
 				: "Keep per-rank work between sync points equal (rank-0-only set-up such as downloads, "
 				  "dataset preparation or checkpoint writing belongs before the job, on every rank in "
 				  "turn, or in the background), so no rank holds the others at the next collective.",
-			"Rank %d reached %s %s after the other ranks%s%s", k->rank, sync,
-			pp_fmt_dur(a, sizeof a, (double)lateness), phase_says ? ": its " : "",
-			phase_says ? "set-up phase took longer" : "");
+			"Rank %d reached %s %s after the other ranks%s%s%s", k->rank, sync,
+			pp_fmt_dur(a, sizeof a, (double)lateness), phase_says ? ": its " : "", phase_says ? label : "",
+			phase_says ? " took longer" : "");
 		diag_evidence(f, "Rank %d (host %s) entered %s %s after the median of the %d other ranks; ", k->rank,
 			      k->host, sync, pp_fmt_dur(b, sizeof b, (double)lateness), j->n - 1);
 		diag_evidence(f, "since the previous sync point it spent %s more than the others%s. ",
