@@ -603,12 +603,24 @@ static void check_skew(const diag_job *j, diag_ctx *c)
 		pp_finding *f = diag_emit(
 			c, rule, share >= 0.2 ? DIAG_HIGH : DIAG_MODERATE, share,
 			phase_says
-				? "Make that rank's extra work parallel or shared: split or pre-shard what it loads, "
-				  "load it after the collective set-up in the background, or give every rank its share; "
-				  "the other ranks otherwise sit waiting at the sync point."
-				: "Keep per-rank work between sync points equal (rank-0-only set-up such as downloads, "
-				  "dataset preparation or checkpoint writing belongs before the job, on every rank in "
-				  "turn, or in the background), so no rank holds the others at the next collective.",
+				? DIAG_SAY(c->run,
+					   "Make that rank's extra work parallel or shared: split or pre-shard what it loads, "
+					   "load it after the collective set-up in the background, or give every rank its "
+					   "share; the other ranks otherwise sit waiting at the sync point.",
+					   "Make that rank's extra work parallel or shared: pre-shard what it loads so every "
+					   "rank loads its part, prepare datasets or download weights before launching "
+					   "torchrun, or save checkpoints in the background; the other ranks otherwise sit "
+					   "waiting in the next collective (DistributedDataParallel(...) broadcasts from "
+					   "every rank).")
+				: DIAG_SAY(c->run,
+					   "Keep per-rank work between sync points equal (rank-0-only set-up such as "
+					   "downloads, dataset preparation or checkpoint writing belongs before the job, on "
+					   "every rank in turn, or in the background), so no rank holds the others at the "
+					   "next collective.",
+					   "Keep per-rank work between collectives equal: rank-0-only work (`if rank == 0:` "
+					   "downloads, dataset preparation, checkpoint saving, evaluation) belongs before "
+					   "torchrun, on every rank's share, or in a background thread, so no rank holds the "
+					   "others in init_process_group, DistributedDataParallel(...) or dist.barrier()."),
 			"Rank %d reached %s %s after the other ranks%s%s%s", k->rank, sync,
 			pp_fmt_dur(a, sizeof a, (double)lateness), phase_says ? ": its " : "", phase_says ? label : "",
 			phase_says ? " took longer" : "");
