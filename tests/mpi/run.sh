@@ -314,7 +314,7 @@ ddp_*_t1|ddp_*_t2)
 		[ -z "$f" ] || fail "rank findings on a balanced DDP job: $f"
 		;;
 	late)
-		ddp_job $PY j late-ddp 6
+		ddp_job $PY j late-ddp 12
 		f=$(rank_findings j.db)
 		echo "$f"
 		t=$(q j.db "SELECT title FROM findings WHERE rule='rank_init_skew' AND title LIKE '%DistributedDataParallel%'")
