@@ -334,8 +334,8 @@ static size_t put_uint(char *d, size_t at, size_t cap, unsigned long v)
  * killed by a fatal signal in the middle of a writev of several pages (the
  * kernel stops a write between pages when a fatal signal is pending)
  * leaves a torn chunk at its end, and an EXIT chunk appended after it
- * would be read as part of it — the run then ended 'truncated' or
- * 'killed' without its signal instead of 'crashed'. Walks the chunk
+ * would be read as part of it — the run then ended 'truncated' instead
+ * of 'crashed'. Walks the chunk
  * headers with pread (async-signal-safe); -1 if the file is not a spool. */
 static long spool_whole_end(long fd)
 {
