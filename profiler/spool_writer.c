@@ -330,6 +330,34 @@ static size_t put_uint(char *d, size_t at, size_t cap, unsigned long v)
 	return at;
 }
 
+/* The end of the spool's last whole chunk, the file cut there: a process
+ * killed by a fatal signal in the middle of a writev of several pages (the
+ * kernel stops a write between pages when a fatal signal is pending)
+ * leaves a torn chunk at its end, and an EXIT chunk appended after it
+ * would be read as part of it — the run then ended 'truncated' instead
+ * of 'crashed'. Walks the chunk
+ * headers with pread (async-signal-safe); -1 if the file is not a spool. */
+static long spool_whole_end(long fd)
+{
+	struct stat st;
+	if (syscall(SYS_fstat, fd, &st) != 0 || st.st_size < (off_t)sizeof(pp_spool_header))
+		return -1;
+	long size = (long)st.st_size, at = (long)sizeof(pp_spool_header);
+	while (at < size) {
+		pp_chunk_header ch;
+		long r = syscall(SYS_pread64, fd, &ch, sizeof ch, at);
+		if (r != (long)sizeof ch || ch.magic != PP_CHUNK_MAGIC)
+			break;
+		long next = at + (long)sizeof ch + (long)(((size_t)ch.size + 7) & ~(size_t)7);
+		if (next > size)
+			break;
+		at = next;
+	}
+	if (at < size && syscall(SYS_ftruncate, fd, at) != 0)
+		return -1;
+	return at;
+}
+
 int pp_spool_note_exit(const char *dir, int32_t pid, uint32_t parent, int32_t code, int32_t sig)
 {
 	if (!dir || dir[0] != '/' || pid <= 0)
@@ -358,12 +386,12 @@ int pp_spool_note_exit(const char *dir, int32_t pid, uint32_t parent, int32_t co
 	}
 	int rc = -1;
 	if (best[0]) {
-		long fd = syscall(SYS_openat, (long)AT_FDCWD, best,
-				  (long)(O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
+		long fd = syscall(SYS_openat, (long)AT_FDCWD, best, (long)(O_RDWR | O_CLOEXEC | O_NOFOLLOW));
 		if (fd >= 0) {
 			pp_exit_chunk c;
 			pp_spool_exit_chunk(&c, code, sig);
-			rc = syscall(SYS_write, fd, &c, sizeof c) == (long)sizeof c ? 0 : -1;
+			long at = spool_whole_end(fd);
+			rc = at >= 0 && syscall(SYS_pwrite64, fd, &c, sizeof c, at) == (long)sizeof c ? 0 : -1;
 			syscall(SYS_close, fd);
 		}
 	}

@@ -254,6 +254,7 @@ typedef struct pp_rank_run {
 	int64_t clock_offset_ns;            /* added by merge (0: none) */
 	int64_t clock_uncertainty_ns;       /* +- of that offset, -1: not estimated */
 	int term_signal;
+	int exit_code;                      /* -1: unknown (a signal, cut short) */
 } pp_rank_run;
 /* Every rank of every job in the store, ordered by job then rank. */
 int pp_store_rank_runs(pp_store *st, pp_rank_run **out, int *n);

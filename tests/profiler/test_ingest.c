@@ -27,6 +27,7 @@
 #include "store_internal.h"
 #include "symbols.h"
 #include "pp_testutil.h"
+#include "recorder_internal.h"
 
 static char tmpdir[256];
 
@@ -121,6 +122,43 @@ static void test_killed_not_truncated(void **state)
 	assert_int_equal(pp_store_run(st, r.run_id, &ri), 0);
 	assert_string_equal(ri.status, "truncated");
 	assert_non_null(strstr(ri.note, "offset 112"));
+	pp_store_close(st, NULL, 0);
+}
+
+/* A process killed by a fatal signal in the middle of a writev of several
+ * pages leaves a torn chunk at its end; its parent's waitpid appends the
+ * signal (pp_spool_note_exit). The EXIT chunk must not land after the
+ * torn bytes, where it reads as part of them: the run then said
+ * 'truncated' (or 'killed' without the signal) for an abort(). */
+static void test_exit_after_torn_tail(void **state)
+{
+	(void)state;
+	char spool[600], dir[512];
+	tmp(dir, sizeof dir, "torn-exit");
+	mkdir(dir, 0700);
+	snprintf(spool, sizeof spool, "%s/4242-0.spool", dir);
+	sb b = {0};
+	sb_header(&b, 4242, 77, 0);
+	sb_meta(&b, "k", "v", 0);
+	/* a chunk header claiming 4096 bytes, 100 of them written */
+	pp_chunk_header ch = {.magic = PP_CHUNK_MAGIC, .type = PP_CHUNK_META, .size = 4096};
+	sb_put(&b, &ch, sizeof ch);
+	char junk[100];
+	memset(junk, 'x', sizeof junk);
+	sb_put(&b, junk, sizeof junk);
+	assert_int_equal(sb_write(&b, spool), 0);
+	free(b.p);
+	assert_int_equal(pp_spool_note_exit(dir, 4242, 77, -1, SIGABRT), 0);
+	pp_store *st = fresh("torn-exit.db");
+	pp_ingest_result r;
+	char err[512];
+	assert_int_equal(pp_store_ingest(st, spool, NULL, &r, err, sizeof err), 0);
+	pp_run_info ri;
+	assert_int_equal(pp_store_run(st, r.run_id, &ri), 0);
+	assert_string_equal(ri.status, "crashed");
+	assert_int_equal(ri.term_signal, SIGABRT);
+	/* the wrong parent: left alone */
+	assert_int_equal(pp_spool_note_exit(dir, 4242, 78, -1, SIGKILL), -1);
 	pp_store_close(st, NULL, 0);
 }
 
@@ -680,6 +718,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sparse_ids_bounded),
 		cmocka_unit_test(test_killed_not_truncated),
+		cmocka_unit_test(test_exit_after_torn_tail),
 		cmocka_unit_test(test_session_slot_ingested_early),
 		cmocka_unit_test(test_summary_checks_crc),
 		cmocka_unit_test(test_samples_symbolised),
