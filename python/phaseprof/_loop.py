@@ -132,7 +132,9 @@ def _begin():
     _steps.begin()
 
 
-def _end(completed):
+def _finish(completed):
+    """What a completed step teaches: the loop body's extent, the loader
+    it takes batches from, what one step is."""
     global _extent, _loader
     if completed:
         if _step_max > _extent:
@@ -143,6 +145,10 @@ def _end(completed):
             _steps.set_unit("optimizer step of %d micro-batches" % _backwards)
         else:
             _steps.set_unit(_unit())
+
+
+def _end(completed):
+    _finish(completed)
     _steps.end("auto")
 
 
@@ -186,8 +192,14 @@ def event(cls, f, may_begin, loader=None):
     _last = path
     if rel == _WRAP:
         if _steps.is_open and _complete:
-            _end(True)
-        if not _steps.is_open:
+            # the next step begins where this one ends: one boundary
+            _finish(True)
+            if may_begin and (_extent < 0 or off <= _extent):
+                _begin()
+            else:
+                _steps.end("auto")
+                return
+        elif not _steps.is_open:
             if may_begin and (_extent < 0 or off <= _extent):
                 _begin()
             else:

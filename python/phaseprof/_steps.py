@@ -61,7 +61,11 @@ def begin(i=None, source="auto"):
     if not claim(source):
         return False
     if is_open:
-        end()
+        # the open step's counters; the native step_begin then closes it
+        # and opens the next at one instant, so steps that follow each
+        # other leave no gap between them
+        for cb in on_end:
+            cb()
     if i is None:
         i = _next
     _next = i + 1
