@@ -1419,6 +1419,7 @@ void pp_spool_fd_enter(unsigned int first, unsigned int last)
 void pp_spool_fd_leave(void)
 {
 	if (--tls_fd_depth == 0 && tls_fd_locked) {
+		pp_spool_reopen(&R.w);
 		tls_fd_locked = 0;
 		pthread_mutex_unlock(&R.w.lock);
 	}

@@ -92,6 +92,7 @@ void pp_spool_fd_leave(void);
  * (the next write reopens the spool by name); the old number is left to
  * the program. Caller holds w->lock. */
 void pp_spool_move(pp_spool_writer *w, unsigned int first, unsigned int last);
+void pp_spool_reopen(pp_spool_writer *w);
 
 /* recorder.c: the process's exit or fatal signal, from a signal handler */
 int pp_exit_note_signal_safe(int32_t code, int32_t sig);

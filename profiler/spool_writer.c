@@ -87,7 +87,10 @@ static int fd_is_ours(const pp_spool_writer *w)
 }
 
 /* The program closed or replaced our descriptor: reopen the spool by name
- * (the same file, checked), or give up and let the writes count as lost. */
+ * (the same file, checked) and move it high, or give up and let the writes
+ * count as lost. Never left in the program's low range: with no room up
+ * there the spool is given up rather than kept where the program's next
+ * open() would have landed. */
 static int reclaim(pp_spool_writer *w)
 {
 	w->fd = -1; /* whatever is at that number now is not ours to close */
@@ -102,27 +105,46 @@ static int reclaim(pp_spool_writer *w)
 		w->failed = ESTALE;
 		return -1;
 	}
-	w->fd = move_high(fd);
+	int h = fcntl(fd, F_DUPFD_CLOEXEC, high_floor());
+	close(fd);
+	if (h < 0) {
+		w->failed = EMFILE;
+		return -1;
+	}
+	w->fd = h;
 	w->reclaimed++;
 	return 0;
 }
 
+/* The program is about to close or replace [first, last], which holds the
+ * spool's number: the spool takes the lowest free number at or above the
+ * high floor outside that range (a close loop going up passes the floor
+ * once: the spool steps back to a number the loop has done, ~2 moves where
+ * following the loop up to RLIMIT_NOFILE took ~19,000 and ended on fd 3),
+ * else just above the range; never a number below the floor. With neither
+ * (close_range(3, ~0U)) it lets go, and pp_spool_reopen puts it back high
+ * when the program's call returned. */
 void pp_spool_move(pp_spool_writer *w, unsigned int first, unsigned int last)
 {
 	if (w->fd < 0)
 		return;
-	int h = -1;
-	if (last < (unsigned int)INT_MAX)
-		h = fcntl(w->fd, F_DUPFD_CLOEXEC, (int)last + 1);
-	if (h < 0 && first > 3) {
-		h = fcntl(w->fd, F_DUPFD_CLOEXEC, 3);
-		if (h >= 0 && (unsigned int)h >= first) {
-			close(h); /* ours, and inside the range too */
-			h = -1;
-		}
+	int h = fcntl(w->fd, F_DUPFD_CLOEXEC, high_floor());
+	if (h >= 0 && (unsigned int)h >= first && (unsigned int)h <= last) {
+		close(h); /* ours, and inside the range */
+		h = last < (unsigned int)INT_MAX ? fcntl(w->fd, F_DUPFD_CLOEXEC, (int)last + 1) : -1;
 	}
-	w->fd = h; /* -1: reopened by name at the next write */
+	w->fd = h; /* the old number is the program's to close; -1: reopened after its call */
 	w->reclaimed++;
+}
+
+/* After the program's close/dup2/close_range returned, on its thread, under
+ * the descriptor's lock: a spool that had to let go is reopened high now,
+ * not by some later write on another thread (whose open() would take the
+ * program's lowest free number for a moment). */
+void pp_spool_reopen(pp_spool_writer *w)
+{
+	if (w->fd < 0 && !w->failed && w->path[0])
+		reclaim(w);
 }
 
 static int write_direct_locked(pp_spool_writer *w, struct iovec *iov, int n);

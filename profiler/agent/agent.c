@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
@@ -173,9 +174,23 @@ static void add_totals(ppa_tstats *t, void *ud)
 }
 
 static uint64_t peak_in_use;
-/* Read by the stats thread when it starts: sysconf reads a /sys file
- * (~20 us), which the program's exit need not wait for. */
+/* CPUs this process may run on, counted before main (ppa_init) from
+ * sched_getaffinity, a system call that needs no descriptor.
+ * sysconf(_SC_NPROCESSORS_ONLN) opens and closes a /sys file: called from
+ * the stats thread while main ran, it took a number from the program's
+ * descriptor table (a program dup2ing over 3..4095 at start-up got EBUSY,
+ * lost a descriptor or saw its first open() return 4). */
 static _Atomic long ncpu_online;
+
+static long cpus_usable(void)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	if (sched_getaffinity(0, sizeof set, &set) != 0)
+		return 1;
+	int n = CPU_COUNT(&set);
+	return n > 0 ? n : 1;
+}
 
 /* Estimated time inside the allocator: the timed sample scaled to all
  * calls, never more than the time there was: the run's wall time for one
@@ -227,8 +242,6 @@ static void emit_alloc_rows(void)
 	uint64_t nthreads = 0;
 	ppa_for_each_tstats(count_alloc_threads, &nthreads);
 	long ncpu = atomic_load(&ncpu_online);
-	if (ncpu <= 0)
-		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	if (ncpu > 0 && nthreads > (uint64_t)ncpu)
 		nthreads = (uint64_t)ncpu;
 	uint64_t total_cap = (uint64_t)(ts > 0 ? ts : 0) * (nthreads ? nthreads : 1);
@@ -292,8 +305,6 @@ static void *stats_main(void *arg)
 	(void)arg;
 	ppa_guard_set(1); /* our own work is not the program's */
 	pp_thread_name("phaseprof-agent");
-	if (atomic_load(&ncpu_online) <= 0)
-		atomic_store(&ncpu_online, sysconf(_SC_NPROCESSORS_ONLN));
 	for (;;) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -552,6 +563,7 @@ __attribute__((constructor)) static void ppa_init(void)
 	if (ppa_cfg.detailed)
 		ppa_mts_set(NULL); /* counted before the mode was known: the slow path from now on */
 	ppa_proc_init();
+	atomic_store(&ncpu_online, cpus_usable());
 	ppa_guard_set(0);
 	ppa_open_recorder();
 	if (atomic_load(&ppa_recording)) {

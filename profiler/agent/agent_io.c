@@ -390,6 +390,8 @@ PPA_API int dup3(int oldfd, int newfd, int flags)
 
 PPA_API int close_range(unsigned int first, unsigned int last, int flags)
 {
+	if (flags & CLOSE_RANGE_CLOEXEC) /* closes nothing; the spool is close-on-exec already */
+		return REAL(close_range)(first, last, flags);
 	pp_spool_fd_enter(first, last);
 	int r = REAL(close_range)(first, last, flags);
 	pp_spool_fd_leave();
