@@ -536,6 +536,9 @@ static int ingest_and_report(const char *out, const char *dir, const char *resol
 			last_top = sp[s].run_id;
 		if (sp[s].res.truncated)
 			cli_error("record: run %lld: %s", (long long)sp[s].run_id, sp[s].res.note);
+		char stopped[400];
+		if (pp_store_run_meta(st, sp[s].run_id, "agent.stopped", stopped, sizeof stopped) == 0)
+			cli_error("record: run %lld: %s", (long long)sp[s].run_id, stopped);
 		samples += (int64_t)sp[s].res.samples;
 	}
 	if (ingested) {

@@ -30,6 +30,7 @@
 ppa_settings ppa_cfg;
 int ppa_is_audit_copy;
 _Atomic int ppa_recording;
+_Atomic int ppa_quiet;
 uint64_t ppa_run_start;
 pid_t ppa_pid;
 __thread ppa_tls_block ppa_tls PPA_TLS;
@@ -460,7 +461,7 @@ void ppa_close_recorder(const char *why)
 	}
 	atomic_store(&ppa_recording, 0);
 	/* an exec may fail and the recording go on: only it gives memory back */
-	if (strcmp(why, "exec") == 0)
+	if (strcmp(why, "exec") == 0 || strcmp(why, "seccomp") == 0)
 		pp_close();
 	else
 		pp_close_at_exit();
@@ -571,6 +572,7 @@ __attribute__((constructor)) static void ppa_init(void)
 		snprintf(v, sizeof v, "%lld", (long long)ppa_rel(t_ctor));
 		pp_meta("agent.ctor_ns", v);
 		ppa_proc_after_open();
+		ppa_proc_note_seccomp();
 		ppa_python_init();
 	}
 	ppa_signals_install();

@@ -299,7 +299,7 @@ static void opened(int fd, int dirfd, const char *path, uint64_t ns)
 	atomic_fetch_add_explicit(&e->c[OP_OPEN][C_NS], ns, memory_order_relaxed);
 }
 
-#define TRACKING() (PPA_LIKELY(!ppa_guard))
+#define TRACKING() (PPA_LIKELY(!ppa_guard && !atomic_load_explicit(&ppa_quiet, memory_order_relaxed)))
 
 static int open_common(int dirfd, const char *path, int flags, mode_t mode, int at)
 {

@@ -577,6 +577,35 @@ static void test_closeall(void **state)
 	sqlite3_close(db);
 }
 
+/* A program installing a seccomp allow-list of its own calls (issue 22,
+ * item 9: exit 0 plain, 159 by SIGSYS under record, the agent's readlink
+ * after the first write): same output and status, the recording stopped at
+ * the filter with a note in run_meta and on record's stderr. */
+static void test_seccomp(void **state)
+{
+	(void)state;
+	const char *how[] = {"prctl", "syscall"};
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(ppt_sh(dir, PP_TARGETS "/t_seccomp %s", how[i]), 0);
+		assert_int_equal(RECORD_T(60, "-- " PP_TARGETS "/t_seccomp %s", how[i]), 0);
+		char *o = out_text();
+		assert_string_equal(o, "sandboxed\nsandboxed\n");
+		free(o);
+		char *e = err_text();
+		assert_non_null(strstr(e, "seccomp filter"));
+		free(e);
+		sqlite3 *db = db_open();
+		char *rows = q_rows(db, "SELECT status, exit_code FROM runs");
+		assert_string_equal(rows, "complete 0");
+		free(rows);
+		assert_int_equal(q_int(db, "SELECT COUNT(*) FROM run_meta WHERE key = 'agent.stopped'"
+					   " AND value LIKE '%seccomp filter%'"), 1);
+		assert_true(q_int(db, "SELECT count FROM allocations WHERE kind = 'total'") >= 1000);
+		sqlite3_close(db);
+		rm_db();
+	}
+}
+
 /* A crash inside malloc with SIGALRM blocked: the program dies at once as
  * it would (134), what was recorded is kept. */
 static void test_doublefree(void **state)
@@ -938,6 +967,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_usable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_startfds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_closeall, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_seccomp, setup, teardown),
 	};
 	if (argc > 1) {
 		char filter[64];
