@@ -85,7 +85,7 @@ int cmd_ingest(int argc, char **argv)
 		free(sp);
 		return 1;
 	}
-	pp_session_opts so = {0, -1, 0, keep_all, NULL, NULL};
+	pp_session_opts so = {0, -1, 0, keep_all, NULL, NULL, 1};
 	int done = pp_store_ingest_session(st, sp, n, &so);
 	for (int k = 0; k < n; k++) {
 		if (!sp[k].run_id) {

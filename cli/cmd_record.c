@@ -510,7 +510,7 @@ static int ingest_and_report(const char *out, const char *dir, const char *resol
 		goto out;
 	}
 	progress_state ps = {0, 0};
-	pp_session_opts so = {(uint32_t)pid, code, sig, keep_all, show_progress, &ps};
+	pp_session_opts so = {(uint32_t)pid, code, sig, keep_all, show_progress, &ps, 0};
 	ingested = pp_store_ingest_session(st, sp, nsp, &so);
 	/* the indexes now, in bulk after the rows: the summary and the
 	 * diagnostics read through them (without, a read by kind scanned the
@@ -539,6 +539,9 @@ static int ingest_and_report(const char *out, const char *dir, const char *resol
 		char stopped[400];
 		if (pp_store_run_meta(st, sp[s].run_id, "agent.stopped", stopped, sizeof stopped) == 0)
 			cli_error("record: run %lld: %s", (long long)sp[s].run_id, stopped);
+		if (pp_store_run_meta(st, sp[s].run_id, "agent.child_unrecorded", stopped, sizeof stopped) == 0)
+			cli_error("record: run %lld: a child could not be recorded (run_meta agent.child_unrecorded): %s",
+				  (long long)sp[s].run_id, stopped);
 		samples += (int64_t)sp[s].res.samples;
 	}
 	if (ingested) {
@@ -721,7 +724,7 @@ static void wait_program(pid_t pid, int *status, early_ingest *e, const char *di
 			break;
 		if ((p[1].revents & POLLIN) && closed_at_exit(e, dir, pid)) {
 			progress_state ps = {0, 0};
-			pp_session_opts so = {(uint32_t)pid, e->m.exit_code, 0, keep_all, show_progress, &ps};
+			pp_session_opts so = {(uint32_t)pid, e->m.exit_code, 0, keep_all, show_progress, &ps, 0};
 			e->slot.path = e->path;
 			/* woken by the close, we may have preempted one of the
 			 * program's threads that its exit waits for (joined at
@@ -1072,8 +1075,25 @@ int cmd_record(int argc, char **argv)
 	 * (glibc's CLONE_VFORK), so neither copies page tables nor leaves our
 	 * pages copy-on-write for the threads that start next; an exec that
 	 * fails is its return value */
+	/* A file size limit (ulimit -f) must fail our writes (EFBIG, reported),
+	 * not kill us by SIGXFSZ, from here on: the database is opened and
+	 * spools ingested while the program runs. The program gets the
+	 * disposition we were given. */
+	struct sigaction xfsz_ign = {0}, old_xfsz;
+	xfsz_ign.sa_handler = SIG_IGN;
+	sigaction(SIGXFSZ, &xfsz_ign, &old_xfsz);
+	posix_spawnattr_t sattr;
+	posix_spawnattr_init(&sattr);
+	if (old_xfsz.sa_handler == SIG_DFL) {
+		sigset_t def;
+		sigemptyset(&def);
+		sigaddset(&def, SIGXFSZ);
+		posix_spawnattr_setsigdefault(&sattr, &def);
+		posix_spawnattr_setflags(&sattr, POSIX_SPAWN_SETSIGDEF);
+	}
 	pid_t pid;
-	int exec_errno = posix_spawn(&pid, resolved, NULL, NULL, cmd, env);
+	int exec_errno = posix_spawn(&pid, resolved, NULL, &sattr, cmd, env);
+	posix_spawnattr_destroy(&sattr);
 	for (size_t j = k_own; j < k; j++)
 		free(env[j]);
 	free(env);
@@ -1119,11 +1139,13 @@ int cmd_record(int argc, char **argv)
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 
-	/* a full disk (RLIMIT_FSIZE) must fail the write, not kill us mid-commit */
-	signal(SIGXFSZ, SIG_IGN);
 	int failed = 0;
 	int recorded = ingest_and_report(out, dir, resolved, pid, code, sig, wall, keep_all, early, early_created,
 					 &early_ing.slot, &failed);
+	struct rlimit fsz;
+	if ((failed || recorded <= 0) && getrlimit(RLIMIT_FSIZE, &fsz) == 0 && fsz.rlim_cur != RLIM_INFINITY)
+		cli_error("record: the file size limit (ulimit -f) is %llu bytes: writes past it fail with EFBIG",
+			  (unsigned long long)fsz.rlim_cur);
 	if (failed)
 		cli_error("record: spool files kept in %s (ingest them with 'phaseprof ingest DIR/*.spool -o DB')",
 			  dir);

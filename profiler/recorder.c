@@ -1160,6 +1160,38 @@ static void atfork_parent(void)
 	write_unlock_held(&fork_mask);
 }
 
+/* A forked child that could not start its own spool (the program changed
+ * its user or root first: setresuid, chroot; the folder is out of reach)
+ * is not silently missing: a META chunk `agent.child_unrecorded` in the
+ * parent's spool, through the descriptor the child inherited, in one
+ * O_APPEND write (whole among the parent's). */
+static void note_child_unrecorded(int fd)
+{
+	if (fd < 0)
+		return;
+	static const char key[] = "agent.child_unrecorded";
+	char val[700];
+	int vl = snprintf(val, sizeof val, "pid %d, forked at %.3f s, not recorded: %s", (int)getpid(),
+			  (double)pp_now() / 1e9, R.error[0] ? R.error : "its spool could not be started");
+	if (vl < 0)
+		return;
+	if (vl >= (int)sizeof val)
+		vl = (int)sizeof val - 1;
+	unsigned char buf[sizeof(pp_chunk_header) + sizeof key + sizeof val + 8];
+	pp_chunk_header h = {0};
+	h.magic = PP_CHUNK_MAGIC;
+	h.type = PP_CHUNK_META;
+	h.size = (uint32_t)(sizeof key + (size_t)vl + 1);
+	memcpy(buf + sizeof h, key, sizeof key);
+	memcpy(buf + sizeof h + sizeof key, val, (size_t)vl + 1);
+	h.crc = pp_crc32(0, buf + sizeof h, h.size);
+	memcpy(buf, &h, sizeof h);
+	size_t n = sizeof h + h.size;
+	while (n & 7)
+		buf[n++] = 0;
+	syscall(SYS_write, fd, buf, n); /* raw: no hook counts it */
+}
+
 static void atfork_child(void)
 {
 	if (!tls_fork_locked)
@@ -1195,8 +1227,13 @@ static void atfork_child(void)
 	atomic_store(&R.events_total, 0);
 	tls_thread = NULL;
 	tls_gen = 0;
+	/* the parent's spool, kept (high, close-on-exec) until the child's own
+	 * exists: a child that cannot create one says so there */
+	int parent_fd = R.w.fd >= 0 ? fcntl(R.w.fd, F_DUPFD_CLOEXEC, R.w.fd) : -1;
 	pp_spool_close(&R.w, 1);
 	if (R.opts.fork_policy == PP_FORK_DISABLE) {
+		if (parent_fd >= 0)
+			close(parent_fd);
 		atomic_store(&R.open, 0);
 		return;
 	}
@@ -1212,8 +1249,12 @@ static void atfork_child(void)
 			break;
 		R.pending[R.pending_n++] = id;
 	}
-	if (start_spool() != 0 || start_writer() != 0)
+	if (start_spool() != 0 || start_writer() != 0) {
 		atomic_store(&R.open, 0);
+		note_child_unrecorded(parent_fd);
+	}
+	if (parent_fd >= 0)
+		close(parent_fd);
 }
 
 static void close_at_exit(void)

@@ -85,6 +85,8 @@ typedef struct pp_ingest_opts {
 				  * spans past 10,000 per thread and name go to span_groups) */
 	pp_ingest_progress_fn progress;
 	void *progress_ud;
+	int refuse_stored;       /* 1: a spool whose run is already stored (same pid, ppid,
+				  * start) fails with a one-line reason (`ingest`) */
 } pp_ingest_opts;
 
 typedef struct pp_ingest_result {
@@ -130,6 +132,7 @@ typedef struct pp_session_opts {
 	int keep_all_spans;
 	pp_ingest_progress_fn progress;
 	void *progress_ud;
+	int refuse_stored;       /* pp_ingest_opts.refuse_stored */
 } pp_session_opts;
 
 /* Returns the number of spools ingested; the array is reordered. */

@@ -606,6 +606,56 @@ static void test_seccomp(void **state)
 	}
 }
 
+/* A child forked after setresuid or chroot cannot reach the spool folder:
+ * the parent's run says so in run_meta and record's stderr (issue 22, item
+ * 10: missing with no note). Root only. */
+static void test_forkuid(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	const char *how[] = {"setresuid", "chroot"};
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(ppt_sh(dir, "chmod 755 . && rm -rf jail"), 0);
+		assert_int_equal(RECORD_T(60, "-- " PP_TARGETS "/t_forkuid %s", how[i]), 0);
+		char *o = out_text();
+		assert_string_equal(o, "forkuid done\n");
+		free(o);
+		char *e = err_text();
+		assert_non_null(strstr(e, "a child could not be recorded"));
+		free(e);
+		sqlite3 *db = db_open();
+		assert_int_equal(q_int(db, "SELECT COUNT(*) FROM run_meta WHERE key = 'agent.child_unrecorded'"
+					   " AND value LIKE 'pid %not recorded: cannot create spool%'"), 1);
+		sqlite3_close(db);
+		rm_db();
+	}
+}
+
+/* `ulimit -f` on record itself: the program runs as it would (its output,
+ * its status), record is not killed by SIGXFSZ (153 before) but says why
+ * nothing was stored, and exits 3 (the program exited 0, nothing
+ * recorded). */
+static void test_fsize(void **state)
+{
+	(void)state;
+	int rc = ppt_sh(dir, "ulimit -f 20 && " PP_BIN " record -o run.db -- " PP_TARGETS "/t_churn");
+	assert_int_equal(rc, 3);
+	char *o = out_text();
+	assert_string_equal(o, "churn done\n");
+	free(o);
+	char *e = err_text();
+	assert_non_null(strstr(e, "file size limit (ulimit -f) is "));
+	/* the spools were kept: remove that folder (named on stderr) */
+	const char *k = strstr(e, "spool files kept in ");
+	assert_non_null(k);
+	char kept[256];
+	assert_int_equal(sscanf(k, "spool files kept in %255s", kept), 1);
+	assert_int_equal(strncmp(kept, "/tmp/phaseprof-record-", 22), 0);
+	assert_int_equal(ppt_sh(dir, "rm -rf '%s'", kept), 0);
+	free(e);
+}
+
 /* A crash inside malloc with SIGALRM blocked: the program dies at once as
  * it would (134), what was recorded is kept. */
 static void test_doublefree(void **state)
@@ -968,6 +1018,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_startfds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_closeall, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seccomp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forkuid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fsize, setup, teardown),
 	};
 	if (argc > 1) {
 		char filter[64];
