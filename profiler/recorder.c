@@ -1103,6 +1103,7 @@ static int start_spool(void)
 	R.header.clock = (uint32_t)pp_clock_kind();
 	clock_pair(&R.header.start_ticks, &R.header.start_mono_ns);
 	R.header.start_unix_ns = pp_realtime_ns();
+	pp_spool_header_seal(&R.header);
 	if (pp_spool_write_header(&R.w, &R.header) != 0) {
 		set_error("cannot write spool %s: %s", R.spool_path, strerror(R.w.failed));
 		pp_spool_close(&R.w, 1);
@@ -1184,7 +1185,7 @@ static void note_child_unrecorded(int fd)
 	h.size = (uint32_t)(sizeof key + (size_t)vl + 1);
 	memcpy(buf + sizeof h, key, sizeof key);
 	memcpy(buf + sizeof h + sizeof key, val, (size_t)vl + 1);
-	h.crc = pp_crc32(0, buf + sizeof h, h.size);
+	h.crc = pp_crc32(pp_crc32(0, (const char *)&h + PP_CHUNK_CRC_FIELDS, PP_CHUNK_CRC_LEN), buf + sizeof h, h.size);
 	memcpy(buf, &h, sizeof h);
 	size_t n = sizeof h + h.size;
 	while (n & 7)

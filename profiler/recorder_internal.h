@@ -50,6 +50,7 @@ typedef struct pp_spool_writer {
 
 int pp_spool_create(pp_spool_writer *w, const char *path, int exclusive, char *err, size_t errlen);
 void pp_spool_lock_init(pp_spool_writer *w);
+void pp_spool_header_seal(pp_spool_header *h);
 int pp_spool_write_header(pp_spool_writer *w, const pp_spool_header *h);
 /* Writes one chunk (header + payload + padding) in a single writev. */
 int pp_spool_write_chunk(pp_spool_writer *w, uint16_t type, uint32_t tid, const void *payload,

@@ -14,7 +14,15 @@
 #include <stdint.h>
 
 #define PP_SPOOL_MAGIC "PPSPOOL1"
-#define PP_SPOOL_VERSION 1
+/* Version 2: the header's `reserved` field holds the CRC-32 (zlib's) of the
+ * header with that field 0, and a chunk's `crc` covers its type, flags, tid
+ * and size (bytes 4..15 of its header) before the payload: a flipped bit in
+ * a header or a chunk type is damage, not different content. Version 1
+ * (payload CRC only) is still read. */
+#define PP_SPOOL_VERSION 2
+#define PP_SPOOL_VERSION_MIN 1
+#define PP_CHUNK_CRC_FIELDS 4  /* offset of the fields the chunk CRC covers first */
+#define PP_CHUNK_CRC_LEN 12
 #define PP_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
 
 typedef struct pp_spool_header {

@@ -252,6 +252,13 @@ static int write_all(pp_spool_writer *w, struct iovec *iov, int n)
 	return rc;
 }
 
+/* Version 2: the header's CRC in its reserved field. */
+void pp_spool_header_seal(pp_spool_header *h)
+{
+	h->reserved = 0;
+	h->reserved = pp_crc32(0, h, sizeof *h);
+}
+
 int pp_spool_write_header(pp_spool_writer *w, const pp_spool_header *h)
 {
 	struct iovec iov = {(void *)h, sizeof *h};
@@ -267,7 +274,7 @@ int pp_spool_write_chunk2(pp_spool_writer *w, uint16_t type, uint32_t tid, const
 	h.type = type;
 	h.tid = tid;
 	h.size = n1 + n2;
-	uint32_t crc = pp_crc32(0, p1, n1);
+	uint32_t crc = pp_crc32(pp_crc32(0, (const char *)&h + PP_CHUNK_CRC_FIELDS, PP_CHUNK_CRC_LEN), p1, n1);
 	h.crc = n2 ? pp_crc32(crc, p2, n2) : crc;
 	struct iovec iov[4] = {
 		{&h, sizeof h}, {(void *)p1, n1}, {(void *)p2, n2}, {(void *)pad, (8 - (h.size & 7)) & 7},
@@ -283,9 +290,9 @@ int pp_spool_write_chunk(pp_spool_writer *w, uint16_t type, uint32_t tid, const 
 
 /* Bitwise CRC-32 (zlib's polynomial): for the few bytes of the signal path,
  * where neither zlib nor a table lookup through a relocation is wanted. */
-static uint32_t crc32_small(const unsigned char *p, size_t n)
+static uint32_t crc32_small(uint32_t crc, const unsigned char *p, size_t n)
 {
-	uint32_t c = 0xffffffffu;
+	uint32_t c = ~crc;
 	while (n--) {
 		c ^= *p++;
 		for (int k = 0; k < 8; k++)
@@ -302,7 +309,8 @@ void pp_spool_exit_chunk(pp_exit_chunk *c, int32_t code, int32_t sig)
 	c->h.magic = PP_CHUNK_MAGIC;
 	c->h.type = PP_CHUNK_EXIT;
 	c->h.size = sizeof c->v;
-	c->h.crc = crc32_small((const unsigned char *)c->v, sizeof c->v);
+	c->h.crc = crc32_small(crc32_small(0, (const unsigned char *)&c->h + PP_CHUNK_CRC_FIELDS, PP_CHUNK_CRC_LEN),
+			       (const unsigned char *)c->v, sizeof c->v);
 }
 
 int pp_spool_write_exit_signal_safe(pp_spool_writer *w, int32_t code, int32_t sig)
