@@ -314,6 +314,7 @@ typedef struct ingest {
 	char row_table[64];
 	int row_ncols;
 	int64_t max_ns, unmatched_ends, bad_names, raw_samples;
+	uint64_t unwritten;       /* events lost because the spool could not be written */
 	int ended, exited, exit_code, exit_signal;
 	uint64_t walked;          /* bytes walked, for progress */
 	struct timespec t0;
@@ -825,6 +826,8 @@ static int do_loss(ingest *g, const pp_spool_chunk *c)
 		g->res->rows_lost += cnt;
 	else
 		g->res->events_lost += cnt;
+	if (strcmp(src, "unwritten") == 0)
+		g->unwritten += cnt;
 	char detail[64];
 	snprintf(detail, sizeof detail, "thread %u", c->tid);
 	sqlite3_stmt *s = g->ins_loss;
@@ -1468,9 +1471,12 @@ static int stage_finish(ingest *g)
 		     (unsigned long long)res->open_spans);
 	if (g->bad_names)
 		note(g, "%lld events named by unknown string ids", (long long)g->bad_names);
-	if (res->events_lost)
+	if (g->unwritten)
+		note(g, "%llu events lost: the spool could not be written to its end (disk full or file size limit)",
+		     (unsigned long long)g->unwritten);
+	if (res->events_lost > g->unwritten)
 		note(g, "%llu events lost in the recorder (buffers full)",
-		     (unsigned long long)res->events_lost);
+		     (unsigned long long)(res->events_lost - g->unwritten));
 	if (res->spans_folded)
 		note(g, "%llu short leaf spans kept as per-name groups (span_groups)",
 		     (unsigned long long)res->spans_folded);

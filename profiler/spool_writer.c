@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,22 @@ void pp_spool_reopen(pp_spool_writer *w)
 
 static int write_direct_locked(pp_spool_writer *w, struct iovec *iov, int n);
 
+/* A write past the program's file size limit (ulimit -f) fails with EFBIG
+ * and sends SIGXFSZ to the writing thread, whose default action kills the
+ * program: ours, not the program's. Every spool write runs with the
+ * thread's signals blocked (the writer thread, a program thread under the
+ * write lock), so it is still pending here: taken, never delivered. */
+static void take_own_sigxfsz(void)
+{
+	sigset_t x, pend;
+	sigemptyset(&x);
+	sigaddset(&x, SIGXFSZ);
+	if (sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ)) {
+		struct timespec zero = {0, 0};
+		sigtimedwait(&x, NULL, &zero);
+	}
+}
+
 #define BATCH_CAP (64u << 10)
 #define BATCH_SMALL (8u << 10) /* larger chunks skip the copy */
 
@@ -222,6 +239,8 @@ static int write_direct_locked(pp_spool_writer *w, struct iovec *iov, int n)
 			if (errno == EINTR)
 				continue;
 			w->failed = errno;
+			if (errno == EFBIG)
+				take_own_sigxfsz();
 			return -1;
 		}
 		w->bytes += (uint64_t)k;
@@ -248,6 +267,83 @@ static int write_all(pp_spool_writer *w, struct iovec *iov, int n)
 {
 	pthread_mutex_lock(&w->lock);
 	int rc = write_all_locked(w, iov, n);
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+/* A whole chunk into dst (header, payloads, padding): its length, 0 if
+ * it does not fit. */
+size_t pp_spool_put_chunk(void *dst, size_t cap, uint16_t type, const void *p1, uint32_t n1, const void *p2,
+			  uint32_t n2)
+{
+	size_t total = sizeof(pp_chunk_header) + (((size_t)n1 + n2 + 7) & ~(size_t)7);
+	if (total > cap)
+		return 0;
+	unsigned char *d = dst;
+	memset(d, 0, total);
+	pp_chunk_header h = {0};
+	h.magic = PP_CHUNK_MAGIC;
+	h.type = type;
+	h.size = n1 + n2;
+	if (n1)
+		memcpy(d + sizeof h, p1, n1);
+	if (n2)
+		memcpy(d + sizeof h + n1, p2, n2);
+	h.crc = pp_crc32(pp_crc32(0, (const char *)&h + PP_CHUNK_CRC_FIELDS, PP_CHUNK_CRC_LEN), d + sizeof h, h.size);
+	memcpy(d, &h, sizeof h);
+	return total;
+}
+
+/* The room for the losses, right after the header, on disk now: when the
+ * disk fills up later, its blocks are already the file's. */
+int pp_spool_write_reserve(pp_spool_writer *w)
+{
+	unsigned char buf[PP_SPOOL_RESERVE];
+	if (pp_spool_put_chunk(buf, sizeof buf, PP_CHUNK_PAD, NULL, 0, NULL, 0) == 0)
+		return -1;
+	pp_chunk_header h;
+	memcpy(&h, buf, sizeof h);
+	memset(buf + sizeof h, 0, sizeof buf - sizeof h);
+	h.size = (uint32_t)(sizeof buf - sizeof h);
+	h.crc = pp_crc32(pp_crc32(0, (const char *)&h + PP_CHUNK_CRC_FIELDS, PP_CHUNK_CRC_LEN), buf + sizeof h, h.size);
+	memcpy(buf, &h, sizeof h);
+	pthread_mutex_lock(&w->lock);
+	int rc = batch_flush_locked(w);
+	uint64_t at = w->bytes;
+	struct iovec iov = {buf, sizeof buf};
+	if (rc == 0)
+		rc = write_direct_locked(w, &iov, 1);
+	if (rc == 0)
+		w->reserve_at = at;
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+int pp_spool_fill_reserve(pp_spool_writer *w, const void *chunks, size_t n)
+{
+	unsigned char buf[PP_SPOOL_RESERVE];
+	if (!w->reserve_at || n + sizeof(pp_chunk_header) > sizeof buf)
+		return -1;
+	memcpy(buf, chunks, n);
+	pp_chunk_header h = {0};
+	h.magic = PP_CHUNK_MAGIC;
+	h.type = PP_CHUNK_PAD;
+	h.size = (uint32_t)(sizeof buf - n - sizeof h);
+	memset(buf + n + sizeof h, 0, h.size);
+	h.crc = pp_crc32(pp_crc32(0, (const char *)&h + PP_CHUNK_CRC_FIELDS, PP_CHUNK_CRC_LEN), buf + n + sizeof h,
+			 h.size);
+	memcpy(buf + n, &h, sizeof h);
+	pthread_mutex_lock(&w->lock);
+	int rc = -1;
+	if (fd_is_ours(w)) {
+		/* pwrite on an O_APPEND descriptor appends (Linux): off for this one write */
+		int fl = fcntl(w->fd, F_GETFL);
+		if (fl >= 0 && fcntl(w->fd, F_SETFL, fl & ~O_APPEND) == 0) {
+			long r = syscall(SYS_pwrite64, w->fd, buf, sizeof buf, (long)w->reserve_at);
+			rc = r == (long)sizeof buf ? 0 : -1;
+			fcntl(w->fd, F_SETFL, fl);
+		}
+	}
 	pthread_mutex_unlock(&w->lock);
 	return rc;
 }
