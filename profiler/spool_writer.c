@@ -68,9 +68,30 @@ int pp_spool_create(pp_spool_writer *w, const char *path, int exclusive, char *e
 	memset(w, 0, sizeof *w);
 	pp_spool_lock_init(w);
 	w->fd = -1;
-	/* never through a link, never someone else's file (0600) */
-	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND | O_NOFOLLOW | (exclusive ? O_EXCL : O_TRUNC);
+	/* Always created, never adopted: never through a link, never a file
+	 * or FIFO someone put there first (an open for writing of a FIFO waits
+	 * for a reader: pp_open hung). A regular file of our own with one link
+	 * (a leftover of an earlier run at a fixed path, PHASEPROF_OUT) is
+	 * replaced, unless the caller asked for a new name (exclusive). */
+	int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_APPEND | O_NOFOLLOW;
 	int fd = open(path, flags, 0600);
+	if (fd < 0 && errno == EEXIST && !exclusive) {
+		struct stat st;
+		if (lstat(path, &st) != 0) {
+			snprintf(err, errlen, "cannot create spool %s: %s", path, strerror(errno));
+			return -1;
+		}
+		if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1) {
+			snprintf(err, errlen, "refusing spool %s: it exists and is %s", path,
+				 S_ISFIFO(st.st_mode) ? "a named pipe" : S_ISLNK(st.st_mode) ? "a symbolic link"
+				 : !S_ISREG(st.st_mode) ? "not a regular file"
+				 : st.st_uid != geteuid() ? "another user's file" : "a file with other links");
+			errno = EEXIST;
+			return -1;
+		}
+		if (unlink(path) == 0)
+			fd = open(path, flags, 0600);
+	}
 	if (fd < 0 || adopt(w, fd) != 0) {
 		snprintf(err, errlen, "cannot create spool %s: %s", path, strerror(errno));
 		return -1;

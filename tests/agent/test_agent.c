@@ -772,6 +772,39 @@ static void test_arenas(void **state)
 	free(plain);
 }
 
+/* A spool path chosen in advance (PHASEPROF_OUT, or ./phaseprof-<pid>.spool)
+ * where someone put a FIFO or a file first: the program runs as it would
+ * (a FIFO hung pp_open() before: killed by the timeout here), the agent
+ * says why it does not record, and the file is not written (issue 22,
+ * item 3). A leftover spool of our own is replaced. */
+static void test_spoolpath(void **state)
+{
+	(void)state;
+	assert_int_equal(ppt_sh(dir, "mkfifo ff && echo pre > other.spool && echo old > mine.spool"), 0);
+	assert_int_equal(ppt_sh(dir, "timeout -s KILL 20 env LD_PRELOAD=" PP_AGENT " PHASEPROF_OUT=%s/ff "
+				 PP_TARGETS "/t_churn", dir), 0);
+	char *o = out_text();
+	assert_string_equal(o, "churn done\n");
+	free(o);
+	char *e = err_text();
+	assert_non_null(strstr(e, "it exists and is a named pipe"));
+	free(e);
+	if (geteuid() == 0) {
+		assert_int_equal(ppt_sh(dir, "chown 65534 other.spool && env LD_PRELOAD=" PP_AGENT
+					 " PHASEPROF_OUT=%s/other.spool " PP_TARGETS "/t_churn", dir), 0);
+		e = err_text();
+		assert_non_null(strstr(e, "another user's file"));
+		free(e);
+		char p[300];
+		snprintf(p, sizeof p, "%s/other.spool", dir);
+		char *t = ppt_slurp(p);
+		assert_string_equal(t, "pre\n");
+		free(t);
+	}
+	assert_int_equal(ppt_sh(dir, "env LD_PRELOAD=" PP_AGENT " PHASEPROF_OUT=%s/mine.spool " PP_TARGETS
+				 "/t_churn && head -c 8 mine.spool | grep -q PPSPOOL1", dir), 0);
+}
+
 /* A crash inside malloc with SIGALRM blocked: the program dies at once as
  * it would (134), what was recorded is kept. */
 static void test_doublefree(void **state)
@@ -1139,6 +1172,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_spool_flips, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_diskfull, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_arenas, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_spoolpath, setup, teardown),
 	};
 	if (argc > 1) {
 		char filter[64];
