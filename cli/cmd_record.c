@@ -47,7 +47,7 @@ const char cmd_record_summary[] = "run a program under the LD_PRELOAD agent and 
 extern char **environ;
 
 enum { OPT_OUTPUT = 1, OPT_SAMPLE, OPT_MODE, OPT_NO_FOLLOW, OPT_KEEP, OPT_KEEP_ALL, OPT_NO_PYTHON, OPT_MPI,
-       OPT_NO_MPI, OPT_SUMMARY, OPT_QUIET };
+       OPT_NO_MPI, OPT_SUMMARY, OPT_QUIET, OPT_FORCE };
 static const cli_opt opts[] = {
 	{OPT_OUTPUT, 'o', "output", 1, "FILE", "database to write (appended to if it exists)", NULL},
 	{OPT_SUMMARY, 0, "summary", 1, "FILE", "write the summary (what was recorded, start-up figures,\n"
@@ -66,6 +66,8 @@ static const cli_opt opts[] = {
 	{OPT_MPI, 0, "mpi", 0, NULL, "preload the MPI profiling layer (libphaseprof-mpi.so); by\n"
 	 "default it is preloaded when CMD is an MPI launcher (mpirun,\nmpiexec, srun...) or links libmpi", NULL},
 	{OPT_NO_MPI, 0, "no-mpi", 0, NULL, "do not preload the MPI profiling layer", NULL},
+	{OPT_FORCE, 0, "force", 0, NULL, "append to a database owned by another user (new databases\n"
+	 "are created 0600)", NULL},
 	{0},
 };
 
@@ -848,6 +850,9 @@ static int parse_options(int argc, char **argv, record_opts *o)
 		case OPT_KEEP_ALL:
 			o->keep_all = 1;
 			break;
+		case OPT_FORCE:
+			pp_store_allow_foreign(1);
+			break;
 		case OPT_NO_PYTHON:
 			o->python = 0;
 			break;
@@ -896,6 +901,13 @@ static int check_database(const char *out)
 		pp_store_close(probe, NULL, 0);
 		if (access(out, W_OK) != 0) {
 			cli_error("record: %s: not writable (%s)", out, strerror(errno));
+			return -1;
+		}
+		/* refused before the program runs, as the append would be after */
+		struct stat sb;
+		if (stat(out, &sb) == 0 && sb.st_uid != geteuid() && !pp_store_foreign_allowed()) {
+			cli_error("record: %s: belongs to another user (uid %u); not appending to it (--force to append)",
+				  out, (unsigned)sb.st_uid);
 			return -1;
 		}
 		return 0;

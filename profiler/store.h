@@ -28,6 +28,10 @@ enum pp_store_mode {
  * naming the file and what is wrong (missing, not SQLite, another program's
  * database, newer schema, read-only…) into err. */
 pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen);
+/* A database owned by another user is refused for writing unless allowed
+ * (the CLI's --force). New databases are created 0600. */
+void pp_store_allow_foreign(int yes);
+int pp_store_foreign_allowed(void);
 /* As pp_store_open, for a thread that may be told to give up: while an
  * existing file is being checked, once *cancel is nonzero the open stops
  * within a thousand SQLite steps and returns NULL ("open interrupted"),

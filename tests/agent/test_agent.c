@@ -805,6 +805,30 @@ static void test_spoolpath(void **state)
 				 "/t_churn && head -c 8 mine.spool | grep -q PPSPOOL1", dir), 0);
 }
 
+/* Files record makes and adopts (issue 22, item 3): a new database is
+ * 0600; a database another user put there is refused before the program
+ * runs, unless --force; %r and %h cannot put a '/' or a leading '.' in
+ * the output name. */
+static void test_dbfiles(void **state)
+{
+	(void)state;
+	assert_int_equal(RECORD("-- /bin/true"), 0);
+	assert_int_equal(ppt_sh(dir, "test \"$(stat -c %%a run.db)\" = 600"), 0);
+	assert_int_equal(ppt_sh(dir, "RANK=../../x " PP_BIN " record -o 'job-%%r.db' -- /bin/true && "
+				 "test -f job-_._.._x.db && ! test -e ../x.db"), 0);
+	if (geteuid() == 0) {
+		assert_int_equal(ppt_sh(dir, "chmod 777 . && chown 65534 run.db"), 0);
+		assert_int_equal(RECORD("-- " PP_TARGETS "/t_churn"), 2);
+		char *e = err_text();
+		assert_non_null(strstr(e, "belongs to another user"));
+		free(e);
+		char *o = out_text();
+		assert_string_equal(o, ""); /* refused before the program ran */
+		free(o);
+		assert_int_equal(RECORD("--force -- " PP_TARGETS "/t_churn"), 0);
+	}
+}
+
 /* A crash inside malloc with SIGALRM blocked: the program dies at once as
  * it would (134), what was recorded is kept. */
 static void test_doublefree(void **state)
@@ -1173,6 +1197,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_diskfull, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_arenas, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_spoolpath, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dbfiles, setup, teardown),
 	};
 	if (argc > 1) {
 		char filter[64];
