@@ -517,6 +517,11 @@ int pp_store_single_threaded(void)
 	return 0;
 }
 
+/* 1: appending to another user's database is allowed (--force) */
+static int store_foreign_ok;
+void pp_store_allow_foreign(int yes) { store_foreign_ok = yes; }
+int pp_store_foreign_allowed(void) { return store_foreign_ok; }
+
 static pp_store *store_open(const char *path, int mode, const _Atomic int *cancel, char *err, size_t errlen)
 {
 	if (!path || !*path) {
@@ -555,10 +560,23 @@ static pp_store *store_open(const char *path, int mode, const _Atomic int *cance
 			snprintf(err, errlen, "%s: database is read-only (%s)", path, strerror(errno));
 			return NULL;
 		}
+		/* a database someone else put in a shared folder is not ours to
+		 * append to (it would get our recording, and its owner our data) */
+		if (exists && sb.st_uid != geteuid() && !store_foreign_ok) {
+			snprintf(err, errlen, "%s: belongs to another user (uid %u); not appending to it (--force to append)",
+				 path, (unsigned)sb.st_uid);
+			return NULL;
+		}
 	}
 	/* a new file: the built-in image, else (none, or it could not be put
 	 * there) SQLite creates it and create_schema fills it */
 	int from_image = mode == PP_STORE_WRITE && !exists && store_image_place(path) == 0;
+	if (mode == PP_STORE_WRITE && !exists && !from_image) {
+		/* SQLite creates files 0644: an empty file, owner only, first */
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			close(fd);
+	}
 	pp_store *st = calloc(1, sizeof *st);
 	if (!st) {
 		snprintf(err, errlen, "%s: out of memory", path);

@@ -28,6 +28,10 @@ enum pp_store_mode {
  * naming the file and what is wrong (missing, not SQLite, another program's
  * database, newer schema, read-only…) into err. */
 pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen);
+/* A database owned by another user is refused for writing unless allowed
+ * (the CLI's --force). New databases are created 0600. */
+void pp_store_allow_foreign(int yes);
+int pp_store_foreign_allowed(void);
 /* As pp_store_open, for a thread that may be told to give up: while an
  * existing file is being checked, once *cancel is nonzero the open stops
  * within a thousand SQLite steps and returns NULL ("open interrupted"),
@@ -85,6 +89,8 @@ typedef struct pp_ingest_opts {
 				  * spans past 10,000 per thread and name go to span_groups) */
 	pp_ingest_progress_fn progress;
 	void *progress_ud;
+	int refuse_stored;       /* 1: a spool whose run is already stored (same pid, ppid,
+				  * start) fails with a one-line reason (`ingest`) */
 } pp_ingest_opts;
 
 typedef struct pp_ingest_result {
@@ -130,6 +136,7 @@ typedef struct pp_session_opts {
 	int keep_all_spans;
 	pp_ingest_progress_fn progress;
 	void *progress_ud;
+	int refuse_stored;       /* pp_ingest_opts.refuse_stored */
 } pp_session_opts;
 
 /* Returns the number of spools ingested; the array is reordered. */

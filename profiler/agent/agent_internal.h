@@ -152,6 +152,7 @@ typedef struct ppa_settings {
 extern ppa_settings ppa_cfg;
 extern int ppa_is_audit_copy;      /* this copy was loaded by LD_AUDIT */
 extern _Atomic int ppa_recording;  /* the recorder is open in this process */
+extern _Atomic int ppa_quiet;      /* a seccomp filter came: hooks pass straight through */
 extern uint64_t ppa_run_start;     /* CLOCK_MONOTONIC of the run's t = 0 */
 extern pid_t ppa_pid;              /* pid the agent state belongs to */
 /* The malloc hooks' thread state in one TLS block (one GOT load per hook).
@@ -263,6 +264,7 @@ int ppa_real_pthread_create(pthread_t *, const pthread_attr_t *, void *(*)(void 
 /* agent_proc.c */
 void ppa_proc_init(void);
 void ppa_proc_after_open(void);   /* registers the atfork handlers (after the recorder's) */
+void ppa_proc_note_seccomp(void);
 void ppa_after_fork_child(void);  /* agent.c */
 
 /* agent_rank.c */

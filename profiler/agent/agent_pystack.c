@@ -197,8 +197,38 @@ static int parse_version(const char *s, unsigned *maj, unsigned *min, unsigned *
 /* Looks for CPython in the process (the executable or a libpython loaded
  * later). Returns 1 when found and the version is one whose layout we know,
  * 0 when not (yet) a Python process, -1 when refused (meta written). */
+static int py_at_start = -1; /* _PyRuntime found at start-up (constructor, main thread) */
+
+static int libpython_cb(struct dl_phdr_info *i, size_t n, void *ud)
+{
+	(void)n;
+	if (i->dlpi_name && strstr(i->dlpi_name, "libpython")) {
+		*(int *)ud = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* Whether CPython can be in the process, without a failing dlsym: glibc
+ * allocates the failure's message, and on the stats thread (polled every
+ * period with --sample) that gave the thread a malloc arena of its own
+ * (64 MiB of address space). The first look is in the constructor, on the
+ * program's main thread; later, a libpython among the loaded objects. */
+static int python_loaded(void)
+{
+	if (py_at_start < 0)
+		py_at_start = dlsym(RTLD_DEFAULT, "_PyRuntime") != NULL;
+	if (py_at_start)
+		return 1;
+	int found = 0;
+	dl_iterate_phdr(libpython_cb, &found);
+	return found;
+}
+
 static int detect(void)
 {
+	if (!python_loaded())
+		return 0;
 	void *rts = dlsym(RTLD_DEFAULT, "_PyRuntime");
 	if (!rts)
 		return 0;

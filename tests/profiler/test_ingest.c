@@ -187,7 +187,7 @@ static void test_session_slot_ingested_early(void **state)
 	write_exited(child, 4243, 4242, 200, "5");
 	pp_store *st = fresh("early.db");
 	pp_session_spool early = {.path = top};
-	pp_session_opts so = {4242, 0, 0, 0, NULL, NULL};
+	pp_session_opts so = {4242, 0, 0, 0, NULL, NULL, 0};
 	assert_int_equal(pp_store_ingest_session(st, &early, 1, &so), 1);
 	early.ingested = 1;
 	int64_t r = early.run_id;
