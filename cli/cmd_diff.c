@@ -130,6 +130,11 @@ static void text_begin(FILE *out, const pp_diff *d, const struct diff_src *a, co
 			     "load, or more waiting in B's steps); a total or phase row changes only when "
 			     "B / %.2f also differs from A beyond its threshold\n",
 			d->load_factor, d->load_factor);
+	if (d->common_rows)
+		fprintf(out, "common slowdown: the run's other phases ran %.2f-%.2fx as long in B (the "
+			     "time-weighted median of B/A over the other phase kinds, each row leaving "
+			     "itself out); a phase row changes only when B / that also differs from A\n",
+			d->common_min, d->common_max);
 	fprintf(out, "total, phases: a change counts beyond max(3 x noise x A, 5%% of A, %s, "
 		     "3 x the larger sigma x sqrt(phase count))\n\n",
 		pp_fmt_dur(t1, sizeof t1, (double)d->floor_ns));
@@ -225,6 +230,8 @@ static void json_begin(FILE *out, const pp_diff *d, const struct diff_src *a, co
 	pp_json_end(&jw);
 	pp_json_kint(&jw, "floor_ns", d->floor_ns);
 	pp_json_knum(&jw, "load_factor", d->load_factor);
+	pp_json_knum(&jw, "common_slowdown_min", d->common_rows ? d->common_min : 1);
+	pp_json_knum(&jw, "common_slowdown_max", d->common_rows ? d->common_max : 1);
 	pp_json_key(&jw, "rows");
 	pp_json_arr(&jw);
 }

@@ -387,6 +387,54 @@ static void test_cpu_time_tells_load_from_regression(void **state)
 	pp_diff_free(&d);
 }
 
+/* A PyTorch-like run: steps, one-off start-up phases (library loads,
+ * imports) and per-step phases, every time scaled by slow (a busy machine),
+ * and the library loads alone by lib_slow on top. */
+static int64_t machine_run(const char *label, double slow, double lib_slow)
+{
+	int64_t run = trec_run(&T, label, 0);
+	int64_t now = 0;
+	int64_t lib = (int64_t)(900 * MS * slow * lib_slow), imp = (int64_t)(1500 * MS * slow);
+	trec_span(&T, PP_LIBRARY_LOAD, "torch/_C.so", now, now + lib, 0, -1);
+	now += lib;
+	trec_span(&T, PP_IMPORT, "torch", now, now + imp, 0, -1);
+	now += imp;
+	int64_t ob = (int64_t)(80 * MS * slow);
+	trec_span(&T, PP_MODEL_BUILD, "Net", now, now + ob, 0, -1);
+	now += ob;
+	for (int i = 0; i < 40; i++) {
+		int64_t f = (int64_t)(4 * MS * slow), b = (int64_t)(6 * MS * slow);
+		int64_t st = trec_span(&T, PP_STEP, "step", now, now + f + b, 0, i);
+		trec_span(&T, PP_FORWARD, "Net", now, now + f, st, i);
+		trec_span(&T, PP_BACKWARD, "backward", now + f, now + f + b, st, i);
+		now += f + b;
+	}
+	(void)run;
+	return T.run;
+}
+
+/* Every phase 2.3x as long, one-off ones included: the machine, not the
+ * program (a phase measured once has no step noise to be judged by). Only
+ * the library loads 2.3x while the rest holds: a regression. */
+static void test_common_slowdown(void **state)
+{
+	(void)state;
+	int64_t a = machine_run("quiet machine", 1, 1);
+	int64_t b = machine_run("busy machine", 2.3, 1);
+	pp_diff d;
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, b, &d), 0);
+	assert_int_equal(row(&d, "library_load")->verdict, PP_DIFF_SAME);
+	assert_int_equal(row(&d, "import")->verdict, PP_DIFF_SAME);
+	assert_int_equal(row(&d, "forward")->verdict, PP_DIFF_SAME);
+	assert_true(d.common_rows > 0 && d.common_min > 2.2 && d.common_max < 2.4);
+	pp_diff_free(&d);
+	b = machine_run("slower library load", 1, 2.3);
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, b, &d), 0);
+	assert_int_equal(row(&d, "library_load")->verdict, PP_DIFF_REGRESSION);
+	assert_int_equal(row(&d, "import")->verdict, PP_DIFF_SAME);
+	pp_diff_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -401,6 +449,7 @@ int main(void)
 		cmocka_unit_test(test_step_regression_beyond_load),
 		cmocka_unit_test(test_few_steps_no_test),
 		cmocka_unit_test(test_cpu_time_tells_load_from_regression),
+		cmocka_unit_test(test_common_slowdown),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

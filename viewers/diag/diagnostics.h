@@ -120,6 +120,8 @@ typedef struct pp_diff {
 	double load_factor;       /* B's wall time per CPU time of a step / A's (1 without
 				     CPU times): the total and phase rows compare B / it
 				     with A */
+	int common_rows;          /* phase rows whose common slowdown was estimated (0: none) */
+	double common_min, common_max; /* the range of those estimates */
 	char error[256];
 } pp_diff;
 

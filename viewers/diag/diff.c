@@ -125,7 +125,18 @@ static const pp_phase_total *find_kind(const run_side *s, int kind)
  * divided by it: the factor comes from the steps, and a phase that ran at
  * another time of the run may have seen another load (a busy machine's
  * load swings within a run), so it only ever withdraws a verdict. */
+static void judge2(pp_diff_row *row, double rel_noise, int64_t floor_ns, double load,
+		   double common);
+
 static void judge(pp_diff_row *row, double rel_noise, int64_t floor_ns, double load)
+{
+	judge2(row, rel_noise, floor_ns, load, 1);
+}
+
+/* As judge, and the change must also hold with B's time divided by
+ * common: the slowdown the run's other phases share (common_slowdown). */
+static void judge2(pp_diff_row *row, double rel_noise, int64_t floor_ns, double load,
+		   double common)
 {
 	int64_t base = row->ns_a > 0 ? row->ns_a : row->ns_b;
 	double thr = DIFF_NOISE_K * rel_noise * (double)base;
@@ -137,9 +148,51 @@ static void judge(pp_diff_row *row, double rel_noise, int64_t floor_ns, double l
 	row->ratio = row->ns_a > 0 ? (double)row->ns_b / (double)row->ns_a : 0;
 	int64_t d = row->ns_b - row->ns_a;
 	int64_t dl = (int64_t)llround((double)row->ns_b / load) - row->ns_a;
-	row->verdict = d > row->threshold_ns && dl > row->threshold_ns     ? PP_DIFF_REGRESSION
-		       : -d > row->threshold_ns && -dl > row->threshold_ns ? PP_DIFF_IMPROVEMENT
-									   : PP_DIFF_SAME;
+	int64_t dc = (int64_t)llround((double)row->ns_b / common) - row->ns_a;
+	int64_t t = row->threshold_ns;
+	row->verdict = d > t && dl > t && dc > t	   ? PP_DIFF_REGRESSION
+		       : -d > t && -dl > t && -dc > t ? PP_DIFF_IMPROVEMENT
+						      : PP_DIFF_SAME;
+}
+
+/* The slowdown a phase row's run shares with the rest of it: the
+ * time-weighted median of B/A over the other phase kinds measured in both
+ * runs above the floor (leave-one-out, so a phase that fills the run cannot
+ * excuse itself), 1 with fewer than 3 of them. A busy machine stretches
+ * every phase of a run alike (one-off phases too: library loads, imports,
+ * which have no step-to-step noise to judge them by); a regression in the
+ * program shows in some phases, not in all. Like the load factor it only
+ * ever withdraws a verdict: a program slower everywhere alike is said by
+ * the step and total rows. */
+static double common_slowdown(const pp_diff_row *rows, int n, int skip, int64_t floor_ns)
+{
+	double r[PP_KIND_COUNT], w[PP_KIND_COUNT], wsum = 0;
+	int m = 0;
+	for (int i = 0; i < n && m < PP_KIND_COUNT; i++) {
+		if (i == skip || rows[i].ns_a < floor_ns || rows[i].ns_b < floor_ns)
+			continue;
+		r[m] = (double)rows[i].ns_b / (double)rows[i].ns_a;
+		w[m] = (double)(rows[i].ns_a + rows[i].ns_b);
+		wsum += w[m++];
+	}
+	if (m < 3)
+		return 1;
+	for (int i = 1; i < m; i++) /* insertion sort by ratio: m <= PP_KIND_COUNT */
+		for (int j = i; j > 0 && r[j] < r[j - 1]; j--) {
+			double t = r[j];
+			r[j] = r[j - 1];
+			r[j - 1] = t;
+			t = w[j];
+			w[j] = w[j - 1];
+			w[j - 1] = t;
+		}
+	double acc = 0;
+	for (int i = 0; i < m; i++) {
+		acc += w[i];
+		if (acc >= wsum / 2)
+			return r[i] < 0.25 ? 0.25 : r[i] > 4 ? 4 : r[i];
+	}
+	return 1;
 }
 
 /* Robust step-to-step sigma of a series: 1.4826 MAD of successive
@@ -368,10 +421,23 @@ int pp_diag_diff(pp_store *a, int64_t run_a, pp_store *b, int64_t run_b, pp_diff
 		row->count_b = tb ? tb->count : 0;
 		row->ns_a = ta ? ta->total_ns : 0;
 		row->ns_b = tb ? tb->total_ns : 0;
+	}
+	for (int i = first_kind; i < out->n; i++) {
+		row = &out->rows[i];
 		int64_t cnt = row->count_a > row->count_b ? row->count_a : row->count_b;
 		double per_count = sigma_abs * sqrt((double)(cnt > 1 ? cnt : 1));
-		judge(row, out->noise_rel, per_count > (double)floor_ns ? (int64_t)llround(per_count) : floor_ns,
-		      out->load_factor);
+		double common = common_slowdown(out->rows + first_kind, out->n - first_kind,
+						i - first_kind, floor_ns);
+		if (common != 1) {
+			if (!out->common_rows || common < out->common_min)
+				out->common_min = common;
+			if (!out->common_rows || common > out->common_max)
+				out->common_max = common;
+			out->common_rows++;
+		}
+		judge2(row, out->noise_rel,
+		       per_count > (double)floor_ns ? (int64_t)llround(per_count) : floor_ns,
+		       out->load_factor, common);
 	}
 	qsort(out->rows + first_kind, (size_t)(out->n - first_kind), sizeof *out->rows, cmp_rows);
 	for (int i = 0; i < out->n; i++) {
