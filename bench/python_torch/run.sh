@@ -14,8 +14,10 @@
 #   step_cost.py  the adapter's in-process cost per step (target <= 1 % of a
 #                 1 ms step), thread CPU, split into wrappers / loop tracker /
 #                 counters
-#   compile_cost.py  torch.compile's cold first call, plain vs record (target
-#                 <= 2 %), PP_BENCH_COMPILE_REPS rounds (default 3; 0 skips)
+#   compile_cost.py  (torch 2, under record) the torch.compile adapter's own
+#                 cost per compile, in-process (target <= 2 %)
+#   compile_whole.py torch.compile's cold first call end to end, plain vs
+#                 record, PP_BENCH_COMPILE_REPS rounds (default 3; 0 skips)
 # Usage: bench/python_torch/run.sh BUILD_DIR [ROUNDS] [STEPS]   (default 3, 60)
 set -euo pipefail
 build=${1:?usage: run.sh BUILD_DIR [ROUNDS] [STEPS]}
@@ -45,7 +47,14 @@ one /usr/bin/python3 "$bvenv-torch1"
 one "$t2/bin/python" "$bvenv"
 # torch.compile: a cold compile is minutes under load; PP_BENCH_COMPILE_REPS=0 skips it
 creps=${PP_BENCH_COMPILE_REPS:-3}
-if [ "$creps" -gt 0 ] && "$t2/bin/python" -c 'import torch; torch.compile' >/dev/null 2>&1; then
-  echo "torch.compile tracking (bench/python_torch/compile_cost.py, target: record adds <= 2 % to compile time):"
-  /usr/bin/python3 "$here/compile_cost.py" --pp "$pp" --python "$t2/bin/python" --reps "$creps" | sed 's/^/  /'
+if "$t2/bin/python" -c 'import torch._dynamo' >/dev/null 2>&1; then
+  if [ -f "$here/compile_cost.py" ]; then
+    echo "torch.compile tracking (bench/python_torch/compile_cost.py, target <= 2% of compile time):"
+    "$pp" record -q -o "$tmp/compile.db" -- "$t2/bin/python" "$here/compile_cost.py" | sed 's/^/  /'
+    rm -f "$tmp/compile.db"
+  fi
+  if [ "$creps" -gt 0 ]; then
+    echo "torch.compile, whole cold first call (bench/python_torch/compile_whole.py):"
+    /usr/bin/python3 "$here/compile_whole.py" --pp "$pp" --python "$t2/bin/python" --reps "$creps" | sed 's/^/  /'
+  fi
 fi

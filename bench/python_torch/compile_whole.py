@@ -1,6 +1,6 @@
 """What recording adds to torch.compile's compile time (target <= 2 %).
 
-  compile_cost.py --pp BUILD/phaseprof --python TORCH2-PY [--reps N]
+  compile_whole.py --pp BUILD/phaseprof --python TORCH2-PY [--reps N]
 
 Runs this file's child mode, plain and under `phaseprof record`, in
 interleaved rounds; each child compiles a small MLP with torch.compile
