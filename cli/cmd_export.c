@@ -89,11 +89,11 @@ int cmd_export(int argc, char **argv)
 		}
 	}
 	if (!format) {
-		cli_error("export: --format is required (chrome, folded, dot, svg, csv, html)");
+		cli_error("export: --format is required (chrome, perfetto, folded, dot, svg, csv, html)");
 		return 2;
 	}
 	if (!pp_view_backend(format)) {
-		cli_error("export: unknown format '%s' (chrome, folded, dot, svg, csv, html)", format);
+		cli_error("export: unknown format '%s' (chrome, perfetto, folded, dot, svg, csv, html)", format);
 		return 2;
 	}
 	if (!db) {

@@ -17,11 +17,12 @@
 
 const char cmd_ingest_summary[] = "store leftover spool files as runs";
 
-enum { OPT_OUTPUT = 1, OPT_KEEP_ALL, OPT_RM };
+enum { OPT_OUTPUT = 1, OPT_KEEP_ALL, OPT_RM, OPT_FORCE };
 static const cli_opt opts[] = {
 	{OPT_OUTPUT, 'o', "output", 1, "FILE", "database to write (appended to if it exists)", NULL},
 	{OPT_KEEP_ALL, 0, "keep-all-spans", 0, NULL, "a row for every span (see 'phaseprof record --help')", NULL},
 	{OPT_RM, 0, "rm", 0, NULL, "remove each spool once it is stored", NULL},
+	{OPT_FORCE, 0, "force", 0, NULL, "append to a database owned by another user", NULL},
 	{0},
 };
 
@@ -53,6 +54,8 @@ int cmd_ingest(int argc, char **argv)
 			keep_all = 1;
 		else if (c == OPT_RM)
 			rm = 1;
+		else if (c == OPT_FORCE)
+			pp_store_allow_foreign(1);
 	}
 	int i = p.i; /* the spools: from the first positional, or after "--" */
 	int n = argc - i;
@@ -85,7 +88,7 @@ int cmd_ingest(int argc, char **argv)
 		free(sp);
 		return 1;
 	}
-	pp_session_opts so = {0, -1, 0, keep_all, NULL, NULL};
+	pp_session_opts so = {0, -1, 0, keep_all, NULL, NULL, 1};
 	int done = pp_store_ingest_session(st, sp, n, &so);
 	for (int k = 0; k < n; k++) {
 		if (!sp[k].run_id) {

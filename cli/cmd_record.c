@@ -47,7 +47,7 @@ const char cmd_record_summary[] = "run a program under the LD_PRELOAD agent and 
 extern char **environ;
 
 enum { OPT_OUTPUT = 1, OPT_SAMPLE, OPT_MODE, OPT_NO_FOLLOW, OPT_KEEP, OPT_KEEP_ALL, OPT_NO_PYTHON, OPT_MPI,
-       OPT_NO_MPI, OPT_SUMMARY, OPT_QUIET };
+       OPT_NO_MPI, OPT_SUMMARY, OPT_QUIET, OPT_FORCE };
 static const cli_opt opts[] = {
 	{OPT_OUTPUT, 'o', "output", 1, "FILE", "database to write (appended to if it exists)", NULL},
 	{OPT_SUMMARY, 0, "summary", 1, "FILE", "write the summary (what was recorded, start-up figures,\n"
@@ -66,6 +66,8 @@ static const cli_opt opts[] = {
 	{OPT_MPI, 0, "mpi", 0, NULL, "preload the MPI profiling layer (libphaseprof-mpi.so); by\n"
 	 "default it is preloaded when CMD is an MPI launcher (mpirun,\nmpiexec, srun...) or links libmpi", NULL},
 	{OPT_NO_MPI, 0, "no-mpi", 0, NULL, "do not preload the MPI profiling layer", NULL},
+	{OPT_FORCE, 0, "force", 0, NULL, "append to a database owned by another user (new databases\n"
+	 "are created 0600)", NULL},
 	{0},
 };
 
@@ -510,7 +512,7 @@ static int ingest_and_report(const char *out, const char *dir, const char *resol
 		goto out;
 	}
 	progress_state ps = {0, 0};
-	pp_session_opts so = {(uint32_t)pid, code, sig, keep_all, show_progress, &ps};
+	pp_session_opts so = {(uint32_t)pid, code, sig, keep_all, show_progress, &ps, 0};
 	ingested = pp_store_ingest_session(st, sp, nsp, &so);
 	/* the indexes now, in bulk after the rows: the summary and the
 	 * diagnostics read through them (without, a read by kind scanned the
@@ -536,6 +538,12 @@ static int ingest_and_report(const char *out, const char *dir, const char *resol
 			last_top = sp[s].run_id;
 		if (sp[s].res.truncated)
 			cli_error("record: run %lld: %s", (long long)sp[s].run_id, sp[s].res.note);
+		char stopped[400];
+		if (pp_store_run_meta(st, sp[s].run_id, "agent.stopped", stopped, sizeof stopped) == 0)
+			cli_error("record: run %lld: %s", (long long)sp[s].run_id, stopped);
+		if (pp_store_run_meta(st, sp[s].run_id, "agent.child_unrecorded", stopped, sizeof stopped) == 0)
+			cli_error("record: run %lld: a child could not be recorded (run_meta agent.child_unrecorded): %s",
+				  (long long)sp[s].run_id, stopped);
 		samples += (int64_t)sp[s].res.samples;
 	}
 	if (ingested) {
@@ -718,7 +726,7 @@ static void wait_program(pid_t pid, int *status, early_ingest *e, const char *di
 			break;
 		if ((p[1].revents & POLLIN) && closed_at_exit(e, dir, pid)) {
 			progress_state ps = {0, 0};
-			pp_session_opts so = {(uint32_t)pid, e->m.exit_code, 0, keep_all, show_progress, &ps};
+			pp_session_opts so = {(uint32_t)pid, e->m.exit_code, 0, keep_all, show_progress, &ps, 0};
 			e->slot.path = e->path;
 			/* woken by the close, we may have preempted one of the
 			 * program's threads that its exit waits for (joined at
@@ -842,6 +850,9 @@ static int parse_options(int argc, char **argv, record_opts *o)
 		case OPT_KEEP_ALL:
 			o->keep_all = 1;
 			break;
+		case OPT_FORCE:
+			pp_store_allow_foreign(1);
+			break;
 		case OPT_NO_PYTHON:
 			o->python = 0;
 			break;
@@ -890,6 +901,13 @@ static int check_database(const char *out)
 		pp_store_close(probe, NULL, 0);
 		if (access(out, W_OK) != 0) {
 			cli_error("record: %s: not writable (%s)", out, strerror(errno));
+			return -1;
+		}
+		/* refused before the program runs, as the append would be after */
+		struct stat sb;
+		if (stat(out, &sb) == 0 && sb.st_uid != geteuid() && !pp_store_foreign_allowed()) {
+			cli_error("record: %s: belongs to another user (uid %u); not appending to it (--force to append)",
+				  out, (unsigned)sb.st_uid);
 			return -1;
 		}
 		return 0;
@@ -1014,7 +1032,8 @@ int cmd_record(int argc, char **argv)
 			 (python && !strncmp(e, "PHASEPROF_PYTHON=", 17)) ||
 			 !strncmp(e, "PHASEPROF_PYSTACK_FAKE_VERSION=", 31) || /* tests: an unchecked CPython */
 			 !strncmp(e, "PHASEPROF_BUFFER_EVENTS=", 24) || /* tests: few small buffers */
-			 !strncmp(e, "PHASEPROF_MAX_BUFFERS=", 22))
+			 !strncmp(e, "PHASEPROF_MAX_BUFFERS=", 22) ||
+			 !strncmp(e, "PHASEPROF_KEPT=", 15)) /* 0: no step_kept (agent_kept.c) */
 			env[k++] = environ[j];
 	}
 	size_t k_own = k;
@@ -1069,8 +1088,25 @@ int cmd_record(int argc, char **argv)
 	 * (glibc's CLONE_VFORK), so neither copies page tables nor leaves our
 	 * pages copy-on-write for the threads that start next; an exec that
 	 * fails is its return value */
+	/* A file size limit (ulimit -f) must fail our writes (EFBIG, reported),
+	 * not kill us by SIGXFSZ, from here on: the database is opened and
+	 * spools ingested while the program runs. The program gets the
+	 * disposition we were given. */
+	struct sigaction xfsz_ign = {0}, old_xfsz;
+	xfsz_ign.sa_handler = SIG_IGN;
+	sigaction(SIGXFSZ, &xfsz_ign, &old_xfsz);
+	posix_spawnattr_t sattr;
+	posix_spawnattr_init(&sattr);
+	if (old_xfsz.sa_handler == SIG_DFL) {
+		sigset_t def;
+		sigemptyset(&def);
+		sigaddset(&def, SIGXFSZ);
+		posix_spawnattr_setsigdefault(&sattr, &def);
+		posix_spawnattr_setflags(&sattr, POSIX_SPAWN_SETSIGDEF);
+	}
 	pid_t pid;
-	int exec_errno = posix_spawn(&pid, resolved, NULL, NULL, cmd, env);
+	int exec_errno = posix_spawn(&pid, resolved, NULL, &sattr, cmd, env);
+	posix_spawnattr_destroy(&sattr);
 	for (size_t j = k_own; j < k; j++)
 		free(env[j]);
 	free(env);
@@ -1116,11 +1152,13 @@ int cmd_record(int argc, char **argv)
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 
-	/* a full disk (RLIMIT_FSIZE) must fail the write, not kill us mid-commit */
-	signal(SIGXFSZ, SIG_IGN);
 	int failed = 0;
 	int recorded = ingest_and_report(out, dir, resolved, pid, code, sig, wall, keep_all, early, early_created,
 					 &early_ing.slot, &failed);
+	struct rlimit fsz;
+	if ((failed || recorded <= 0) && getrlimit(RLIMIT_FSIZE, &fsz) == 0 && fsz.rlim_cur != RLIM_INFINITY)
+		cli_error("record: the file size limit (ulimit -f) is %llu bytes: writes past it fail with EFBIG",
+			  (unsigned long long)fsz.rlim_cur);
 	if (failed)
 		cli_error("record: spool files kept in %s (ingest them with 'phaseprof ingest DIR/*.spool -o DB')",
 			  dir);

@@ -60,11 +60,28 @@ const char *cli_env_rank(void)
 	return NULL;
 }
 
+/* A value from the environment or the system (%r, %h) as one name in the
+ * path: letters, digits, '-', '_' and '.' only (others become '_'), never
+ * starting with '.' (no "..", no hidden file, no '/': RANK=../../x or a
+ * host name cannot move the output). */
+static const char *name_safe(const char *v, char *buf, size_t n)
+{
+	size_t k = 0;
+	for (; v[k] && k + 1 < n; k++) {
+		char c = v[k];
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+			 c == '_' || (c == '.' && k > 0);
+		buf[k] = ok ? c : '_';
+	}
+	buf[k] = 0;
+	return buf;
+}
+
 int cli_expand_output(const char *in, char *out, size_t outlen)
 {
 	size_t k = 0;
 	for (const char *p = in; *p; p++) {
-		char buf[256];
+		char buf[256], safe[256];
 		const char *add = NULL;
 		if (p[0] == '%' && p[1]) {
 			p++;
@@ -76,12 +93,13 @@ int cli_expand_output(const char *in, char *out, size_t outlen)
 						  "OMPI_COMM_WORLD_RANK, PMIX_RANK, SLURM_PROCID, PMI_RANK, RANK)", in);
 					return -1;
 				}
+				add = name_safe(add, safe, sizeof safe);
 				break;
 			case 'h':
 				if (gethostname(buf, sizeof buf) != 0)
 					snprintf(buf, sizeof buf, "unknown-host");
 				buf[sizeof buf - 1] = 0;
-				add = buf;
+				add = name_safe(buf, safe, sizeof safe);
 				break;
 			case 'p':
 				snprintf(buf, sizeof buf, "%ld", (long)getpid());

@@ -36,7 +36,7 @@
 /* Leaf spans of the high-volume kinds (op, span) beyond this many per
  * (thread, kind, name) are folded into span_groups unless every span is
  * asked for (pp_ingest_opts.keep_all_spans). */
-#define PP_KEEP_PER_NAME 10000
+#define PP_KEEP_PER_NAME PP_SPANS_KEPT_PER_NAME
 
 /* ---------------------------------------------------------------- batched inserts */
 
@@ -314,6 +314,7 @@ typedef struct ingest {
 	char row_table[64];
 	int row_ncols;
 	int64_t max_ns, unmatched_ends, bad_names, raw_samples;
+	uint64_t unwritten;       /* events lost because the spool could not be written */
 	int ended, exited, exit_code, exit_signal;
 	uint64_t walked;          /* bytes walked, for progress */
 	struct timespec t0;
@@ -579,6 +580,7 @@ static int rd_get(rd *r, void *dst, size_t n)
 static const char *const row_tables[] = {
 	"libraries", "io", "allocations", "frames", "stacks", "samples", "gpu_activity",
 	"gpu_status", "losses", "run_meta", "threads", "counters", "marks", "comm", "py_frames",
+	"step_kept",
 	NULL,
 };
 
@@ -825,6 +827,8 @@ static int do_loss(ingest *g, const pp_spool_chunk *c)
 		g->res->rows_lost += cnt;
 	else
 		g->res->events_lost += cnt;
+	if (strcmp(src, "unwritten") == 0)
+		g->unwritten += cnt;
 	char detail[64];
 	snprintf(detail, sizeof detail, "thread %u", c->tid);
 	sqlite3_stmt *s = g->ins_loss;
@@ -893,12 +897,41 @@ oom:
 
 static const char spans_cols[] = "id,run_id,tid,kind,name_id,start_ns,end_ns,depth,parent_id,step";
 
+/* The run of a spool already stored (the same process started at the same
+ * instant: `ingest` after a kill between record's commit and its clean-up,
+ * or run twice): its id, 0 if none, -1 on error. */
+static int64_t stored_run(ingest *g)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(g->db,
+			       "SELECT id FROM runs WHERE pid=?1 AND ppid=?2 AND start_unix_ns=?3 AND start_mono_ns=?4"
+			       " AND status <> 'running' LIMIT 1",
+			       -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, g->h.pid);
+	sqlite3_bind_int64(s, 2, g->h.ppid);
+	sqlite3_bind_int64(s, 3, (int64_t)(g->h.start_unix_ns & INT64_MAX));
+	sqlite3_bind_int64(s, 4, (int64_t)(g->h.start_mono_ns & INT64_MAX));
+	int rc = sqlite3_step(s);
+	int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : rc == SQLITE_DONE ? 0 : -1;
+	sqlite3_finalize(s);
+	return id;
+}
+
 static int stage_begin(ingest *g)
 {
 	if (exec1(g, "BEGIN", "starting a transaction") != 0)
 		return -1;
 	g->in_tx = 1;
 	sqlite3_stmt *s;
+	int64_t dup = g->o.refuse_stored ? stored_run(g) : 0;
+	if (dup < 0)
+		return fail(g, "looking for the run");
+	if (dup) {
+		snprintf(g->err, g->errlen, "%s: already stored as run %lld (same process, same start): not stored twice",
+			 pp_spool_reader_name(g->rd), (long long)dup);
+		return -1;
+	}
 	if (sqlite3_prepare_v2(g->db,
 			       "INSERT INTO runs(parent_run,pid,ppid,start_unix_ns,start_mono_ns,"
 			       "status,spool_path,spool_bytes,clock) VALUES(?,?,?,?,?,'running',?,?,?)",
@@ -1439,9 +1472,12 @@ static int stage_finish(ingest *g)
 		     (unsigned long long)res->open_spans);
 	if (g->bad_names)
 		note(g, "%lld events named by unknown string ids", (long long)g->bad_names);
-	if (res->events_lost)
+	if (g->unwritten)
+		note(g, "%llu events lost: the spool could not be written to its end (disk full or file size limit)",
+		     (unsigned long long)g->unwritten);
+	if (res->events_lost > g->unwritten)
 		note(g, "%llu events lost in the recorder (buffers full)",
-		     (unsigned long long)res->events_lost);
+		     (unsigned long long)(res->events_lost - g->unwritten));
 	if (res->spans_folded)
 		note(g, "%llu short leaf spans kept as per-name groups (span_groups)",
 		     (unsigned long long)res->spans_folded);
@@ -1541,7 +1577,7 @@ int pp_store_ingest(pp_store *st, const char *spool_path, const pp_ingest_opts *
 	g->res = res;
 	g->err = err;
 	g->errlen = errlen;
-	g->o = (pp_ingest_opts){0, NULL, -1, 0, 0, NULL, NULL};
+	g->o = (pp_ingest_opts){0, NULL, -1, 0, 0, NULL, NULL, 0};
 	if (opts)
 		g->o = *opts;
 	clock_gettime(CLOCK_MONOTONIC, &g->t0);

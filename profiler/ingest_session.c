@@ -25,7 +25,7 @@ static int cmp_item(const void *a, const void *b)
 
 int pp_store_ingest_session(pp_store *st, pp_session_spool *spools, int n, const pp_session_opts *o)
 {
-	pp_session_opts d = {0, -1, 0, 0, NULL, NULL};
+	pp_session_opts d = {0, -1, 0, 0, NULL, NULL, 0};
 	if (!o)
 		o = &d;
 	item *it = calloc(n > 0 ? (size_t)n : 1, sizeof *it);
@@ -57,6 +57,7 @@ int pp_store_ingest_session(pp_store *st, pp_session_spool *spools, int n, const
 		pp_ingest_opts io = {0};
 		io.exit_code = -1;
 		io.keep_all_spans = o->keep_all_spans;
+		io.refuse_stored = o->refuse_stored;
 		io.progress = o->progress;
 		io.progress_ud = o->progress_ud;
 		/* parent: the previous image of the same pid (exec), else the

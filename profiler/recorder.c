@@ -117,6 +117,8 @@ static struct recorder {
 	_Atomic uint64_t events_total;
 	uint64_t lost_reported_total;  /* events-lost already written as LOSS chunks */
 	uint64_t unwritten;            /* events the spool could not take (write failed) */
+	uint64_t loss_unwritten;       /* events lost whose LOSS chunk could not be written */
+	uint64_t rows_unwritten;       /* rows (and their losses) the spool could not take */
 	_Atomic uint64_t self_drains;  /* times a thread drained because every buffer was in flight */
 	pthread_mutex_t write_lock;   /* the spool fd: writer thread vs close/fork */
 	char error[512];
@@ -921,7 +923,8 @@ static void drain(int final)
 		memcpy(&type, side + off, 2);
 		memcpy(&tid, side + off + 2, 4);
 		memcpy(&n, side + off + 6, 4);
-		pp_spool_write_chunk(&R.w, type, tid, side + off + 10, n);
+		if (pp_spool_write_chunk(&R.w, type, tid, side + off + 10, n) != 0 && type == PP_CHUNK_ROW)
+			R.rows_unwritten++;
 		off += 10 + n;
 	}
 	if (side) {
@@ -935,7 +938,8 @@ static void drain(int final)
 	}
 	free(side);
 	if (rows_lost) {
-		pp_spool_write_chunk2(&R.w, PP_CHUNK_LOSS, 0, &rows_lost, 8, "rows", 4);
+		if (pp_spool_write_chunk2(&R.w, PP_CHUNK_LOSS, 0, &rows_lost, 8, "rows", 4) != 0)
+			R.rows_unwritten += rows_lost;
 	}
 
 	pp_spool_batch_end(&R.w);
@@ -981,7 +985,8 @@ static void drain(int final)
 			uint64_t d = lost - t->lost_reported;
 			t->lost_reported = lost;
 			R.lost_reported_total += d;
-			pp_spool_write_chunk2(&R.w, PP_CHUNK_LOSS, t->tid, &d, 8, "events", 6);
+			if (pp_spool_write_chunk2(&R.w, PP_CHUNK_LOSS, t->tid, &d, 8, "events", 6) != 0)
+				R.loss_unwritten += d;
 		}
 		pp_buffer *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
 		if (t->dead && (!b || b->flushed == atomic_load(&b->n))) {
@@ -1103,8 +1108,14 @@ static int start_spool(void)
 	R.header.clock = (uint32_t)pp_clock_kind();
 	clock_pair(&R.header.start_ticks, &R.header.start_mono_ns);
 	R.header.start_unix_ns = pp_realtime_ns();
+	pp_spool_header_seal(&R.header);
 	if (pp_spool_write_header(&R.w, &R.header) != 0) {
 		set_error("cannot write spool %s: %s", R.spool_path, strerror(R.w.failed));
+		pp_spool_close(&R.w, 1);
+		return -1;
+	}
+	if (pp_spool_write_reserve(&R.w) != 0) {
+		set_error("cannot write spool %s: %s", R.spool_path, strerror(R.w.failed ? R.w.failed : EIO));
 		pp_spool_close(&R.w, 1);
 		return -1;
 	}
@@ -1160,6 +1171,38 @@ static void atfork_parent(void)
 	write_unlock_held(&fork_mask);
 }
 
+/* A forked child that could not start its own spool (the program changed
+ * its user or root first: setresuid, chroot; the folder is out of reach)
+ * is not silently missing: a META chunk `agent.child_unrecorded` in the
+ * parent's spool, through the descriptor the child inherited, in one
+ * O_APPEND write (whole among the parent's). */
+static void note_child_unrecorded(int fd)
+{
+	if (fd < 0)
+		return;
+	static const char key[] = "agent.child_unrecorded";
+	char val[700];
+	int vl = snprintf(val, sizeof val, "pid %d, forked at %.3f s, not recorded: %s", (int)getpid(),
+			  (double)pp_now() / 1e9, R.error[0] ? R.error : "its spool could not be started");
+	if (vl < 0)
+		return;
+	if (vl >= (int)sizeof val)
+		vl = (int)sizeof val - 1;
+	unsigned char buf[sizeof(pp_chunk_header) + sizeof key + sizeof val + 8];
+	pp_chunk_header h = {0};
+	h.magic = PP_CHUNK_MAGIC;
+	h.type = PP_CHUNK_META;
+	h.size = (uint32_t)(sizeof key + (size_t)vl + 1);
+	memcpy(buf + sizeof h, key, sizeof key);
+	memcpy(buf + sizeof h + sizeof key, val, (size_t)vl + 1);
+	h.crc = pp_crc32(pp_crc32(0, (const char *)&h + PP_CHUNK_CRC_FIELDS, PP_CHUNK_CRC_LEN), buf + sizeof h, h.size);
+	memcpy(buf, &h, sizeof h);
+	size_t n = sizeof h + h.size;
+	while (n & 7)
+		buf[n++] = 0;
+	syscall(SYS_write, fd, buf, n); /* raw: no hook counts it */
+}
+
 static void atfork_child(void)
 {
 	if (!tls_fork_locked)
@@ -1193,10 +1236,16 @@ static void atfork_child(void)
 	R.side_spare_cap = 0;
 	R.rows = R.rows_lost = R.rows_lost_reported = 0;
 	atomic_store(&R.events_total, 0);
+	R.lost_reported_total = R.unwritten = R.loss_unwritten = R.rows_unwritten = 0;
 	tls_thread = NULL;
 	tls_gen = 0;
+	/* the parent's spool, kept (high, close-on-exec) until the child's own
+	 * exists: a child that cannot create one says so there */
+	int parent_fd = R.w.fd >= 0 ? fcntl(R.w.fd, F_DUPFD_CLOEXEC, R.w.fd) : -1;
 	pp_spool_close(&R.w, 1);
 	if (R.opts.fork_policy == PP_FORK_DISABLE) {
+		if (parent_fd >= 0)
+			close(parent_fd);
 		atomic_store(&R.open, 0);
 		return;
 	}
@@ -1212,8 +1261,12 @@ static void atfork_child(void)
 			break;
 		R.pending[R.pending_n++] = id;
 	}
-	if (start_spool() != 0 || start_writer() != 0)
+	if (start_spool() != 0 || start_writer() != 0) {
 		atomic_store(&R.open, 0);
+		note_child_unrecorded(parent_fd);
+	}
+	if (parent_fd >= 0)
+		close(parent_fd);
 }
 
 static void close_at_exit(void)
@@ -1282,7 +1335,7 @@ int pp_open(const pp_options *opts)
 	R.pending_n = 0;
 	pthread_mutex_unlock(&R.str_lock);
 	R.rows = R.rows_lost = R.rows_lost_reported = 0;
-	R.lost_reported_total = R.unwritten = 0;
+	R.lost_reported_total = R.unwritten = R.loss_unwritten = R.rows_unwritten = 0;
 	atomic_store(&R.self_drains, 0);
 	atomic_store(&R.events_total, 0);
 
@@ -1306,6 +1359,26 @@ int pp_open(const pp_options *opts)
 }
 
 static int close_recorder(int release);
+
+/* The spool's writes failed (disk full, file size limit): what was lost is
+ * written over the room kept after the header, which needs no new block,
+ * so the run says how many events and rows it lacks instead of 0. */
+static void note_write_failure(int err)
+{
+	/* the final drain has run: every loss is in these counters */
+	unsigned char buf[PP_SPOOL_RESERVE];
+	size_t n = 0;
+	uint64_t ev = R.unwritten + R.loss_unwritten, rows = R.rows_unwritten;
+	n += pp_spool_put_chunk(buf + n, sizeof buf - n, PP_CHUNK_LOSS, &ev, 8, "unwritten", 9);
+	n += pp_spool_put_chunk(buf + n, sizeof buf - n, PP_CHUNK_LOSS, &rows, 8, "rows", 4);
+	char v[160];
+	int vl = snprintf(v, sizeof v, "%s after %llu bytes: %llu events, %llu rows not written", strerror(err),
+			  (unsigned long long)R.w.bytes, (unsigned long long)ev, (unsigned long long)rows);
+	static const char key[] = "recorder.write_failed";
+	if (vl > 0 && vl < (int)sizeof v)
+		n += pp_spool_put_chunk(buf + n, sizeof buf - n - 24, PP_CHUNK_META, key, sizeof key, v, (uint32_t)vl + 1);
+	pp_spool_fill_reserve(&R.w, buf, n);
+}
 
 int pp_close(void) { return close_recorder(1); }
 
@@ -1342,6 +1415,8 @@ static int close_recorder(int release)
 	}
 	pp_spool_write_chunk(&R.w, PP_CHUNK_END, 0, &end, sizeof end);
 	int failed = R.w.failed;
+	if (failed)
+		note_write_failure(failed);
 	pp_spool_close(&R.w, release);
 	write_unlock_held(&old_mask);
 
@@ -1419,6 +1494,7 @@ void pp_spool_fd_enter(unsigned int first, unsigned int last)
 void pp_spool_fd_leave(void)
 {
 	if (--tls_fd_depth == 0 && tls_fd_locked) {
+		pp_spool_reopen(&R.w);
 		tls_fd_locked = 0;
 		pthread_mutex_unlock(&R.w.lock);
 	}

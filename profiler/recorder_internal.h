@@ -37,6 +37,7 @@ typedef struct pp_spool_writer {
 	pthread_mutex_t lock;
 	int fd;
 	uint64_t bytes;
+	uint64_t reserve_at;      /* offset of the PP_SPOOL_RESERVE room (0: none) */
 	int failed;               /* a write failed (disk full…): further writes are counted as lost */
 	uint64_t dev, ino;        /* the spool file fd must still refer to */
 	uint32_t reclaimed;       /* times the program closed/replaced fd: the spool moved or was reopened */
@@ -50,6 +51,14 @@ typedef struct pp_spool_writer {
 
 int pp_spool_create(pp_spool_writer *w, const char *path, int exclusive, char *err, size_t errlen);
 void pp_spool_lock_init(pp_spool_writer *w);
+void pp_spool_header_seal(pp_spool_header *h);
+int pp_spool_write_reserve(pp_spool_writer *w);
+/* Writes chunks (n bytes, whole chunks, n <= PP_SPOOL_RESERVE - 24) over the
+ * room kept after the header, the rest padded; for a spool whose writes
+ * failed. */
+int pp_spool_fill_reserve(pp_spool_writer *w, const void *chunks, size_t n);
+size_t pp_spool_put_chunk(void *dst, size_t cap, uint16_t type, const void *p1, uint32_t n1, const void *p2,
+			  uint32_t n2);
 int pp_spool_write_header(pp_spool_writer *w, const pp_spool_header *h);
 /* Writes one chunk (header + payload + padding) in a single writev. */
 int pp_spool_write_chunk(pp_spool_writer *w, uint16_t type, uint32_t tid, const void *payload,
@@ -92,6 +101,7 @@ void pp_spool_fd_leave(void);
  * (the next write reopens the spool by name); the old number is left to
  * the program. Caller holds w->lock. */
 void pp_spool_move(pp_spool_writer *w, unsigned int first, unsigned int last);
+void pp_spool_reopen(pp_spool_writer *w);
 
 /* recorder.c: the process's exit or fatal signal, from a signal handler */
 int pp_exit_note_signal_safe(int32_t code, int32_t sig);

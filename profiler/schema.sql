@@ -122,3 +122,14 @@ CREATE TABLE IF NOT EXISTS span_groups (run_id INTEGER, tid INTEGER, kind INTEGE
 -- samples' "p<id>" entries into `frames` rows with the same symbol/module.
 CREATE TABLE IF NOT EXISTS py_frames (run_id INTEGER, id INTEGER, symbol_id INTEGER,
   module_id INTEGER, qualname_id INTEGER, line INTEGER);
+
+-- Memory kept across steps (schema 3): at the end of each step, the agent's
+-- live allocations of 64 KiB and more (every one, not a sample), grouped by
+-- the Python frame that made them (the innermost frame outside the
+-- interpreter's and installed packages' files, else the innermost; a
+-- native-only allocation is its native caller). bytes/blocks: alive at the
+-- step's end; new_bytes: of those, allocated during that step. At most the
+-- 16 largest sites per step; the agent counts the rest in run_meta
+-- agent.kept_sites_dropped.
+CREATE TABLE IF NOT EXISTS step_kept (run_id INTEGER, step INTEGER, site_id INTEGER,
+  py_frame INTEGER, bytes INTEGER, blocks INTEGER, new_bytes INTEGER);

@@ -14,7 +14,19 @@
 #include <stdint.h>
 
 #define PP_SPOOL_MAGIC "PPSPOOL1"
-#define PP_SPOOL_VERSION 1
+/* Version 2: the header's `reserved` field holds the CRC-32 (zlib's) of the
+ * header with that field 0, and a chunk's `crc` covers its type, flags, tid
+ * and size (bytes 4..15 of its header) before the payload: a flipped bit in
+ * a header or a chunk type is damage, not different content. Version 1
+ * (payload CRC only) is still read. */
+#define PP_SPOOL_VERSION 2
+#define PP_SPOOL_VERSION_MIN 1
+#define PP_CHUNK_CRC_FIELDS 4  /* offset of the fields the chunk CRC covers first */
+#define PP_CHUNK_CRC_LEN 12
+/* Bytes after the header kept for the losses of a spool that could not be
+ * written to its end (disk full, file size limit): a PAD chunk, on disk
+ * from the start, overwritten in place with LOSS and META chunks then. */
+#define PP_SPOOL_RESERVE 512
 #define PP_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
 
 typedef struct pp_spool_header {
@@ -52,6 +64,7 @@ enum pp_chunk_type {
 	PP_CHUNK_ROW = 7,         /* a structured row, see below */
 	PP_CHUNK_END = 8,         /* clean close: u64 ticks at close */
 	PP_CHUNK_EXIT = 9,        /* i32 exit code, i32 signal (agent, at exit / crash) */
+	PP_CHUNK_PAD = 10,        /* ignored: the room kept after the header (PP_SPOOL_RESERVE) */
 	PP_CHUNK_EVENTS_PACKED = 10, /* the same events, packed (below) */
 };
 

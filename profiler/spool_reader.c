@@ -40,10 +40,18 @@ static int check_header(pp_spool_reader *r, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: not a phaseprof spool (bad magic at offset 0)", r->name);
 		return -1;
 	}
-	if (r->h.version != PP_SPOOL_VERSION || r->h.header_size != sizeof r->h) {
+	if (r->h.version < PP_SPOOL_VERSION_MIN || r->h.version > PP_SPOOL_VERSION || r->h.header_size != sizeof r->h) {
 		snprintf(err, errlen, "%s: spool version %u (header %u bytes) not supported by this build (version %d)",
 			 r->name, r->h.version, r->h.header_size, PP_SPOOL_VERSION);
 		return -1;
+	}
+	if (r->h.version >= 2) {
+		pp_spool_header z = r->h;
+		z.reserved = 0;
+		if ((uint32_t)crc32(crc32(0L, Z_NULL, 0), (const unsigned char *)&z, sizeof z) != r->h.reserved) {
+			snprintf(err, errlen, "%s: spool header fails its checksum (damaged file)", r->name);
+			return -1;
+		}
 	}
 	r->off = r->checked = sizeof r->h;
 	return 0;
@@ -186,6 +194,9 @@ static int frame(pp_spool_reader *r, pp_spool_chunk *c, size_t *padded_out)
 	c->tid = ch.tid;
 	c->size = ch.size;
 	c->crc = ch.crc;
+	c->seed = r->h.version >= 2 ? (uint32_t)crc32(crc32(0L, Z_NULL, 0), r->data + r->off + PP_CHUNK_CRC_FIELDS,
+							  PP_CHUNK_CRC_LEN)
+				    : 0;
 	c->offset = r->off;
 	c->data = r->data + r->off + sizeof ch;
 	*padded_out = padded;
@@ -195,7 +206,7 @@ static int frame(pp_spool_reader *r, pp_spool_chunk *c, size_t *padded_out)
 int pp_spool_chunk_intact(const pp_spool_chunk *c)
 {
 	/* zlib takes uInt lengths: a chunk's u32 size fits */
-	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), c->data, (uInt)c->size) == c->crc;
+	return (uint32_t)crc32(c->seed, c->data, (uInt)c->size) == c->crc;
 }
 
 int pp_spool_reader_next(pp_spool_reader *r, pp_spool_chunk *c)

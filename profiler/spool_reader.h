@@ -26,6 +26,7 @@ typedef struct pp_spool_chunk {
 	uint64_t offset;             /* of the chunk header in the file */
 	const unsigned char *data;   /* payload (8-byte aligned); valid until close */
 	uint32_t crc;                /* as written in the chunk header */
+	uint32_t seed;               /* CRC of the header fields it covers (version 2), else 0 */
 } pp_spool_chunk;
 
 /* Opens a spool file. NULL with a one-line message naming the file (and the

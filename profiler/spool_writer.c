@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,9 +68,30 @@ int pp_spool_create(pp_spool_writer *w, const char *path, int exclusive, char *e
 	memset(w, 0, sizeof *w);
 	pp_spool_lock_init(w);
 	w->fd = -1;
-	/* never through a link, never someone else's file (0600) */
-	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND | O_NOFOLLOW | (exclusive ? O_EXCL : O_TRUNC);
+	/* Always created, never adopted: never through a link, never a file
+	 * or FIFO someone put there first (an open for writing of a FIFO waits
+	 * for a reader: pp_open hung). A regular file of our own with one link
+	 * (a leftover of an earlier run at a fixed path, PHASEPROF_OUT) is
+	 * replaced, unless the caller asked for a new name (exclusive). */
+	int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_APPEND | O_NOFOLLOW;
 	int fd = open(path, flags, 0600);
+	if (fd < 0 && errno == EEXIST && !exclusive) {
+		struct stat st;
+		if (lstat(path, &st) != 0) {
+			snprintf(err, errlen, "cannot create spool %s: %s", path, strerror(errno));
+			return -1;
+		}
+		if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1) {
+			snprintf(err, errlen, "refusing spool %s: it exists and is %s", path,
+				 S_ISFIFO(st.st_mode) ? "a named pipe" : S_ISLNK(st.st_mode) ? "a symbolic link"
+				 : !S_ISREG(st.st_mode) ? "not a regular file"
+				 : st.st_uid != geteuid() ? "another user's file" : "a file with other links");
+			errno = EEXIST;
+			return -1;
+		}
+		if (unlink(path) == 0)
+			fd = open(path, flags, 0600);
+	}
 	if (fd < 0 || adopt(w, fd) != 0) {
 		snprintf(err, errlen, "cannot create spool %s: %s", path, strerror(errno));
 		return -1;
@@ -87,7 +109,10 @@ static int fd_is_ours(const pp_spool_writer *w)
 }
 
 /* The program closed or replaced our descriptor: reopen the spool by name
- * (the same file, checked), or give up and let the writes count as lost. */
+ * (the same file, checked) and move it high, or give up and let the writes
+ * count as lost. Never left in the program's low range: with no room up
+ * there the spool is given up rather than kept where the program's next
+ * open() would have landed. */
 static int reclaim(pp_spool_writer *w)
 {
 	w->fd = -1; /* whatever is at that number now is not ours to close */
@@ -102,30 +127,65 @@ static int reclaim(pp_spool_writer *w)
 		w->failed = ESTALE;
 		return -1;
 	}
-	w->fd = move_high(fd);
+	int h = fcntl(fd, F_DUPFD_CLOEXEC, high_floor());
+	close(fd);
+	if (h < 0) {
+		w->failed = EMFILE;
+		return -1;
+	}
+	w->fd = h;
 	w->reclaimed++;
 	return 0;
 }
 
+/* The program is about to close or replace [first, last], which holds the
+ * spool's number: the spool takes the lowest free number at or above the
+ * high floor outside that range (a close loop going up passes the floor
+ * once: the spool steps back to a number the loop has done, ~2 moves where
+ * following the loop up to RLIMIT_NOFILE took ~19,000 and ended on fd 3),
+ * else just above the range; never a number below the floor. With neither
+ * (close_range(3, ~0U)) it lets go, and pp_spool_reopen puts it back high
+ * when the program's call returned. */
 void pp_spool_move(pp_spool_writer *w, unsigned int first, unsigned int last)
 {
 	if (w->fd < 0)
 		return;
-	int h = -1;
-	if (last < (unsigned int)INT_MAX)
-		h = fcntl(w->fd, F_DUPFD_CLOEXEC, (int)last + 1);
-	if (h < 0 && first > 3) {
-		h = fcntl(w->fd, F_DUPFD_CLOEXEC, 3);
-		if (h >= 0 && (unsigned int)h >= first) {
-			close(h); /* ours, and inside the range too */
-			h = -1;
-		}
+	int h = fcntl(w->fd, F_DUPFD_CLOEXEC, high_floor());
+	if (h >= 0 && (unsigned int)h >= first && (unsigned int)h <= last) {
+		close(h); /* ours, and inside the range */
+		h = last < (unsigned int)INT_MAX ? fcntl(w->fd, F_DUPFD_CLOEXEC, (int)last + 1) : -1;
 	}
-	w->fd = h; /* -1: reopened by name at the next write */
+	w->fd = h; /* the old number is the program's to close; -1: reopened after its call */
 	w->reclaimed++;
 }
 
+/* After the program's close/dup2/close_range returned, on its thread, under
+ * the descriptor's lock: a spool that had to let go is reopened high now,
+ * not by some later write on another thread (whose open() would take the
+ * program's lowest free number for a moment). */
+void pp_spool_reopen(pp_spool_writer *w)
+{
+	if (w->fd < 0 && !w->failed && w->path[0])
+		reclaim(w);
+}
+
 static int write_direct_locked(pp_spool_writer *w, struct iovec *iov, int n);
+
+/* A write past the program's file size limit (ulimit -f) fails with EFBIG
+ * and sends SIGXFSZ to the writing thread, whose default action kills the
+ * program: ours, not the program's. Every spool write runs with the
+ * thread's signals blocked (the writer thread, a program thread under the
+ * write lock), so it is still pending here: taken, never delivered. */
+static void take_own_sigxfsz(void)
+{
+	sigset_t x, pend;
+	sigemptyset(&x);
+	sigaddset(&x, SIGXFSZ);
+	if (sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ)) {
+		struct timespec zero = {0, 0};
+		sigtimedwait(&x, NULL, &zero);
+	}
+}
 
 #define BATCH_CAP (64u << 10)
 #define BATCH_SMALL (8u << 10) /* larger chunks skip the copy */
@@ -200,6 +260,8 @@ static int write_direct_locked(pp_spool_writer *w, struct iovec *iov, int n)
 			if (errno == EINTR)
 				continue;
 			w->failed = errno;
+			if (errno == EFBIG)
+				take_own_sigxfsz();
 			return -1;
 		}
 		w->bytes += (uint64_t)k;
@@ -230,6 +292,90 @@ static int write_all(pp_spool_writer *w, struct iovec *iov, int n)
 	return rc;
 }
 
+/* A whole chunk into dst (header, payloads, padding): its length, 0 if
+ * it does not fit. */
+size_t pp_spool_put_chunk(void *dst, size_t cap, uint16_t type, const void *p1, uint32_t n1, const void *p2,
+			  uint32_t n2)
+{
+	size_t total = sizeof(pp_chunk_header) + (((size_t)n1 + n2 + 7) & ~(size_t)7);
+	if (total > cap)
+		return 0;
+	unsigned char *d = dst;
+	memset(d, 0, total);
+	pp_chunk_header h = {0};
+	h.magic = PP_CHUNK_MAGIC;
+	h.type = type;
+	h.size = n1 + n2;
+	if (n1)
+		memcpy(d + sizeof h, p1, n1);
+	if (n2)
+		memcpy(d + sizeof h + n1, p2, n2);
+	h.crc = pp_crc32(pp_crc32(0, (const char *)&h + PP_CHUNK_CRC_FIELDS, PP_CHUNK_CRC_LEN), d + sizeof h, h.size);
+	memcpy(d, &h, sizeof h);
+	return total;
+}
+
+/* The room for the losses, right after the header, on disk now: when the
+ * disk fills up later, its blocks are already the file's. */
+int pp_spool_write_reserve(pp_spool_writer *w)
+{
+	unsigned char buf[PP_SPOOL_RESERVE];
+	if (pp_spool_put_chunk(buf, sizeof buf, PP_CHUNK_PAD, NULL, 0, NULL, 0) == 0)
+		return -1;
+	pp_chunk_header h;
+	memcpy(&h, buf, sizeof h);
+	memset(buf + sizeof h, 0, sizeof buf - sizeof h);
+	h.size = (uint32_t)(sizeof buf - sizeof h);
+	h.crc = pp_crc32(pp_crc32(0, (const char *)&h + PP_CHUNK_CRC_FIELDS, PP_CHUNK_CRC_LEN), buf + sizeof h, h.size);
+	memcpy(buf, &h, sizeof h);
+	pthread_mutex_lock(&w->lock);
+	int rc = batch_flush_locked(w);
+	uint64_t at = w->bytes;
+	struct iovec iov = {buf, sizeof buf};
+	if (rc == 0)
+		rc = write_direct_locked(w, &iov, 1);
+	if (rc == 0)
+		w->reserve_at = at;
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+int pp_spool_fill_reserve(pp_spool_writer *w, const void *chunks, size_t n)
+{
+	unsigned char buf[PP_SPOOL_RESERVE];
+	if (!w->reserve_at || n + sizeof(pp_chunk_header) > sizeof buf)
+		return -1;
+	memcpy(buf, chunks, n);
+	pp_chunk_header h = {0};
+	h.magic = PP_CHUNK_MAGIC;
+	h.type = PP_CHUNK_PAD;
+	h.size = (uint32_t)(sizeof buf - n - sizeof h);
+	memset(buf + n + sizeof h, 0, h.size);
+	h.crc = pp_crc32(pp_crc32(0, (const char *)&h + PP_CHUNK_CRC_FIELDS, PP_CHUNK_CRC_LEN), buf + n + sizeof h,
+			 h.size);
+	memcpy(buf + n, &h, sizeof h);
+	pthread_mutex_lock(&w->lock);
+	int rc = -1;
+	if (fd_is_ours(w)) {
+		/* pwrite on an O_APPEND descriptor appends (Linux): off for this one write */
+		int fl = fcntl(w->fd, F_GETFL);
+		if (fl >= 0 && fcntl(w->fd, F_SETFL, fl & ~O_APPEND) == 0) {
+			long r = syscall(SYS_pwrite64, w->fd, buf, sizeof buf, (long)w->reserve_at);
+			rc = r == (long)sizeof buf ? 0 : -1;
+			fcntl(w->fd, F_SETFL, fl);
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+/* Version 2: the header's CRC in its reserved field. */
+void pp_spool_header_seal(pp_spool_header *h)
+{
+	h->reserved = 0;
+	h->reserved = pp_crc32(0, h, sizeof *h);
+}
+
 int pp_spool_write_header(pp_spool_writer *w, const pp_spool_header *h)
 {
 	struct iovec iov = {(void *)h, sizeof *h};
@@ -245,7 +391,7 @@ int pp_spool_write_chunk2(pp_spool_writer *w, uint16_t type, uint32_t tid, const
 	h.type = type;
 	h.tid = tid;
 	h.size = n1 + n2;
-	uint32_t crc = pp_crc32(0, p1, n1);
+	uint32_t crc = pp_crc32(pp_crc32(0, (const char *)&h + PP_CHUNK_CRC_FIELDS, PP_CHUNK_CRC_LEN), p1, n1);
 	h.crc = n2 ? pp_crc32(crc, p2, n2) : crc;
 	struct iovec iov[4] = {
 		{&h, sizeof h}, {(void *)p1, n1}, {(void *)p2, n2}, {(void *)pad, (8 - (h.size & 7)) & 7},
@@ -261,9 +407,9 @@ int pp_spool_write_chunk(pp_spool_writer *w, uint16_t type, uint32_t tid, const 
 
 /* Bitwise CRC-32 (zlib's polynomial): for the few bytes of the signal path,
  * where neither zlib nor a table lookup through a relocation is wanted. */
-static uint32_t crc32_small(const unsigned char *p, size_t n)
+static uint32_t crc32_small(uint32_t crc, const unsigned char *p, size_t n)
 {
-	uint32_t c = 0xffffffffu;
+	uint32_t c = ~crc;
 	while (n--) {
 		c ^= *p++;
 		for (int k = 0; k < 8; k++)
@@ -280,7 +426,8 @@ void pp_spool_exit_chunk(pp_exit_chunk *c, int32_t code, int32_t sig)
 	c->h.magic = PP_CHUNK_MAGIC;
 	c->h.type = PP_CHUNK_EXIT;
 	c->h.size = sizeof c->v;
-	c->h.crc = crc32_small((const unsigned char *)c->v, sizeof c->v);
+	c->h.crc = crc32_small(crc32_small(0, (const unsigned char *)&c->h + PP_CHUNK_CRC_FIELDS, PP_CHUNK_CRC_LEN),
+			       (const unsigned char *)c->v, sizeof c->v);
 }
 
 int pp_spool_write_exit_signal_safe(pp_spool_writer *w, int32_t code, int32_t sig)
@@ -330,6 +477,34 @@ static size_t put_uint(char *d, size_t at, size_t cap, unsigned long v)
 	return at;
 }
 
+/* The end of the spool's last whole chunk, the file cut there: a process
+ * killed by a fatal signal in the middle of a writev of several pages (the
+ * kernel stops a write between pages when a fatal signal is pending)
+ * leaves a torn chunk at its end, and an EXIT chunk appended after it
+ * would be read as part of it — the run then ended 'truncated' instead
+ * of 'crashed'. Walks the chunk
+ * headers with pread (async-signal-safe); -1 if the file is not a spool. */
+static long spool_whole_end(long fd)
+{
+	struct stat st;
+	if (syscall(SYS_fstat, fd, &st) != 0 || st.st_size < (off_t)sizeof(pp_spool_header))
+		return -1;
+	long size = (long)st.st_size, at = (long)sizeof(pp_spool_header);
+	while (at < size) {
+		pp_chunk_header ch;
+		long r = syscall(SYS_pread64, fd, &ch, sizeof ch, at);
+		if (r != (long)sizeof ch || ch.magic != PP_CHUNK_MAGIC)
+			break;
+		long next = at + (long)sizeof ch + (long)(((size_t)ch.size + 7) & ~(size_t)7);
+		if (next > size)
+			break;
+		at = next;
+	}
+	if (at < size && syscall(SYS_ftruncate, fd, at) != 0)
+		return -1;
+	return at;
+}
+
 int pp_spool_note_exit(const char *dir, int32_t pid, uint32_t parent, int32_t code, int32_t sig)
 {
 	if (!dir || dir[0] != '/' || pid <= 0)
@@ -358,12 +533,12 @@ int pp_spool_note_exit(const char *dir, int32_t pid, uint32_t parent, int32_t co
 	}
 	int rc = -1;
 	if (best[0]) {
-		long fd = syscall(SYS_openat, (long)AT_FDCWD, best,
-				  (long)(O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
+		long fd = syscall(SYS_openat, (long)AT_FDCWD, best, (long)(O_RDWR | O_CLOEXEC | O_NOFOLLOW));
 		if (fd >= 0) {
 			pp_exit_chunk c;
 			pp_spool_exit_chunk(&c, code, sig);
-			rc = syscall(SYS_write, fd, &c, sizeof c) == (long)sizeof c ? 0 : -1;
+			long at = spool_whole_end(fd);
+			rc = at >= 0 && syscall(SYS_pwrite64, fd, &c, sizeof c, at) == (long)sizeof c ? 0 : -1;
 			syscall(SYS_close, fd);
 		}
 	}

@@ -50,6 +50,7 @@ static const struct { const char *table, *name, *cols; int min_rows; } indexes[]
 	{"libraries", "libraries_run", "run_id", INDEX_MIN_ROWS},
 	{"io", "io_run", "run_id", INDEX_MIN_ROWS},
 	{"py_frames", "py_frames_run", "run_id, id", INDEX_MIN_ROWS},
+	{"step_kept", "step_kept_run", "run_id, site_id, step", INDEX_MIN_ROWS},
 };
 #define N_INDEXES (sizeof indexes / sizeof indexes[0])
 
@@ -516,6 +517,11 @@ int pp_store_single_threaded(void)
 	return 0;
 }
 
+/* 1: appending to another user's database is allowed (--force) */
+static int store_foreign_ok;
+void pp_store_allow_foreign(int yes) { store_foreign_ok = yes; }
+int pp_store_foreign_allowed(void) { return store_foreign_ok; }
+
 static pp_store *store_open(const char *path, int mode, const _Atomic int *cancel, char *err, size_t errlen)
 {
 	if (!path || !*path) {
@@ -554,10 +560,23 @@ static pp_store *store_open(const char *path, int mode, const _Atomic int *cance
 			snprintf(err, errlen, "%s: database is read-only (%s)", path, strerror(errno));
 			return NULL;
 		}
+		/* a database someone else put in a shared folder is not ours to
+		 * append to (it would get our recording, and its owner our data) */
+		if (exists && sb.st_uid != geteuid() && !store_foreign_ok) {
+			snprintf(err, errlen, "%s: belongs to another user (uid %u); not appending to it (--force to append)",
+				 path, (unsigned)sb.st_uid);
+			return NULL;
+		}
 	}
 	/* a new file: the built-in image, else (none, or it could not be put
 	 * there) SQLite creates it and create_schema fills it */
 	int from_image = mode == PP_STORE_WRITE && !exists && store_image_place(path) == 0;
+	if (mode == PP_STORE_WRITE && !exists && !from_image) {
+		/* SQLite creates files 0644: an empty file, owner only, first */
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			close(fd);
+	}
 	pp_store *st = calloc(1, sizeof *st);
 	if (!st) {
 		snprintf(err, errlen, "%s: out of memory", path);
@@ -699,7 +718,7 @@ int pp_store_build_indexes(pp_store *st, char *err, size_t errlen)
 {
 	char sql[3072] = "";
 	size_t sl = 0;
-	int rc = -1;
+	int rc = -1, restore = 0;
 	sqlite3_stmt *s = NULL;
 	if (err && errlen)
 		err[0] = 0;
@@ -739,6 +758,14 @@ int pp_store_build_indexes(pp_store *st, char *err, size_t errlen)
 	if (!sl)
 		goto out;
 	rc = -1;
+	/* The sorts behind CREATE INDEX go to temporary files: with
+	 * temp_store=MEMORY SQLite's sorter never spills, and the indexes of
+	 * 5 M span rows held ~600 MB. On files it sorts runs of cache_size
+	 * bytes (16 MiB here) and merges them, so memory stays bounded
+	 * whatever the table's length. */
+	if (store_exec(st, "PRAGMA temp_store=FILE; PRAGMA cache_size=-16384;", err, errlen) != 0)
+		goto out;
+	restore = 1;
 	if (store_exec(st, "BEGIN", err, errlen) != 0)
 		goto out;
 	if (store_exec(st, sql, err, errlen) != 0 || store_exec(st, "COMMIT", err, errlen) != 0) {
@@ -748,6 +775,9 @@ int pp_store_build_indexes(pp_store *st, char *err, size_t errlen)
 	st->indexed |= st->pending_index;
 	rc = 0;
 out:
+	if (restore && store_exec(st, "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;", rc ? NULL : err,
+				  rc ? 0 : errlen) != 0)
+		rc = -1;
 	if (rc != 0 && err && !*err)
 		snprintf(err, errlen, "%.300s: %.150s", st->path, sqlite3_errmsg(st->db));
 	sqlite3_finalize(s);

@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define PP_SCHEMA_VERSION 2
+#define PP_SCHEMA_VERSION 3
 #define PP_APPLICATION_ID 0x50505246 /* "PPRF" in PRAGMA application_id */
 
 typedef struct pp_store pp_store;
@@ -28,6 +28,10 @@ enum pp_store_mode {
  * naming the file and what is wrong (missing, not SQLite, another program's
  * database, newer schema, read-only…) into err. */
 pp_store *pp_store_open(const char *path, int mode, char *err, size_t errlen);
+/* A database owned by another user is refused for writing unless allowed
+ * (the CLI's --force). New databases are created 0600. */
+void pp_store_allow_foreign(int yes);
+int pp_store_foreign_allowed(void);
 /* As pp_store_open, for a thread that may be told to give up: while an
  * existing file is being checked, once *cancel is nonzero the open stops
  * within a thousand SQLite steps and returns NULL ("open interrupted"),
@@ -85,6 +89,8 @@ typedef struct pp_ingest_opts {
 				  * spans past 10,000 per thread and name go to span_groups) */
 	pp_ingest_progress_fn progress;
 	void *progress_ud;
+	int refuse_stored;       /* 1: a spool whose run is already stored (same pid, ppid,
+				  * start) fails with a one-line reason (`ingest`) */
 } pp_ingest_opts;
 
 typedef struct pp_ingest_result {
@@ -130,6 +136,7 @@ typedef struct pp_session_opts {
 	int keep_all_spans;
 	pp_ingest_progress_fn progress;
 	void *progress_ud;
+	int refuse_stored;       /* pp_ingest_opts.refuse_stored */
 } pp_session_opts;
 
 /* Returns the number of spools ingested; the array is reordered. */
@@ -192,6 +199,18 @@ typedef struct pp_span_list {
 /* Spans of a run ordered by (tid, start_ns). kind_filter < 0: all kinds. */
 int pp_store_spans(pp_store *st, int64_t run_id, int kind_filter, pp_span_list *out);
 void pp_span_list_free(pp_span_list *l);
+/* The spans a default ingest keeps one by one, whatever the recording kept:
+ * every span but the leaf op/span spans past the first per_name of each
+ * (thread, kind, name), which are counted in *left_out (on a default
+ * recording nothing is left out: those are in span_groups already). Same
+ * order as pp_store_spans; memory bounded by what is kept. */
+#define PP_SPANS_KEPT_PER_NAME 10000
+int pp_store_spans_kept(pp_store *st, int64_t run_id, int64_t per_name, pp_span_list *out, int64_t *left_out);
+/* The same rows one at a time without holding them (memory: the distinct
+ * names), in id order: begin order, so each thread's spans come by start
+ * (a merged run's or a stepped clock's may not). row->name lives until the
+ * callback returns; a non-zero return stops the scan (then 0 is returned). */
+int pp_store_each_span(pp_store *st, int64_t run_id, int (*cb)(const pp_span_row *, void *), void *ud);
 
 /* Per-kind totals of a run: count and time of the outermost phases of each
  * kind (a phase nested in one of its own kind is neither counted nor its
@@ -242,6 +261,7 @@ typedef struct pp_rank_run {
 	int64_t clock_offset_ns;            /* added by merge (0: none) */
 	int64_t clock_uncertainty_ns;       /* +- of that offset, -1: not estimated */
 	int term_signal;
+	int exit_code;                      /* -1: unknown (a signal, cut short) */
 } pp_rank_run;
 /* Every rank of every job in the store, ordered by job then rank. */
 int pp_store_rank_runs(pp_store *st, pp_rank_run **out, int *n);
@@ -415,6 +435,19 @@ typedef struct pp_py_frames { pp_py_frame *v; int n; } pp_py_frames;
 int pp_store_py_frames(pp_store *st, int64_t run_id, pp_py_frames *out);
 const pp_py_frame *pp_py_frames_find(const pp_py_frames *f, int64_t id); /* NULL if absent */
 void pp_py_frames_free(pp_py_frames *f);
+/* Memory kept across steps (step_kept), per allocation site, from step
+ * `from` on: the site's live bytes at the first and last step it was seen
+ * alive, and the rise per step between them ((last - first) / steps).
+ * Sites seen at fewer than 3 steps are left out. Ordered by
+ * per_step_bytes, largest first. store_kept.c */
+typedef struct pp_kept_site {
+	char site[256];
+	int64_t first_step, last_step;
+	int64_t first_bytes, last_bytes, last_blocks;
+	double per_step_bytes;
+} pp_kept_site;
+int pp_store_kept_sites(pp_store *st, int64_t run_id, int64_t from, pp_kept_site **out, int *n);
+
 /* The run's one line on Python frames in samples ("on: CPython 3.11.2" or
  * "off: why"): 0 found, 1 none (not Python or no sampling), -1 error. */
 int pp_store_python_frames_state(pp_store *st, int64_t run_id, char *buf, size_t len);

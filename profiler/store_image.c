@@ -39,8 +39,9 @@ int store_image_place(const char *path)
 	int n = snprintf(tmp, sizeof tmp, "%s.%ld-%u.new", path, (long)getpid(), atomic_fetch_add(&seq, 1));
 	if (n < 0 || (size_t)n >= sizeof tmp)
 		return -1;
-	/* the mode SQLite creates its files with */
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	/* owner only, as perf.data: a recording holds command lines, paths,
+	 * host names (pp_store_open) */
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
 	int rc = write_all(fd, pp_store_image, pp_store_image_len);

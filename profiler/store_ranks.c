@@ -55,7 +55,7 @@ int pp_store_rank_runs(pp_store *st, pp_rank_run **out, int *n)
 		" coalesce(r.host,''), coalesce(r.status,''), coalesce(r.start_unix_ns,0), coalesce(r.duration_ns,0),"
 		" coalesce((SELECT CAST(value AS INTEGER) FROM run_meta WHERE run_id=r.id AND key='clock.offset_ns'),0),"
 		" coalesce((SELECT CAST(value AS INTEGER) FROM run_meta WHERE run_id=r.id AND key='clock.uncertainty_ns'),-1),"
-		" coalesce(r.term_signal,0)"
+		" coalesce(r.term_signal,0), coalesce(r.exit_code,-1)"
 		" FROM runs r JOIN run_meta rk ON rk.run_id = r.id AND rk.key = 'rank' ORDER BY r.id";
 	sqlite3_stmt *s = NULL, *p = NULL;
 	parent_of *par = NULL;
@@ -89,6 +89,7 @@ int pp_store_rank_runs(pp_store *st, pp_rank_run **out, int *n)
 		r->clock_offset_ns = sqlite3_column_int64(s, 9);
 		r->clock_uncertainty_ns = sqlite3_column_int64(s, 10);
 		r->term_signal = sqlite3_column_int(s, 11);
+		r->exit_code = sqlite3_column_int(s, 12);
 	}
 	if (step != SQLITE_DONE)
 		goto done;

@@ -461,6 +461,188 @@ out:
 	return rc;
 }
 
+/* pp_store_each_span: one row at a time, nothing held but the names. */
+typedef struct span_stream {
+	span_acc a;               /* names only: a.out holds the string pool */
+	pp_span_list pool;
+	int (*cb)(const pp_span_row *, void *);
+	void *ud;
+	int stopped;
+} span_stream;
+
+static int span_stream_row(sqlite3_stmt *s, void *ud)
+{
+	span_stream *ss = ud;
+	pp_span_row r;
+	int64_t at = span_name(&ss->a, sqlite3_column_int64(s, 4));
+	if (at < 0) {
+		ss->a.failed = 1;
+		return 1;
+	}
+	r.id = sqlite3_column_int64(s, 0);
+	r.parent_id = sqlite3_column_int64(s, 1);
+	r.tid = sqlite3_column_int64(s, 2);
+	r.kind = sqlite3_column_int(s, 3);
+	r.name = ss->pool.strings + at;
+	r.start_ns = sqlite3_column_int64(s, 5);
+	r.end_ns = sqlite3_column_int64(s, 6);
+	r.depth = sqlite3_column_int(s, 7);
+	r.step = sqlite3_column_int64(s, 8);
+	if (ss->cb(&r, ss->ud) != 0) {
+		ss->stopped = 1;
+		return 1;
+	}
+	return 0;
+}
+
+int pp_store_each_span(pp_store *st, int64_t run_id, int (*cb)(const pp_span_row *, void *), void *ud)
+{
+	span_stream ss = {.a = {.st = st}, .cb = cb, .ud = ud};
+	ss.a.out = &ss.pool;
+	int rc = -1;
+	int64_t lo, hi;
+	if (sqlite3_prepare_v2(st->db, "SELECT value FROM strings WHERE id=?1", -1, &ss.a.name_q, NULL) !=
+	    SQLITE_OK)
+		goto out;
+	if (run_span_ids(st, run_id, &lo, &hi) != 0)
+		goto out;
+	if (lo <= hi &&
+	    (store_range(st,
+			 "SELECT id,COALESCE(parent_id,0),tid,kind,name_id,start_ns,COALESCE(end_ns,-1),depth,"
+			 "COALESCE(step,-1) FROM spans NOT INDEXED WHERE id BETWEEN ?2 AND ?3 AND run_id=?1",
+			 run_id, lo, hi, span_stream_row, &ss) != 0 ||
+	     ss.a.failed))
+		goto out;
+	rc = 0;
+out:
+	sqlite3_finalize(ss.a.name_q);
+	pp_idmap_free(&ss.a.name_at);
+	pp_span_list_free(&ss.pool);
+	return rc;
+}
+
+/* pp_store_spans_kept: the stream filtered as a default ingest folds.
+ * A span's children are the spans its thread begins next, so whether an
+ * op/span row is a leaf is known at its thread's next row: until then it
+ * waits in its thread's slot. */
+typedef struct kept_thread { int64_t tid; pp_span_row row; int64_t name_id; int waiting; } kept_thread;
+typedef struct kept_scan {
+	span_acc a;
+	int64_t cap, left_out;
+	pp_idmap slot;            /* tid -> index in th + 1 */
+	pp_idmap count;           /* (tid, kind << 32 | name id) -> leaves seen */
+	kept_thread *th;
+	int nth, cap_th;
+	int rows_cap;
+} kept_scan;
+
+static int kept_add(kept_scan *k, const pp_span_row *r)
+{
+	pp_span_list *out = k->a.out;
+	if (PP_GROW(out->rows, out->n + 1, k->rows_cap) != 0)
+		return -1;
+	out->rows[out->n++] = *r;
+	return 0;
+}
+
+/* The waiting row of a thread, now known to be a leaf or not. */
+static int kept_settle(kept_scan *k, kept_thread *t, int has_child)
+{
+	if (!t->waiting)
+		return 0;
+	t->waiting = 0;
+	if (!has_child) {
+		int64_t *n = pp_idmap_at(&k->count, (uint64_t)t->tid, (uint64_t)t->row.kind << 32 | (uint64_t)t->name_id);
+		if (!n)
+			return -1;
+		if (++*n > k->cap) {
+			k->left_out++;
+			return 0;
+		}
+	}
+	return kept_add(k, &t->row);
+}
+
+static int kept_row(sqlite3_stmt *s, void *ud)
+{
+	kept_scan *k = ud;
+	pp_span_row r;
+	int64_t name_id = sqlite3_column_int64(s, 4);
+	int64_t at = span_name(&k->a, name_id);
+	if (at < 0)
+		goto fail;
+	r.id = sqlite3_column_int64(s, 0);
+	r.parent_id = sqlite3_column_int64(s, 1);
+	r.tid = sqlite3_column_int64(s, 2);
+	r.kind = sqlite3_column_int(s, 3);
+	r.name = (const char *)(intptr_t)at;
+	r.start_ns = sqlite3_column_int64(s, 5);
+	r.end_ns = sqlite3_column_int64(s, 6);
+	r.depth = sqlite3_column_int(s, 7);
+	r.step = sqlite3_column_int64(s, 8);
+	int64_t i = pp_idmap_get(&k->slot, (uint64_t)r.tid, 0) - 1;
+	if (i < 0) {
+		if (PP_GROW(k->th, k->nth + 1, k->cap_th) != 0 ||
+		    pp_idmap_put(&k->slot, (uint64_t)r.tid, 0, k->nth + 1) != 0)
+			goto fail;
+		i = k->nth++;
+		k->th[i] = (kept_thread){.tid = r.tid};
+	}
+	kept_thread *t = &k->th[i];
+	if (kept_settle(k, t, t->waiting && r.parent_id == t->row.id) != 0)
+		goto fail;
+	if (r.kind == PP_OP || r.kind == PP_SPAN) {
+		t->row = r;
+		t->name_id = name_id;
+		t->waiting = 1;
+		return 0;
+	}
+	if (kept_add(k, &r) == 0)
+		return 0;
+fail:
+	k->a.failed = 1;
+	return 1;
+}
+
+int pp_store_spans_kept(pp_store *st, int64_t run_id, int64_t per_name, pp_span_list *out, int64_t *left_out)
+{
+	memset(out, 0, sizeof *out);
+	*left_out = 0;
+	kept_scan k = {.a = {.st = st, .out = out}, .cap = per_name};
+	int rc = -1;
+	int64_t lo, hi;
+	if (sqlite3_prepare_v2(st->db, "SELECT value FROM strings WHERE id=?1", -1, &k.a.name_q, NULL) !=
+	    SQLITE_OK)
+		goto out;
+	if (run_span_ids(st, run_id, &lo, &hi) != 0)
+		goto out;
+	if (lo <= hi &&
+	    (store_range(st,
+			 "SELECT id,COALESCE(parent_id,0),tid,kind,name_id,start_ns,COALESCE(end_ns,-1),depth,"
+			 "COALESCE(step,-1) FROM spans NOT INDEXED WHERE id BETWEEN ?2 AND ?3 AND run_id=?1",
+			 run_id, lo, hi, kept_row, &k) != 0 ||
+	     k.a.failed))
+		goto out;
+	for (int i = 0; i < k.nth; i++)
+		if (kept_settle(&k, &k.th[i], 0) != 0)
+			goto out;
+	for (int i = 0; i < out->n; i++)
+		out->rows[i].name = out->strings + (intptr_t)out->rows[i].name;
+	if (order_spans(out) != 0)
+		goto out;
+	*left_out = k.left_out;
+	rc = 0;
+out:
+	sqlite3_finalize(k.a.name_q);
+	pp_idmap_free(&k.a.name_at);
+	pp_idmap_free(&k.slot);
+	pp_idmap_free(&k.count);
+	free(k.th);
+	if (rc != 0)
+		pp_span_list_free(out);
+	return rc;
+}
+
 void pp_span_list_free(pp_span_list *l)
 {
 	free(l->rows);

@@ -5,7 +5,7 @@
 #include <string.h>
 
 static const pp_view_ops *const backends[] = {
-	&pp_backend_html, &pp_backend_chrome, &pp_backend_folded,
+	&pp_backend_html, &pp_backend_chrome, &pp_backend_perfetto, &pp_backend_folded,
 	&pp_backend_dot, &pp_backend_svg, &pp_backend_csv, NULL,
 };
 

@@ -126,10 +126,143 @@ static int chrome_samples(pp_view_ctx *c, const pp_run_info *run, int64_t pid, i
 static const char *const cat_names[] = {"span", "op", "cuda_api", "gpu"};
 static const char *const gpu_kinds[] = {"kernel", "memcpy", "memset"};
 
+/* ---- a big run's spans, streamed ----
+ * Past CHROME_STREAM_EVENTS recorded events a run's spans are not loaded
+ * into the model: they come one row at a time (pp_store_each_span, begin
+ * order) and go out as X events at once, each thread split into lanes as
+ * the model splits it (a span that overlaps without nesting moves to the
+ * next lane, " +k"), so memory holds each lane's open spans, not the run.
+ * Their tracks follow the model's (ops, GPU); ops then sit on tracks of
+ * their own instead of inside their thread's spans. */
+#define CHROME_STREAM_EVENTS 1000000
+
+typedef struct slane { int64_t *ends; int depth, cap; int64_t last_start, tid; } slane;
+typedef struct sthread { int64_t tid; char name[96]; slane *lanes; int n_lanes, cap_lanes; } sthread;
+typedef struct stream_ctx {
+	pp_view_ctx *c;
+	int64_t pid, off, run_end, next_tid;
+	const pp_thread_row *thr;
+	int n_thr;
+	sthread *th;
+	int n_th, cap_th, last;
+	int failed;
+} stream_ctx;
+
+static sthread *stream_thread(stream_ctx *k, int64_t tid)
+{
+	if (k->last >= 0 && k->th[k->last].tid == tid)
+		return &k->th[k->last];
+	for (int i = 0; i < k->n_th; i++)
+		if (k->th[i].tid == tid)
+			return &k->th[k->last = i];
+	if (PP_GROW(k->th, k->n_th + 1, k->cap_th) != 0)
+		return NULL;
+	sthread *t = &k->th[k->n_th];
+	memset(t, 0, sizeof *t);
+	t->tid = tid;
+	snprintf(t->name, sizeof t->name, "thread %lld", (long long)tid);
+	for (int i = 0; i < k->n_thr; i++)
+		if (k->thr[i].tid == tid && k->thr[i].name[0])
+			snprintf(t->name, sizeof t->name, "%s (%lld)", k->thr[i].name, (long long)tid);
+	return &k->th[k->last = k->n_th++];
+}
+
+static int stream_span(const pp_span_row *r, void *ud)
+{
+	stream_ctx *k = ud;
+	pp_view_ctx *c = k->c;
+	sthread *t = stream_thread(k, r->tid);
+	if (!t)
+		goto oom;
+	int64_t start = r->start_ns, end = r->end_ns < 0 ? (k->run_end > start ? k->run_end : start) : r->end_ns;
+	if (end < start)
+		end = start;
+	slane *l = NULL;
+	for (int i = 0; i < t->n_lanes && !l; i++) {
+		slane *x = &t->lanes[i];
+		while (x->depth && x->ends[x->depth - 1] <= start)
+			x->depth--;
+		if (start >= x->last_start && (!x->depth || x->ends[x->depth - 1] >= end))
+			l = x;
+	}
+	if (!l) {
+		if (PP_GROW(t->lanes, t->n_lanes + 1, t->cap_lanes) != 0)
+			goto oom;
+		l = &t->lanes[t->n_lanes];
+		memset(l, 0, sizeof *l);
+		l->last_start = INT64_MIN;
+		l->tid = k->next_tid++;
+		char nm[128];
+		if (t->n_lanes)
+			snprintf(nm, sizeof nm, "%s +%d", t->name, t->n_lanes);
+		else
+			snprintf(nm, sizeof nm, "%s", t->name);
+		ev_meta(c, k->pid, l->tid, "thread_name", nm, 0);
+		ev_meta(c, k->pid, l->tid, "thread_sort_index", NULL, l->tid - 1);
+		t->n_lanes++;
+	}
+	if (PP_GROW(l->ends, l->depth + 1, l->cap) != 0)
+		goto oom;
+	l->ends[l->depth++] = end;
+	l->last_start = start;
+	ev_open(c, "\"ph\":\"X\"", k->pid, l->tid, start + k->off);
+	pp_out_puts(c->out, ",\"dur\":");
+	pp_out_us(c->out, end - start);
+	pp_out_puts(c->out, ",\"name\":");
+	pp_out_json_str(c->out, r->name && *r->name ? r->name : pp_kind_name((pp_kind)r->kind));
+	pp_out_puts(c->out, ",\"cat\":\"");
+	pp_out_puts(c->out, r->kind ? "phase" : "span");
+	pp_out_puts(c->out, "\",\"args\":{\"kind\":\"");
+	pp_out_puts(c->out, pp_kind_name((pp_kind)r->kind));
+	pp_out_puts(c->out, "\"");
+	if (r->step >= 0) {
+		pp_out_puts(c->out, ",\"step\":");
+		pp_out_i64(c->out, r->step);
+	}
+	pp_out_puts(c->out, "}}");
+	return 0;
+oom:
+	k->failed = 1;
+	return 1;
+}
+
+static int chrome_stream_spans(pp_view_ctx *c, const pp_run_info *run, int64_t pid, int64_t off, int first_tid)
+{
+	stream_ctx k = {.c = c, .pid = pid, .off = off, .run_end = run->duration_ns, .next_tid = first_tid,
+			.last = -1};
+	pp_thread_row *thr = NULL;
+	int rc = -1;
+	if (pp_store_threads(c->st, run->id, &thr, &k.n_thr) != 0) {
+		pp_view_fail(c, "%s: cannot read threads of run %lld", pp_store_path(c->st), (long long)run->id);
+		goto out;
+	}
+	k.thr = thr;
+	if (pp_store_each_span(c->st, run->id, stream_span, &k) != 0) {
+		pp_view_fail(c, "%s: cannot read spans of run %lld", pp_store_path(c->st), (long long)run->id);
+		goto out;
+	}
+	if (k.failed) {
+		pp_view_fail(c, "out of memory writing the spans of run %lld", (long long)run->id);
+		goto out;
+	}
+	rc = 0;
+out:
+	for (int i = 0; i < k.n_th; i++) {
+		for (int j = 0; j < k.th[i].n_lanes; j++)
+			free(k.th[i].lanes[j].ends);
+		free(k.th[i].lanes);
+	}
+	free(k.th);
+	free(thr);
+	return rc;
+}
+
 static int chrome_run(pp_view_ctx *c, const pp_run_info *run)
 {
 	pp_model m;
-	if (pp_model_load(c->st, run, &m, c->err, c->errlen) != 0)
+	int stream = run->events > CHROME_STREAM_EVENTS;
+	if ((stream ? pp_model_load_no_spans(c->st, run, &m, c->err, c->errlen)
+		    : pp_model_load(c->st, run, &m, c->err, c->errlen)) != 0)
 		return -1;
 	int64_t pid = run->id;
 	int64_t off = run->start_unix_ns - c->base_unix_ns;
@@ -240,7 +373,10 @@ static int chrome_run(pp_view_ctx *c, const pp_run_info *run)
 		}
 	}
 	free(ln);
+	int n_tracks = m.n_tracks;
 	pp_model_free(&m);
+	if (stream && chrome_stream_spans(c, run, pid, off, n_tracks + 1) != 0)
+		return -1;
 	counter_ctx k = {c, pid, off};
 	if (pp_store_each_counter(c->st, run->id, counter_row, &k) != 0 ||
 	    pp_store_each_mark(c->st, run->id, 0, mark_row, &k) != 0)

@@ -218,7 +218,24 @@ static int place_items(pp_model *m, const raw_item *v, int64_t n, int64_t tid, c
 	return rc;
 }
 
+static int model_load(pp_store *st, const pp_run_info *run, pp_model *m, int kept, char *err, size_t errlen);
+
 int pp_model_load(pp_store *st, const pp_run_info *run, pp_model *m, char *err, size_t errlen)
+{
+	return model_load(st, run, m, 0, err, errlen);
+}
+
+int pp_model_load_kept(pp_store *st, const pp_run_info *run, pp_model *m, char *err, size_t errlen)
+{
+	return model_load(st, run, m, 1, err, errlen);
+}
+
+int pp_model_load_no_spans(pp_store *st, const pp_run_info *run, pp_model *m, char *err, size_t errlen)
+{
+	return model_load(st, run, m, 2, err, errlen);
+}
+
+static int model_load(pp_store *st, const pp_run_info *run, pp_model *m, int kept, char *err, size_t errlen)
 {
 	memset(m, 0, sizeof *m);
 	load_ctx c = {.m = m, .run_end = run->duration_ns};
@@ -230,7 +247,8 @@ int pp_model_load(pp_store *st, const pp_run_info *run, pp_model *m, char *err, 
 		snprintf(err, errlen, "%s: cannot read threads of run %lld", pp_store_path(st), (long long)run->id);
 		goto out;
 	}
-	if (pp_store_spans(st, run->id, -1, &sl) != 0) {
+	if (kept != 2 && (kept ? pp_store_spans_kept(st, run->id, PP_SPANS_KEPT_PER_NAME, &sl, &m->left_out)
+			       : pp_store_spans(st, run->id, -1, &sl)) != 0) {
 		snprintf(err, errlen, "%s: cannot read spans of run %lld", pp_store_path(st), (long long)run->id);
 		goto out;
 	}

@@ -1230,7 +1230,7 @@ static void section_timeline(pp_view_ctx *c, const pp_run_info *run, const pp_mo
 	}
 	free(ents);
 	P("]}</script>\n");
-	if (thr > 0 || m->dropped) {
+	if (thr > 0 || m->dropped || m->left_out) {
 		P("<div class=\"note\">");
 		if (thr > 0) {
 			pp_out_printf(o, "Level of detail: %lld items recorded; items shorter than ", (long long)m->n_items);
@@ -1247,6 +1247,11 @@ static void section_timeline(pp_view_ctx *c, const pp_run_info *run, const pp_mo
 		if (m->dropped)
 			pp_out_printf(o, " %lld items overlapped too many others on one thread to be placed and are not drawn.",
 				      (long long)m->dropped);
+		if (m->left_out)
+			pp_out_printf(o, " %lld leaf spans past the first %d of their name on a thread are not drawn, "
+				      "as a default recording groups them; every one is in <code>phaseprof export "
+				      "--format chrome</code> or <code>--format perfetto</code>.",
+				      (long long)m->left_out, PP_SPANS_KEPT_PER_NAME);
 		P("</div>\n");
 	}
 }
@@ -1922,7 +1927,7 @@ static int html_run(pp_view_ctx *c, const pp_run_info *run)
 	html_state *s = c->priv;
 	pp_out *o = c->out;
 	pp_model m;
-	if (pp_model_load(c->st, run, &m, c->err, c->errlen) != 0)
+	if (pp_model_load_kept(c->st, run, &m, c->err, c->errlen) != 0)
 		return -1;
 	pp_out_printf(o, "<section class=\"panel\" id=\"run-%lld\"><h1>Run %lld: ", (long long)run->id, (long long)run->id);
 	run_title(o, run);

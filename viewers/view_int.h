@@ -39,7 +39,7 @@ static inline void *pp_bsearch(const void *key, const void *base, size_t n, size
 /* Writes a one-line message into the context's error buffer; returns -1. */
 int pp_view_fail(pp_view_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-extern const pp_view_ops pp_backend_html, pp_backend_chrome, pp_backend_folded,
+extern const pp_view_ops pp_backend_html, pp_backend_chrome, pp_backend_perfetto, pp_backend_folded,
 	pp_backend_dot, pp_backend_svg, pp_backend_csv;
 
 /* ---- string interning for the model (names repeat a lot) ---- */
@@ -91,12 +91,19 @@ typedef struct pp_model {
 	int64_t n_items;
 	int open_spans;           /* spans still open at the end (drawn to t_end) */
 	int64_t dropped;          /* items beyond the lane cap (not drawn; counted) */
+	int64_t left_out;         /* pp_model_load_kept: leaf spans past the per-name quota */
 	int has_gpu;
 } pp_model;
 
 /* Loads spans, ops and GPU activity of a run and splits every thread into
  * lanes so items on one track nest strictly (Perfetto's requirement). */
 int pp_model_load(pp_store *st, const pp_run_info *run, pp_model *m, char *err, size_t errlen);
+/* The same with the spans a default recording keeps one by one (every
+ * span but the leaf op/span spans past PP_SPANS_KEPT_PER_NAME of a name,
+ * counted in left_out): what a report draws, in bounded memory. */
+int pp_model_load_kept(pp_store *st, const pp_run_info *run, pp_model *m, char *err, size_t errlen);
+/* Ops and GPU activity only: the Chrome export streams a big run's spans. */
+int pp_model_load_no_spans(pp_store *st, const pp_run_info *run, pp_model *m, char *err, size_t errlen);
 void pp_model_free(pp_model *m);
 
 /* ---- queries shared by the report and stats ---- */

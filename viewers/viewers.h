@@ -78,7 +78,7 @@ typedef struct pp_view_ops {
 	int needs_graph;                  /* only runs with a graph snapshot make sense */
 } pp_view_ops;
 
-/* NULL-terminated table of backends: html chrome folded dot svg csv. */
+/* NULL-terminated table of backends: html chrome perfetto folded dot svg csv. */
 const pp_view_ops *const *pp_view_backends(void);
 const pp_view_ops *pp_view_backend(const char *name);
 

@@ -61,6 +61,24 @@ echo
 echo "ingest of a 10^6-event spool, every span kept ($rows span rows, indexes included):"
 echo "  phaseprof ingest  ${ours} ms   (spool walk, CRCs, clock conversion, spans, threads, close)"
 echo "  sqlite3 .import   ${floor} ms   (the same rows from CSV, same indexes: the floor)"
+# the views of that every-span database: stats with the rules run (as on a
+# run never diagnosed), report, and both trace exports (peak RSS, size)
+view() { # view TAG command...
+  local tag=$1; shift
+  /usr/bin/time -f "%e %M" -o "$tmp/time" "$@" >/dev/null 2>&1
+  read -r w r < "$tmp/time"
+  printf "  %-24s %6.2f s %8.1f MB peak\n" "$tag" "$w" "$(awk -v r="$r" 'BEGIN { print r / 1024 }')"
+}
+echo
+echo "views of that database (every span kept):"
+sqlite3 "$tmp/i.db" "DELETE FROM run_meta WHERE key='diag.findings'; DELETE FROM findings;"
+view "stats (rules run)" "$pp" stats "$tmp/i.db"
+view "report" "$pp" report -o "$tmp/i.html" "$tmp/i.db"
+view "export chrome" "$pp" export -f chrome -o "$tmp/i.json" "$tmp/i.db"
+view "export perfetto" "$pp" export -f perfetto -o "$tmp/i.pftrace" "$tmp/i.db"
+echo "  sizes: report $(stat -c %s "$tmp/i.html") B, chrome $(stat -c %s "$tmp/i.json") B, perfetto $(stat -c %s "$tmp/i.pftrace") B"
+rm -f "$tmp/i.json" "$tmp/i.pftrace"
+
 # Perfetto's trace_processor loading the same spans (Chrome JSON export);
 # Debian packages no Perfetto, so it runs only where one is on PATH
 tp=$(command -v trace_processor_shell || command -v trace_processor || true)

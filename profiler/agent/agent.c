@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 ppa_settings ppa_cfg;
 int ppa_is_audit_copy;
 _Atomic int ppa_recording;
+_Atomic int ppa_quiet;
 uint64_t ppa_run_start;
 pid_t ppa_pid;
 __thread ppa_tls_block ppa_tls PPA_TLS;
@@ -173,9 +175,23 @@ static void add_totals(ppa_tstats *t, void *ud)
 }
 
 static uint64_t peak_in_use;
-/* Read by the stats thread when it starts: sysconf reads a /sys file
- * (~20 us), which the program's exit need not wait for. */
+/* CPUs this process may run on, counted before main (ppa_init) from
+ * sched_getaffinity, a system call that needs no descriptor.
+ * sysconf(_SC_NPROCESSORS_ONLN) opens and closes a /sys file: called from
+ * the stats thread while main ran, it took a number from the program's
+ * descriptor table (a program dup2ing over 3..4095 at start-up got EBUSY,
+ * lost a descriptor or saw its first open() return 4). */
 static _Atomic long ncpu_online;
+
+static long cpus_usable(void)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	if (sched_getaffinity(0, sizeof set, &set) != 0)
+		return 1;
+	int n = CPU_COUNT(&set);
+	return n > 0 ? n : 1;
+}
 
 /* Estimated time inside the allocator: the timed sample scaled to all
  * calls, never more than the time there was: the run's wall time for one
@@ -227,8 +243,6 @@ static void emit_alloc_rows(void)
 	uint64_t nthreads = 0;
 	ppa_for_each_tstats(count_alloc_threads, &nthreads);
 	long ncpu = atomic_load(&ncpu_online);
-	if (ncpu <= 0)
-		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	if (ncpu > 0 && nthreads > (uint64_t)ncpu)
 		nthreads = (uint64_t)ncpu;
 	uint64_t total_cap = (uint64_t)(ts > 0 ? ts : 0) * (nthreads ? nthreads : 1);
@@ -247,6 +261,7 @@ static void emit_alloc_rows(void)
 	char v[64];
 	snprintf(v, sizeof v, "%llu", (unsigned long long)s.threads_created);
 	pp_meta("agent.threads_created", v);
+	ppa_kept_report();
 	snprintf(v, sizeof v, "%llu", (unsigned long long)s.realloc_calls);
 	pp_meta("agent.realloc_calls", v);
 }
@@ -292,8 +307,6 @@ static void *stats_main(void *arg)
 	(void)arg;
 	ppa_guard_set(1); /* our own work is not the program's */
 	pp_thread_name("phaseprof-agent");
-	if (atomic_load(&ncpu_online) <= 0)
-		atomic_store(&ncpu_online, sysconf(_SC_NPROCESSORS_ONLN));
 	for (;;) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -449,7 +462,7 @@ void ppa_close_recorder(const char *why)
 	}
 	atomic_store(&ppa_recording, 0);
 	/* an exec may fail and the recording go on: only it gives memory back */
-	if (strcmp(why, "exec") == 0)
+	if (strcmp(why, "exec") == 0 || strcmp(why, "seccomp") == 0)
 		pp_close();
 	else
 		pp_close_at_exit();
@@ -552,6 +565,7 @@ __attribute__((constructor)) static void ppa_init(void)
 	if (ppa_cfg.detailed)
 		ppa_mts_set(NULL); /* counted before the mode was known: the slow path from now on */
 	ppa_proc_init();
+	atomic_store(&ncpu_online, cpus_usable());
 	ppa_guard_set(0);
 	ppa_open_recorder();
 	if (atomic_load(&ppa_recording)) {
@@ -559,6 +573,7 @@ __attribute__((constructor)) static void ppa_init(void)
 		snprintf(v, sizeof v, "%lld", (long long)ppa_rel(t_ctor));
 		pp_meta("agent.ctor_ns", v);
 		ppa_proc_after_open();
+		ppa_proc_note_seccomp();
 		ppa_python_init();
 	}
 	ppa_signals_install();

@@ -152,6 +152,7 @@ typedef struct ppa_settings {
 extern ppa_settings ppa_cfg;
 extern int ppa_is_audit_copy;      /* this copy was loaded by LD_AUDIT */
 extern _Atomic int ppa_recording;  /* the recorder is open in this process */
+extern _Atomic int ppa_quiet;      /* a seccomp filter came: hooks pass straight through */
 extern uint64_t ppa_run_start;     /* CLOCK_MONOTONIC of the run's t = 0 */
 extern pid_t ppa_pid;              /* pid the agent state belongs to */
 /* The malloc hooks' thread state in one TLS block (one GOT load per hook).
@@ -224,6 +225,18 @@ uint64_t ppa_sampler_written(void);    /* samples started so far (ring write ind
 /* agent_pystack.c: Python frames in samples. capture runs in the handler
  * (slot = the sample's ring slot); the rest in the drain. */
 int ppa_pystack_start(void);
+uint32_t ppa_pystack_frames(uint64_t *out, uint32_t max, uint32_t *truncated);
+void ppa_pystack_probe(void);
+int64_t ppa_pystack_site(const uint64_t *fw, uint32_t n, char *sym, size_t cap);
+/* agent_kept.c: live allocations of 64 KiB and more, by site, per step */
+#define PPA_KEPT_MIN ((size_t)64 << 10)
+extern _Atomic uint32_t ppa_kept_live;  /* entries in the live table */
+extern _Atomic int ppa_kept_on;
+void ppa_kept_alloc(void *p, size_t n);
+void ppa_kept_free(void *p);
+void ppa_kept_step_begin(int64_t step);
+void ppa_kept_step_end(void);
+void ppa_kept_report(void);
 void ppa_pystack_capture(uint64_t w);    /* w: the sample's index in the ring */
 void ppa_pystack_stop(void);
 void ppa_pystack_poll(void);
@@ -251,6 +264,7 @@ int ppa_real_pthread_create(pthread_t *, const pthread_attr_t *, void *(*)(void 
 /* agent_proc.c */
 void ppa_proc_init(void);
 void ppa_proc_after_open(void);   /* registers the atfork handlers (after the recorder's) */
+void ppa_proc_note_seccomp(void);
 void ppa_after_fork_child(void);  /* agent.c */
 
 /* agent_rank.c */

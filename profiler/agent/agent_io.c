@@ -299,7 +299,7 @@ static void opened(int fd, int dirfd, const char *path, uint64_t ns)
 	atomic_fetch_add_explicit(&e->c[OP_OPEN][C_NS], ns, memory_order_relaxed);
 }
 
-#define TRACKING() (PPA_LIKELY(!ppa_guard))
+#define TRACKING() (PPA_LIKELY(!ppa_guard && !atomic_load_explicit(&ppa_quiet, memory_order_relaxed)))
 
 static int open_common(int dirfd, const char *path, int flags, mode_t mode, int at)
 {
@@ -390,6 +390,8 @@ PPA_API int dup3(int oldfd, int newfd, int flags)
 
 PPA_API int close_range(unsigned int first, unsigned int last, int flags)
 {
+	if (flags & CLOSE_RANGE_CLOEXEC) /* closes nothing; the spool is close-on-exec already */
+		return REAL(close_range)(first, last, flags);
 	pp_spool_fd_enter(first, last);
 	int r = REAL(close_range)(first, last, flags);
 	pp_spool_fd_leave();

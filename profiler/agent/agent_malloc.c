@@ -19,7 +19,10 @@
  * IS_MMAPPED bit (a large block glibc mapped on its own, or a block of the
  * bootstrap pool, whose planted header carries that bit) goes out of line,
  * so free() tests one header bit instead of the pool's address range and
- * the usable size is two instructions.
+ * the usable size is two instructions. Chunks of 64 KiB or more go out of
+ * line too, in the same test (CHUNK_BIG): the live table of memory kept
+ * across steps (agent_kept.c) records them with their Python frames, and
+ * forgets them when freed.
  */
 #include "agent_internal.h"
 #include "phaseprof.h"
@@ -55,6 +58,12 @@ static void calibrate_clock(void);
  * (IS_MMAPPED = 2). An in-use chunk's payload is its size minus the
  * header word (two for mmapped chunks). */
 #define CHUNK_MMAPPED ((size_t)2)
+/* One test for "out of line": the IS_MMAPPED bit, or a chunk of 64 KiB or
+ * more (bits 16 and up: PPA_KEPT_MIN), which the live table may hold; the
+ * other flag bits (PREV_INUSE, NON_MAIN_ARENA) and sizes below 64 KiB are
+ * masked out. As cheap as the bit test alone. */
+#define CHUNK_BIG (~(size_t)0xfffd)
+_Static_assert(PPA_KEPT_MIN == 0x10000, "CHUNK_BIG assumes 64 KiB");
 
 static inline size_t chunk_word(const void *p) { return ((const size_t *)p)[-1]; }
 
@@ -227,6 +236,8 @@ static inline void account_alloc(ppa_tstats *t, size_t n, void *p)
 	ppa_add(&t->alloc_usable, usable(p));
 	if (PPA_UNLIKELY(ppa_cfg.detailed))
 		sample_event(t, n);
+	if (PPA_UNLIKELY(n >= PPA_KEPT_MIN))
+		ppa_kept_alloc(p, n);
 }
 
 /* What two back-to-back clock reads cost (a VM clock: tens of ns, several
@@ -300,9 +311,15 @@ static __attribute__((noinline)) void *malloc_timed(ppa_tstats *t, size_t n)
 	return p;
 }
 
-static __attribute__((noinline)) void *malloc_mmapped(ppa_tstats *t, void *p)
+/* A block glibc mapped alone, or a chunk of 64 KiB or more: the live
+ * table tracks it (agent_kept.c) by its usable size, so the request's size
+ * need not be kept across the call on the fast path (a second saved
+ * register: +5 instructions a call). */
+static __attribute__((noinline)) void *malloc_big(ppa_tstats *t, void *p)
 {
-	ppa_add(&t->alloc_usable, glibc_usable(p));
+	size_t u = glibc_usable(p);
+	ppa_add(&t->alloc_usable, u);
+	ppa_kept_alloc(p, u);
 	return p;
 }
 
@@ -318,8 +335,8 @@ PPA_API void *malloc(size_t n)
 	if (PPA_UNLIKELY(!p))
 		return p;
 	size_t sz = chunk_word(p);
-	if (PPA_UNLIKELY(sz & CHUNK_MMAPPED))
-		return malloc_mmapped(t, p);
+	if (PPA_UNLIKELY(sz & CHUNK_BIG))
+		return malloc_big(t, p);
 	ppa_add(&t->alloc_usable, heap_usable(sz));
 	return p;
 }
@@ -328,6 +345,8 @@ static __attribute__((noinline)) void free_slow(void *p)
 {
 	if (in_boot(p))
 		return;
+	if (PPA_UNLIKELY(atomic_load_explicit(&ppa_kept_live, memory_order_relaxed)))
+		ppa_kept_free(p);
 	if (!r_free)
 		ppa_malloc_resolve();
 	if (ppa_guard) {
@@ -359,9 +378,10 @@ PPA_API void free(void *p)
 		return;
 	ppa_tstats *t = ppa_tls.fast;
 	size_t sz;
-	/* not counted yet, guarded, a large block or one of the bootstrap
+	/* not counted yet, guarded, a large block (mapped on its own, or one
+	 * the live table may hold: agent_kept.c) or one of the bootstrap
 	 * pool's: out of line */
-	if (PPA_UNLIKELY(!t || ((sz = chunk_word(p)) & CHUNK_MMAPPED))) {
+	if (PPA_UNLIKELY(!t || ((sz = chunk_word(p)) & CHUNK_BIG))) {
 		free_slow(p);
 		return;
 	}
@@ -420,6 +440,8 @@ PPA_API void *realloc(void *old, size_t n)
 	int timed = count_request(t, n);
 	ppa_add(&t->realloc_calls, 1);
 	size_t old_usable = old ? usable(old) : 0;
+	if (old && PPA_UNLIKELY(atomic_load_explicit(&ppa_kept_live, memory_order_relaxed)))
+		ppa_kept_free(old); /* tracked again below if the new block is large */
 	void *p;
 	if (PPA_UNLIKELY(timed)) {
 		uint64_t t0 = ppa_mono();

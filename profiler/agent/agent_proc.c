@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -195,6 +196,8 @@ static int owns_recorder(void)
 {
 	return atomic_load(&ppa_recording) && getpid() == ppa_pid;
 }
+
+static void seccomp_stop(const char *how);
 
 static int before_exec(void)
 {
@@ -485,6 +488,8 @@ PPA_API int prctl(int op, ...)
 	unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
 	unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
 	va_end(ap);
+	if (op == PR_SET_SECCOMP && (a2 == SECCOMP_MODE_STRICT || a2 == SECCOMP_MODE_FILTER))
+		seccomp_stop(a2 == SECCOMP_MODE_STRICT ? "prctl, strict mode" : "prctl");
 	int r = REAL(prctl)(op, a2, a3, a4, a5);
 	if (r == 0 && op == PR_SET_NAME && a2)
 		name_self((const char *)a2);
@@ -511,8 +516,80 @@ static void atfork_child(void)
 static void atfork_parent(void) {}
 static void atfork_prepare(void) {}
 
+/* ---- seccomp: a filter the program installs may refuse any call of ours
+ * (an allow-list of the program's own calls: readlink, fstat, writev,
+ * fcntl, futex, getrlimit...). The agent does not guess what a filter
+ * allows, and cannot ask once it is in place (reading /proc/self/status or
+ * prctl(PR_GET_SECCOMP) are calls a filter may refuse too): it stops
+ * recording, with a note, in the program's own prctl(PR_SET_SECCOMP) or
+ * syscall(SYS_seccomp, SET_MODE_*) — before the filter exists, so every
+ * last write and join happens while all calls are still allowed. After
+ * that every hook passes straight through. A filter in place before the
+ * agent's constructor (a sandbox that execs, a container's default
+ * profile) is noted at start in run_meta `agent.seccomp`; the agent's
+ * start-up calls passed it. Not seen: a raw `seccomp` system call made
+ * without libc (Go), which the agent cannot intercept. */
+static long (*r_syscall)(long, ...);
+
+static void seccomp_stop(const char *how)
+{
+	if (!owns_recorder())
+		return;
+	char v[200];
+	snprintf(v, sizeof v,
+		 "the program installed a seccomp filter (%s) at %.3f s: recording stopped there, since the "
+		 "filter may refuse the agent's own calls",
+		 how, (double)pp_now() / 1e9);
+	pp_meta("agent.stopped", v);
+	ppa_close_recorder("seccomp");
+	atomic_store(&ppa_quiet, 1); /* and for its children: nothing reopens */
+}
+
+/* The agent's own syscall() calls come here too (-Bsymbolic): resolved in
+ * the constructor, before any signal handler of ours can run. */
+PPA_API long syscall(long nr, ...)
+{
+	va_list ap;
+	va_start(ap, nr);
+	long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
+	long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+	va_end(ap);
+	if (PPA_UNLIKELY(!r_syscall))
+		r_syscall = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+	if (PPA_UNLIKELY(nr == SYS_seccomp) && (a1 == SECCOMP_SET_MODE_STRICT || a1 == SECCOMP_SET_MODE_FILTER))
+		seccomp_stop("seccomp system call");
+	return r_syscall(nr, a1, a2, a3, a4, a5, a6);
+}
+
+/* Seccomp mode at start-up from /proc/self/status (0: none). */
+static int seccomp_at_start(void)
+{
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[4096];
+	long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
+	syscall(SYS_close, fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *p = strstr(buf, "\nSeccomp:");
+	return p ? atoi(p + 9) : 0;
+}
+
+static int seccomp_mode0;
+
+void ppa_proc_note_seccomp(void)
+{
+	if (seccomp_mode0)
+		pp_meta("agent.seccomp", seccomp_mode0 == 1 ? "strict mode in place at start"
+							      : "a filter was in place at start: the agent's start-up calls passed it");
+}
+
 void ppa_proc_init(void)
 {
+	r_syscall = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+	seccomp_mode0 = seccomp_at_start();
 	resolve_wait();
 	save_carry();
 	following = 1;

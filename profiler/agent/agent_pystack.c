@@ -122,30 +122,37 @@ void ppa_pystack_capture(uint64_t w)
 
 static void capture(pyslot *ps)
 {
-	ps->n = 0;
-	ps->truncated = 0;
+	ps->n = ppa_pystack_frames(ps->f, PY_MAX, &ps->truncated);
+}
+
+/* The calling thread's Python frames, leaf first, as frame words (up to
+ * max); *truncated says whether more were left. Never allocates, never
+ * locks: called from the sampling handler and from the malloc hooks. */
+uint32_t ppa_pystack_frames(uint64_t *out, uint32_t max, uint32_t *truncated)
+{
+	*truncated = 0;
 	if (atomic_load_explicit(&py_state, memory_order_acquire) != 1)
-		return;
+		return 0;
 	int tss_ok;
 	unsigned int key;
 	memcpy(&tss_ok, rt + RT_TSS, sizeof tss_ok);
 	memcpy(&key, rt + RT_TSS + 4, sizeof key);
 	if (!tss_ok)
-		return;
+		return 0;
 	/* the thread's own state: valid memory until the thread clears the key */
 	const unsigned char *ts = pthread_getspecific((pthread_key_t)key);
 	if (!ts)
-		return;
+		return 0;
 	uintptr_t cf = word(ts, TS_CFRAME), chunk = word(ts, TS_CHUNK), csize = 0;
 	if (!cf)
-		return;
+		return 0;
 	/* cframe is &tstate->root_cframe or a _PyCFrame on this thread's stack
 	 * above us: mapped, though current_frame may not be set yet */
 	uintptr_t f = word((const unsigned char *)cf, CF_CURRENT);
 	if (chunk)
 		memcpy(&csize, (const void *)(chunk + 8), sizeof csize);
 	uint32_t n = 0;
-	while (f && n < PY_MAX) {
+	while (f && n < max) {
 		unsigned char fr[FR_SIZE];
 		if (chunk && f >= chunk && csize >= FR_SIZE && f - chunk <= csize - FR_SIZE)
 			memcpy(fr, (const void *)f, FR_SIZE);
@@ -155,19 +162,24 @@ static void capture(pyslot *ps)
 		intptr_t idx = instr && code ? ((intptr_t)instr - (intptr_t)(code + CO_CODE)) / 2 + 1 : 0;
 		if (idx < 0 || idx >= (1 << 19))
 			idx = 0;
-		ps->f[n++] = (uint64_t)(code >> 3) << 20 | (uint64_t)idx << 1 | (fr[FR_IS_ENTRY] ? 1u : 0u);
+		out[n++] = (uint64_t)(code >> 3) << 20 | (uint64_t)idx << 1 | (fr[FR_IS_ENTRY] ? 1u : 0u);
 		f = word(fr, FR_PREVIOUS);
 	}
-	ps->n = n;
-	ps->truncated = f != 0;
+	*truncated = f != 0;
+	return n;
 }
 
 /* ---------------------------------------------------------------- set-up */
 
+/* set by ppa_pystack_probe: frames for allocation sites only, no
+ * sampling, so no line about frames in samples */
+static int probe_only;
+
 static void set_state(int st, const char *line)
 {
 	snprintf(state_line, sizeof state_line, "%s", line);
-	pp_meta("agent.python_frames", state_line);
+	if (!probe_only)
+		pp_meta("agent.python_frames", state_line);
 	atomic_store_explicit(&py_state, st, memory_order_release);
 }
 
@@ -185,8 +197,38 @@ static int parse_version(const char *s, unsigned *maj, unsigned *min, unsigned *
 /* Looks for CPython in the process (the executable or a libpython loaded
  * later). Returns 1 when found and the version is one whose layout we know,
  * 0 when not (yet) a Python process, -1 when refused (meta written). */
+static int py_at_start = -1; /* _PyRuntime found at start-up (constructor, main thread) */
+
+static int libpython_cb(struct dl_phdr_info *i, size_t n, void *ud)
+{
+	(void)n;
+	if (i->dlpi_name && strstr(i->dlpi_name, "libpython")) {
+		*(int *)ud = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* Whether CPython can be in the process, without a failing dlsym: glibc
+ * allocates the failure's message, and on the stats thread (polled every
+ * period with --sample) that gave the thread a malloc arena of its own
+ * (64 MiB of address space). The first look is in the constructor, on the
+ * program's main thread; later, a libpython among the loaded objects. */
+static int python_loaded(void)
+{
+	if (py_at_start < 0)
+		py_at_start = dlsym(RTLD_DEFAULT, "_PyRuntime") != NULL;
+	if (py_at_start)
+		return 1;
+	int found = 0;
+	dl_iterate_phdr(libpython_cb, &found);
+	return found;
+}
+
 static int detect(void)
 {
+	if (!python_loaded())
+		return 0;
 	void *rts = dlsym(RTLD_DEFAULT, "_PyRuntime");
 	if (!rts)
 		return 0;
@@ -311,6 +353,9 @@ int ppa_pystack_start(void)
 		void *p = ppa_map(sizeof(pyslot) * PY_RING);
 		if (!p)
 			return -1;
+		/* resident from the start, as the sample ring (agent_sample.c):
+		 * never a rise in the program's memory as samples fill it */
+		memset(p, 0, sizeof(pyslot) * PY_RING);
 		pring = p;
 	}
 	poll_state();
@@ -439,6 +484,48 @@ static void cache_clear(void)
 	by_word.n = by_line.n = 0;
 }
 
+/* Reads a frame word's code object: qualified name, file, line. 0 or -1. */
+static int describe(uint64_t fw, char *qual, size_t qcap, char *file, size_t fcap, int *line_out)
+{
+	uintptr_t code = (uintptr_t)(fw >> 20) << 3;
+	int index = (int)((fw >> 1) & ((1u << 19) - 1)) - 1;
+	unsigned char co[CO_CODE];
+	if (self_read(co, code, sizeof co) != 0 || word(co, OB_TYPE) != code_type ||
+	    read_str(word(co, CO_QUALNAME), qual, qcap) != 0 ||
+	    read_str(word(co, CO_FILENAME), file, fcap) != 0)
+		return -1;
+	int first;
+	memcpy(&first, co + CO_FIRSTLINENO, sizeof first);
+	int line = first;
+	uintptr_t lt = word(co, CO_LINETABLE);
+	unsigned char bh[BYTES_DATA];
+	static unsigned char tab[1 << 20]; /* under resolve_lock */
+	if (lt && self_read(bh, lt, sizeof bh) == 0 && word(bh, OB_TYPE) == bytes_type) {
+		uint64_t n = word(bh, VAR_SIZE);
+		if (n <= sizeof tab && self_read(tab, lt + BYTES_DATA, (size_t)n) == 0) {
+			line = ppa_py_line(tab, (size_t)n, first, index);
+			if (line < 0)
+				line = first;
+		}
+	}
+	*line_out = line;
+	return 0;
+}
+
+static int64_t frame_row(uintptr_t code, int line, const char *qual, const char *file)
+{
+	int64_t id = cache_get(&by_line, code, (uint64_t)line);
+	if (!id) {
+		id = ++next_id;
+		const char *base = strrchr(file, '/');
+		char symbol[1700];
+		snprintf(symbol, sizeof symbol, "%s (%s:%d)", qual, base ? base + 1 : file, line);
+		pp_row("py_frames", "isssi", id, symbol, file[0] == '/' ? file : "python", qual, line);
+		cache_put(&by_line, code, (uint64_t)line, id);
+	}
+	return id;
+}
+
 static int64_t resolve_frame_locked(uint64_t fw)
 {
 	uint64_t key = fw & ~1ull;
@@ -452,37 +539,11 @@ static int64_t resolve_frame_locked(uint64_t fw)
 	if (id)
 		return id;
 	resolve_misses++;
-	uintptr_t code = (uintptr_t)(fw >> 20) << 3;
-	int index = (int)((fw >> 1) & ((1u << 19) - 1)) - 1;
-	unsigned char co[CO_CODE];
 	char qual[512], file[1024];
-	if (self_read(co, code, sizeof co) != 0 || word(co, OB_TYPE) != code_type ||
-	    read_str(word(co, CO_QUALNAME), qual, sizeof qual) != 0 ||
-	    read_str(word(co, CO_FILENAME), file, sizeof file) != 0)
+	int line;
+	if (describe(fw, qual, sizeof qual, file, sizeof file, &line) != 0)
 		return 0;
-	int first;
-	memcpy(&first, co + CO_FIRSTLINENO, sizeof first);
-	int line = first;
-	uintptr_t lt = word(co, CO_LINETABLE);
-	unsigned char bh[BYTES_DATA];
-	static unsigned char tab[1 << 20];
-	if (lt && self_read(bh, lt, sizeof bh) == 0 && word(bh, OB_TYPE) == bytes_type) {
-		uint64_t n = word(bh, VAR_SIZE);
-		if (n <= sizeof tab && self_read(tab, lt + BYTES_DATA, (size_t)n) == 0) {
-			line = ppa_py_line(tab, (size_t)n, first, index);
-			if (line < 0)
-				line = first;
-		}
-	}
-	id = cache_get(&by_line, code, (uint64_t)line);
-	if (!id) {
-		id = ++next_id;
-		const char *base = strrchr(file, '/');
-		char symbol[1700];
-		snprintf(symbol, sizeof symbol, "%s (%s:%d)", qual, base ? base + 1 : file, line);
-		pp_row("py_frames", "isssi", id, symbol, file[0] == '/' ? file : "python", qual, line);
-		cache_put(&by_line, code, (uint64_t)line, id);
-	}
+	id = frame_row((uintptr_t)(fw >> 20) << 3, line, qual, file);
 	cache_put(&by_word, key, 0, id);
 	return id;
 }
@@ -621,23 +682,29 @@ size_t ppa_pystack_format(uint32_t slot, const uintptr_t *ips, uint32_t n, int n
 	return w;
 }
 
+static int caches_init(void)
+{
+	if (by_word.e)
+		return 0;
+	centry *p = ppa_map(sizeof(centry) * CACHE * 2);
+	if (!p)
+		return -1;
+	if (pp_hash_reserve(&by_word.index, CACHE) != 0 || pp_hash_reserve(&by_line.index, CACHE) != 0) {
+		pp_hash_free(&by_word.index);
+		pp_hash_free(&by_line.index);
+		ppa_unmap(p, sizeof(centry) * CACHE * 2);
+		return -1;
+	}
+	memset(p, 0, sizeof(centry) * CACHE * 2); /* resident now, as the rings */
+	by_line.e = p + CACHE;
+	by_word.e = p;
+	return 0;
+}
+
 void ppa_pystack_poll(void)
 {
-	if (!pring)
+	if (!pring || caches_init() != 0)
 		return;
-	if (!by_word.e) {
-		centry *p = ppa_map(sizeof(centry) * CACHE * 2);
-		if (!p)
-			return;
-		if (pp_hash_reserve(&by_word.index, CACHE) != 0 || pp_hash_reserve(&by_line.index, CACHE) != 0) {
-			pp_hash_free(&by_word.index);
-			pp_hash_free(&by_line.index);
-			ppa_unmap(p, sizeof(centry) * CACHE * 2);
-			return;
-		}
-		by_line.e = p + CACHE;
-		by_word.e = p;
-	}
 	poll_state();
 	if (atomic_load(&py_state) == 1 && atomic_load(&ppa_recording) && !atomic_load(&resolver_stop))
 		resolver_start();
@@ -667,4 +734,70 @@ void ppa_pystack_after_fork(void)
 	unreadable = 0;
 	if (atomic_load(&py_state) != 0)
 		pp_meta("agent.python_frames", state_line);
+}
+
+/* ---------------------------------------------------------------- allocation sites */
+
+/* Frames for allocation sites without sampling (agent_kept.c): the same
+ * detection and layout check, from a Python thread at a step's start,
+ * without the sample ring, the resolver thread or the run_meta line about
+ * frames in samples. Until it is decided (1 or -1), called again at the
+ * next step. */
+void ppa_pystack_probe(void)
+{
+	if (atomic_load(&py_state) != 0)
+		return;
+	static int env_read;
+	if (!env_read) {
+		const char *v = getenv("PHASEPROF_PYSTACK_FAKE_VERSION");
+		snprintf(fake_version, sizeof fake_version, "%s", v ? v : "");
+		v = getenv("PHASEPROF_PYTHON");
+		no_python = v && strcmp(v, "0") == 0;
+		env_read = 1;
+	}
+	pthread_mutex_lock(&resolve_lock);
+	int ok = caches_init() == 0;
+	pthread_mutex_unlock(&resolve_lock);
+	if (!ok)
+		return;
+	if (!pring)
+		probe_only = 1;
+	poll_state();
+}
+
+/* Files of the interpreter, installed packages and phaseprof's own
+ * Python layer (the adapter's wrappers are on every call's stack): an
+ * allocation made there is attributed to the program's frame that called
+ * into them. */
+static int library_file(const char *file)
+{
+	return file[0] == '<' || strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
+	       strstr(file, "/lib/python3.") || strstr(file, "/phaseprof/");
+}
+
+/* The site of an allocation from its frames (leaf first): the innermost
+ * frame in the program's own files, else the innermost frame. Writes
+ * "qualname (file.py:line)" and returns its py_frames id (0: none
+ * readable). */
+int64_t ppa_pystack_site(const uint64_t *fw, uint32_t n, char *sym, size_t cap)
+{
+	sym[0] = 0;
+	int64_t id = 0;
+	pthread_mutex_lock(&resolve_lock);
+	for (uint32_t i = 0; i < n; i++) {
+		char qual[256], file[1024];
+		int line;
+		if (describe(fw[i], qual, sizeof qual, file, sizeof file, &line) != 0)
+			continue;
+		int lib = library_file(file);
+		if (lib && sym[0])
+			continue; /* the innermost is kept as the fallback */
+		const char *base = strrchr(file, '/');
+		snprintf(sym, cap, "%s (%s:%d)", qual, base ? base + 1 : file, line);
+		id = frame_row((uintptr_t)(fw[i] >> 20) << 3, line, qual, file);
+		if (!lib)
+			break;
+	}
+	pthread_mutex_unlock(&resolve_lock);
+	return id;
 }

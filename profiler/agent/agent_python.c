@@ -194,6 +194,7 @@ static void close_step(void)
 {
 	if (!step_open)
 		return;
+	ppa_kept_step_end(); /* inside the step: what it leaves alive */
 	pp_step_end();
 	step_open = 0;
 	if (first_open) {
@@ -215,6 +216,7 @@ static py_object *n_step_begin(py_object *self, py_object *const *a, py_ssize n)
 		first_done = first_open = 1;
 		pp_phase_begin(PP_FIRST_STEP, "first_step");
 	}
+	ppa_kept_step_begin(i);
 	pp_step_begin(i);
 	step_open = 1;
 	return none_ref();

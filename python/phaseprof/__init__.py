@@ -112,7 +112,7 @@ def step(i=None):
 
 def step_end():
     """End the open step, if any."""
-    _steps.end()
+    _steps.end("explicit")
 
 
 def mark(name):

@@ -43,7 +43,8 @@ def start(root):
     p = load("phaseprof", d + "/__init__.py", [d], run=False)
     try:
         for n, f, k in (("kinds", "/kinds.py", None), ("_native", "/_native.py", None),
-                        ("_steps", "/_steps.py", None), ("_loop", "/_loop.py", None),
+                        ("_wrapping", "/_wrapping.py", None), ("_steps", "/_steps.py", None),
+                        ("_loop", "/_loop.py", None),
                         ("adapters", "/adapters/__init__.py", [d + "/adapters"])):
             setattr(p, n, load("phaseprof." + n, d + f, k))
         p._boot = sys.modules[__name__]

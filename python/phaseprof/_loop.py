@@ -132,15 +132,23 @@ def _begin():
     _steps.begin()
 
 
-def _end(completed):
+def _finish(completed):
+    """What a completed step teaches: the loop body's extent, the loader
+    it takes batches from, what one step is."""
     global _extent, _loader
     if completed:
         if _step_max > _extent:
             _extent = _step_max
         if _step_loader is not None:
             _loader = _step_loader
-        if completing >= BACKWARD and _backwards > 1:
+        if completing == OPTIMIZER and _backwards > 1:
             _steps.set_unit("optimizer step of %d micro-batches" % _backwards)
+        else:
+            _steps.set_unit(_unit())
+
+
+def _end(completed):
+    _finish(completed)
     _steps.end("auto")
 
 
@@ -156,7 +164,7 @@ def event(cls, f, may_begin, loader=None):
     """A framework event of class cls made by frame f (the caller of the
     framework function). may_begin: the event can start a step (the adapter
     knows the gradient mode); loader: id of the DataLoader for DATA events."""
-    global _last, _step_max, _complete, _backwards, _step_loader
+    global _last
     if _steps.explicit:
         return
     learned = False
@@ -184,11 +192,16 @@ def event(cls, f, may_begin, loader=None):
     _last = path
     if rel == _WRAP:
         if _steps.is_open and _complete:
-            _end(True)
-        if not _steps.is_open:
+            # the next step begins where this one ends: one boundary
+            _finish(True)
             if may_begin and (_extent < 0 or off <= _extent):
                 _begin()
-                _steps.set_unit(_unit())
+            else:
+                _steps.end("auto")
+                return
+        elif not _steps.is_open:
+            if may_begin and (_extent < 0 or off <= _extent):
+                _begin()
             else:
                 return
     elif _steps.is_open:

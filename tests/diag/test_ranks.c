@@ -19,6 +19,7 @@
 static diag_job job;
 static diag_run run;
 static diag_ctx ctx;
+static int torch_run; /* the job is a PyTorch one (DIAG_SAY's words) */
 
 /* n ranks, started 5 ms apart, 300 ms to MPI_Init (1.5 s in it), first
  * barrier right after, `steps` steps of 100 ms with 10 ms allreduce */
@@ -62,6 +63,7 @@ static void check(void)
 {
 	memset(&run, 0, sizeof run);
 	run.run_id = 10;
+	run.torch = torch_run;
 	memset(&ctx, 0, sizeof ctx);
 	ctx.run = &run;
 	diag_ranks_check(&job, &ctx);
@@ -75,6 +77,7 @@ static int teardown(void **state)
 	diag_job_free(&job);
 	free(ctx.f);
 	memset(&ctx, 0, sizeof ctx);
+	torch_run = 0;
 	return 0;
 }
 
@@ -273,6 +276,242 @@ static void test_cut_rank(void **state)
 	assert_non_null(strstr(f->evidence, "1 of 4 ranks did not complete"));
 }
 
+/* ---- sync points beyond MPI_Init and the first collective ---- */
+
+static void add_sync(diag_rank *k, const char *name, int kind, int first, int64_t start, int64_t end)
+{
+	k->sync = realloc(k->sync, (size_t)(k->n_sync + 1) * sizeof *k->sync);
+	diag_sync *y = &k->sync[k->n_sync];
+	memset(y, 0, sizeof *y);
+	snprintf(y->name, sizeof y->name, "%s", name);
+	y->kind = kind;
+	y->first = first;
+	y->start = start;
+	y->end = end;
+	y->from = k->n_sync ? k->sync[k->n_sync - 1].end : 0;
+	for (int q = 0; q < k->n_sync; q++)
+		if (strcmp(k->sync[q].name, name) == 0)
+			y->ord++;
+	k->n_sync++;
+}
+
+/* A sub-second MPI job (issue 23): rank 2 spends 400 ms between MPI_Init and
+ * its first MPI_Allreduce; 12 steps of 30 ms. Judged against the job. */
+static void test_sub_second_first_collective(void **state)
+{
+	(void)state;
+	make_job(4, 12);
+	for (int i = 0; i < job.n; i++) {
+		diag_rank *k = &job.ranks[i];
+		k->init_start = 50 * MS - i * 5 * MS;
+		k->init_end = k->init_start + 100 * MS;
+		k->coll_start = k->init_end + (i == 2 ? 400 * MS : 2 * MS);
+		k->coll_end = job.ranks[0].origin_ns - k->origin_ns + 550 * MS;
+		for (int s = 0; s < 12; s++) {
+			k->step_ns[s] = 30 * MS;
+			k->step_comm_ns[s] = 2 * MS;
+		}
+		k->end_ns = k->coll_end + 12 * 30 * MS;
+		if (i == 2) {
+			k->pre_coll = calloc(1, sizeof *k->pre_coll);
+			k->pre_coll[0] = (diag_phase){PP_DATA_WAIT, "build index", 398 * MS};
+			k->n_pre_coll = 1;
+		}
+	}
+	check();
+	assert_null(find("rank_init_skew"));
+	const pp_finding *f = find("rank_first_collective_skew");
+	assert_non_null(f);
+	assert_non_null(strstr(f->title, "Rank 2 reached MPI_Barrier 398 ms after the other ranks"));
+	assert_non_null(strstr(f->evidence, "data_wait 'build index'"));
+	assert_non_null(strstr(f->evidence, "waited 1.19 s in total"));
+	/* the old floors (0.25 s late AND 0.5 s of its own) kept this quiet */
+}
+
+/* The same job with launch-jitter-sized lateness: quiet */
+static void test_sub_second_jitter_quiet(void **state)
+{
+	(void)state;
+	make_job(4, 12);
+	for (int i = 0; i < job.n; i++) {
+		diag_rank *k = &job.ranks[i];
+		k->init_start = 50 * MS - i * 5 * MS + (i == 1 ? 90 * MS : 0);
+		k->init_end = job.ranks[0].origin_ns - k->origin_ns + 200 * MS;
+		k->coll_start = k->init_end + (i == 3 ? 100 * MS : 2 * MS);
+		k->coll_end = job.ranks[0].origin_ns - k->origin_ns + 350 * MS;
+		for (int s = 0; s < 12; s++) {
+			k->step_ns[s] = 30 * MS;
+			k->step_comm_ns[s] = 2 * MS;
+		}
+		k->end_ns = k->coll_end + 12 * 30 * MS;
+	}
+	check();
+	assert_int_equal(ctx.n, 0);
+}
+
+/* torch.distributed: rank 1 sets up 600 ms longer after init_process_group;
+ * rank 0 waits in DistributedDataParallel.__init__ (its broadcast) */
+static void test_ddp_construction_skew(void **state)
+{
+	(void)state;
+	make_job(2, 8);
+	for (int i = 0; i < 2; i++) {
+		diag_rank *k = &job.ranks[i];
+		int64_t base = job.ranks[0].origin_ns - k->origin_ns; /* rank 0's clock */
+		add_sync(k, "init_process_group", PP_COMM_INIT, 0, base + 2 * S, base + 2100 * MS);
+		int64_t ddp = base + 2100 * MS + (i == 1 ? 600 * MS : 5 * MS);
+		add_sync(k, "DistributedDataParallel.__init__", PP_COMM_INIT, 0, ddp, base + 2710 * MS);
+		k->sync[1].pre = calloc(1, sizeof *k->sync[1].pre);
+		k->sync[1].pre[0] = (diag_phase){PP_MODEL_BUILD, "Sequential", i == 1 ? 590 * MS : 4 * MS};
+		k->sync[1].n_pre = 1;
+		for (int s = 0; s < 8; s++) {
+			k->step_ns[s] = 5 * MS;
+			k->step_comm_ns[s] = 0;
+		}
+		k->end_ns = base + 2800 * MS;
+	}
+	check();
+	const pp_finding *f = find("rank_init_skew");
+	assert_non_null(f);
+	assert_non_null(strstr(f->title, "Rank 1 reached DistributedDataParallel.__init__ 595 ms after the other ranks"));
+	assert_non_null(strstr(f->evidence, "model_build 'Sequential'"));
+	assert_non_null(strstr(f->evidence, "waited 595 ms in total"));
+	assert_null(find("rank_first_collective_skew"));
+}
+
+/* A checkpoint barrier after the steps: rank 0 saves 2 s, the others wait */
+static void test_checkpoint_barrier(void **state)
+{
+	(void)state;
+	make_job(4, 20);
+	for (int i = 0; i < job.n; i++) {
+		diag_rank *k = &job.ranks[i];
+		int64_t base = job.ranks[0].origin_ns - k->origin_ns;
+		add_sync(k, "MPI_Init", PP_COMM_INIT, 0, base + 300 * MS, base + 1800 * MS);
+		add_sync(k, "MPI_Barrier", PP_COMM, 1, base + 1801 * MS, base + 1802 * MS);
+		int64_t at = base + 3900 * MS + (i == 0 ? 2 * S : 0);
+		add_sync(k, "MPI_Barrier", PP_COMM, 0, at, base + 5901 * MS);
+		k->sync[2].pre = calloc(1, sizeof *k->sync[2].pre);
+		k->sync[2].pre[0] = (diag_phase){PP_SPAN, "save checkpoint", i == 0 ? 2 * S : 0};
+		k->sync[2].n_pre = 1;
+		k->end_ns = base + 6 * S;
+	}
+	check();
+	const pp_finding *f = find("rank_barrier_skew");
+	assert_non_null(f);
+	assert_non_null(strstr(f->title, "Rank 0 reached MPI_Barrier 2.00 s after the other ranks"));
+	assert_non_null(strstr(f->evidence, "span 'save checkpoint'"));
+	assert_non_null(strstr(f->evidence, "waited 6.00 s in total"));
+	assert_null(find("rank_init_skew"));
+	assert_null(find("rank_first_collective_skew"));
+}
+
+/* DDP: the gradient allreduce waits inside backward; rank 1's steps take
+ * 150 ms more before forward, rank 0's backward holds the wait */
+static void test_ddp_straggler(void **state)
+{
+	(void)state;
+	make_job(2, 10);
+	torch_run = 1;
+	for (int i = 0; i < 2; i++) {
+		diag_rank *k = &job.ranks[i];
+		k->step_sync_ns = calloc(10, sizeof *k->step_sync_ns);
+		for (int s = 0; s < 10; s++) {
+			k->step_comm_ns[s] = 0;
+			k->step_sync_ns[s] = i == 0 ? 155 * MS : 5 * MS; /* backward */
+			k->step_ns[s] = 180 * MS;
+		}
+	}
+	check();
+	const pp_finding *f = find("rank_straggler");
+	assert_non_null(f);
+	assert_non_null(strstr(f->title, "Rank 1 is a straggler: 150 ms more compute per step"));
+	assert_non_null(strstr(f->evidence, "wait a median 150 ms per step"));
+	assert_non_null(strstr(f->evidence, "1.35 s in total"));
+}
+
+/* Two torch ranks importing side by side on a loaded host: 20 s to
+ * init_process_group, one 650 ms longer (3%); 30 ms steps. Noise: quiet. */
+static void test_import_jitter_quiet(void **state)
+{
+	(void)state;
+	make_job(2, 10);
+	for (int i = 0; i < 2; i++) {
+		diag_rank *k = &job.ranks[i];
+		int64_t base = job.ranks[0].origin_ns - k->origin_ns;
+		int64_t at = base + 20 * S + (i == 0 ? 650 * MS : 0);
+		add_sync(k, "init_process_group", PP_COMM_INIT, 0, at, base + 20700 * MS);
+		add_sync(k, "DistributedDataParallel.__init__", PP_COMM_INIT, 0, base + 20710 * MS, base + 20800 * MS);
+		for (int s = 0; s < 10; s++) {
+			k->step_ns[s] = 30 * MS;
+			k->step_comm_ns[s] = 0;
+		}
+		k->end_ns = base + 21200 * MS;
+	}
+	check();
+	assert_int_equal(ctx.n, 0);
+}
+
+/* A rank that ends with an error exit code (os._exit(3), sys.exit(1)) is
+ * the job's failure, not a completed rank; the other, stopped by the
+ * launcher afterwards, is not named first */
+static void test_exit_code_rank(void **state)
+{
+	(void)state;
+	make_job(2, 10);
+	job.ranks[1].exit_code = 3;
+	job.ranks[1].end_ns -= 800 * MS;
+	snprintf(job.ranks[1].open_phase, sizeof job.ranks[1].open_phase, "step");
+	job.ranks[1].open_step = 3;
+	snprintf(job.ranks[0].status, sizeof job.ranks[0].status, "killed");
+	job.ranks[0].term_signal = 15;
+	job.ranks[0].exit_code = -1;
+	check();
+	const pp_finding *f = find("rank_failed");
+	assert_non_null(f);
+	assert_non_null(strstr(f->title, "Rank 1 exited with code 3 in step 3"));
+	assert_non_null(strstr(f->evidence, "2 of 2 ranks did not complete; rank 0 killed"));
+}
+
+/* 4 ranks on 2 starved CPUs: in every step one rank (a different one each
+ * time) is descheduled and the others wait 25 ms for it in the allreduce,
+ * whose own cost is 2 ms. Waiting is not communication cost: quiet. */
+static void test_starved_balanced_quiet(void **state)
+{
+	(void)state;
+	make_job(4, 20);
+	for (int i = 0; i < job.n; i++)
+		for (int s = 0; s < 20; s++) {
+			job.ranks[i].step_comm_ns[s] = s % 4 == i ? 2 * MS : 27 * MS;
+			job.ranks[i].step_ns[s] = 57 * MS;
+		}
+	check();
+	assert_int_equal(ctx.n, 0);
+}
+
+/* 2 ranks, 5 steady steps: rank 1 computes 10 ms more in 4 of them and
+ * rank 0 waits. With 2 ranks each is the slowest half the time by chance:
+ * 4 of 5 is not evidence of a straggler (a balanced torch 2 job on 2
+ * loaded CPUs looked like this) */
+static void test_few_steps_straggler_quiet(void **state)
+{
+	(void)state;
+	make_job(2, 6);
+	for (int s = 0; s < 6; s++) {
+		int slow = s != 4;
+		job.ranks[1].step_comm_ns[s] = 1 * MS;
+		job.ranks[1].step_ns[s] = (slow ? 33 : 23) * MS;
+		job.ranks[0].step_comm_ns[s] = (slow ? 11 : 1) * MS;
+		job.ranks[0].step_ns[s] = 33 * MS;
+		if (!slow) {
+			job.ranks[0].step_ns[s] = 33 * MS;
+			job.ranks[0].step_comm_ns[s] = 1 * MS;
+		}
+	}
+	check();
+	assert_null(find("rank_straggler"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -287,6 +526,15 @@ int main(void)
 		cmocka_unit_test_teardown(test_slow_comm_init, teardown),
 		cmocka_unit_test_teardown(test_failed_rank, teardown),
 		cmocka_unit_test_teardown(test_cut_rank, teardown),
+		cmocka_unit_test_teardown(test_sub_second_first_collective, teardown),
+		cmocka_unit_test_teardown(test_sub_second_jitter_quiet, teardown),
+		cmocka_unit_test_teardown(test_ddp_construction_skew, teardown),
+		cmocka_unit_test_teardown(test_checkpoint_barrier, teardown),
+		cmocka_unit_test_teardown(test_ddp_straggler, teardown),
+		cmocka_unit_test_teardown(test_import_jitter_quiet, teardown),
+		cmocka_unit_test_teardown(test_exit_code_rank, teardown),
+		cmocka_unit_test_teardown(test_starved_balanced_quiet, teardown),
+		cmocka_unit_test_teardown(test_few_steps_straggler_quiet, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

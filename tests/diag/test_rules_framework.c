@@ -54,11 +54,16 @@ typedef struct loop {
 	int n;
 	int64_t step_ns, first_ns, wait_ns, slope_ns;
 	double rss_step, hook_step;
+	int jump_at;              /* > 0: rss rises once by jump_bytes at this step */
+	double jump_bytes, graph_step;
+	int kept_site;            /* step_kept rows: a site keeping rss_step per step */
+	int smooth;               /* rss never falls (no page-sized wobble) */
+	double rss_noise;         /* rss moves by up to this much step to step */
 } loop;
 
 static int64_t record_loop(const loop *l, int64_t t0)
 {
-	uint64_t seed = 7;
+	uint64_t seed = 7, rss_seed = 11;
 	int64_t now = t0;
 	for (int i = 0; i < l->n; i++) {
 		double noise = 1 + 0.03 * trand_normal(&seed);
@@ -76,9 +81,22 @@ static int64_t record_loop(const loop *l, int64_t t0)
 		trec_counter(&T, "step.allocs", e, i == 0 ? 20000 : 400 + (i % 3));
 		trec_counter(&T, "step.alloc_bytes", e, 2e6);
 		trec_counter(&T, "step.rss_bytes", e,
-			     300e6 + (i < 3 ? 1e6 * i : 3e6) + l->rss_step * i + 4096.0 * (i % 2));
+			     300e6 + (i < 3 ? 1e6 * i : 3e6) + l->rss_step * i +
+				     (l->smooth ? 4096.0 * i : 4096.0 * (i % 2)) +
+				     (l->jump_at > 0 && i >= l->jump_at ? l->jump_bytes : 0) +
+				     l->rss_noise * trand_uniform(&rss_seed));
 		trec_counter(&T, "torch.hooks", e, 1 + (int)(l->hook_step * i));
-		trec_counter(&T, "torch.graph_nodes", e, 12);
+		trec_counter(&T, "torch.graph_nodes", e, 12 + (int)(l->graph_step * i));
+		if (l->kept_site) {
+			char sql[512];
+			snprintf(sql, sizeof sql,
+				 "INSERT INTO step_kept(run_id, step, site_id, py_frame, bytes, blocks, new_bytes) "
+				 "VALUES(%lld, %d, (SELECT id FROM strings WHERE value = 'cache_hook (train.py:41)'), "
+				 "1, %.0f, %d, %.0f), (%lld, %d, (SELECT id FROM strings WHERE value = "
+				 "'forward (train.py:20)'), 2, 4194304, 4, 0)",
+				 (long long)T.run, i, l->rss_step * (i + 1), i + 1, l->rss_step, (long long)T.run, i);
+			trec_exec(&T, sql);
+		}
 		now += d + 20 * US;
 	}
 	return now;
@@ -126,7 +144,7 @@ static void test_memory_grows(void **state)
 {
 	(void)state;
 	loop l = {.n = 30, .step_ns = 5 * MS, .first_ns = 6 * MS, .wait_ns = 300 * US,
-		  .rss_step = 3e6};
+		  .rss_step = 3e6, .graph_step = 16};
 	trec_run(&T, "loss kept with its graph", 0);
 	record_loop(&l, 10 * MS);
 	analyze();
@@ -135,6 +153,103 @@ static void test_memory_grows(void **state)
 	tdiag_contains(f->fix, "loss.item()");
 	tdiag_contains(f->evidence, "step.rss_bytes");
 	tdiag_quiet(&R, "data_starvation");
+}
+
+/* Growth with no graph growing: the fix must not blame total_loss. */
+static void test_memory_grows_not_loss(void **state)
+{
+	(void)state;
+	loop l = {.n = 30, .step_ns = 5 * MS, .first_ns = 6 * MS, .wait_ns = 300 * US,
+		  .rss_step = 3e6};
+	trec_run(&T, "something else keeps tensors", 0);
+	record_loop(&l, 10 * MS);
+	analyze();
+	const pp_finding *f = tdiag_must(&R, "memory_grows_per_step");
+	if (strstr(f->fix, "total_loss"))
+		fail_msg("fix blames total_loss without a growing graph: %s", f->fix);
+}
+
+/* The sites that keep memory (step_kept) are named, with bytes per step,
+ * in the evidence and the fix. */
+static void test_memory_names_site(void **state)
+{
+	(void)state;
+	trec_exec(&T, "INSERT OR IGNORE INTO strings(value) VALUES('cache_hook (train.py:41)'), "
+		      "('forward (train.py:20)')");
+	loop l = {.n = 30, .step_ns = 5 * MS, .first_ns = 6 * MS, .wait_ns = 300 * US,
+		  .rss_step = 1048576, .kept_site = 1};
+	trec_run(&T, "activation cache", 0);
+	record_loop(&l, 10 * MS);
+	analyze();
+	const pp_finding *f = tdiag_must(&R, "memory_grows_per_step");
+	tdiag_contains(f->evidence, "1.0 MiB per step kept, allocated in cache_hook (train.py:41)");
+	if (strstr(f->evidence, "forward (train.py:20)"))
+		fail_msg("a flat site named as growing: %s", f->evidence);
+	tdiag_contains(f->fix, "cache_hook (train.py:41)");
+}
+
+/* A checkpoint reload: one rise of 150 MB mid-run, flat before and after,
+ * never falling (rated high before: past the middle, more than half the
+ * pairs of steps straddle the rise, so the Theil-Sen slope was the rise
+ * spread over the run). */
+static void test_memory_jump_not_growth(void **state)
+{
+	(void)state;
+	loop l = {.n = 41, .step_ns = 5 * MS, .first_ns = 6 * MS, .wait_ns = 300 * US,
+		  .jump_at = 21, .jump_bytes = 150e6, .smooth = 1};
+	trec_run(&T, "checkpoint reload", 0);
+	record_loop(&l, 10 * MS);
+	analyze();
+	all_quiet();
+	const pp_finding *f = tdiag_must(&R, "memory_grows_per_step");
+	tdiag_contains(f->severity, "info");
+	tdiag_contains(f->title, "rose once");
+	tdiag_contains(f->title, "at step 21");
+}
+
+/* A reload in a step that allocates and frees tens of MiB: resident
+ * memory moves by up to 100 MB from step to step, so the reload's 60 MB
+ * stands out from no single step; the median is 60 MB higher after it and
+ * neither side rises (rated moderate before, on PyTorch 2.13). */
+static void test_memory_noisy_jump_not_growth(void **state)
+{
+	(void)state;
+	loop l = {.n = 61, .step_ns = 5 * MS, .first_ns = 6 * MS, .wait_ns = 300 * US,
+		  .jump_at = 31, .jump_bytes = 60e6, .rss_noise = 100e6};
+	trec_run(&T, "noisy checkpoint reload", 0);
+	record_loop(&l, 10 * MS);
+	analyze();
+	all_quiet();
+}
+
+/* The same noise with a real leak of 2 MB a step: still growth. */
+static void test_memory_noisy_growth(void **state)
+{
+	(void)state;
+	loop l = {.n = 61, .step_ns = 5 * MS, .first_ns = 6 * MS, .wait_ns = 300 * US,
+		  .rss_step = 3e6, .rss_noise = 30e6};
+	trec_run(&T, "noisy leak", 0);
+	record_loop(&l, 10 * MS);
+	analyze();
+	const pp_finding *f = tdiag_must(&R, "memory_grows_per_step");
+	if (strcmp(f->severity, "info") == 0)
+		fail_msg("a noisy leak rated info: %s", f->title);
+}
+
+/* Growth besides a jump is still growth. */
+static void test_memory_jump_and_growth(void **state)
+{
+	(void)state;
+	loop l = {.n = 40, .step_ns = 5 * MS, .first_ns = 6 * MS, .wait_ns = 300 * US,
+		  .rss_step = 2e6, .jump_at = 15, .jump_bytes = 150e6};
+	trec_run(&T, "reload and a leak", 0);
+	record_loop(&l, 10 * MS);
+	analyze();
+	const pp_finding *f = tdiag_must(&R, "memory_grows_per_step");
+	if (strcmp(f->severity, "info") == 0)
+		fail_msg("growth besides a jump rated info: %s", f->title);
+	tdiag_contains(f->title, "per step");
+	tdiag_contains(f->evidence, "one-time rise");
 }
 
 static void test_memory_small_growth_quiet(void **state)
@@ -450,6 +565,12 @@ int main(void)
 		cmocka_unit_test(test_import_startup_severity),
 		cmocka_unit_test(test_memory_grows),
 		cmocka_unit_test(test_memory_small_growth_quiet),
+		cmocka_unit_test(test_memory_grows_not_loss),
+		cmocka_unit_test(test_memory_names_site),
+		cmocka_unit_test(test_memory_jump_not_growth),
+		cmocka_unit_test(test_memory_jump_and_growth),
+		cmocka_unit_test(test_memory_noisy_jump_not_growth),
+		cmocka_unit_test(test_memory_noisy_growth),
 		cmocka_unit_test(test_growth_names_hooks),
 		cmocka_unit_test(test_growth_fixed_twin_quiet),
 		cmocka_unit_test(test_first_step_allocations),

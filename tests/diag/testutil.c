@@ -135,6 +135,15 @@ void trec_counter(trec *t, const char *name, int64_t ts, double value)
 	done(t, s);
 }
 
+void trec_mark(trec *t, const char *name, int64_t ts)
+{
+	sqlite3_stmt *s = prep(t, "INSERT INTO marks(run_id, tid, name_id, ts_ns) VALUES(?1, 1, ?2, ?3)");
+	sqlite3_bind_int64(s, 1, t->run);
+	sqlite3_bind_int64(s, 2, pp_store_intern(t->st, name));
+	sqlite3_bind_int64(s, 3, ts);
+	done(t, s);
+}
+
 int64_t trec_graph(trec *t, const char *label, int64_t version, int64_t ts, int64_t n_nodes)
 {
 	sqlite3_stmt *s = prep(t, "INSERT INTO graphs(run_id, label, version, ts_ns, n_nodes, n_edges) "

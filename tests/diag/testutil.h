@@ -27,6 +27,7 @@ int64_t trec_run(trec *t, const char *label, int64_t duration_ns);
 int64_t trec_span(trec *t, int kind, const char *name, int64_t start, int64_t end,
 		  int64_t parent, int64_t step);
 void trec_counter(trec *t, const char *name, int64_t ts, double value);
+void trec_mark(trec *t, const char *name, int64_t ts);
 int64_t trec_graph(trec *t, const char *label, int64_t version, int64_t ts, int64_t n_nodes);
 void trec_graph_node(trec *t, int64_t graph_id, int idx, const char *name, const char *op);
 void trec_io(trec *t, const char *path, const char *op, int64_t calls, int64_t bytes,

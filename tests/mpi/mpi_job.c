@@ -2,8 +2,12 @@
  * mpi_job.c — a small MPI "training job" for the distributed tests.
  *
  *   mpi_job MODE [RANK]
- *     balanced    every rank: set-up, 12 steps of equal work + MPI_Allreduce
+ *     balanced    every rank: set-up, 12 steps of equal work (300 ms) + MPI_Allreduce
  *     init-skew   RANK does extra set-up work (a weight_load phase) before MPI_Init
+ *     late-coll   RANK sleeps 500 ms in a data_wait phase between MPI_Init and the
+ *                 first collective (an MPI_Barrier): a sub-second job
+ *     barrier     RANK sleeps 500 ms in a "save checkpoint" span after the steps, before
+ *                 the final MPI_Barrier
  *     straggler   RANK does 4x the work in every step
  *     crash       RANK aborts (SIGABRT) in step 5; the others are stopped by mpirun
  *     kill        RANK is killed (SIGKILL) in step 5
@@ -75,6 +79,11 @@ int main(int argc, char **argv)
 	int rank, size;
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (strcmp(mode, "late-coll") == 0 && rank == special) {
+		PPA_PHASE_BEGIN(PP_DATA_WAIT, "build index");
+		step_compute(500);
+		PPA_PHASE_END();
+	}
 	MPI_Barrier(MPI_COMM_WORLD);
 	/* a helper process inherits the launcher's variables: it must not be
 	 * taken for rank 1 */
@@ -86,7 +95,11 @@ int main(int argc, char **argv)
 		grad[i] = rank + i;
 	for (int step = 0; step < 12; step++) {
 		PPA_STEP_BEGIN(step);
-		double ms = 30;
+		/* a balanced job's steps are long beside a collective on a starved
+		 * host: under a CPU hog 4 ranks on 2 cores spent 30-70 ms in each
+		 * 8 KiB allreduce (even the last to arrive), 75% of a 30 ms step,
+		 * and rank_comm_share rightly fired */
+		double ms = strcmp(mode, "balanced") == 0 ? 300 : 30;
 		if (strcmp(mode, "straggler") == 0 && rank == special)
 			ms *= 4;
 		/* the failing rank fails well into its step: Open MPI's own SIGABRT
@@ -103,6 +116,11 @@ int main(int argc, char **argv)
 			raise(SIGKILL); /* nothing runs after this: no handler, no flush */
 		MPI_Allreduce(grad, sum, 1024, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 		PPA_STEP_END();
+	}
+	if (strcmp(mode, "barrier") == 0 && rank == special) {
+		PPA_PHASE_BEGIN(PP_SPAN, "save checkpoint");
+		step_compute(500);
+		PPA_PHASE_END();
 	}
 	MPI_Barrier(MPI_COMM_WORLD);
 	if (rank == 0)

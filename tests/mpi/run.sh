@@ -38,6 +38,27 @@ ranks_ok() {
 	[ "$w" = 4 ] || fail "$1: world_size $w"
 }
 
+# "398 ms" / "1.19 s" / "850 us" -> whole milliseconds
+to_ms() { awk -v v="$1" -v u="$2" 'BEGIN { m = u == "s" ? 1000 : u == "ms" ? 1 : u == "us" ? 0.001 : -1; if (m < 0) exit 1; printf "%d\n", v * m }'; }
+# the first "NUMBER UNIT" after TEXT in STRING, in ms
+ms_after() { x=$(printf '%s\n' "$1" | sed -n "s/.*$2 \([0-9.]*\) \(s\|ms\|us\).*/\1 \2/p" | head -1); [ -n "$x" ] || return 1; to_ms $x; }
+between() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ] || fail "$4: $1 ms not within [$2, $3] ms"; }
+
+# two ranks launched the way torchrun launches workers (Debian's torchrun
+# fails at start on Python 3.11), one database each, merged into $2.db
+ddp_job() { # PY NAME MODE STEPS
+	$1 -c 'import torch.distributed as d; assert d.is_available() and d.is_gloo_available()' 2>/dev/null ||
+		{ echo "skip: $1 has no torch.distributed with gloo"; exit 77; }
+	PORT=$($1 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	for r in 0 1; do
+		RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT \
+			"$PP_BIN" record -o "$2-%r.db" -- $1 "$(dirname "$0")/progs/ddp_job.py" "$3" "$4" >"$2.out$r" 2>"$2.err$r" &
+	done
+	wait
+	grep -q "ddp_job $3: 2 ranks, $4 steps" "$2.out0" || { cat "$2.err0" "$2.err1"; fail "rank 0 output: $(cat "$2.out0")"; }
+	"$PP_BIN" merge "$2-0.db" "$2-1.db" -o "$2.db" >"$2.merge" 2>&1 || { cat "$2.merge"; fail "merge"; }
+}
+
 rank_findings() { q "$1" "SELECT rule || ': ' || title FROM findings WHERE rule LIKE 'rank_%'"; }
 
 case $case_ in
@@ -83,6 +104,17 @@ straggler)
 	f=$(rank_findings straggler.db)
 	echo "$f"
 	echo "$f" | grep -q "rank_straggler: Rank 2 is a straggler" || fail "no straggler naming rank 2: $f"
+	# rank 2 sleeps 120 ms a step, the others 30 ms: 90 ms more, which the
+	# others wait in their allreduce
+	t=$(q straggler.db "SELECT title FROM findings WHERE rule='rank_straggler'")
+	ev=$(q straggler.db "SELECT evidence FROM findings WHERE rule='rank_straggler'")
+	echo "$ev"
+	ex=$(ms_after "$t" "straggler:") || fail "no excess in: $t"
+	between "$ex" 60 200 "rank 2's extra compute per step"
+	wait=$(ms_after "$ev" "wait a median") || fail "no wait in: $ev"
+	between "$wait" $((ex / 2)) $((ex * 2)) "the others' wait per step"
+	tot=$(ms_after "$ev" "step;") || fail "no total wait in: $ev"
+	between "$tot" $((wait * 3 * 11 / 2)) $((wait * 3 * 11 * 2)) "the others' total wait (3 ranks x 11 steps)"
 	# views: the per-rank table in stats, one Chrome process per rank
 	"$PP_BIN" stats straggler.db >stats.txt || fail "stats"
 	grep -q "^job openmpi:.*: 4 of 4 ranks" stats.txt || fail "stats has no rank table: $(head -30 stats.txt)"
@@ -229,6 +261,125 @@ ddp)
 	[ -z "$f" ] || fail "rank findings on a balanced DDP job: $f"
 	unc=$(q ddp.db "SELECT m.value FROM run_meta m JOIN run_meta r ON r.run_id=m.run_id AND r.key='rank' AND r.value='1' WHERE m.key='clock.uncertainty_ns'")
 	[ -n "$unc" ] && [ "$unc" -ge 0 ] && [ "$unc" -lt 100000000 ] || fail "rank 1 clock uncertainty: '$unc'"
+	;;
+late_coll)
+	# a sub-second job: rank 2 sleeps 500 ms between MPI_Init and its first
+	# collective (an MPI_Barrier); the others wait there
+	record_job late-coll
+	[ "$(cat late-coll.rc)" = 0 ] || { cat late-coll.err; fail "record exited $(cat late-coll.rc)"; }
+	ranks_ok late-coll.db
+	f=$(rank_findings late-coll.db)
+	echo "$f"
+	t=$(q late-coll.db "SELECT title FROM findings WHERE rule='rank_first_collective_skew'")
+	ev=$(q late-coll.db "SELECT evidence FROM findings WHERE rule='rank_first_collective_skew'")
+	echo "$ev"
+	echo "$t" | grep -q "^Rank 2 reached MPI_Barrier " || fail "no first-collective skew naming rank 2: $f"
+	late=$(ms_after "$t" "MPI_Barrier") || fail "no lateness in: $t"
+	between "$late" 300 3000 "rank 2's lateness (500 ms sleep)"
+	echo "$ev" | grep -q "data_wait 'build index'" || fail "the phase is not named: $ev"
+	wait=$(ms_after "$ev" "waited") || fail "no wait in: $ev"
+	between "$wait" $((late * 2)) $((late * 4)) "the others' wait (3 ranks x $late ms)"
+	# (not comm_share: 30 ms steps beside an allreduce on 2 loaded CPUs may
+	# rightly show it; mpi_balanced holds that one)
+	echo "$f" | grep -qE "rank_(straggler|init_skew|barrier_skew)" && fail "other rank findings: $f"
+	w=$(q late-coll.db "SELECT (max(start_unix_ns + duration_ns) - min(start_unix_ns)) / 1000000 FROM runs r JOIN run_meta m ON m.run_id = r.id AND m.key = 'rank'")
+	echo "late by $late ms, the others waited $wait ms, job $w ms"
+	;;
+barrier)
+	# rank 2 saves a checkpoint 500 ms after the steps; the others wait in the final barrier
+	record_job barrier
+	[ "$(cat barrier.rc)" = 0 ] || { cat barrier.err; fail "record exited $(cat barrier.rc)"; }
+	f=$(rank_findings barrier.db)
+	echo "$f"
+	t=$(q barrier.db "SELECT title FROM findings WHERE rule='rank_barrier_skew'")
+	ev=$(q barrier.db "SELECT evidence FROM findings WHERE rule='rank_barrier_skew'")
+	echo "$t" | grep -q "^Rank 2 reached MPI_Barrier " || fail "no barrier skew naming rank 2: $f"
+	late=$(ms_after "$t" "MPI_Barrier") || fail "no lateness in: $t"
+	between "$late" 300 3000 "rank 2's lateness (500 ms sleep)"
+	echo "$ev" | grep -q "span 'save checkpoint'" || fail "the phase is not named: $ev"
+	wait=$(ms_after "$ev" "waited") || fail "no wait in: $ev"
+	between "$wait" $((late * 2)) $((late * 4)) "the others' wait"
+	echo "$f" | grep -qE "rank_(straggler|init_skew|first_collective_skew)" && fail "other rank findings: $f"
+	;;
+ddp_*_t1|ddp_*_t2)
+	PY=/usr/bin/python3
+	case $case_ in *_t2) PY=/opt/phaseprof-venv/torch2/bin/python ;; esac
+	[ -x "$PY" ] || { echo "skip: no $PY"; exit 77; }
+	mode=${case_#ddp_}; mode=${mode%_t?}
+	case $mode in
+	balanced)
+		ddp_job $PY j balanced 10
+		f=$(rank_findings j.db)
+		echo "rank findings: $f"
+		[ -z "$f" ] || fail "rank findings on a balanced DDP job: $f"
+		;;
+	late)
+		ddp_job $PY j late-ddp 12
+		f=$(rank_findings j.db)
+		echo "$f"
+		t=$(q j.db "SELECT title FROM findings WHERE rule='rank_init_skew' AND title LIKE '%DistributedDataParallel%'")
+		ev=$(q j.db "SELECT evidence FROM findings WHERE rule='rank_init_skew' AND title LIKE '%DistributedDataParallel%'")
+		echo "$ev"
+		echo "$t" | grep -q "^Rank 1 reached DistributedDataParallel.__init__ " || fail "no skew at DDP's construction naming rank 1: $f"
+		late=$(ms_after "$t" "__init__") || fail "no lateness in: $t"
+		between "$late" 1000 6000 "rank 1's lateness (1.5 s sleep)"
+		wait=$(ms_after "$ev" "waited") || fail "no wait in: $ev"
+		between "$wait" $((late * 3 / 4)) $((late * 5 / 4)) "rank 0's wait"
+		# rank 0 sat in DDP's broadcast
+		run=$(q j.db "SELECT min(run_id) FROM run_meta WHERE key='rank' AND value='0'")
+		d=$(q j.db "SELECT (end_ns - start_ns) / 1000000 FROM spans_v WHERE run_id=$run AND name='DistributedDataParallel.__init__'")
+		# (torch 2 imports on first construction: seconds more on both ranks)
+		[ "$d" -ge $((late * 3 / 4)) ] || fail "rank 0's time in DistributedDataParallel.__init__: $d ms for $late ms late"
+		echo "$f" | grep -q rank_straggler && fail "straggler on a late-construction job: $f"
+		;;
+	slow)
+		ddp_job $PY j slow-steps 12
+		f=$(rank_findings j.db)
+		echo "$f"
+		t=$(q j.db "SELECT title FROM findings WHERE rule='rank_straggler'")
+		ev=$(q j.db "SELECT evidence FROM findings WHERE rule='rank_straggler'")
+		echo "$ev"
+		echo "$t" | grep -q "^Rank 1 is a straggler: " || fail "no straggler naming rank 1: $f"
+		ex=$(ms_after "$t" "straggler:") || fail "no excess in: $t"
+		between "$ex" 80 400 "rank 1's extra compute per step (130 ms more sleep)"
+		wait=$(ms_after "$ev" "wait a median") || fail "no wait in: $ev"
+		between "$wait" $((ex / 2)) $((ex * 2)) "rank 0's wait per step"
+		echo "$ev" | grep -q "backward" || fail "the wait is not placed in backward: $ev"
+		;;
+	exit|abort|segv)
+		# rank 1 ends in step 3; rank 0 waits in DDP's allreduce until
+		# the launcher stops it (torchrun: SIGTERM to the other workers)
+		$PY -c 'import torch.distributed' 2>/dev/null || { echo "skip: no torch.distributed"; exit 77; }
+		PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+		for r in 0 1; do
+			RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT \
+				"$PP_BIN" record -o "j-%r.db" -- $PY "$(dirname "$0")/progs/ddp_job.py" $mode 10 >j.out$r 2>j.err$r &
+			eval pid$r=\$!
+		done
+		wait $pid1
+		sleep 1
+		kill -TERM $pid0 2>/dev/null # gloo may have raised already (a closed peer)
+		wait $pid0
+		"$PP_BIN" merge j-0.db j-1.db -o j.db >j.merge 2>&1 || { cat j.merge j.err0 j.err1; fail "merge"; }
+		st=$(q j.db "SELECT r.status || ' ' || coalesce(r.exit_code, '-') || ' ' || r.term_signal FROM runs r JOIN run_meta m ON m.run_id=r.id AND m.key='rank' AND m.value='1' ORDER BY r.id LIMIT 1")
+		case $mode in
+		exit) want="complete 3 0" ;;
+		abort) want="crashed - 6" ;;
+		segv) want="crashed - 11" ;;
+		esac
+		[ "$st" = "$want" ] || { cat j.err1; fail "rank 1 ended '$st', expected '$want'"; }
+		st0=$(q j.db "SELECT r.status || ' ' || coalesce(r.exit_code, '-') || ' ' || r.term_signal FROM runs r JOIN run_meta m ON m.run_id=r.id AND m.key='rank' AND m.value='0' ORDER BY r.id LIMIT 1")
+		case $st0 in "killed - 15"|"complete 1 0") ;; *) fail "rank 0 ended '$st0', expected killed by SIGTERM or an error exit" ;; esac
+		f=$(rank_findings j.db)
+		echo "$f"
+		# the program's i == 3; the adapter numbers the steps it found (2 or 3)
+		case $mode in
+		exit) echo "$f" | grep -qE "rank_failed: Rank 1 exited with code 3 in step [23]" || fail "rank 1's exit not named: $f" ;;
+		*) echo "$f" | grep -qE "rank_failed: Rank 1 crashed by a signal in step [23]" || fail "rank 1's crash not named: $f" ;;
+		esac
+		;;
+	*) fail "unknown DDP case $mode" ;;
+	esac
 	;;
 *) fail "unknown case $case_" ;;
 esac

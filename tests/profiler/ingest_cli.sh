@@ -31,9 +31,16 @@ out=$("$pp" ingest -o "$t/b.db" /etc/hostname 2>&1); rc=$?
 if [ $rc = 1 ] && grep -q "/etc/hostname: not a phaseprof spool" <<<"$out" && [ "$(wc -l <<<"$out")" = 1 ]; then ok "ingest refuses a non-spool"
 else bad "ingest /etc/hostname: rc=$rc $out"; fi
 
+# the same spool again (ingest after a kill between record's commit and its
+# clean-up, or run twice): refused with one line, stored once (issue 22)
+out=$("$pp" ingest -o "$t/b.db" "$t/left.spool" 2>&1); rc=$?
+if [ $rc = 1 ] && grep -q "left.spool: already stored as run 1" <<<"$out" && [ "$(wc -l <<<"$out")" = 1 ] &&
+   [ "$(sqlite3 "$t/b.db" "SELECT count(*) FROM runs")" = 1 ]; then ok "ingest refuses a spool already stored"
+else bad "ingest twice: rc=$rc $out"; fi
+
 # a disk that fills up: the ingest fails with a message, no signal kills
 # it, the database keeps its earlier run and stays valid
-"$pp" ingest -o "$t/c.db" "$t/left.spool" >/dev/null 2>&1
+"$pp" record -q -o "$t/c.db" -- /bin/true >/dev/null 2>&1
 kb=$(( $(stat -c %s "$t/c.db") / 1024 + 64 ))
 out=$( (ulimit -f "$kb"; "$pp" ingest --keep-all-spans -o "$t/c.db" "$t/left.spool") 2>&1); rc=$?
 if [ $rc = 1 ] && grep -q "left.spool failed" <<<"$out"; then ok "ingest on a full disk fails cleanly"

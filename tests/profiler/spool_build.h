@@ -35,6 +35,7 @@ static void sb_header(sb *b, uint32_t pid, uint32_t ppid, uint64_t start)
 	h.ppid = ppid;
 	h.clock = PP_CLOCK_MONO;
 	h.start_mono_ns = start;
+	h.reserved = (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const unsigned char *)&h, sizeof h);
 	sb_put(b, &h, sizeof h);
 }
 
@@ -43,7 +44,8 @@ static void sb_chunk(sb *b, uint16_t type, uint32_t tid, const void *p, uint32_t
 {
 	static const char pad[8];
 	pp_chunk_header c = {PP_CHUNK_MAGIC, type, 0, tid, n, 0, 0};
-	c.crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, n) ^ (bad_crc ? 1u : 0u);
+	uLong seed = crc32(crc32(0L, Z_NULL, 0), (const unsigned char *)&c + PP_CHUNK_CRC_FIELDS, PP_CHUNK_CRC_LEN);
+	c.crc = (uint32_t)crc32(seed, p, n) ^ (bad_crc ? 1u : 0u);
 	sb_put(b, &c, sizeof c);
 	sb_put(b, p, n);
 	sb_put(b, pad, (8 - (n & 7)) & 7);

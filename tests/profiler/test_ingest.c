@@ -27,6 +27,7 @@
 #include "store_internal.h"
 #include "symbols.h"
 #include "pp_testutil.h"
+#include "recorder_internal.h"
 
 static char tmpdir[256];
 
@@ -124,6 +125,43 @@ static void test_killed_not_truncated(void **state)
 	pp_store_close(st, NULL, 0);
 }
 
+/* A process killed by a fatal signal in the middle of a writev of several
+ * pages leaves a torn chunk at its end; its parent's waitpid appends the
+ * signal (pp_spool_note_exit). The EXIT chunk must not land after the
+ * torn bytes, where it reads as part of them: the run then said
+ * 'truncated' (or 'killed' without the signal) for an abort(). */
+static void test_exit_after_torn_tail(void **state)
+{
+	(void)state;
+	char spool[600], dir[512];
+	tmp(dir, sizeof dir, "torn-exit");
+	mkdir(dir, 0700);
+	snprintf(spool, sizeof spool, "%s/4242-0.spool", dir);
+	sb b = {0};
+	sb_header(&b, 4242, 77, 0);
+	sb_meta(&b, "k", "v", 0);
+	/* a chunk header claiming 4096 bytes, 100 of them written */
+	pp_chunk_header ch = {.magic = PP_CHUNK_MAGIC, .type = PP_CHUNK_META, .size = 4096};
+	sb_put(&b, &ch, sizeof ch);
+	char junk[100];
+	memset(junk, 'x', sizeof junk);
+	sb_put(&b, junk, sizeof junk);
+	assert_int_equal(sb_write(&b, spool), 0);
+	free(b.p);
+	assert_int_equal(pp_spool_note_exit(dir, 4242, 77, -1, SIGABRT), 0);
+	pp_store *st = fresh("torn-exit.db");
+	pp_ingest_result r;
+	char err[512];
+	assert_int_equal(pp_store_ingest(st, spool, NULL, &r, err, sizeof err), 0);
+	pp_run_info ri;
+	assert_int_equal(pp_store_run(st, r.run_id, &ri), 0);
+	assert_string_equal(ri.status, "crashed");
+	assert_int_equal(ri.term_signal, SIGABRT);
+	/* the wrong parent: left alone */
+	assert_int_equal(pp_spool_note_exit(dir, 4242, 78, -1, SIGKILL), -1);
+	pp_store_close(st, NULL, 0);
+}
+
 /* record ingests the program's spool while the program exits (a session of
  * one, with the spool's own account), then the whole session after its
  * wait: that slot is not read again, a child found later links to it, and
@@ -149,7 +187,7 @@ static void test_session_slot_ingested_early(void **state)
 	write_exited(child, 4243, 4242, 200, "5");
 	pp_store *st = fresh("early.db");
 	pp_session_spool early = {.path = top};
-	pp_session_opts so = {4242, 0, 0, 0, NULL, NULL};
+	pp_session_opts so = {4242, 0, 0, 0, NULL, NULL, 0};
 	assert_int_equal(pp_store_ingest_session(st, &early, 1, &so), 1);
 	early.ingested = 1;
 	int64_t r = early.run_id;
@@ -391,6 +429,78 @@ static void test_groups_in_totals(void **state)
 	pp_store_close(b, NULL, 0);
 }
 
+static int count_span(const pp_span_row *r, void *ud)
+{
+	int64_t *n = ud;
+	(void)r;
+	++*n;
+	return 0;
+}
+
+/* What the diagnostics and the report's timeline read of a keep_all_spans
+ * recording (pp_store_spans_kept) is what a default ingest of the same
+ * spool keeps one by one, row for row, and the rest is counted; on a
+ * default recording nothing is left out. pp_store_each_span streams every
+ * row. */
+static void test_spans_kept_matches_default(void **state)
+{
+	(void)state;
+	char spool[512], err[512];
+	tmp(spool, sizeof spool, "kept.spool");
+	assert_int_equal(pp_open(&(pp_options){.spool_path = spool, .max_buffers = 4096}), 0);
+	for (int step = 0; step < 3; step++) {
+		pp_step_begin(step);
+		for (int i = 0; i < 6000; i++) {
+			pp_phase_begin(PP_OP, i & 1 ? "matmul" : "relu");
+			pp_phase_end();
+		}
+		pp_phase_begin(PP_OP, "block"); /* an op with children: always kept */
+		for (int i = 0; i < 4000; i++) {
+			pp_phase_begin(PP_OP, "matmul");
+			pp_phase_end();
+		}
+		pp_phase_end();
+		for (int i = 0; i < 5000; i++) {
+			pp_phase_begin(PP_SPAN, "tick");
+			pp_phase_end();
+		}
+		pp_step_end();
+	}
+	assert_int_equal(pp_close(), 0);
+	pp_store *a = fresh("kept_a.db"), *b = fresh("kept_b.db");
+	pp_ingest_result ra, rb;
+	pp_ingest_opts keep = {.exit_code = -1, .keep_all_spans = 1};
+	assert_int_equal(pp_store_ingest(a, spool, NULL, &ra, err, sizeof err), 0);
+	assert_int_equal(pp_store_ingest(b, spool, &keep, &rb, err, sizeof err), 0);
+	assert_true(ra.spans_folded > 10000);
+	pp_span_list la, lb;
+	int64_t left = -1;
+	assert_int_equal(pp_store_spans(a, ra.run_id, -1, &la), 0);
+	assert_int_equal(pp_store_spans_kept(b, rb.run_id, PP_SPANS_KEPT_PER_NAME, &lb, &left), 0);
+	assert_int_equal(left, ra.spans_folded);
+	assert_int_equal(la.n, lb.n);
+	for (int i = 0; i < la.n; i++) {
+		assert_int_equal(la.rows[i].tid, lb.rows[i].tid);
+		assert_int_equal(la.rows[i].kind, lb.rows[i].kind);
+		assert_string_equal(la.rows[i].name, lb.rows[i].name);
+		assert_int_equal(la.rows[i].start_ns, lb.rows[i].start_ns);
+		assert_int_equal(la.rows[i].end_ns, lb.rows[i].end_ns);
+		assert_int_equal(la.rows[i].depth, lb.rows[i].depth);
+		assert_int_equal(la.rows[i].step, lb.rows[i].step);
+	}
+	pp_span_list_free(&lb);
+	assert_int_equal(pp_store_spans_kept(a, ra.run_id, PP_SPANS_KEPT_PER_NAME, &lb, &left), 0);
+	assert_int_equal(left, 0);
+	assert_int_equal(lb.n, la.n);
+	pp_span_list_free(&la);
+	pp_span_list_free(&lb);
+	int64_t n = 0;
+	assert_int_equal(pp_store_each_span(b, rb.run_id, count_span, &n), 0);
+	assert_int_equal(n, rb.spans);
+	pp_store_close(a, NULL, 0);
+	pp_store_close(b, NULL, 0);
+}
+
 /* A write that fails (here the losses row, refused by a trigger) fails the
  * ingest with the spool named; nothing of the run is kept. */
 static void test_failed_write_is_an_error(void **state)
@@ -608,11 +718,13 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sparse_ids_bounded),
 		cmocka_unit_test(test_killed_not_truncated),
+		cmocka_unit_test(test_exit_after_torn_tail),
 		cmocka_unit_test(test_session_slot_ingested_early),
 		cmocka_unit_test(test_summary_checks_crc),
 		cmocka_unit_test(test_samples_symbolised),
 		cmocka_unit_test(test_span_folding),
 		cmocka_unit_test(test_groups_in_totals),
+		cmocka_unit_test(test_spans_kept_matches_default),
 		cmocka_unit_test(test_spans_order),
 		cmocka_unit_test(test_failed_write_is_an_error),
 		cmocka_unit_test(test_hostile_elf),

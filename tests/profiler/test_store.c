@@ -315,6 +315,52 @@ static int64_t sql_int(const char *path, const char *sql)
 	return v;
 }
 
+/* A version-2 file (before step_kept) opened for writing gets the table
+ * and version 3, in meta and in the header; its rows stay; the kept
+ * sites read back by site with their rise per step. */
+static void test_upgrade_to_kept(void **state)
+{
+	(void)state;
+	char p[512], err[512];
+	tmp(p, sizeof p, "v2.db");
+	pp_store *st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	sql_file(p, "DROP TABLE step_kept; UPDATE meta SET value = '2' WHERE key = 'schema_version'; "
+		    "UPDATE meta SET value = 'older' WHERE key = 'schema_digest'; PRAGMA user_version = 2; "
+		    "INSERT INTO runs(label, status) VALUES('old', 'complete')");
+	assert_int_equal(sql_int(p, "SELECT count(*) FROM sqlite_master WHERE name = 'step_kept'"), 0);
+	st = pp_store_open(p, PP_STORE_WRITE, err, sizeof err);
+	assert_non_null(st);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+	assert_int_equal(sql_int(p, "SELECT count(*) FROM sqlite_master WHERE name = 'step_kept'"), 1);
+	assert_int_equal(sql_int(p, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'schema_version'"), 3);
+	assert_int_equal(sql_int(p, "PRAGMA user_version"), 3);
+	assert_int_equal(sql_int(p, "SELECT count(*) FROM runs WHERE label = 'old'"), 1);
+	/* sites: one growing 1 MiB a step, one flat, one seen twice only */
+	sql_file(p, "INSERT INTO strings(value) VALUES('grow (t.py:1)'), ('flat (t.py:2)'), ('brief (t.py:3)');"
+		    "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 9) "
+		    "INSERT INTO step_kept SELECT 1, i, (SELECT id FROM strings WHERE value = 'grow (t.py:1)'), 0, "
+		    "(i + 1) * 1048576, i + 1, 1048576 FROM n UNION ALL SELECT 1, i, (SELECT id FROM strings WHERE "
+		    "value = 'flat (t.py:2)'), 0, 4194304, 4, 0 FROM n UNION ALL SELECT 1, i, (SELECT id FROM "
+		    "strings WHERE value = 'brief (t.py:3)'), 0, 1 << 30, 1, 0 FROM n WHERE i < 2");
+	st = pp_store_open(p, PP_STORE_READ, err, sizeof err);
+	assert_non_null(st);
+	pp_kept_site *k = NULL;
+	int n = 0;
+	assert_int_equal(pp_store_kept_sites(st, 1, 1, &k, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(k[0].site, "grow (t.py:1)");
+	assert_true(k[0].per_step_bytes == 1048576.0);
+	assert_int_equal(k[0].first_step, 1);
+	assert_int_equal(k[0].last_step, 9);
+	assert_int_equal(k[0].last_blocks, 10);
+	assert_string_equal(k[1].site, "flat (t.py:2)");
+	assert_true(k[1].per_step_bytes == 0.0);
+	free(k);
+	assert_int_equal(pp_store_close(st, err, sizeof err), 0);
+}
+
 /* A database made before the taxonomy grew gets the new kinds (and so
  * spans_v shows their spans) the next time it is opened for writing; that
  * build's schema digest differs from ours, which is what makes the open
@@ -549,6 +595,7 @@ int main(void)
 		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_upgrade_to_kept),
 		cmocka_unit_test(test_header_current),
 		cmocka_unit_test(test_open_cancelled),
 		cmocka_unit_test(test_findings_and_query),

@@ -116,7 +116,7 @@ static void test_same_as_sql(void **state)
 	close_ok(st);
 	char *da = describe(a), *db = describe(b);
 	assert_string_equal(da, db);
-	assert_non_null(strstr(da, "schema_version|2\n"));
+	assert_non_null(strstr(da, "schema_version|3\n"));
 	assert_non_null(strstr(da, "CREATE TABLE phase_kinds"));
 	free(da);
 	free(db);

@@ -276,7 +276,8 @@ def test_behaviour():
         b["env"] = {k: v for k, v in b["env"].items() if not k.startswith("PHASEPROF_")}
         extra = set(a["modules"]) - set(b["modules"])
         check(extra <= {"phaseprof", "phaseprof._native", "phaseprof.kinds", "phaseprof._boot",
-                        "phaseprof._steps", "phaseprof._loop", "phaseprof.adapters",
+                        "phaseprof._steps", "phaseprof._loop", "phaseprof._wrapping",
+                        "phaseprof.adapters",
                         "_phaseprof_native"},
               "%s: modules the program would not have: %s" % (name, sorted(extra)))
         check(set(b["modules"]) <= set(a["modules"]), "%s: modules missing: %s" % (name, set(b["modules"]) - set(a["modules"])))

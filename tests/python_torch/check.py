@@ -7,6 +7,7 @@ torch 1.13) unless given (the torch-2 venv's python for torch 2.13).
 Exit 0 when every assertion holds, 77 when torch is missing (skip), else 1.
 """
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -19,12 +20,13 @@ PY = sys.argv[3] if len(sys.argv) > 3 else "/usr/bin/python3"
 class Rec:
     """One recording: the program's output and the database."""
 
-    def __init__(self, phaseprof, prog, *args, expect_rc=0):
+    def __init__(self, phaseprof, prog, *args, expect_rc=0, env=None, opts=()):
         self.dir = tempfile.mkdtemp(prefix="pp-torch-")
         self.db = os.path.join(self.dir, "run.db")
-        cmd = [phaseprof, "record", "-o", self.db, "--", PY,
+        cmd = [phaseprof, "record", "-o", self.db] + list(opts) + ["--", PY,
                os.path.join(HERE, "progs", prog)] + [a.replace("@DIR", self.dir) for a in args]
-        p = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=300)
+        env = dict(os.environ, **{k: v.replace("@DIR", self.dir) for k, v in (env or {}).items()})
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=600, env=env)
         self.out, self.err, self.rc = p.stdout, p.stderr, p.returncode
         if p.returncode != expect_rc:
             fail("%s exited %d (expected %d)\nstdout:\n%s\nstderr:\n%s"
@@ -51,6 +53,14 @@ class Rec:
         return [v for (v,) in self.rows(
             "SELECT c.value FROM counters c JOIN strings s ON s.id = c.name_id "
             "WHERE c.run_id = ? AND s.value = ? ORDER BY c.ts_ns", self.run, name)]
+
+    def marks(self, prefix):
+        return [n for (n,) in self.rows(
+            "SELECT s.value FROM marks m JOIN strings s ON s.id = m.name_id "
+            "WHERE m.run_id = ? AND s.value LIKE ? ORDER BY m.ts_ns", self.run, prefix + "%")]
+
+    def meta(self, key):
+        return self.one("SELECT value FROM run_meta WHERE run_id = ? AND key = ?", self.run, key)
 
     def findings(self):
         return self.rows("SELECT rule, severity, title, evidence FROM findings WHERE run_id = ?",
@@ -124,7 +134,11 @@ def case_mlp(pp):
     check(r.one("SELECT COUNT(*) FROM marks m JOIN strings s ON s.id = m.name_id WHERE m.run_id = ? "
                 "AND s.value LIKE 'optimizer state created: Adam, 12 tensors, %'", r.run) == 1,
           "no optimizer-state mark")
-    per_step(r, ("data_wait", "forward", "backward"))
+    # backward: Lightning runs training_step and backward inside
+    # Optimizer.step(closure), where the PyTorch adapter records no backward
+    # phase (its opt_depth gate); only accumulation's micro-batches that do
+    # not step have one, outside the optimizer's step
+    per_step(r, ("data_wait", "forward"))
     check(len(r.spans("optimizer_step")) == 19, "optimizer_step spans: %d" % len(r.spans("optimizer_step")))
     for c in ("step.allocs", "step.alloc_bytes", "step.rss_bytes", "torch.hooks", "torch.graph_nodes"):
         check(len(r.counter(c)) == 20, "counter %s: %d samples" % (c, len(r.counter(c))), r)
@@ -159,6 +173,50 @@ def case_loss_graph(pp):
     check(len(r.steps()) == 30, "steps: %d" % len(r.steps()), r)
     f = r.finding("memory_grows_per_step")
     check(f is not None and f[1] in ("moderate", "high"), "no memory growth finding", r)
+
+
+def memory_findings(r):
+    return [f for f in r.findings() if f[0] == "memory_grows_per_step"]
+
+
+def case_act_cache(pp):
+    """A forward hook keeps a copy of every step's activations (1.0 MiB a
+    step): the finding names the hook and what it keeps per step."""
+    r = Rec(pp, "act_cache.py")
+    check("cached: 40" in r.out, "program output changed: " + r.out)
+    check(len(r.steps()) == 40, "steps: %d" % len(r.steps()), r)
+    f = r.finding("memory_grows_per_step")
+    check(f is not None and f[1] in ("moderate", "high"), "no memory growth finding", r)
+    check("1.0 MiB per step kept, allocated in cache_hook (act_cache.py:15)" in f[3],
+          "evidence does not name the hook's site and bytes: " + f[3])
+    fix = r.one("SELECT fix FROM findings WHERE run_id = ? AND rule = 'memory_grows_per_step'",
+                r.run)
+    check("cache_hook (act_cache.py:15)" in fix and "total_loss" not in fix,
+          "fix does not fit the program: " + fix)
+    kept = r.rows("SELECT k.step, k.bytes, k.blocks, k.new_bytes FROM step_kept k "
+                  "JOIN strings s ON s.id = k.site_id WHERE k.run_id = ? "
+                  "AND s.value = 'cache_hook (act_cache.py:15)' ORDER BY k.step", r.run)
+    check([k[0] for k in kept] == list(range(40)), "step_kept steps %r" % [k[0] for k in kept])
+    check(all(k[1] == (k[0] + 1) << 20 and k[2] == k[0] + 1 and k[3] == 1 << 20 for k in kept),
+          "step_kept rows %r" % kept[:5])
+
+
+def case_ckpt_reload(pp):
+    """A checkpoint saved and reloaded mid-training: one jump, not growth."""
+    r = Rec(pp, "ckpt_reload.py", "@DIR/ckpt.pt")
+    check("reloaded at 30: True" in r.out, "program output changed: " + r.out)
+    check(len(r.steps()) == 60, "steps: %d" % len(r.steps()), r)
+    bad = [f for f in memory_findings(r) if f[1] in ("moderate", "high")]
+    check(not bad, "a reload rated as memory growth: %r" % bad, r)
+
+
+def case_loader_sample(pp):
+    """A loader-bound loop under --sample 100: the sampler's own memory is
+    not the program's."""
+    r = Rec(pp, "loader_bound.py", opts=("--sample", "100"))
+    check("batches: 60" in r.out, "program output changed: " + r.out)
+    check(len(r.steps()) == 60, "steps: %d" % len(r.steps()), r)
+    check(not memory_findings(r), "memory finding under --sample: %r" % memory_findings(r), r)
 
 
 def case_script(pp):
@@ -429,7 +487,23 @@ def case_annotated(pp):
     check(unit(r) == "phaseprof.step()", "step unit %r" % unit(r))
     per_step(r, ("forward", "backward", "optimizer_step"))
     # the same program runs plainly, the package on its path: a no-op
-    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "python"))
+    src = os.path.join(HERE, "..", "..", "python")
+    path = src
+    if subprocess.run([PY, "-c", "import pip, setuptools"], capture_output=True).returncode == 0:
+        # installed the way Python users install things: pip, from a copy
+        # of the source (pip leaves build files beside the sources)
+        shutil.copytree(src, os.path.join(r.dir, "src"))
+        path = os.path.join(r.dir, "site")
+        p = subprocess.run([PY, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps",
+                            "--no-index", "--target", path, os.path.join(r.dir, "src")],
+                           capture_output=True, text=True, timeout=300)
+        check(p.returncode == 0, "pip install of python/ failed:\n%s%s" % (p.stdout, p.stderr))
+        # under record with the installed copy on the path: the agent's own
+        # copy is the one the program gets, and its steps count
+        r2 = Rec(pp, "annotated.py", env={"PYTHONPATH": path})
+        check(numbers(r2) == list(range(15)) and "enabled: True" in r2.out,
+              "with pip's copy on the path: steps %r" % numbers(r2), r2)
+    env = dict(os.environ, PYTHONPATH=path)
     p = subprocess.run([PY, os.path.join(HERE, "progs", "annotated.py")], capture_output=True,
                        text=True, env=env, timeout=300)
     check(p.returncode == 0 and "steps: 15, enabled: False" in p.stdout,
@@ -473,6 +547,232 @@ def case_raises_forward(pp):
     got = traceback_of(r.err)
     check(got == want, "traceback differs under record:\n%s\n--- plain:\n%s" % (got, want))
     check(numbers(r) == list(range(3)), "closed steps %r" % numbers(r), r)
+def meta(r, key):
+    return r.one("SELECT value FROM run_meta WHERE run_id = ? AND key = ?", r.run, key)
+
+
+def named(r, kind, name):
+    return [s for s in r.spans(kind) if s[0] == name and s[2] is not None]
+
+
+def lightning_fit(pp, acc):
+    """Trainer.fit of tests/python_torch/progs/lightning_fit.py: 2 epochs x 8
+    training batches, 4 validation batches, the default sanity check (2)."""
+    r = Rec(pp, "lightning_fit.py", str(acc))
+    nsteps = 16 // acc
+    for line in ("training batches: 16 callback saw: 16", "optimizer steps: %d" % nsteps,
+                 "user callbacks list unchanged: True", "val_loss finite: True"):
+        check(line in r.out, "program output changed: " + r.out, r)
+    adapter_installed(r)
+    check(meta(r, "python.adapter.pytorch_lightning") == "installed",
+          "lightning adapter: %r" % meta(r, "python.adapter.pytorch_lightning"), r)
+    check(meta(r, "python.adapter.pytorch_lightning.fetch") is None,
+          "steps not begun at the fetch: %r" % meta(r, "python.adapter.pytorch_lightning.fetch"), r)
+    unit = meta(r, "python.step_unit")
+    want = ("Lightning training batch" if acc == 1 else
+            "Lightning optimizer step (accumulate_grad_batches=%d training batches)" % acc)
+    check(unit == want, "step unit %r" % unit, r)
+    steps = r.steps()
+    check([s[3] for s in steps] == list(range(nsteps)), "steps %r" % [s[3] for s in steps], r)
+    check(len(r.spans("step")) == nsteps, "open steps left: %r" % r.spans("step"), r)
+    first = r.spans("first_step")
+    check(len(first) == 1 and r.inside(steps[0], first[0]), "first step not marked", r)
+
+    # set-up: the module's setup and configure_optimizers (with the optimizer's
+    # own construction) inside one set-up phase, before the sanity check
+    setup = named(r, "span", "Lightning set-up")
+    check(len(setup) == 1, "set-up phases %r" % setup, r)
+    msetup = named(r, "span", "LightningModule.setup")
+    check(len(msetup) == 1 and r.inside(msetup[0], setup[0]), "LightningModule.setup %r" % msetup, r)
+    build = [s for s in r.spans("model_build") if r.inside(s, msetup[0])]
+    check([s[0] for s in build] == ["Sequential"], "model built in setup: %r" % build, r)
+    conf = named(r, "optimizer_setup", "LightningModule.configure_optimizers")
+    check(len(conf) == 1 and r.inside(conf[0], setup[0]), "configure_optimizers %r" % conf, r)
+    adam = named(r, "optimizer_setup", "Adam")
+    check(len(adam) == 1 and r.inside(adam[0], conf[0]), "Adam not built in configure_optimizers", r)
+
+    # the sanity check: one validation pass of 2 batches, before any step
+    sanity = named(r, "span", "Lightning sanity check")
+    check(len(sanity) == 1 and sanity[0][1] >= setup[0][2] and sanity[0][2] <= steps[0][1],
+          "sanity check %r" % sanity, r)
+    sval = named(r, "span", "Lightning validation (sanity check)")
+    check(len(sval) == 1 and r.inside(sval[0], sanity[0]), "sanity validation %r" % sval, r)
+    fwd = [s for s in r.spans("forward") if s[2] is not None]
+    check(len([f for f in fwd if r.inside(f, sval[0])]) == 2, "sanity check forwards", r)
+
+    # epochs, validation passes apart from the steps
+    epochs = [named(r, "span", "Lightning training epoch %d" % e) for e in (0, 1)]
+    check(all(len(e) == 1 for e in epochs), "epoch phases %r" % epochs, r)
+    epochs = [e[0] for e in epochs]
+    val = named(r, "span", "Lightning validation")
+    check(len(val) == 2, "validation phases: %d" % len(val), r)
+    for e, v in zip(epochs, val):
+        check(r.inside(v, e), "validation pass outside its epoch", r)
+        check(len([f for f in fwd if r.inside(f, v)]) == 4, "validation forwards", r)
+        mine = [s for s in steps if r.inside(s, e)]
+        check(len(mine) == nsteps // 2, "epoch %s has %d steps" % (e[0], len(mine)), r)
+    for s in steps:
+        for v in val + sval:
+            check(s[2] <= v[1] or v[2] <= s[1], "validation overlaps step %d" % s[3], r)
+    # backward: Lightning runs training_step and backward inside
+    # Optimizer.step(closure), where the PyTorch adapter records no backward
+    # phase (its opt_depth gate); only accumulation's micro-batches that do
+    # not step have one, outside the optimizer's step
+    per_step(r, ("data_wait", "forward"))
+    batches_in = [len([f for f in fwd if r.inside(f, s)]) for s in steps]
+    check(batches_in == [acc] * nsteps, "training forwards per step %r" % batches_in, r)
+    opt = [len([o for o in r.spans("optimizer_step") + adam_lazy(r) if r.inside(o, s)])
+           for s in steps]
+    check(opt == [1] * nsteps, "optimizer steps per step %r" % opt, r)
+
+    # the steps tile the training loop: the epochs less their validation
+    loop = sum(e[2] - e[1] for e in epochs) - sum(v[2] - v[1] for v in val)
+    inside = sum(s[2] - s[1] for s in steps)
+    check(inside >= 0.95 * loop, "steps cover %.1f%% of the training loop" % (100.0 * inside / loop), r)
+    print("steps cover %.1f%% of the training loop (%.1f ms of %.1f ms)"
+          % (100.0 * inside / loop, inside / 1e6, loop / 1e6))
+    healthy(r)
+
+
+def adam_lazy(r):
+    return named(r, "optimizer_setup", "Adam lazy state")
+
+
+def case_lightning_fit(pp):
+    lightning_fit(pp, 1)
+
+
+def case_lightning_accumulate(pp):
+    lightning_fit(pp, 2)
+
+
+def case_lightning_raises(pp):
+    """training_step raises at batch 5: the program's traceback and exit
+    status, the 5 steps before it closed, the broken one left open."""
+    r = Rec(pp, "lightning_raises.py", expect_rc=1)
+    check(r.out == "fitting\n", "program output changed: %r" % r.out, r)
+    p = subprocess.run([PY, os.path.join(HERE, "progs", "lightning_raises.py")], capture_output=True,
+                       text=True, timeout=300)
+    want = traceback_of(p.stderr)
+    check("RuntimeError: bad batch at step 5" in want, "plain run: " + p.stderr[-800:])
+    got = traceback_of(r.err)
+    check(got == want, "traceback differs under record:\n%s\n--- plain:\n%s" % (got, want))
+    check(meta(r, "python.adapter.pytorch_lightning") == "installed", "lightning adapter", r)
+    steps = r.steps()
+    check([s[3] for s in steps] == list(range(5)), "closed steps %r" % [s[3] for s in steps], r)
+    open_ = [s for s in r.spans("step") if s[2] is None]
+    check([s[3] for s in open_] == [5], "open steps %r" % open_, r)
+    check(r.one("SELECT COUNT(*) FROM marks m JOIN strings s ON s.id = m.name_id WHERE m.run_id = ? "
+                "AND s.value = 'Lightning fit raised RuntimeError'", r.run) == 1, "no mark", r)
+    st, code = r.rows("SELECT status, exit_code FROM runs WHERE id = ?", r.run)[0]
+    check(code == 1, "exit code %r (status %r)" % (code, st))
+
+
+# torch.compile (torch 2 only). A fresh Inductor cache folder per recording
+# (TORCHINDUCTOR_CACHE_DIR) keeps the facts those of a cold start. Recorded
+# once with a warm cache, compile_break had the same frames, graph-break and
+# recompile marks, but no aot_autograd/inductor phases (AOTAutograd's cache
+# hit skips them; capture and a short c++ compile phase, the cached module's
+# load, remain) and the counters read 3 FX graph / 3 AOTAutograd cache hits,
+# 0 misses: the cache assertions below would fail there.
+COMPILE_ENV = {"TORCHINDUCTOR_CACHE_DIR": "@DIR/inductor-cache"}
+
+
+def compile_spans(r, prefix):
+    return [s for s in r.spans("compile") if s[0].startswith(prefix)]
+
+
+def case_compile_shapes(pp):
+    r = Rec(pp, "compile_shapes.py", env=COMPILE_ENV)
+    check("trained 12 steps over 6 batch sizes" in r.out, "program output changed: " + r.out)
+    adapter_installed(r)
+    check(r.meta("python.adapter.torch._dynamo") == "installed",
+          "torch._dynamo adapter: %r" % r.meta("python.adapter.torch._dynamo"), r)
+    steps = r.steps()
+    check([s[3] for s in steps] == list(range(12)), "steps %r" % [s[3] for s in steps], r)
+    # the decorator's line: the code object's first line
+    frame = "loss_fn (compile_shapes.py:27)"
+    comp = compile_spans(r, "compile ")
+    check([c[0] for c in comp] == ["compile " + frame] * 6,
+          "outermost compile phases: %r" % [c[0] for c in comp], r)
+    # one compile per new batch size, each inside the step that met the size
+    for i, c in enumerate(comp):
+        check(r.inside(c, steps[i]), "compile %d not inside step %d: %r %r" % (i, i, c, steps[i]), r)
+    for s in steps[6:]:
+        check(not any(r.inside(c, s) for c in r.spans("compile")),
+              "a compile in step %d (sizes seen before)" % s[3], r)
+    for stage in ("dynamo capture ", "aot_autograd "):
+        st = compile_spans(r, stage + frame)
+        check(len(st) == 6 and all(any(r.inside(x, c) for c in comp) for x in st),
+              "%s phases: %r" % (stage, st), r)
+    re = r.marks("torch.compile recompile: ")
+    check(len(re) == 5, "recompile marks: %r" % re, r)
+    sizes = [8, 12, 16, 20, 24, 28]
+    for k, m in enumerate(re):
+        check(m.startswith("torch.compile recompile: %s #%d: " % (frame, k + 2)), "mark %r" % m)
+        # the guard names the input and the dimension that changed
+        check("tensor 'x' size mismatch at index 0. expected %d, actual %d"
+              % (sizes[k], sizes[k + 1]) in m, "guard reason %r" % m)
+    check(r.counter("torch.compile.recompiles")[-1] == 5, "recompiles counter %r"
+          % r.counter("torch.compile.recompiles"))
+    check(r.counter("torch.compile.frames")[-1] == 6, "frames counter")
+    check(not r.marks("torch.compile graph break: "), "graph breaks: %r"
+          % r.marks("torch.compile graph break: "), r)
+    f = r.finding("recompile_storm")
+    check(f is not None, "no recompile_storm finding", r)
+    check("recompiled %s 5 times (6 compiles," % frame in f[2], "storm title: " + f[2])
+    check("tensor 'x' size mismatch at index 0. expected 8, actual 12" in f[3] and
+          "expected 24, actual 28" in f[3] and "inside steps 0 to 5" in f[3],
+          "storm evidence: " + f[3])
+    check(f[1] in ("moderate", "high"), "storm severity %s" % f[1])
+    f = r.finding("first_step_compile")
+    check(f is not None and "(1 frame)" in f[2], "first_step_compile: %r" % (f,), r)
+    check(r.finding("first_step_slow") is None, "first_step_slow beside first_step_compile", r)
+
+
+def case_compile_break(pp):
+    r = Rec(pp, "compile_break.py", env=COMPILE_ENV)
+    check("predictions: 10, finite: True" in r.out, "program output changed: " + r.out)
+    check(r.meta("python.adapter.torch._dynamo") == "installed", "torch._dynamo adapter", r)
+    steps = r.steps()
+    check([s[3] for s in steps] == list(range(10)), "steps %r" % [s[3] for s in steps], r)
+    # the module's call breaks at .item(); Dynamo then compiles forward on
+    # its own (it breaks again) and the resume function after the break
+    frames = ["Gated.__call__ (compile_break.py:18)", "Gated.forward (compile_break.py:18)",
+              "Gated.torch_dynamo_resume_in_forward_at_20 (compile_break.py:20)"]
+    comp = compile_spans(r, "compile ")
+    names = [c[0][8:] for c in comp]
+    check(names == frames + frames[2:], "compiled frames: %r" % names, r)
+    check(all(r.inside(c, steps[0]) for c in comp[:3]), "first compiles outside step 0", r)
+    # .item()'s value is guarded as a constant: the resume function
+    # recompiles once in step 1 (then Dynamo makes it dynamic)
+    check(r.inside(comp[3], steps[1]), "the recompile is not in step 1", r)
+    re = r.marks("torch.compile recompile: ")
+    check(len(re) == 1 and re[0].startswith("torch.compile recompile: %s #2: " % frames[2])
+          and "if h.mean().item() > 0.0" in re[0], "recompile marks %r" % re, r)
+    for stage in ("dynamo capture ", "aot_autograd ", "inductor lowering ", "inductor codegen ",
+                  "c++ compile "):
+        sp = compile_spans(r, stage + frames[1])
+        check(sp and all(r.inside(x, comp[1]) for x in sp), "no %sphase in %s" % (stage, frames[1]), r)
+    gb = r.marks("torch.compile graph break: ")
+    check(len(gb) == 2 and all(g.startswith("torch.compile graph break: %s: Unsupported Tensor.item() "
+                                            "call with capture_scalar_outputs=False" % f)
+                               and g.endswith("(x1)") for g, f in zip(gb, frames)),
+          "graph break marks: %r" % gb, r)
+    check(r.counter("torch.compile.graph_breaks")[-1] == 2, "graph_breaks counter")
+    check(r.counter("torch.compile.recompiles")[-1] == 1, "recompiles counter")
+    # cold cache: the two graphs miss; the recompiled graph is the same, a hit
+    miss = r.counter("torch.compile.fx_graph_cache_misses")
+    hit = r.counter("torch.compile.fx_graph_cache_hits")
+    check(miss[-1] == 2 and hit[-1] == 1 and hit[2] == 0,
+          "FX graph cache: misses %r, hits %r" % (miss, hit), r)
+    check(r.finding("recompile_storm") is None, "recompile storm on one recompile", r)
+    f = r.finding("first_step_compile")
+    check(f is not None, "no first_step_compile finding", r)
+    check("compilation: torch.compile took" in f[2] and "(3 frames)" in f[2], "title " + f[2])
+    check("c++ compile" in f[3] and "0 hits, 2 misses (cold start)" in f[3] and
+          "2 graph breaks" in f[3], "evidence " + f[3])
+    check(r.finding("first_step_slow") is None, "first_step_slow beside first_step_compile", r)
 
 
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}

@@ -21,6 +21,9 @@
 #ifndef CHECK_CHROME
 #define CHECK_CHROME "check_chrome.py"
 #endif
+#ifndef CHECK_PERFETTO
+#define CHECK_PERFETTO "check_perfetto.py"
+#endif
 
 static char *dir;
 static char db[1024];
@@ -408,6 +411,22 @@ static void test_chrome_overlap_lanes(void **state)
 	assert_int_equal(run_checker("overlap.json", "--expect a=10 --expect b=10 --expect c=1"), 0);
 }
 
+/* Perfetto's protobuf trace, decoded back by check_perfetto.py (its own
+ * wire-format reader): every span of every run (the overlapping one on an
+ * overflow lane), mark and counter sample, exact to the ns. */
+static void test_perfetto_roundtrip(void **state)
+{
+	(void)state;
+	long len;
+	char *b = write_format("perfetto", NULL, "trace.pftrace", &len);
+	assert_true(len > 100);
+	assert_int_equal(b[0], 0x0a); /* Trace.packet, length-delimited */
+	free(b);
+	char cmd[3200];
+	snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s/trace.pftrace %s", CHECK_PERFETTO, dir, db);
+	assert_int_equal(system(cmd), 0);
+}
+
 static int check_folded(const char *text, int *lines);
 
 static void test_deep_stack(void **state)
@@ -744,6 +763,7 @@ int main(void)
 		cmocka_unit_test(test_report_recorded_wall_time),
 		cmocka_unit_test(test_chrome_valid),
 		cmocka_unit_test(test_chrome_overlap_lanes),
+		cmocka_unit_test(test_perfetto_roundtrip),
 		cmocka_unit_test(test_chrome_gzip),
 		cmocka_unit_test(test_deep_stack),
 		cmocka_unit_test(test_folded),

@@ -29,6 +29,7 @@ typedef struct diag_run {
 	int64_t total_ns;         /* run wall time (duration, else last event) */
 
 	pp_span_list spans;       /* closed spans only are used (end_ns >= 0) */
+	int64_t spans_left_out;   /* leaf op/span spans past the per-name quota (pp_store_spans_kept) */
 	int64_t *self_ns;         /* per span: duration minus its children's */
 	int *parent;              /* per span: index of its parent, -1 */
 	int *attr_kind;           /* per span: its kind; for a free-form span the kind
@@ -183,6 +184,11 @@ void rule_memory_grows_per_step(diag_ctx *c);
 void rule_data_starvation(diag_ctx *c);
 void rule_weight_load_slow(diag_ctx *c);
 void rule_import_startup(diag_ctx *c);
+void rule_recompile_storm(diag_ctx *c);
+/* The run has torch.compile phases (rules_compile.c): its compile time is
+ * the compile rules' to judge. */
+int diag_has_torch_compile(const diag_run *r);
+void rule_first_step_compile(diag_ctx *c);
 /* Evidence from the per-step counters of programs recorded from outside
  * (rules_framework.c): what grows with a growing step time, what the first
  * step allocated. */
@@ -195,11 +201,26 @@ void rule_ranks(diag_ctx *c);
 
 /* ---- distributed jobs (rules_ranks.c) ---- */
 typedef struct diag_phase { int kind; char name[64]; int64_t ns; } diag_phase;
+/* A point where every rank waits for the others: a communicator's set-up
+ * (MPI_Init, init_process_group, DistributedDataParallel.__init__), the
+ * first collective after it, a barrier outside the steps (checkpoint
+ * barriers). Matched across ranks by name and occurrence. */
+typedef struct diag_sync {
+	char name[48];
+	int ord;                        /* its occurrence among the rank's syncs of that name */
+	int kind;                       /* PP_COMM_INIT or PP_COMM */
+	int first;                      /* the first collective after a set-up */
+	int64_t start, end;             /* on the run's clock */
+	int64_t from;                   /* end of the previous sync point (0: the run's start) */
+	diag_phase *pre;                /* outermost phases in [from, start) */
+	int n_pre;
+} diag_sync;
 typedef struct diag_rank {
 	int rank;
 	int64_t run_id;
 	char host[64], status[16];
 	int term_signal;
+	int exit_code;                  /* -1 unknown; > 0 with status complete: it exited with an error */
 	int64_t origin_ns;              /* the run's t = 0 on the job's clock (start_unix_ns) */
 	int64_t end_ns;                 /* run duration */
 	int64_t init_start, init_end;   /* first comm_init span, -1 if none */
@@ -212,6 +233,10 @@ typedef struct diag_rank {
 	int n_pre_coll;
 	int n_steps;
 	int64_t *step_ns, *step_comm_ns; /* per step: duration, outermost comm time inside */
+	int64_t *step_sync_ns;          /* per step: comm, plus backward where DDP's allreduce
+					 * waits inside it (NULL: step_comm_ns) */
+	diag_sync *sync;                /* every sync point in time order (NULL: from init_* / coll_*) */
+	int n_sync;
 	int64_t comm_calls, comm_bytes;
 	char open_phase[96];            /* innermost phase still open at the end ("" none) */
 	int open_depth;

@@ -99,49 +99,230 @@ static int rises(const double *y, int n, rise *o)
 /* ---- memory growing per step ---- */
 
 #define MEM_MIN_GROWTH (8.0 * 1048576)
+#define MEM_MAX_JUMPS 2
+
+/* Takes out of y (in place) the largest rises that stand alone: a rise is
+ * a jump when it is at least MEM_MIN_GROWTH / 2, at least 4 times the
+ * median step-to-step change and at least a third of what the series rose
+ * in all; everything after it is lowered by it. A checkpoint reload or a
+ * cache filled once is one such rise with flat memory before and after;
+ * steady growth has no rise that stands out, so taking out two of its
+ * rises leaves it growing. Returns how many were taken out; *at and *by
+ * get the first one's step index (in y) and size. */
+static int take_out_jumps(double *y, int n, int *at, double *by)
+{
+	*at = -1;
+	*by = 0;
+	if (n < 3)
+		return 0;
+	double *d = malloc((size_t)(n - 1) * sizeof *d);
+	if (!d)
+		return 0;
+	int jumps = 0;
+	for (; jumps < MEM_MAX_JUMPS; jumps++) {
+		int k = -1;
+		for (int i = 1; i < n; i++) {
+			d[i - 1] = fabs(y[i] - y[i - 1]);
+			if (k < 0 || y[i] - y[i - 1] > y[k] - y[k - 1])
+				k = i;
+		}
+		double rise = y[k] - y[k - 1], total = y[n - 1] - y[0];
+		double med = diag_median(d, n - 1);
+		if (rise < MEM_MIN_GROWTH / 2 || rise < 4 * med || rise < total / 3)
+			break;
+		if (jumps == 0) {
+			*at = k;
+			*by = rise;
+		}
+		for (int i = k; i < n; i++)
+			y[i] -= rise;
+	}
+	free(d);
+	return jumps;
+}
+
+/* A level shift in a noisy series (a step allocating and freeing tens of
+ * MiB moves resident memory by as much from one step to the next, so no
+ * single rise stands out): the split, each side at least 8 steps, that a
+ * step function fits best (least absolute deviation from each side's
+ * median). It is a one-time jump when
+ * that difference is at least MEM_MIN_GROWTH and neither side rises on its
+ * own by half of it (a leak keeps rising on both sides of any split).
+ * Returns the split's index, or -1; *by: the difference of medians. */
+static int level_shift(const double *y, int n, double *by)
+{
+	*by = 0;
+	int best = -1;
+	double bd = 0, best_cost = INFINITY;
+	int stride = n > 256 ? n / 128 : 1; /* medians per split: bounded */
+	for (int k = 8; k <= n - 8; k += stride) {
+		/* the split that a step function fits best (least absolute
+		 * deviation from each side's median) */
+		double ml = diag_median(y, k), mr = diag_median(y + k, n - k), cost = 0;
+		for (int i = 0; i < n; i++)
+			cost += fabs(y[i] - (i < k ? ml : mr));
+		if (cost < best_cost) {
+			best_cost = cost;
+			bd = mr - ml;
+			best = k;
+		}
+	}
+	if (best < 0 || bd < MEM_MIN_GROWTH)
+		return -1;
+	rise a, b;
+	if ((rises(y, best, &a) && a.slope * (best - 1) >= MEM_MIN_GROWTH / 2) ||
+	    (rises(y + best, n - best, &b) && b.slope * (n - best - 1) >= MEM_MIN_GROWTH / 2))
+		return -1;
+	*by = bd;
+	return best;
+}
+
+/* Names the sites holding the kept memory (the step_kept rows): the
+ * sites whose live bytes rose over the steady steps, largest first.
+ * Writes the top site into top (empty when none) and its per-step rate
+ * into *rate. */
+static void kept_sites(const diag_run *r, pp_finding *f, char *top, size_t cap, double *rate)
+{
+	top[0] = 0;
+	*rate = 0;
+	pp_kept_site *ks = NULL;
+	int n = 0;
+	int64_t from = r->n_steps > 1 ? r->steps[1].iteration : 0;
+	if (pp_store_kept_sites(r->st, r->run_id, from, &ks, &n) != 0 || n == 0) {
+		free(ks);
+		return;
+	}
+	int said = 0;
+	for (int i = 0; i < n && said < 3; i++) {
+		if (ks[i].per_step_bytes < 4096)
+			continue;
+		char a[32], b[32];
+		diag_evidence(f, "%s %s per step kept, allocated in %s (%s live at the last step, %lld "
+				 "blocks)",
+			      said ? ";" : " Held by (allocations alive at each step's end, by where "
+					  "they were made):",
+			      pp_fmt_bytes(a, sizeof a, ks[i].per_step_bytes), ks[i].site,
+			      pp_fmt_bytes(b, sizeof b, (double)ks[i].last_bytes), (long long)ks[i].last_blocks);
+		if (!said) {
+			snprintf(top, cap, "%.*s", (int)cap - 1, ks[i].site);
+			*rate = ks[i].per_step_bytes;
+		}
+		said++;
+	}
+	if (said)
+		diag_evidence(f, ".");
+	free(ks);
+}
 
 void rule_memory_grows_per_step(diag_ctx *c)
 {
 	const diag_run *r = c->run;
 	double *y = NULL;
 	int n = steady_series(r, "step.rss_bytes", &y);
+	if (n < 8) {
+		free(y);
+		return;
+	}
+	double first = y[0], last = y[n - 1];
+	double *orig = malloc((size_t)n * sizeof *orig);
+	if (!orig) {
+		free(y);
+		return;
+	}
+	memcpy(orig, y, (size_t)n * sizeof *y);
+	int jump_at = -1;
+	double jump = 0;
+	int jumps = take_out_jumps(y, n, &jump_at, &jump);
 	rise g;
-	if (!rises(y, n, &g) || g.slope * (n - 1) < MEM_MIN_GROWTH) {
+	char a[32], b[32], s[32];
+	int growing = rises(y, n, &g) && g.slope * (n - 1) >= MEM_MIN_GROWTH;
+	double shift = 0;
+	/* on the series as recorded: taking out a "jump" that was noise
+	 * would leave a series that is neither */
+	int shift_at = growing ? level_shift(orig, n, &shift) : -1;
+	free(orig);
+	if (!growing || shift_at >= 0) {
+		/* no growth once the jumps are out, or a level shift with
+		 * neither side rising: a one-time rise is worth a line, not a
+		 * leak warning */
+		int at = shift_at >= 0 ? shift_at : jump_at;
+		double by = shift_at >= 0 ? shift : jump;
+		if ((shift_at >= 0 || jumps == 1) && by >= MEM_MIN_GROWTH) {
+			int step = (int)r->steps[1 + at].iteration;
+			pp_finding *f = diag_emit(
+				c, "memory_grows_per_step", DIAG_INFO, 0,
+				"Nothing to fix if this is a checkpoint load or a cache filled once; "
+				"memory that stays higher after it is what the step now keeps.",
+				"Resident memory rose once by %s at step %d, flat before and after",
+				pp_fmt_bytes(s, sizeof s, by), step);
+			if (f)
+				diag_evidence(f, "step.rss_bytes at the end of %d steady steps (the first left "
+						 "out): %s before step %d, %s at the end; %s (a jump, not growth "
+						 "per step).",
+					      n, pp_fmt_bytes(a, sizeof a, first), step,
+					      pp_fmt_bytes(b, sizeof b, last),
+					      shift_at >= 0 ? "the median after it is that much higher and "
+							      "neither side rises on its own"
+							    : "without that one rise the series does not grow");
+		}
 		free(y);
 		return;
 	}
 	double growth = g.slope * (n - 1);
-	double rel = y[0] > 0 ? growth / y[0] : 1;
-	char a[32], b[32], s[32];
-	pp_finding *f = diag_emit(
-		c, "memory_grows_per_step", rel >= 0.25 ? DIAG_HIGH : DIAG_MODERATE,
-		rel < 1 ? rel : 1,
-		"Something keeps each step's tensors alive: look for tensors the program keeps "
-		"across steps (a list or cache appended to every step, outputs, hidden states or "
-		"hook results kept without .detach()). One that requires grad keeps its step's "
-		"whole autograd graph and activations too, as a loss summed across steps does "
-		"(total_loss += loss): keep loss.item() or a detached tensor instead.",
-		"Resident memory grows by %s per step: from %s to %s over %d steps",
-		pp_fmt_bytes(s, sizeof s, g.slope), pp_fmt_bytes(a, sizeof a, y[0]),
-		pp_fmt_bytes(b, sizeof b, y[n - 1]), n);
+	double rel = first > 0 ? growth / first : 1;
+	/* what holds it decides the fix: the autograd graph of a loss kept
+	 * across steps, else the allocation site that keeps it */
+	double *gn = NULL;
+	int ng = steady_series(r, "torch.graph_nodes", &gn);
+	rise gg;
+	int graph = rises(gn, ng, &gg) && gg.last > gg.first;
+	pp_finding *f = diag_emit(c, "memory_grows_per_step", rel >= 0.25 ? DIAG_HIGH : DIAG_MODERATE,
+				  rel < 1 ? rel : 1, "", "Resident memory grows by %s per step: from %s to %s over %d steps",
+				  pp_fmt_bytes(s, sizeof s, g.slope), pp_fmt_bytes(a, sizeof a, first),
+				  pp_fmt_bytes(b, sizeof b, last), n);
+	if (!f) {
+		free(gn);
+		free(y);
+		return;
+	}
 	diag_evidence(f, "step.rss_bytes at the end of %d steady steps (the first left out): higher "
 			 "than the step before in %d of %d, Theil-Sen slope %s per step, "
 			 "Mann-Kendall p=%.2g; %.0f%% more than at the first steady step",
 		      n, g.ups, n - 1, s, g.p_up, 100 * rel);
+	if (jumps)
+		diag_evidence(f, " (besides %d one-time rise%s, the largest %s, left out)", jumps,
+			      jumps > 1 ? "s" : "", pp_fmt_bytes(a, sizeof a, jump));
 	double *ab = NULL;
 	int na = steady_series(r, "step.alloc_bytes", &ab);
 	if (na > 0)
 		diag_evidence(f, "; %s allocated per step (median)",
 			      pp_fmt_bytes(a, sizeof a, diag_median(ab, na)));
 	free(ab);
-	double *gn = NULL;
-	int ng = steady_series(r, "torch.graph_nodes", &gn);
-	rise gg;
-	if (rises(gn, ng, &gg))
+	if (graph)
 		diag_evidence(f, "; the autograd graph grows with it: %.0f -> %.0f nodes", gg.first,
 			      gg.last);
 	free(gn);
 	diag_evidence(f, ".");
+	char top[160];
+	double rate = 0;
+	kept_sites(r, f, top, sizeof top, &rate);
+	if (graph)
+		snprintf(f->fix, sizeof f->fix,
+			 "Each step's autograd graph stays alive with its saved activations: a loss or an "
+			 "output kept across steps with its graph (total_loss += loss) holds them. "
+			 "Accumulate loss.item() or loss.detach() instead.");
+	else if (top[0])
+		snprintf(f->fix, sizeof f->fix,
+			 "Tensors allocated in %s are kept across steps (%s per step): whatever holds them "
+			 "(a list, dict or cache appended to every step, a hook's outputs) grows without "
+			 "bound. Keep only what is needed (a float via .item(), a bounded deque), or "
+			 "clear it each step; tensors stored for later use still need .detach().",
+			 top, pp_fmt_bytes(a, sizeof a, rate));
+	else
+		snprintf(f->fix, sizeof f->fix,
+			 "Something keeps each step's tensors alive: a list, dict or cache appended to every "
+			 "step, a hook's outputs, or a tensor kept with its autograd graph. Keep only what "
+			 "is needed (.item(), .detach(), a bounded deque) or clear it each step.");
 	free(y);
 }
 

@@ -14,6 +14,7 @@
 #include "diag_internal.h"
 #include "pp_grow.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,10 @@ void diag_job_free(diag_job *j)
 		free(j->ranks[i].pre_coll);
 		free(j->ranks[i].step_ns);
 		free(j->ranks[i].step_comm_ns);
+		free(j->ranks[i].step_sync_ns);
+		for (int q = 0; q < j->ranks[i].n_sync; q++)
+			free(j->ranks[i].sync[q].pre);
+		free(j->ranks[i].sync);
 	}
 	free(j->ranks);
 	memset(j, 0, sizeof *j);
@@ -79,6 +84,106 @@ static int collect_before(const diag_run *r, int64_t from, int64_t to, diag_phas
 	return 0;
 }
 
+#define DIAG_MAX_SYNC 64 /* a job with a barrier in every iteration and no steps */
+static int is_barrier(const char *name)
+{
+	return name && (strstr(name, "barrier") || strstr(name, "Barrier"));
+}
+
+static int cmp_sync(const void *a, const void *b)
+{
+	const diag_sync *x = a, *y = b;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The rank's sync points: every communicator set-up (comm_init), the first
+ * collective after each before the steps begin, and every barrier outside
+ * the steps (checkpoint barriers; the steps' collectives are the straggler
+ * rule's); each with what the rank did since the previous one. */
+static int collect_syncs(diag_rank *k, const diag_run *r)
+{
+	const pp_span_list *l = &r->spans;
+	int cap = 0, rc = -1;
+	int *ini = malloc((size_t)(l->n ? l->n : 1) * sizeof *ini), ni = 0;
+	if (!ini)
+		return -1;
+	for (int i = 0; i < l->n; i++)
+		if (l->rows[i].kind == PP_COMM_INIT && diag_span_closed(&l->rows[i]) && r->outer[i])
+			ini[ni++] = i;
+	int64_t steps_at = r->n_steps ? r->steps[0].start_ns : INT64_MAX;
+	/* per set-up: the earliest collective after it (index, -1 none) */
+	int *first = malloc((size_t)(ni ? ni : 1) * sizeof *first);
+	if (!first)
+		goto out;
+	for (int q = 0; q < ni; q++)
+		first[q] = -1;
+	for (int i = 0; i < l->n; i++) {
+		const pp_span_row *s = &l->rows[i];
+		if (s->kind != PP_COMM || !diag_span_closed(s) || !r->outer[i])
+			continue;
+		int inside = 0;
+		for (int q = 0; q < ni && !inside; q++) {
+			const pp_span_row *t = &l->rows[ini[q]];
+			inside = t->start_ns <= s->start_ns && t->end_ns >= s->end_ns;
+		}
+		if (inside)
+			continue; /* the set-up's own traffic */
+		for (int q = 0; q < ni; q++) {
+			const pp_span_row *t = &l->rows[ini[q]];
+			if (s->start_ns >= t->end_ns && (first[q] < 0 || s->start_ns < l->rows[first[q]].start_ns))
+				first[q] = i;
+		}
+	}
+	for (int i = 0; i < l->n; i++) {
+		const pp_span_row *s = &l->rows[i];
+		if (!diag_span_closed(s) || !r->outer[i])
+			continue;
+		int take = s->kind == PP_COMM_INIT, is_barrier_only = 0;
+		if (s->kind == PP_COMM && r->step_of[i] < 0) {
+			int is_first = 0;
+			for (int q = 0; q < ni && !is_first; q++)
+				is_first = first[q] == i;
+			/* the first one only while the set-up lasts: a collective
+			 * after a step is the steps' business */
+			if (is_first && s->start_ns > steps_at)
+				is_first = 0;
+			/* one collective first after several set-ups: taken once */
+			take = is_first || is_barrier(s->name);
+			is_barrier_only = !is_first;
+		}
+		if (!take || k->n_sync >= DIAG_MAX_SYNC)
+			continue;
+		if (PP_GROW(k->sync, k->n_sync + 1, cap) != 0)
+			goto out;
+		diag_sync *y = &k->sync[k->n_sync++];
+		memset(y, 0, sizeof *y);
+		snprintf(y->name, sizeof y->name, "%s", s->name ? s->name : pp_kind_name((pp_kind)s->kind));
+		y->start = s->start_ns;
+		y->end = s->end_ns;
+		y->kind = s->kind;
+		y->first = s->kind == PP_COMM && !is_barrier_only;
+	}
+	if (k->n_sync > 1)
+		qsort(k->sync, (size_t)k->n_sync, sizeof *k->sync, cmp_sync);
+	for (int q = 0; q < k->n_sync; q++) {
+		diag_sync *y = &k->sync[q];
+		y->ord = 0;
+		for (int p = 0; p < q; p++)
+			if (strcmp(k->sync[p].name, y->name) == 0)
+				y->ord++;
+		y->from = q ? k->sync[q - 1].end : 0;
+		if (y->from > y->start)
+			y->from = y->start;
+		if (collect_before(r, y->from, y->start, &y->pre, &y->n_pre) != 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(ini);
+	free(first);
+	return rc;
+}
+
 static int load_rank(diag_rank *k, const pp_rank_run *rr, pp_store *st, char *err, size_t errlen)
 {
 	diag_run r;
@@ -88,6 +193,7 @@ static int load_rank(diag_rank *k, const pp_rank_run *rr, pp_store *st, char *er
 	snprintf(k->host, sizeof k->host, "%s", rr->host);
 	snprintf(k->status, sizeof k->status, "%s", rr->status);
 	k->term_signal = rr->term_signal;
+	k->exit_code = rr->exit_code;
 	k->origin_ns = rr->start_unix_ns;
 	k->end_ns = rr->duration_ns;
 	k->init_start = k->init_end = k->coll_start = k->coll_end = -1;
@@ -133,19 +239,32 @@ static int load_rank(diag_rank *k, const pp_rank_run *rr, pp_store *st, char *er
 	if (k->coll_start >= 0 &&
 	    collect_before(&r, k->init_end, k->coll_start, &k->pre_coll, &k->n_pre_coll) != 0)
 		goto out;
-	/* steps: duration and outermost communication inside each */
+	if (collect_syncs(k, &r) != 0)
+		goto out;
+	/* steps: duration and outermost communication inside each; with DDP
+	 * the gradient allreduce waits inside backward (C++ reducer hooks), so
+	 * backward is where a faster rank waits for a slower one */
+	char ddp[16];
+	int has_ddp = pp_store_run_meta(st, rr->run_id, "torch.ddp", ddp, sizeof ddp) == 0;
 	k->n_steps = r.n_steps;
 	if (r.n_steps) {
 		k->step_ns = calloc((size_t)r.n_steps, sizeof *k->step_ns);
 		k->step_comm_ns = calloc((size_t)r.n_steps, sizeof *k->step_comm_ns);
-		if (!k->step_ns || !k->step_comm_ns)
+		k->step_sync_ns = calloc((size_t)r.n_steps, sizeof *k->step_sync_ns);
+		if (!k->step_ns || !k->step_comm_ns || !k->step_sync_ns)
 			goto out;
 		for (int i = 0; i < r.n_steps; i++)
 			k->step_ns[i] = r.steps[i].end_ns - r.steps[i].start_ns;
 		for (int i = 0; i < l->n; i++) {
 			const pp_span_row *s = &l->rows[i];
-			if (s->kind == PP_COMM && r.outer[i] && r.step_of[i] >= 0 && diag_span_closed(s))
+			if (!r.outer[i] || r.step_of[i] < 0 || !diag_span_closed(s))
+				continue;
+			if (s->kind == PP_COMM) {
 				k->step_comm_ns[r.step_of[i]] += diag_span_dur(s);
+				k->step_sync_ns[r.step_of[i]] += diag_span_dur(s);
+			} else if (s->kind == PP_BACKWARD && has_ddp) {
+				k->step_sync_ns[r.step_of[i]] += diag_span_dur(s);
+			}
 		}
 	}
 	if (pp_store_comm_totals(st, rr->run_id, &k->comm_calls, &k->comm_bytes) != 0)
@@ -230,17 +349,29 @@ static double jshare(const diag_job *j, double ns)
 
 /* A failed rank: crashed, killed or cut short. The earliest to end is the
  * one that failed first; the others were usually stopped by the launcher. */
+static int rank_errored(const diag_rank *k)
+{
+	return strcmp(k->status, "complete") == 0 && k->exit_code > 0;
+}
+
+/* the rank ended on its own account: a crash, or an exit with an error
+ * code (sys.exit(1), os._exit(3)); the others were usually stopped */
+static int rank_culprit(const diag_rank *k)
+{
+	return strcmp(k->status, "crashed") == 0 || rank_errored(k);
+}
+
 static void check_failed(const diag_job *j, diag_ctx *c)
 {
 	int first = -1, nbad = 0;
 	for (int i = 0; i < j->n; i++) {
 		const diag_rank *k = &j->ranks[i];
-		if (strcmp(k->status, "complete") == 0)
+		if (strcmp(k->status, "complete") == 0 && !rank_errored(k))
 			continue;
 		nbad++;
-		int crashed = strcmp(k->status, "crashed") == 0;
-		if (first < 0 || (crashed && strcmp(j->ranks[first].status, "crashed") != 0) ||
-		    (crashed == (strcmp(j->ranks[first].status, "crashed") == 0) &&
+		int culprit = rank_culprit(k);
+		if (first < 0 || (culprit && !rank_culprit(&j->ranks[first])) ||
+		    (culprit == rank_culprit(&j->ranks[first]) &&
 		     k->origin_ns + k->end_ns < j->ranks[first].origin_ns + j->ranks[first].end_ns))
 			first = i;
 	}
@@ -259,6 +390,8 @@ static void check_failed(const diag_job *j, diag_ctx *c)
 	if (cut)
 		snprintf(what, sizeof what, "stopped abruptly (its recording was cut: SIGKILL, OOM killer or a lost "
 					    "node)%s", where[0] ? "; last seen" : "");
+	else if (rank_errored(k))
+		snprintf(what, sizeof what, "exited with code %d", k->exit_code);
 	else
 		snprintf(what, sizeof what, "%s%s", k->status, k->term_signal ? " by a signal" : "");
 	pp_finding *f = diag_emit(c, "rank_failed", DIAG_HIGH, 0.9,
@@ -267,25 +400,78 @@ static void check_failed(const diag_job *j, diag_ctx *c)
 				  "Rank %d %s%s", k->rank, what, where);
 	char d[32];
 	diag_evidence(f, "Rank %d (run %lld, host %s) ended %s after %s", k->rank, (long long)k->run_id, k->host,
-		      k->status, pp_fmt_dur(d, sizeof d, (double)k->end_ns));
+		      rank_errored(k) ? "with an error exit code" : k->status, pp_fmt_dur(d, sizeof d, (double)k->end_ns));
 	if (k->term_signal)
 		diag_evidence(f, " (signal %d)", k->term_signal);
 	diag_evidence(f, "; %d of %d ranks did not complete", nbad, j->n);
 	for (int i = 0; i < j->n; i++)
-		if (i != first && strcmp(j->ranks[i].status, "complete") != 0)
+		if (i != first && rank_errored(&j->ranks[i]))
+			diag_evidence(f, "; rank %d exited with code %d", j->ranks[i].rank, j->ranks[i].exit_code);
+		else if (i != first && strcmp(j->ranks[i].status, "complete") != 0)
 			diag_evidence(f, "; rank %d %s", j->ranks[i].rank, j->ranks[i].status);
 	diag_evidence(f, ".");
 }
 
-/* The rank whose phase before the sync point cost the most more than the
- * median of the others' same phase. */
-static void late_phase(const diag_job *j, int late, int coll, char *out, size_t len, int64_t *excess_out)
+/* The rank's sync points; a hand-built rank without a list has its init
+ * and first collective (tmp holds them). */
+static const diag_sync *rank_syncs(const diag_rank *k, diag_sync tmp[2], int *n)
 {
+	if (k->sync) {
+		*n = k->n_sync;
+		return k->sync;
+	}
+	*n = 0;
+	memset(tmp, 0, 2 * sizeof *tmp);
+	if (k->init_start >= 0) {
+		diag_sync *y = &tmp[(*n)++];
+		snprintf(y->name, sizeof y->name, "%s", k->init_name);
+		y->start = k->init_start;
+		y->end = k->init_end;
+		y->kind = PP_COMM_INIT;
+		y->pre = k->pre;
+		y->n_pre = k->n_pre;
+	}
+	if (k->coll_start >= 0) {
+		diag_sync *y = &tmp[(*n)++];
+		snprintf(y->name, sizeof y->name, "%s", k->coll_name);
+		y->start = k->coll_start;
+		y->end = k->coll_end;
+		y->kind = PP_COMM;
+		y->first = 1;
+		y->from = k->init_start >= 0 ? k->init_end : 0;
+		y->pre = k->pre_coll;
+		y->n_pre = k->n_pre_coll;
+	}
+	return tmp;
+}
+
+/* rank i's sync point of that name and occurrence into *out: 0, or -1 if
+ * it has none */
+static int find_sync(const diag_job *j, int i, const char *name, int ord, diag_sync *out)
+{
+	diag_sync tmp[2];
+	int n;
+	const diag_sync *v = rank_syncs(&j->ranks[i], tmp, &n);
+	for (int q = 0; q < n; q++)
+		if (v[q].ord == ord && strcmp(v[q].name, name) == 0) {
+			*out = v[q];
+			return 0;
+		}
+	return -1;
+}
+
+/* The phase of the late rank before the sync point that cost the most more
+ * than the median of the others' same phase. */
+static void late_phase(const diag_job *j, int late, const diag_sync *const *at, char *out, size_t len,
+		       char *label, size_t llen, const diag_run *run, int64_t *excess_out)
+{
+	label[0] = 0;
 	const diag_rank *k = &j->ranks[late];
-	const diag_phase *v = coll ? k->pre_coll : k->pre;
-	int nv = coll ? k->n_pre_coll : k->n_pre;
+	const diag_phase *v = at[late]->pre;
+	int nv = at[late]->n_pre;
 	int64_t best = 0;
 	out[0] = 0;
+	*excess_out = 0;
 	int64_t *others = malloc((size_t)(j->n > 0 ? j->n : 1) * sizeof *others);
 	if (!others)
 		return;
@@ -294,13 +480,10 @@ static void late_phase(const diag_job *j, int late, int coll, char *out, size_t 
 		for (int i = 0; i < j->n; i++) {
 			if (i == late)
 				continue;
-			const diag_rank *o = &j->ranks[i];
-			const diag_phase *ov = coll ? o->pre_coll : o->pre;
-			int on = coll ? o->n_pre_coll : o->n_pre;
 			int64_t ns = 0;
-			for (int q = 0; q < on; q++)
-				if (ov[q].kind == v[p].kind && strcmp(ov[q].name, v[p].name) == 0)
-					ns += ov[q].ns;
+			for (int q = 0; q < at[i]->n_pre; q++)
+				if (at[i]->pre[q].kind == v[p].kind && strcmp(at[i]->pre[q].name, v[p].name) == 0)
+					ns += at[i]->pre[q].ns;
 			others[no++] = ns;
 		}
 		int64_t ex = v[p].ns - median_i64(others, no);
@@ -310,108 +493,176 @@ static void late_phase(const diag_job *j, int late, int coll, char *out, size_t 
 			snprintf(out, len, "%s '%s' (%s on rank %d, %s more than the other ranks' median)",
 				 pp_kind_name((pp_kind)v[p].kind), v[p].name, pp_fmt_dur(a, sizeof a, (double)v[p].ns),
 				 k->rank, pp_fmt_dur(b, sizeof b, (double)ex));
+			snprintf(label, llen, "%s '%s'", diag_kind_word(run, v[p].kind), v[p].name);
 		}
 	}
 	free(others);
 	*excess_out = best;
 }
 
-/* Start-up / init skew at MPI_Init (or init_process_group) and at the first
- * collective after it: the later of the two arrivals' spreads is reported. */
-#define SKEW_FLOOR_NS 250000000LL /* 0.25 s: below this launch jitter dominates */
-#define OWN_FLOOR_NS 500000000LL  /* 0.5 s of the rank's own extra work */
+/* The median steady step over the ranks (0: no steps) */
+static int64_t job_step_ns(const diag_job *j)
+{
+	int64_t *v = malloc((size_t)(j->n > 0 ? j->n : 1) * sizeof *v);
+	int n = 0;
+	if (!v)
+		return 0;
+	for (int i = 0; i < j->n; i++) {
+		const diag_rank *k = &j->ranks[i];
+		if (k->n_steps < 2)
+			continue;
+		int64_t *t = malloc((size_t)k->n_steps * sizeof *t);
+		if (!t)
+			continue;
+		for (int s = 1; s < k->n_steps; s++)
+			t[s - 1] = k->step_ns[s];
+		v[n++] = median_i64(t, k->n_steps - 1);
+		free(t);
+	}
+	int64_t m = median_i64(v, n);
+	free(v);
+	return m;
+}
+
+/* A late rank at a sync point: the set-up of a communicator (MPI_Init,
+ * init_process_group, DistributedDataParallel.__init__), the first
+ * collective after it, a barrier outside the steps. What counts is the
+ * rank's own delay since the previous sync point (a launcher starting
+ * ranks one after the other is not the program's doing), judged against
+ * the job: at least SYNC_JITTER_NS and a quarter of the others' time for
+ * the same stretch, and at least SYNC_JOB_SHARE of the job's wall time or
+ * SYNC_STEPS steps.
+ * SYNC_JITTER_NS is launch and scheduling jitter measured on this 2-CPU VM
+ * with balanced `mpirun -np 4 --oversubscribe` jobs: at load average 10-14
+ * the latest rank reached MPI_Init 63-205 ms after the others' median, 38-88
+ * ms of it its own; with two more busy loops 90-241 ms late, up to 184 ms
+ * its own. */
+#define SYNC_JITTER_NS 250000000LL
+#define SYNC_JOB_SHARE 0.05
+#define SYNC_STEPS 10
 static void check_skew(const diag_job *j, diag_ctx *c)
 {
 	if (j->n < 2)
 		return;
+	const diag_sync **at = calloc((size_t)j->n, sizeof *at);
+	diag_sync *copy = calloc((size_t)j->n, sizeof *copy);
 	int64_t *arr = malloc((size_t)j->n * sizeof *arr), *tmp = malloc((size_t)j->n * sizeof *tmp);
-	if (!arr || !tmp)
+	if (!at || !copy || !arr || !tmp)
 		goto out;
-	for (int coll = 0; coll < 2; coll++) {
-		int late = -1, n = 0;
-		for (int i = 0; i < j->n; i++) {
-			const diag_rank *k = &j->ranks[i];
-			int64_t t = coll ? k->coll_start : k->init_start;
-			if (t < 0)
-				continue;
-			arr[i] = k->origin_ns + t;
-			tmp[n++] = arr[i];
+	int64_t step = job_step_ns(j), wall = job_wall(j);
+	diag_sync t0[2];
+	int n0;
+	const diag_sync *v0 = rank_syncs(&j->ranks[0], t0, &n0);
+	int reported = 0;
+	for (int q = 0; q < n0 && reported < 3; q++) {
+		int all = 1, late = -1;
+		for (int i = 0; i < j->n && all; i++) {
+			if (find_sync(j, i, v0[q].name, v0[q].ord, &copy[i]) != 0) {
+				all = 0; /* a rank never got there: rank_failed says why */
+				break;
+			}
+			at[i] = &copy[i];
+			arr[i] = j->ranks[i].origin_ns + copy[i].start;
 			if (late < 0 || arr[i] > arr[late])
 				late = i;
 		}
-		if (n < 2 || n < j->n)
-			continue; /* a rank never got there: rank_failed says why */
-		/* median of the others' arrivals */
+		if (!all)
+			continue;
+		const diag_rank *k = &j->ranks[late];
 		int m = 0;
 		for (int i = 0; i < j->n; i++)
 			if (i != late)
 				tmp[m++] = arr[i];
-		int64_t med = median_i64(tmp, m);
-		int64_t lateness = arr[late] - med;
-		const diag_rank *k = &j->ranks[late];
-		/* what the rank itself added: its time from its own start to the
-		 * sync point beyond the others' (a launcher starting ranks one
-		 * after the other on a loaded host is not the program's doing) */
+		int64_t lateness = arr[late] - median_i64(tmp, m);
+		/* what the rank itself added since the previous sync point */
 		m = 0;
 		for (int i = 0; i < j->n; i++)
 			if (i != late)
-				tmp[m++] = coll ? j->ranks[i].coll_start : j->ranks[i].init_start;
-		int64_t own = (coll ? k->coll_start : k->init_start) - median_i64(tmp, m);
-		double share = jshare(j, (double)lateness);
-		if (lateness < SKEW_FLOOR_NS || own < OWN_FLOOR_NS || jshare(j, (double)own) < 0.05)
+				tmp[m++] = at[i]->start - at[i]->from;
+		int64_t stretch = median_i64(tmp, m);
+		int64_t own = (at[late]->start - at[late]->from) - stretch;
+		double share = wall > 0 ? (double)lateness / (double)wall : 0;
+		/* the same stretch of work a quarter longer on a loaded host is
+		 * noise (two ranks importing torch side by side for 20 s) */
+		if (lateness < SYNC_JITTER_NS || own < SYNC_JITTER_NS || own < lateness / 2 || own < stretch / 4 ||
+		    (share < SYNC_JOB_SHARE && (step <= 0 || lateness < SYNC_STEPS * step)))
 			continue;
-		/* others' wait: from their arrival to the late rank's */
+		/* the others' wait: from their arrival to the late rank's */
 		int64_t wait = 0;
 		for (int i = 0; i < j->n; i++)
-			if (i != late)
+			if (i != late && arr[late] > arr[i])
 				wait += arr[late] - arr[i];
-		/* started later, or took longer to get there? */
-		for (int i = 0, q = 0; i < j->n; i++)
-			if (i != late)
-				tmp[q++] = j->ranks[i].origin_ns;
-		int64_t start_late = k->origin_ns - median_i64(tmp, m);
-		char phase[256];
+		char phase[256], label[128];
 		int64_t excess = 0;
-		late_phase(j, late, coll, phase, sizeof phase, &excess);
-		const char *sync = coll ? k->coll_name : k->init_name;
+		late_phase(j, late, at, phase, sizeof phase, label, sizeof label, c->run, &excess);
+		const char *sync = at[late]->name;
+		const char *rule = at[late]->kind == PP_COMM_INIT ? "rank_init_skew"
+				   : at[late]->first			 ? "rank_first_collective_skew"
+									 : "rank_barrier_skew";
 		char a[32], b[32], d[32], e[32];
+		int phase_says = phase[0] && excess > lateness / 2;
 		pp_finding *f = diag_emit(
-			c, coll ? "rank_first_collective_skew" : "rank_init_skew", share >= 0.2 ? DIAG_HIGH : DIAG_MODERATE,
-			share,
-			excess > lateness / 2
-				? "Make that rank's extra work parallel or shared: split or pre-shard what it loads, "
-				  "load it after the collective set-up in the background, or give every rank its share; "
-				  "the other ranks otherwise sit in the first collective."
-				: "Start every rank at the same time and keep per-rank work before the first collective "
-				  "equal (rank-0-only set-up such as downloads or dataset preparation belongs before the "
-				  "job or behind a barrier everyone expects).",
-			"Rank %d reached %s %s after the other ranks%s%s", k->rank, sync,
-			pp_fmt_dur(a, sizeof a, (double)lateness), phase[0] && excess > lateness / 2 ? ": its " : "",
-			phase[0] && excess > lateness / 2 ? "set-up phase took longer" : "");
+			c, rule, share >= 0.2 ? DIAG_HIGH : DIAG_MODERATE, share,
+			phase_says
+				? DIAG_SAY(c->run,
+					   "Make that rank's extra work parallel or shared: split or pre-shard what it loads, "
+					   "load it after the collective set-up in the background, or give every rank its "
+					   "share; the other ranks otherwise sit waiting at the sync point.",
+					   "Make that rank's extra work parallel or shared: pre-shard what it loads so every "
+					   "rank loads its part, prepare datasets or download weights before launching "
+					   "torchrun, or save checkpoints in the background; the other ranks otherwise sit "
+					   "waiting in the next collective (DistributedDataParallel(...) broadcasts from "
+					   "every rank).")
+				: DIAG_SAY(c->run,
+					   "Keep per-rank work between sync points equal (rank-0-only set-up such as "
+					   "downloads, dataset preparation or checkpoint writing belongs before the job, on "
+					   "every rank in turn, or in the background), so no rank holds the others at the "
+					   "next collective.",
+					   "Keep per-rank work between collectives equal: rank-0-only work (`if rank == 0:` "
+					   "downloads, dataset preparation, checkpoint saving, evaluation) belongs before "
+					   "torchrun, on every rank's share, or in a background thread, so no rank holds the "
+					   "others in init_process_group, DistributedDataParallel(...) or dist.barrier()."),
+			"Rank %d reached %s %s after the other ranks%s%s%s", k->rank, sync,
+			pp_fmt_dur(a, sizeof a, (double)lateness), phase_says ? ": its " : "", phase_says ? label : "",
+			phase_says ? " took longer" : "");
 		diag_evidence(f, "Rank %d (host %s) entered %s %s after the median of the %d other ranks; ", k->rank,
-			      k->host, sync, pp_fmt_dur(b, sizeof b, (double)lateness), m);
-		diag_evidence(f, "it started %s %s and spent %s more before %s. ",
-			      pp_fmt_dur(d, sizeof d, (double)(start_late >= 0 ? start_late : -start_late)),
-			      start_late >= 0 ? "later" : "earlier",
-			      pp_fmt_dur(e, sizeof e, (double)(lateness - start_late)), sync);
+			      k->host, sync, pp_fmt_dur(b, sizeof b, (double)lateness), j->n - 1);
+		diag_evidence(f, "since the previous sync point it spent %s more than the others%s. ",
+			      pp_fmt_dur(d, sizeof d, (double)own),
+			      at[late]->from > 0 ? "" : " (from its own start)");
 		if (phase[0] && excess > lateness / 4)
 			diag_evidence(f, "Phase: %s. ", phase);
 		else
 			diag_evidence(f, "No recorded phase explains it (the time is in the program's own code). ");
-		diag_evidence(f, "The other ranks waited %s in total (%s each on average) in %s; the delay is %.0f%% of the job's "
-			      "wall time.",
-			      pp_fmt_dur(a, sizeof a, (double)wait), pp_fmt_dur(b, sizeof b, (double)wait / m), sync,
-			      share * 100);
-		break; /* the init skew, when there is one, explains the first collective's */
+		diag_evidence(f,
+			      "The other ranks waited %s in total (%s each on average) in %s; the delay is %.0f%% of the "
+			      "job's wall time",
+			      pp_fmt_dur(a, sizeof a, (double)wait), pp_fmt_dur(b, sizeof b, (double)wait / (j->n - 1)),
+			      sync, share * 100);
+		if (step > 0)
+			diag_evidence(f, " and %.1f steps of %s", (double)lateness / (double)step,
+				      pp_fmt_dur(e, sizeof e, (double)step));
+		diag_evidence(f, ".");
+		reported++;
 	}
 out:
+	free(at);
+	free(copy);
 	free(arr);
 	free(tmp);
 }
 
+/* A step's time spent where ranks wait for each other: communication, and
+ * with DDP backward (its allreduce waits there) */
+static int64_t step_sync(const diag_rank *k, int s)
+{
+	return k->step_sync_ns ? k->step_sync_ns[s] : k->step_comm_ns[s];
+}
+
 /* Straggler: one rank computes longer in most steps, the others wait for
- * it in their communication. Steps are matched by position; the first
- * (warm-up) is left out. Returns 1 when found. */
+ * it in their communication (with DDP: in backward, where the gradient
+ * allreduce waits). Steps are matched by position; the first (warm-up) is
+ * left out. Returns 1 when found. */
 static int check_straggler(const diag_job *j, diag_ctx *c)
 {
 	int steps = -1;
@@ -429,8 +680,8 @@ static int check_straggler(const diag_job *j, diag_ctx *c)
 		int w = 0;
 		for (int i = 0; i < j->n; i++) {
 			const diag_rank *k = &j->ranks[i];
-			int64_t ci = k->step_ns[s] - k->step_comm_ns[s];
-			int64_t cw = j->ranks[w].step_ns[s] - j->ranks[w].step_comm_ns[s];
+			int64_t ci = k->step_ns[s] - step_sync(k, s);
+			int64_t cw = j->ranks[w].step_ns[s] - step_sync(&j->ranks[w], s);
 			if (ci > cw)
 				w = i;
 		}
@@ -439,7 +690,7 @@ static int check_straggler(const diag_job *j, diag_ctx *c)
 	for (int i = 0; i < j->n; i++) {
 		const diag_rank *k = &j->ranks[i];
 		for (int s = 1; s < steps; s++)
-			tmp[s - 1] = k->step_ns[s] - k->step_comm_ns[s];
+			tmp[s - 1] = k->step_ns[s] - step_sync(k, s);
 		comp[i] = median_i64(tmp, steps - 1);
 	}
 	int st = 0;
@@ -458,40 +709,61 @@ static int check_straggler(const diag_job *j, diag_ctx *c)
 	int64_t step_med = median_i64(tmp, steps - 1);
 	double share = step_med > 0 ? (double)excess / (double)step_med : 0;
 	double consistent = (double)slowest[st] / (double)(steps - 1);
-	if (comp[st] < med * 13 / 10 || excess < 1000000 || consistent < 0.6 || share < 0.05)
+	/* slowest more often than chance: with 2 ranks each is the slowest in
+	 * half the steps, so 3 of 5 says nothing; two standard deviations
+	 * above the count by chance (a balanced torch 2 job on 2 loaded CPUs
+	 * showed one rank 10 ms slower in a 37 ms step over 5 steps) */
+	double p = 1.0 / j->n, chance = (steps - 1) * p + 2 * sqrt((steps - 1) * p * (1 - p));
+	if (comp[st] < med * 13 / 10 || excess < 1000000 || consistent < 0.6 || slowest[st] < chance ||
+	    share < 0.05)
 		goto out;
-	/* the others' communication per step: mostly waiting for the straggler */
+	/* the others' wait per step: their time at the sync beyond the
+	 * straggler's own (which is the collective's real cost); in total over
+	 * the steady steps */
+	int64_t wait_total = 0;
 	m = 0;
 	for (int i = 0; i < j->n; i++) {
 		if (i == st)
 			continue;
-		for (int s = 1; s < steps; s++)
-			tmp[s - 1] = j->ranks[i].step_comm_ns[s];
-		int64_t cm = median_i64(tmp, steps - 1);
-		comp[m++] = cm; /* reuse: comp no longer needed past here */
+		for (int s = 1; s < steps; s++) {
+			int64_t w = step_sync(&j->ranks[i], s) - step_sync(k, s);
+			tmp[s - 1] = w;
+			if (w > 0)
+				wait_total += w;
+		}
+		comp[m++] = median_i64(tmp, steps - 1); /* reuse: comp no longer needed past here */
 	}
 	int64_t wait_med = median_i64(comp, m);
 	/* the signature of a straggler is the others waiting for it; without
-	 * that wait in their communication (e.g. DDP's allreduce hidden in
-	 * backward) a slower rank is not shown to slow the job */
+	 * that wait (a slower rank whose time nobody waits for) a slower rank
+	 * is not shown to slow the job */
 	if (wait_med < excess / 2)
 		goto out;
+	const int ddp = k->step_sync_ns != NULL && c->run->torch;
 	char a[32], b[32], d[32], e[32];
 	pp_finding *f = diag_emit(c, "rank_straggler", share >= 0.2 ? DIAG_HIGH : DIAG_MODERATE, share,
-				  "Balance the work: give that rank the same share of data as the others (uneven "
-				  "shards, a last partial batch), check its host for other load or a slower device, "
-				  "and move rank-specific extras (logging, checkpointing, evaluation on rank 0) out "
-				  "of the step or onto every rank in turn.",
+				  DIAG_SAY(c->run,
+					   "Balance the work: give that rank the same share of data as the others (uneven "
+					   "shards, a last partial batch), check its host for other load or a slower device, "
+					   "and move rank-specific extras (logging, checkpointing, evaluation on rank 0) out "
+					   "of the step or onto every rank in turn.",
+					   "Balance the work: give that rank the same share of data as the others "
+					   "(DistributedSampler, drop_last for a last partial batch), give its DataLoader "
+					   "enough num_workers if its batches arrive late, check its host for other load or a "
+					   "slower GPU, and move rank-0 extras (logging, checkpointing, evaluation) out of the "
+					   "training step or onto every rank in turn."),
 				  "Rank %d is a straggler: %s more compute per step than the others; they wait for it",
 				  k->rank, pp_fmt_dur(a, sizeof a, (double)excess));
-	diag_evidence(f, "Median compute per step (step time minus communication, %d steady steps): rank %d %s, "
+	diag_evidence(f, "Median compute per step (step time minus %s, %d steady steps): rank %d %s, "
 			 "the other %d ranks' median %s; rank %d was the slowest in %d of %d steps. ",
-		      steps - 1, k->rank, pp_fmt_dur(b, sizeof b, (double)(med + excess)), m,
-		      pp_fmt_dur(d, sizeof d, (double)med), k->rank, slowest[st], steps - 1);
-	diag_evidence(f, "The other ranks spend a median %s per step in communication (waiting at the collective), "
-			 "%.0f%% of the %s step.",
-		      pp_fmt_dur(e, sizeof e, (double)wait_med), step_med > 0 ? 100.0 * (double)wait_med / (double)step_med : 0,
-		      pp_fmt_dur(a, sizeof a, (double)step_med));
+		      ddp ? "communication and backward, where DDP's allreduce waits" : "communication", steps - 1,
+		      k->rank, pp_fmt_dur(b, sizeof b, (double)(med + excess)), m, pp_fmt_dur(d, sizeof d, (double)med),
+		      k->rank, slowest[st], steps - 1);
+	diag_evidence(f, "The other ranks wait a median %s per step for it (%s, beyond rank %d's own), "
+			 "%.0f%% of the %s step; %s in total over the steady steps.",
+		      pp_fmt_dur(e, sizeof e, (double)wait_med), ddp ? "in backward and communication" : "in communication",
+		      k->rank, step_med > 0 ? 100.0 * (double)wait_med / (double)step_med : 0,
+		      pp_fmt_dur(a, sizeof a, (double)step_med), pp_fmt_dur(b, sizeof b, (double)wait_total));
 	found = 1;
 out:
 	free(comp);
@@ -508,13 +780,25 @@ static void check_comm_share(const diag_job *j, diag_ctx *c)
 		return;
 	int n = 0;
 	int64_t comm_all = 0, step_all = 0, calls = 0, bytes = 0;
+	/* a step's communication is what the collective itself costs: the
+	 * least any rank spent in it (the last to arrive waited for nobody);
+	 * the rest is ranks waiting for each other, which on a starved host
+	 * (ranks outnumbering CPUs under other load) is most of it */
+	int steps = -1;
+	for (int i = 0; i < j->n; i++)
+		if (j->ranks[i].n_steps >= 3 && (steps < 0 || j->ranks[i].n_steps < steps))
+			steps = j->ranks[i].n_steps;
 	for (int i = 0; i < j->n; i++) {
 		const diag_rank *k = &j->ranks[i];
 		if (k->n_steps < 3)
 			continue;
 		int64_t cs = 0, ss = 0;
-		for (int s = 1; s < k->n_steps; s++) {
-			cs += k->step_comm_ns[s];
+		for (int s = 1; s < steps; s++) {
+			int64_t least = k->step_comm_ns[s];
+			for (int o = 0; o < j->n; o++)
+				if (j->ranks[o].n_steps >= 3 && j->ranks[o].step_comm_ns[s] < least)
+					least = j->ranks[o].step_comm_ns[s];
+			cs += least;
 			ss += k->step_ns[s];
 		}
 		if (ss <= 0)
@@ -537,7 +821,8 @@ static void check_comm_share(const diag_job *j, diag_ctx *c)
 				"messages, use a bigger batch per step, or a faster interconnect/transport.",
 				"Communication takes %.0f%% of every step (median over %d ranks)", share * 100, n);
 			diag_evidence(f, "In the steady steps the ranks spend %s communicating out of %s of step time "
-					 "(all ranks together); median share per rank %.0f%%.",
+					 "(all ranks together; per step the time of the rank that spent least in it, the "
+					 "rest being waits for each other); median share per rank %.0f%%.",
 				      pp_fmt_dur(a, sizeof a, (double)comm_all), pp_fmt_dur(b, sizeof b, (double)step_all),
 				      share * 100);
 			if (calls)

@@ -501,7 +501,9 @@ static int explained(const diag_ctx *c, int kind)
 	case PP_SHAPE_INFERENCE:
 		return diag_has(c, "graph_grows");
 	case PP_COMPILE:
-		return diag_has(c, "graph_grows") || diag_has(c, "repeated_retracing");
+		return diag_has(c, "graph_grows") || diag_has(c, "repeated_retracing") ||
+		       diag_has(c, "recompile_storm") || diag_has(c, "first_step_compile") ||
+		       diag_has_torch_compile(c->run);
 	case PP_SESSION_CREATE:
 	case PP_SESSION_CLOSE:
 		return diag_has(c, "session_per_iteration");

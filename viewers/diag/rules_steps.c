@@ -217,7 +217,8 @@ void rule_first_step_slow(diag_ctx *c)
 {
 	const diag_run *r = c->run;
 	int n = r->n_steps - 1;
-	if (n < 2)
+	/* a first step that is mostly torch.compile has its own finding */
+	if (n < 2 || diag_has(c, "first_step_compile"))
 		return;
 	double *y = malloc((size_t)n * sizeof *y);
 	if (!y)

@@ -11,4 +11,7 @@ ADAPTERS = {
     "torch": "phaseprof.adapters.torch",
     "torch.distributed": "phaseprof.adapters.torch_distributed",
     "torch.utils.data": "phaseprof.adapters.torch_data",
+    "torch._dynamo": "phaseprof.adapters.torch_compile",
+    "pytorch_lightning": "phaseprof.adapters.lightning",
+    "lightning.pytorch": "phaseprof.adapters.lightning",
 }

@@ -84,6 +84,7 @@ import threading
 
 from .. import _loop, _steps
 from .. import _native as N
+from .._wrapping import safe as _safe, strip as _strip, wrap as _wrap
 from ..kinds import (BACKWARD, COMPILE, DATA_WAIT, FORWARD, MODEL_BUILD,
                      OPTIMIZER_SETUP, OPTIMIZER_STEP, WEIGHT_LOAD)
 
@@ -117,33 +118,6 @@ def _here():
     """True when the adapter acts on this call: the installing thread of
     the installing process, outside a torch.compile trace."""
     return not _compiling() and S.on and threading.get_ident() == S.tid
-
-
-def _strip(e):
-    """Removes the calling wrapper's own entry from e's traceback, so that a
-    bare ``raise`` after it (which adds no entry) leaves the traceback a
-    plain run prints."""
-    tb = e.__traceback__
-    if tb is not None and tb.tb_frame is sys._getframe(1):
-        e.__traceback__ = tb.tb_next
-
-
-def _safe(fn, *a):
-    """Runs recording code that must never raise into the program."""
-    try:
-        return fn(*a)
-    except Exception:
-        return None
-
-
-def _wrap(owner, attr, make):
-    """Replaces owner.attr with make(original); no-op if already ours."""
-    orig = owner.__dict__.get(attr) if isinstance(owner, type) else getattr(owner, attr, None)
-    if orig is None or getattr(orig, "_phaseprof", False):
-        return
-    w = make(orig)
-    w._phaseprof = True
-    setattr(owner, attr, w)
 
 
 # ---- steps ----
@@ -220,6 +194,16 @@ def _event(cls, f, loader=None):
         _safe(_loop.event, cls, f, _may_begin(), loader)
 
 
+def compile_event(f):
+    """torch.compile starts compiling a call made by frame f (the
+    torch._dynamo adapter's hook): an event of the loop like a model call,
+    so the compile is paid inside the iteration that called it. Inside a
+    model call, that call was the event."""
+    if (S.on and threading.get_ident() == S.tid and not S.call_depth and not S.inner
+            and not S.opt_depth):
+        _event(_loop.FORWARD, f)
+
+
 def _module_call(orig):
     @functools.wraps(orig)
     def __call__(self, *args, **kwargs):
@@ -271,7 +255,9 @@ def _backward(label):
     def make(orig):
         @functools.wraps(orig)
         def backward(tensors, *args, **kwargs):
-            if not _here() or S.call_depth or S.opt_depth or S.inner:
+            # inside Optimizer.step(closure) (LBFGS, Lightning) a backward
+            # pass is still one: its phase is recorded inside the step's
+            if not _here() or S.call_depth or S.inner:
                 return orig(tensors, *args, **kwargs)
             _safe(_saw_backward)
             _event(_loop.BACKWARD, sys._getframe(1))

@@ -41,37 +41,12 @@ import functools
 import os
 
 from .. import _native as N
+from .._wrapping import safe as _safe, strip as _strip, wrap as _wrap
 from ..kinds import DATA_COLLATE, DATA_FETCH, DATA_TRANSFER
 
 _passes = {}        # id(loader) -> passes started (main process)
 _pass_now = [1]     # the pass whose workers are being started
 _meta = {}          # the loader run_meta last written (main process)
-
-
-def _safe(fn, *a):
-    try:
-        return fn(*a)
-    except Exception:
-        return None
-
-
-def _wrap(owner, attr, make):
-    orig = owner.__dict__.get(attr) if isinstance(owner, type) else getattr(owner, attr, None)
-    if orig is None or getattr(orig, "_phaseprof", False):
-        return
-    w = make(orig)
-    w._phaseprof = True
-    setattr(owner, attr, w)
-
-
-def _drop_own_frame(e):
-    """Takes this module's frame off the head of e's traceback before a bare
-    ``raise`` (which adds no entry for the re-raising frame), so a traceback
-    reads as in a plain run: a worker's formats it into the error the main
-    process raises."""
-    tb = e.__traceback__
-    if tb is not None and tb.tb_frame.f_globals.get("__name__") == __name__:
-        e.__traceback__ = tb.tb_next
 
 
 def _arg(args, kwargs, i, name):
@@ -104,7 +79,7 @@ def _worker_loop(orig):
         try:
             return orig(*args, **kwargs)
         except BaseException as e:
-            _drop_own_frame(e)
+            _strip(e)
             raise
     return _worker_loop
 
@@ -120,7 +95,7 @@ def _collate(fn):
         try:
             return fn(*args, **kwargs)
         except BaseException as e:
-            _drop_own_frame(e)
+            _strip(e)
             raise
         finally:
             N.end()
@@ -138,7 +113,7 @@ def _fetch(orig):
         try:
             return orig(self, *args, **kwargs)
         except BaseException as e:
-            _drop_own_frame(e)
+            _strip(e)
             raise
         finally:
             N.end()
@@ -152,7 +127,7 @@ def _pin(orig):
         try:
             return orig(*args, **kwargs)
         except BaseException as e:
-            _drop_own_frame(e)
+            _strip(e)
             raise
         finally:
             N.end()
@@ -186,7 +161,7 @@ def _iter_init(orig):
         try:
             return orig(self, loader, *args, **kwargs)
         except BaseException as e:
-            _drop_own_frame(e)
+            _strip(e)
             raise
     return __init__
 

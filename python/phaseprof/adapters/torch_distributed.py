@@ -14,7 +14,9 @@ What is recorded:
   the wait is in ``Work.wait()``, which is not wrapped.
 - ``DistributedDataParallel(...)`` -> a ``comm_init`` phase
   ``DistributedDataParallel.__init__`` (it broadcasts the parameters from
-  rank 0 and checks the model is the same everywhere).
+  rank 0 and checks the model is the same everywhere). Like
+  ``init_process_group`` it is a sync point for the rank rules: a rank
+  that reaches it late is named, with the time the others sat in it.
 
 What is not: DDP's gradient allreduce runs in C++ autograd hooks (the
 Reducer), overlapped with backward, never through these Python functions.
