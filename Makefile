@@ -50,7 +50,7 @@ test-asan:
 	  ctest --output-on-failure -j$(JOBS) -LE no-asan
 
 bench: build
-	bash scripts/install-deps.sh --bench
+	bash scripts/install-deps.sh --bench --torch2
 	bash bench/run-all.sh $(BUILD)
 
 clean:

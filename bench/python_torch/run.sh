@@ -1,74 +1,60 @@
 #!/usr/bin/env bash
-# Python/PyTorch overhead, side by side in one run (medians of REPEATS,
-# plain / recorded / peers interleaved so a busy neighbour slows all alike):
-#   torch MLP 20 steps: agent alone (target <= 1.05x), whole record with
-#     ingest (<= 1.15x), torch.profiler (default activities, no shapes),
-#     cProfile;
-#   python3 -c 'import torch': whole record (<= 1.10x);
-#   the adapter's per-step cost (<= 2% of a 5 ms step), measured in-process.
-#   torch 2: the torch.compile adapter's cost per compile (<= 2%), in-process.
-# Usage: bench/python_torch/run.sh BUILD_DIR [REPEATS]   (default 5)
+# PyTorch programs: phaseprof beside the profilers a user would pick instead
+# (issue 25, Performance), side by side in one run, for each torch there is:
+#   torch 1.13: Debian's /usr/bin/python3, peers from $PHASEPROF_BENCH_VENV-torch1
+#   torch 2.13: $PHASEPROF_TORCH2_VENV, peers from $PHASEPROF_BENCH_VENV
+# (scripts/install-deps.sh --torch2 --bench makes them; a missing peer is
+# listed as not installed).
+#   compare.py    loop5ms.py (~5 ms training steps, 1 thread): plain,
+#                 `record` (target <= 1.05x), `record --sample 100` (target
+#                 <= py-spy at the same rate), torch.profiler (CPU), py-spy
+#                 --rate 100 --nonblocking, Scalene --cpu-only, memray,
+#                 pyinstrument, viztracer, cProfile; interleaved rounds, wall
+#                 and CPU, medians [min-max]
+#   step_cost.py  the adapter's in-process cost per step (target <= 1 % of a
+#                 1 ms step), thread CPU, split into wrappers / loop tracker /
+#                 counters
+#   compile_cost.py  (torch 2, under record) the torch.compile adapter's own
+#                 cost per compile, in-process (target <= 2 %)
+#   compile_whole.py torch.compile's cold first call end to end, plain vs
+#                 record, PP_BENCH_COMPILE_REPS rounds (default 3; 0 skips)
+# Usage: bench/python_torch/run.sh BUILD_DIR [ROUNDS] [STEPS]   (default 3, 60)
 set -euo pipefail
-build=${1:?usage: run.sh BUILD_DIR [REPEATS]}
-reps=${2:-5}
+build=${1:?usage: run.sh BUILD_DIR [ROUNDS] [STEPS]}
+reps=${2:-3}
+steps=${3:-60}
 pp=$build/phaseprof
-agent=$build/libphaseprof-agent.so
-py=/usr/bin/python3
 here=$(cd "$(dirname "$0")" && pwd)
+bvenv=${PHASEPROF_BENCH_VENV:-/opt/phaseprof-venv/bench}
+t2=${PHASEPROF_TORCH2_VENV:-/opt/phaseprof-venv/torch2}
 [ -x "$pp" ] || { echo "run.sh: $pp missing (build first)" >&2; exit 1; }
-"$py" -c 'import torch' 2>/dev/null || { echo "run.sh: $py cannot import torch; skipped"; exit 0; }
-tmp=$(mktemp -d /tmp/pp-bench-python-XXXXXX)
+tmp=$(mktemp -d /tmp/pp-bench-torch-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-ms() { # wall time of one run in ms
-  local s e
-  s=$(date +%s%N)
-  "$@" >/dev/null 2>&1 || true
-  e=$(date +%s%N)
-  echo $(( (e - s) / 1000000 ))
+one() { # PYTHON PEERS-VENV
+  local py=$1 peers=$2
+  if ! "$py" -c 'import torch' >/dev/null 2>&1; then
+    echo "($py cannot import torch: skipped)"
+    return
+  fi
+  /usr/bin/python3 "$here/compare.py" --pp "$pp" --python "$py" --peers "$peers" \
+    --reps "$reps" --steps "$steps"
+  echo "step tracking ($py, bench/python_torch/step_cost.py, load average $(cut -d' ' -f1-3 /proc/loadavg)):"
+  "$pp" record -q -o "$tmp/step.db" -- "$py" "$here/step_cost.py" | sed 's/^/  /'
+  rm -f "$tmp/step.db"
 }
-med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-row() { awk -v l="$1" -v p="$2" -v m="$3" -v t="$4" \
-  'BEGIN {printf "  %-34s %8.0f ms  %5.2fx  %s\n", l, m, m / p, t}'; }
-
-echo "python overhead (median of $reps runs; $(nproc) CPUs; load $(cut -d' ' -f1 /proc/loadavg); $(date -u +%Y-%m-%d))"
-"$py" -c 'import torch' # warm the page cache
-
-echo "torch MLP, 20 Adam steps (bench/python_torch/mlp.py):"
-pl=() ag=() rc=() tp=() cp=()
-for _ in $(seq "$reps"); do
-  pl+=("$(ms "$py" "$here/mlp.py")")
-  ag+=("$(PHASEPROF_OUT="$tmp/agent.spool" ms env LD_PRELOAD="$agent" "$py" "$here/mlp.py")")
-  rm -f "$tmp"/agent.spool*
-  rc+=("$(ms "$pp" record -o "$tmp/mlp.db" -- "$py" "$here/mlp.py")")
-  rm -f "$tmp/mlp.db"
-  tp+=("$(ms "$py" "$here/mlp.py" profiler)")
-  cp+=("$(ms "$py" -m cProfile -o "$tmp/prof.out" "$here/mlp.py")")
-done
-p=$(med "${pl[@]}")
-row "plain" "$p" "$p" ""
-row "agent alone (no ingest)" "$p" "$(med "${ag[@]}")" "(target <= 1.05x)"
-row "phaseprof record (ingest included)" "$p" "$(med "${rc[@]}")" "(target <= 1.15x)"
-row "torch.profiler (CPU, no shapes)" "$p" "$(med "${tp[@]}")" ""
-row "cProfile" "$p" "$(med "${cp[@]}")" ""
-
-echo "python3 -c 'import torch':"
-pl=() rc=()
-for _ in $(seq "$reps"); do
-  pl+=("$(ms "$py" -c 'import torch')")
-  rc+=("$(ms "$pp" record -o "$tmp/imp.db" -- "$py" -c 'import torch')")
-  rm -f "$tmp/imp.db"
-done
-p=$(med "${pl[@]}")
-row "plain" "$p" "$p" ""
-row "phaseprof record (ingest included)" "$p" "$(med "${rc[@]}")" "(target <= 1.10x)"
-
-echo "step tracking (bench/python_torch/step_cost.py, target <= 2% of a 5 ms step):"
-"$pp" record -o "$tmp/step.db" -- "$py" "$here/step_cost.py" 2>/dev/null | sed 's/^/  /'
-
-# torch.compile tracking (torch 2 only: the venv of install-deps.sh --torch2)
-py2=${PP_TORCH2_PYTHON:-/opt/phaseprof-venv/torch2/bin/python}
-if [ -x "$py2" ] && "$py2" -c 'import torch._dynamo' 2>/dev/null; then
-  echo "torch.compile tracking (bench/python_torch/compile_cost.py, target <= 2% of compile time):"
-  "$pp" record -o "$tmp/compile.db" -- "$py2" "$here/compile_cost.py" 2>/dev/null | sed 's/^/  /'
+one /usr/bin/python3 "$bvenv-torch1"
+one "$t2/bin/python" "$bvenv"
+# torch.compile: a cold compile is minutes under load; PP_BENCH_COMPILE_REPS=0 skips it
+creps=${PP_BENCH_COMPILE_REPS:-3}
+if "$t2/bin/python" -c 'import torch._dynamo' >/dev/null 2>&1; then
+  if [ -f "$here/compile_cost.py" ]; then
+    echo "torch.compile tracking (bench/python_torch/compile_cost.py, target <= 2% of compile time):"
+    "$pp" record -q -o "$tmp/compile.db" -- "$t2/bin/python" "$here/compile_cost.py" | sed 's/^/  /'
+    rm -f "$tmp/compile.db"
+  fi
+  if [ "$creps" -gt 0 ]; then
+    echo "torch.compile, whole cold first call (bench/python_torch/compile_whole.py):"
+    /usr/bin/python3 "$here/compile_whole.py" --pp "$pp" --python "$t2/bin/python" --reps "$creps" | sed 's/^/  /'
+  fi
 fi
