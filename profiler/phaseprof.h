@@ -135,6 +135,10 @@ void pp_phase_at(pp_kind kind, const char *name, uint64_t start_ns, uint64_t end
 /* Steps: a PP_STEP phase carrying its iteration number. */
 void pp_step_begin(int64_t iteration);
 void pp_step_end(void);
+/* Ends the open step, and end_phases phases around it (a first_step
+ * phase), and begins step `iteration` at one instant: steps that follow each
+ * other leave no gap, however the thread is preempted between the calls. */
+void pp_step_next(int64_t iteration, int end_phases);
 
 /* Scope macro: PP_PHASE(PP_COMPILE, "compile"); ends at the scope's end. */
 static inline void pp__scope_end(int *unused) { (void)unused; pp_phase_end(); }

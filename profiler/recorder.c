@@ -510,30 +510,55 @@ static int64_t process_cpu_ns(void)
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-void pp_step_begin(int64_t iteration)
+static void step_begin_at(int64_t iteration, uint64_t ts)
 {
 	static pp_site site = {"step", PP_STEP, 0};
-	if (!is_open())
-		return;
 	step_cpu0 = process_cpu_ns();
 	uint32_t id = __atomic_load_n(&site.id, __ATOMIC_RELAXED);
 	if (UNLIKELY(id == 0 || (id >> 24) != (R.generation & 0xff))) {
 		id = (intern("step") & 0xffffff) | (uint32_t)((R.generation & 0xff) << 24);
 		__atomic_store_n(&site.id, id, __ATOMIC_RELAXED);
 	}
-	emit(PP_EV_BEGIN, PP_STEP, id & 0xffffff, (uint64_t)iteration, 0);
+	emit(PP_EV_BEGIN, PP_STEP, id & 0xffffff, (uint64_t)iteration, ts);
 	CALL_HOOK(1, PP_STEP, "step");
 }
 
-void pp_step_end(void)
+static void step_cpu_counter(void)
 {
-	if (step_cpu0 >= 0 && is_open()) {
+	if (step_cpu0 >= 0) {
 		int64_t now = process_cpu_ns();
 		if (now >= step_cpu0)
 			pp_counter("step.cpu_ns", (double)(now - step_cpu0));
 	}
 	step_cpu0 = -1;
+}
+
+void pp_step_begin(int64_t iteration)
+{
+	if (!is_open())
+		return;
+	step_begin_at(iteration, 0);
+}
+
+void pp_step_end(void)
+{
+	if (is_open())
+		step_cpu_counter();
+	step_cpu0 = -1;
 	pp_phase_end();
+}
+
+void pp_step_next(int64_t iteration, int end_phases)
+{
+	if (!is_open())
+		return;
+	step_cpu_counter();
+	uint64_t ts = pp_ticks();
+	for (int i = 0; i <= end_phases; i++) {
+		CALL_HOOK(0, 0, NULL);
+		emit(PP_EV_END, 0, 0, 0, ts);
+	}
+	step_begin_at(iteration, ts);
 }
 
 void pp_mark(const char *name)

@@ -211,7 +211,15 @@ static py_object *n_step_begin(py_object *self, py_object *const *a, py_ssize n)
 		P.ErrClear();
 		i = 0;
 	}
-	close_step();
+	if (step_open) {
+		/* one instant ends this step (and the first_step phase around
+		 * the first) and begins the next: no gap between them */
+		ppa_kept_step_end();
+		pp_step_next(i, first_open);
+		first_open = 0;
+		ppa_kept_step_begin(i);
+		return none_ref();
+	}
 	if (!first_done) {
 		first_done = first_open = 1;
 		pp_phase_begin(PP_FIRST_STEP, "first_step");
