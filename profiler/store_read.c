@@ -220,6 +220,8 @@ static int order_spans(pp_span_list *l)
 	int64_t *tids = NULL, *at = NULL;
 	int nt = 0, cap = 0, rc = -1;
 	int *dest = NULL;
+	if (l->n == 0)
+		return 0;
 	for (int i = 0; i < l->n; i++) {
 		if (pp_idmap_get(&slot, (uint64_t)l->rows[i].tid, 0) > 0)
 			continue;
@@ -227,7 +229,8 @@ static int order_spans(pp_span_list *l)
 			goto out;
 		tids[nt++] = l->rows[i].tid;
 	}
-	qsort(tids, (size_t)nt, sizeof *tids, cmp_tid);
+	if (nt > 1)
+		qsort(tids, (size_t)nt, sizeof *tids, cmp_tid);
 	at = calloc((size_t)nt + 1, sizeof *at);
 	dest = malloc((size_t)l->n * sizeof *dest);
 	if (!at || !dest)
