@@ -404,6 +404,32 @@ static void span_places_free(span_acc *a)
 	pp_idmap_free(&a->slot);
 }
 
+/* The span columns a pp_span_row needs, of one run's id range, read
+ * without an index (run_span_ids gives the range). */
+static const char SPAN_SCAN[] = "SELECT id,COALESCE(parent_id,0),tid,kind,name_id,start_ns,"
+				"COALESCE(end_ns,-1),depth,COALESCE(step,-1) FROM spans NOT INDEXED "
+				"WHERE id BETWEEN ?2 AND ?3 AND run_id=?1";
+
+static int span_names_prepare(span_acc *a)
+{
+	return sqlite3_prepare_v2(a->st->db, "SELECT value FROM strings WHERE id=?1", -1, &a->name_q,
+				  NULL) == SQLITE_OK
+		       ? 0
+		       : -1;
+}
+
+/* The run's span rows in id order through row(ud), a's name query
+ * prepared for them: 0, or -1 (also when a row set a->failed). */
+static int span_scan(span_acc *a, int64_t run_id, int (*row)(sqlite3_stmt *, void *), void *ud)
+{
+	int64_t lo, hi;
+	if (span_names_prepare(a) != 0 || run_span_ids(a->st, run_id, &lo, &hi) != 0)
+		return -1;
+	if (lo <= hi && (store_range(a->st, SPAN_SCAN, run_id, lo, hi, row, ud) != 0 || a->failed))
+		return -1;
+	return 0;
+}
+
 /* The rows are read in table order and sorted here: an ORDER BY through
  * spans_run looks every row up again and sorts each run of equal starts
  * (6,400 instructions a span at 10^6 spans, callgrind), the scan and one
@@ -414,8 +440,7 @@ int pp_store_spans(pp_store *st, int64_t run_id, int kind_filter, pp_span_list *
 	span_acc a = {.st = st, .out = out, .sorted = 1};
 	int rc = -1;
 	int64_t lo, hi;
-	if (sqlite3_prepare_v2(st->db, "SELECT value FROM strings WHERE id=?1", -1, &a.name_q, NULL) !=
-	    SQLITE_OK)
+	if (span_names_prepare(&a) != 0)
 		goto out;
 	if (kind_filter >= 0) {
 		/* one kind: its rows through spans_kind, already in id order */
@@ -424,12 +449,9 @@ int pp_store_spans(pp_store *st, int64_t run_id, int kind_filter, pp_span_list *
 			       run_id, kind_filter, NULL, span_row, &a) != 0 || a.failed)
 			goto out;
 	} else {
-		static const char *const scan = "SELECT id,COALESCE(parent_id,0),tid,kind,name_id,start_ns,"
-						"COALESCE(end_ns,-1),depth,COALESCE(step,-1) FROM spans NOT INDEXED "
-						"WHERE id BETWEEN ?2 AND ?3 AND run_id=?1";
 		if (run_span_ids(st, run_id, &lo, &hi) != 0 || span_places(st, run_id, &a) != 0)
 			goto out;
-		if (lo <= hi && (store_range(st, scan, run_id, lo, hi, span_row, &a) != 0 || a.failed))
+		if (lo <= hi && (store_range(st, SPAN_SCAN, run_id, lo, hi, span_row, &a) != 0 || a.failed))
 			goto out;
 		if (a.misplaced || out->n != (a.nt ? a.first[a.nt] : 0)) {
 			/* the run changed between the count and the scan: read it again,
@@ -440,7 +462,7 @@ int pp_store_spans(pp_store *st, int64_t run_id, int kind_filter, pp_span_list *
 			out->n = 0;
 			a.sorted = 1;
 			a.misplaced = 0;
-			if (lo <= hi && (store_range(st, scan, run_id, lo, hi, span_row, &a) != 0 || a.failed))
+			if (lo <= hi && (store_range(st, SPAN_SCAN, run_id, lo, hi, span_row, &a) != 0 || a.failed))
 				goto out;
 		}
 	}
@@ -503,18 +525,7 @@ int pp_store_each_span(pp_store *st, int64_t run_id, int (*cb)(const pp_span_row
 	span_stream ss = {.a = {.st = st}, .cb = cb, .ud = ud};
 	ss.a.out = &ss.pool;
 	int rc = -1;
-	int64_t lo, hi;
-	if (sqlite3_prepare_v2(st->db, "SELECT value FROM strings WHERE id=?1", -1, &ss.a.name_q, NULL) !=
-	    SQLITE_OK)
-		goto out;
-	if (run_span_ids(st, run_id, &lo, &hi) != 0)
-		goto out;
-	if (lo <= hi &&
-	    (store_range(st,
-			 "SELECT id,COALESCE(parent_id,0),tid,kind,name_id,start_ns,COALESCE(end_ns,-1),depth,"
-			 "COALESCE(step,-1) FROM spans NOT INDEXED WHERE id BETWEEN ?2 AND ?3 AND run_id=?1",
-			 run_id, lo, hi, span_stream_row, &ss) != 0 ||
-	     ss.a.failed))
+	if (span_scan(&ss.a, run_id, span_stream_row, &ss) != 0)
 		goto out;
 	rc = 0;
 out:
@@ -613,18 +624,7 @@ int pp_store_spans_kept(pp_store *st, int64_t run_id, int64_t per_name, pp_span_
 	*left_out = 0;
 	kept_scan k = {.a = {.st = st, .out = out}, .cap = per_name};
 	int rc = -1;
-	int64_t lo, hi;
-	if (sqlite3_prepare_v2(st->db, "SELECT value FROM strings WHERE id=?1", -1, &k.a.name_q, NULL) !=
-	    SQLITE_OK)
-		goto out;
-	if (run_span_ids(st, run_id, &lo, &hi) != 0)
-		goto out;
-	if (lo <= hi &&
-	    (store_range(st,
-			 "SELECT id,COALESCE(parent_id,0),tid,kind,name_id,start_ns,COALESCE(end_ns,-1),depth,"
-			 "COALESCE(step,-1) FROM spans NOT INDEXED WHERE id BETWEEN ?2 AND ?3 AND run_id=?1",
-			 run_id, lo, hi, kept_row, &k) != 0 ||
-	     k.a.failed))
+	if (span_scan(&k.a, run_id, kept_row, &k) != 0)
 		goto out;
 	for (int i = 0; i < k.nth; i++)
 		if (kept_settle(&k, &k.th[i], 0) != 0)
