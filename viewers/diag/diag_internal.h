@@ -190,13 +190,17 @@ void rule_recompile_storm(diag_ctx *c);
 int diag_has_torch_compile(const diag_run *r);
 void rule_first_step_compile(diag_ctx *c);
 /* Evidence from the per-step counters of programs recorded from outside
- * (rules_framework.c): what grows with a growing step time, what the first
- * step allocated. */
-void diag_growth_causes(const diag_run *r, pp_finding *f);
+ * (rules_framework.c): what grows with a growing step time (added to f when
+ * f is not NULL; returns how many), what the first step allocated. */
+int diag_growth_causes(const diag_run *r, pp_finding *f);
 void diag_first_step_causes(const diag_run *r, pp_finding *f);
 /* num_workers of the run's DataLoader (run_meta torch.dataloader.num_workers,
  * else the worker runs' own), -1 when unknown. */
 int diag_loader_workers(const diag_run *r);
+/* A per-step counter's value in each steady step (the second on), sampled at
+ * the step's end; NAN where a step has none. y holds n_steps - 1 values.
+ * Returns how many steps have one (0 when the counter is absent). */
+int diag_steady_values(const diag_run *r, const char *name, double *y);
 void rule_ranks(diag_ctx *c);
 
 /* ---- distributed jobs (rules_ranks.c) ---- */

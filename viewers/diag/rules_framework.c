@@ -54,6 +54,21 @@ static int steady_series(const diag_run *r, const char *name, double **out)
 	return m;
 }
 
+int diag_steady_values(const diag_run *r, const char *name, double *y)
+{
+	if (r->n_steps < 2)
+		return 0;
+	diag_series s = {0};
+	int m = 0;
+	if (diag_counter(r, name, &s) == 0 && s.n > 0) {
+		at_step_ends(r, &s, 1, y);
+		for (int i = 0; i < r->n_steps - 1; i++)
+			m += !isnan(y[i]);
+	}
+	free(s.rows);
+	return m;
+}
+
 typedef struct rise {
 	double first, last;       /* medians of the first and last fifth */
 	double slope;             /* Theil-Sen, per point */
@@ -338,7 +353,7 @@ static const struct grower {
 	{"step.alloc_bytes", "bytes allocated per step"},
 };
 
-void diag_growth_causes(const diag_run *r, pp_finding *f)
+int diag_growth_causes(const diag_run *r, pp_finding *f)
 {
 	int said = 0;
 	for (size_t i = 0; i < sizeof growers / sizeof growers[0]; i++) {
@@ -346,16 +361,18 @@ void diag_growth_causes(const diag_run *r, pp_finding *f)
 		int n = steady_series(r, growers[i].counter, &y);
 		rise g;
 		if (rises(y, n, &g) && g.last >= 1.25 * g.first) {
-			diag_evidence(f, "%s %s: %.0f -> %.0f over the steady steps (%s, rising in %d "
-					 "of %d)",
-				      said ? ";" : " Growing with it:", growers[i].what, g.first, g.last,
-				      growers[i].counter, g.ups, n - 1);
+			if (f)
+				diag_evidence(f, "%s %s: %.0f -> %.0f over the steady steps (%s, rising "
+						 "in %d of %d)",
+					      said ? ";" : " Growing with it:", growers[i].what, g.first,
+					      g.last, growers[i].counter, g.ups, n - 1);
 			said++;
 		}
 		free(y);
 	}
-	if (said)
+	if (said && f)
 		diag_evidence(f, ".");
+	return said;
 }
 
 void diag_first_step_causes(const diag_run *r, pp_finding *f)

@@ -78,6 +78,35 @@ static int trend_grows(const trend *t, double min_ratio)
 	       (t->snr >= GROW_MIN_SNR || t->q_ratio >= GROW_BIG_QRATIO);
 }
 
+/* Growth in a step's own work shows in its CPU time (counter step.cpu_ns,
+ * the process's, all threads) as much as in its wall time; growth in
+ * waiting does not. On a shared machine the wall time of steps rises for a
+ * while when other processes take the CPUs (a CI runner's parallel jobs):
+ * a rank test reads that as growth, and a flat CPU time tells it apart.
+ * Under contention a process's CPU time rises a little too (caches, the
+ * frequency), so the work must account for at least this share. */
+#define GROW_WORK_SHARE 0.5
+
+/* The Theil-Sen change of the steady steps' CPU time from the first to the
+ * last, in cpu[0..n); NAN when a step has no step.cpu_ns sample. */
+static double cpu_change(const diag_run *r, int n, double *cpu_first, double *cpu_last)
+{
+	double change = NAN;
+	double *y = malloc((size_t)n * sizeof *y);
+	if (y && diag_steady_values(r, "step.cpu_ns", y) == n) {
+		trend t;
+		trend_fit(y, n, &t);
+		if (t.ok) {
+			change = t.ts_slope * (n - 1);
+			int k = n / 10 > 0 ? n / 10 : 1;
+			*cpu_first = diag_median(y, k);
+			*cpu_last = diag_median(y + n - k, k);
+		}
+	}
+	free(y);
+	return change;
+}
+
 void rule_iteration_time_grows(diag_ctx *c)
 {
 	const diag_run *r = c->run;
@@ -101,8 +130,27 @@ void rule_iteration_time_grows(diag_ctx *c)
 	int k = n / 10 > 0 ? n / 10 : 1;
 	double first_med = diag_median(y, k), last_med = diag_median(y + n - k, k);
 	double excess = t.ts_slope * (double)n * (n - 1) / 2;
-	char a[32], b[32], s[32], m1[32], m2[32], ls[32];
-	pp_finding *f = diag_emit(
+	double cpu_first = 0, cpu_last = 0;
+	double work = cpu_change(r, n, &cpu_first, &cpu_last);
+	/* What grows with it (hooks, allocations) confirms growth in the work
+	 * whatever the CPU time says. */
+	int waits = !isnan(work) && work < GROW_WORK_SHARE * (t.end - t.start) &&
+		    diag_growth_causes(r, NULL) == 0;
+	char a[32], b[32], s[32], m1[32], m2[32], ls[32], c1[32], c2[32];
+	pp_finding *f;
+	if (waits)
+		f = diag_emit(
+			c, "iteration_time_grows", DIAG_INFO, diag_run_share(r, excess),
+			"The program's own work per step did not grow: its CPU time did not follow "
+			"the wall time, so the steps waited longer, for a CPU (other processes on "
+			"the machine), for data, I/O or a device. Record it again on an idle "
+			"machine; if the growth stays, look at what the step waits on.",
+			"Step time grows by %s per iteration (%s to %s over %d steps) but its CPU "
+			"time does not: the steps wait longer",
+			pp_fmt_dur(s, sizeof s, t.ts_slope), pp_fmt_dur(a, sizeof a, t.start),
+			pp_fmt_dur(b, sizeof b, t.end), n);
+	else
+		f = diag_emit(
 		c, "iteration_time_grows", t.ratio >= GROW_HIGH ? DIAG_HIGH : DIAG_MODERATE,
 		diag_run_share(r, excess),
 		DIAG_SAY(r,
@@ -130,6 +178,13 @@ void rule_iteration_time_grows(diag_ctx *c)
 		      t.q_ratio, k,
 		      pp_fmt_dur(m1, sizeof m1, first_med), k, pp_fmt_dur(m2, sizeof m2, last_med),
 		      sum > 0 ? 100.0 * excess / sum : 0);
+	if (!isnan(work))
+		diag_evidence(f,
+			      " CPU time per step (step.cpu_ns, the process's): median %s in the first "
+			      "%d steps, %s in the last %d; its fitted change is %.0f%% of the wall "
+			      "time's.",
+			      pp_fmt_dur(c1, sizeof c1, cpu_first), k, pp_fmt_dur(c2, sizeof c2, cpu_last),
+			      k, t.end > t.start ? 100.0 * work / (t.end - t.start) : 0);
 	diag_growth_causes(r, f);
 	free(y);
 }
