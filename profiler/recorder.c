@@ -497,8 +497,8 @@ void pp_phase_end(void)
  * for a CPU, which `diff` must not take for a regression; its CPU time does
  * not (viewers/diag/README.md, diff). The process's (all threads: a step's
  * work may run on a framework's worker threads), read with one
- * clock_gettime at each end: a system call, ~0.85 us of CPU each on the
- * development VM (2026-11-28), so ~1.7 us per step, 0.17% of a 1 ms step.
+ * clock_gettime at each boundary (two steps that follow each other share
+ * it): a system call, 0.85-2.2 us on the development VM (2026-11-28).
  * Per thread, since the thread that begins a step ends it. */
 static __thread int64_t step_cpu0 = -1;
 
@@ -510,10 +510,10 @@ static int64_t process_cpu_ns(void)
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-static void step_begin_at(int64_t iteration, uint64_t ts)
+static void step_begin_at(int64_t iteration, uint64_t ts, int64_t cpu_now)
 {
 	static pp_site site = {"step", PP_STEP, 0};
-	step_cpu0 = process_cpu_ns();
+	step_cpu0 = cpu_now;
 	uint32_t id = __atomic_load_n(&site.id, __ATOMIC_RELAXED);
 	if (UNLIKELY(id == 0 || (id >> 24) != (R.generation & 0xff))) {
 		id = (intern("step") & 0xffffff) | (uint32_t)((R.generation & 0xff) << 24);
@@ -523,21 +523,25 @@ static void step_begin_at(int64_t iteration, uint64_t ts)
 	CALL_HOOK(1, PP_STEP, "step");
 }
 
-static void step_cpu_counter(void)
+/* Returns the CPU time read, -1 when no step was open: a boundary between
+ * two steps reads it once for both. */
+static int64_t step_cpu_counter(void)
 {
+	int64_t now = -1;
 	if (step_cpu0 >= 0) {
-		int64_t now = process_cpu_ns();
+		now = process_cpu_ns();
 		if (now >= step_cpu0)
 			pp_counter("step.cpu_ns", (double)(now - step_cpu0));
 	}
 	step_cpu0 = -1;
+	return now;
 }
 
 void pp_step_begin(int64_t iteration)
 {
 	if (!is_open())
 		return;
-	step_begin_at(iteration, 0);
+	step_begin_at(iteration, 0, process_cpu_ns());
 }
 
 void pp_step_end(void)
@@ -552,13 +556,13 @@ void pp_step_next(int64_t iteration, int end_phases)
 {
 	if (!is_open())
 		return;
-	step_cpu_counter();
+	int64_t cpu = step_cpu_counter();
 	uint64_t ts = pp_ticks();
 	for (int i = 0; i <= end_phases; i++) {
 		CALL_HOOK(0, 0, NULL);
 		emit(PP_EV_END, 0, 0, 0, ts);
 	}
-	step_begin_at(iteration, ts);
+	step_begin_at(iteration, ts, cpu >= 0 ? cpu : process_cpu_ns());
 }
 
 void pp_mark(const char *name)

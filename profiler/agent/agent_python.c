@@ -37,6 +37,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -189,11 +192,40 @@ static py_object *n_end(py_object *self, py_object *const *a, py_ssize n)
  * step 0, the shape the flow runtime records and the rules read. */
 static int first_done, first_open, step_open;
 
+/* Per-step memory counters, written here at each step's end once an adapter
+ * asks (step_counters(True)): step.allocs and step.alloc_bytes (malloc
+ * calls and bytes in the step, from the agent's hooks) and step.rss_bytes.
+ * In C they cost a sum over the threads' statistics and one read of
+ * /proc/self/statm; from Python they were five calls into this module and
+ * tuple building, ~40 us of a minimal step (bench/python_torch/step_cost.py). */
+static int counters_on;
+static uint64_t alloc0[2];
+static void alloc_now(uint64_t s[2]);
+static long long rss_bytes(void);
+
+static void step_counters_begin(void)
+{
+	if (counters_on)
+		alloc_now(alloc0);
+}
+
+static void step_counters_end(void)
+{
+	if (!counters_on)
+		return;
+	uint64_t s[2];
+	alloc_now(s);
+	pp_counter("step.allocs", (double)(s[0] - alloc0[0]));
+	pp_counter("step.alloc_bytes", (double)(s[1] - alloc0[1]));
+	pp_counter("step.rss_bytes", (double)rss_bytes());
+}
+
 /* Ends the open step, and the first_step phase around the first one. */
 static void close_step(void)
 {
 	if (!step_open)
 		return;
+	step_counters_end();
 	ppa_kept_step_end(); /* inside the step: what it leaves alive */
 	pp_step_end();
 	step_open = 0;
@@ -214,10 +246,12 @@ static py_object *n_step_begin(py_object *self, py_object *const *a, py_ssize n)
 	if (step_open) {
 		/* one instant ends this step (and the first_step phase around
 		 * the first) and begins the next: no gap between them */
+		step_counters_end();
 		ppa_kept_step_end();
 		pp_step_next(i, first_open);
 		first_open = 0;
 		ppa_kept_step_begin(i);
+		step_counters_begin();
 		return none_ref();
 	}
 	if (!first_done) {
@@ -227,6 +261,7 @@ static py_object *n_step_begin(py_object *self, py_object *const *a, py_ssize n)
 	ppa_kept_step_begin(i);
 	pp_step_begin(i);
 	step_open = 1;
+	step_counters_begin();
 	return none_ref();
 }
 
@@ -278,11 +313,30 @@ static void sum_alloc(ppa_tstats *t, void *ud)
 	s[1] += ppa_get(&t->alloc_usable);
 }
 
+static void alloc_now(uint64_t s[2])
+{
+	s[0] = s[1] = 0;
+	ppa_for_each_tstats(sum_alloc, s);
+}
+
+static py_object *n_step_counters(py_object *self, py_object *const *a, py_ssize n)
+{
+	(void)self;
+	counters_on = n >= 1 && P.LongAsLongLong(a[0]) != 0;
+	if (P.ErrOccurred()) {
+		P.ErrClear();
+		counters_on = 0;
+	}
+	if (counters_on && step_open)
+		alloc_now(alloc0);
+	return none_ref();
+}
+
 static py_object *n_alloc_totals(py_object *self, py_object *const *a, py_ssize n)
 {
 	(void)self, (void)a, (void)n;
-	uint64_t s[2] = {0, 0};
-	ppa_for_each_tstats(sum_alloc, s);
+	uint64_t s[2];
+	alloc_now(s);
 	py_object *c = P.LongFromLongLong((long long)s[0]);
 	py_object *b = P.LongFromLongLong((long long)s[1]);
 	py_object *t = c && b ? P.TuplePack(2, c, b) : NULL;
@@ -293,16 +347,68 @@ static py_object *n_alloc_totals(py_object *self, py_object *const *a, py_ssize 
 	return t; /* NULL only with MemoryError set: the interpreter's own */
 }
 
-/* Resident set size from /proc/self/statm through raw system calls: the
- * agent's open/read hooks would count it as the program's I/O. */
+/* Resident set size from /proc/self/statm, read at every step's end. The
+ * file is opened once and kept (an open of it costs 9-18 us on the
+ * development VM, 2026-11-28; a pread 3 us), through raw system calls (the
+ * agent's hooks would count it as the program's I/O), high and
+ * close-on-exec like the spool, out of the program's range of numbers.
+ * Before each read fstat says it is still the file opened (the program may
+ * close any descriptor and be given the number back for a file of its
+ * own); a forked child, whose /proc/self is another process, drops it.
+ * Where no high number is free it is opened and closed per read. */
+static int statm_fd = -1;
+static dev_t statm_dev;
+static ino_t statm_ino;
+
+static void statm_drop_in_child(void)
+{
+	if (statm_fd >= 0)
+		syscall(SYS_close, statm_fd);
+	statm_fd = -1;
+}
+
+static int statm_open(void)
+{
+	static int atfork_done;
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct rlimit rl;
+	int floor = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+				    rl.rlim_cur <= 4096
+			    ? (int)(rl.rlim_cur * 3 / 4) - 1
+			    : 1001;
+	int high = floor > 64 ? (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, floor) : -1;
+	struct stat st;
+	if (high >= 0 && fstat(high, &st) == 0) {
+		syscall(SYS_close, fd);
+		statm_dev = st.st_dev;
+		statm_ino = st.st_ino;
+		if (!atfork_done) {
+			atfork_done = 1;
+			pthread_atfork(NULL, NULL, statm_drop_in_child);
+		}
+		statm_fd = high;
+		return high;
+	}
+	if (high >= 0)
+		syscall(SYS_close, high);
+	return fd; /* the caller closes it after reading */
+}
+
 static long long rss_bytes(void)
 {
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (statm_fd >= 0 &&
+	    (fstat(statm_fd, &st) != 0 || st.st_dev != statm_dev || st.st_ino != statm_ino))
+		statm_fd = -1; /* not ours any more: the program's now, left alone */
+	int fd = statm_fd >= 0 ? statm_fd : statm_open();
 	if (fd < 0)
 		return 0;
 	char buf[128];
-	long r = syscall(SYS_read, fd, buf, sizeof buf - 1);
-	syscall(SYS_close, fd);
+	long r = syscall(SYS_pread64, fd, buf, sizeof buf - 1, 0);
+	if (fd != statm_fd)
+		syscall(SYS_close, fd);
 	if (r <= 0)
 		return 0;
 	buf[r] = 0;
@@ -390,6 +496,8 @@ static py_method_def native_defs[] = {
 	{"mark", (void *)n_mark, PY_METH_FASTCALL, "mark(name)"},
 	{"counter", (void *)n_counter, PY_METH_FASTCALL, "counter(name, value)"},
 	{"meta", (void *)n_meta, PY_METH_FASTCALL, "meta(key, value): a run_meta line"},
+	{"step_counters", (void *)n_step_counters, PY_METH_FASTCALL,
+	 "step_counters(on): write step.allocs, step.alloc_bytes, step.rss_bytes at each step's end"},
 	{"alloc_totals", (void *)n_alloc_totals, PY_METH_FASTCALL, "(malloc calls, bytes) so far"},
 	{"rss", (void *)n_rss, PY_METH_FASTCALL, "resident set size, bytes"},
 	{"now", (void *)n_now, PY_METH_FASTCALL, "recorder clock, ns"},

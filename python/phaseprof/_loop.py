@@ -167,17 +167,20 @@ def event(cls, f, may_begin, loader=None):
     global _last
     if _steps.explicit:
         return
-    learned = False
-    if code is None:
-        learned = _learn(f)
-        if not learned:
-            if not _steps.is_open and may_begin:
-                _begin()
-            if _steps.is_open:
-                _note(cls, -1, loader)
-            return
-        _last = None
-    path = _position(f)
+    if f.f_code is code:
+        # the usual loop: the loop frame made the call itself (a step's
+        # cost is a few such events; nothing to walk)
+        path = [(id(f), f.f_lasti)]
+    else:
+        if code is None:
+            if not _learn(f):
+                if not _steps.is_open and may_begin:
+                    _begin()
+                if _steps.is_open:
+                    _note(cls, -1, loader)
+                return
+            _last = None
+        path = _position(f)
     if path is None:
         if cls >= completing and _steps.is_open and not _complete:
             _unlearn()

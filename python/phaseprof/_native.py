@@ -18,6 +18,8 @@ Functions (all never raise on recorder trouble; they drop and count):
   mark(name: str)               an instant event
   counter(name: str, v: float)  a counter sample
   meta(key: str, value: str)    a run_meta line (key/value of the run)
+  step_counters(on: bool)       write step.allocs, step.alloc_bytes and
+                                step.rss_bytes at each step's end (in C)
   alloc_totals() -> (calls, bytes)  process-wide malloc calls and bytes
                                 allocated so far (agent hooks); (0, 0) unknown
   rss() -> int                  resident set size in bytes (0 if unknown)
@@ -41,6 +43,7 @@ if _m is not None:
     counter = _m.counter
     meta = _m.meta
     alloc_totals = _m.alloc_totals
+    step_counters = _m.step_counters
     rss = _m.rss
     now = _m.now
 else:
@@ -69,6 +72,9 @@ else:
 
     def alloc_totals():
         return (0, 0)
+
+    def step_counters(on):
+        pass
 
     def rss():
         return 0

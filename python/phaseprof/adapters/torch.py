@@ -64,8 +64,8 @@ Per step, counters written just before the step ends:
   torch.hooks                     forward/backward hooks on the models called
                                   in the step, plus global module hooks
   torch.graph_nodes               autograd nodes reachable from the tensors
-                                  passed to backward (counted while the graph
-                                  stays under 300 nodes, else every 10th step)
+                                  passed to backward (at each of the first 50
+                                  steps, then every 10th)
 PyTorch 1.13 on CPU exposes no count of live tensor bytes (its allocator
 statistics are CUDA-only; the CPU side reports to the profiler only while
 torch.profiler runs with profile_memory), so none is recorded.
@@ -99,10 +99,9 @@ class _State:
         self.build_depth = 0
         self.opt_depth = 0
         self.inner = 0            # inside torch.load / jit.script / jit.trace
-        self.alloc0 = (0, 0)
+        self.global_hooks = ()   # torch's global module hook dicts
         self.models = {}          # id(module) -> (module, its modules list)
         self.graph_nodes = -1
-        self.graph_every = 1
         self.script_runs = {}     # id(script module) -> runs so far
         self.profiled_runs = 1
 
@@ -122,22 +121,12 @@ def _here():
 
 # ---- steps ----
 
-def _on_step_begin(i):
-    S.alloc0 = N.alloc_totals()
-
-
 def _step_stats():
-    calls, nbytes = N.alloc_totals()
-    N.counter("step.allocs", calls - S.alloc0[0])
-    N.counter("step.alloc_bytes", nbytes - S.alloc0[1])
-    N.counter("step.rss_bytes", N.rss())
-    hooks = 0
-    mm = _torch.nn.modules.module
-    for g in ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks"):
-        hooks += len(getattr(mm, g, ()))
-    for _, mods in S.models.values():
-        for m in mods:
-            hooks += len(m._forward_hooks) + len(m._forward_pre_hooks) + len(m._backward_hooks)
+    # step.allocs, step.alloc_bytes and step.rss_bytes are the agent's
+    # (N.step_counters): here only what needs the torch objects
+    hooks = sum(map(len, S.global_hooks))
+    for _, dicts in S.models.values():
+        hooks += sum(map(len, dicts))
     N.counter("torch.hooks", hooks)
     if S.graph_nodes >= 0:
         N.counter("torch.graph_nodes", S.graph_nodes)
@@ -166,11 +155,15 @@ def _remember_model(mod):
     if k not in S.models:
         if len(S.models) >= 4:
             S.models.pop(next(iter(S.models)))
-        S.models[k] = (mod, list(mod.modules()))
+        # the hook dicts of its modules, which register_*_hook fill in place
+        S.models[k] = (mod, [d for m in mod.modules()
+                             for d in (m._forward_hooks, m._forward_pre_hooks, m._backward_hooks)])
 
 
 def _count_graph(tensors):
-    if S.graph_every > 1 and _steps.number % S.graph_every:
+    # every step for the first 50 (the rules' trends over a short run need
+    # them all), then every 10th: a walk costs ~7 us even for a tiny graph
+    if _steps.number >= 50 and _steps.number % 10:
         return
     t = _torch
     roots = [tensors] if isinstance(tensors, t.Tensor) else list(tensors)
@@ -183,7 +176,6 @@ def _count_graph(tensors):
         seen.add(fn)
         todo.extend(n for n, _ in fn.next_functions)
     S.graph_nodes = len(seen)
-    S.graph_every = 1 if len(seen) < 300 else 10
 
 
 # ---- wrappers ----
@@ -191,7 +183,10 @@ def _count_graph(tensors):
 def _event(cls, f, loader=None):
     """Reports a framework event made by frame f to the loop tracker."""
     if not _steps.explicit:
-        _safe(_loop.event, cls, f, _may_begin(), loader)
+        try:
+            _loop.event(cls, f, _may_begin(), loader)
+        except Exception:
+            pass
 
 
 def compile_event(f):
@@ -528,7 +523,10 @@ def _install(torch):
     _torch = torch
     comp = getattr(torch, "compiler", None)
     _compiling = getattr(comp, "is_compiling", None) or bool
-    _steps.on_begin.append(_on_step_begin)
+    mm = torch.nn.modules.module
+    S.global_hooks = [getattr(mm, g) for g in ("_global_forward_hooks", "_global_forward_pre_hooks",
+                                               "_global_backward_hooks") if hasattr(mm, g)]
+    N.step_counters(True)
     _steps.on_end.append(_on_step_end)
     S.profiled_runs = _safe(torch._C._jit_get_num_profiled_runs) or 1
     nn = torch.nn
