@@ -374,10 +374,11 @@ static int statm_open(void)
 	if (fd < 0)
 		return -1;
 	struct rlimit rl;
+	/* the spool's floor (spool_writer.c): the agent's numbers in one range */
 	int floor = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
 				    rl.rlim_cur <= 4096
-			    ? (int)(rl.rlim_cur * 3 / 4) - 1
-			    : 1001;
+			    ? (int)(rl.rlim_cur * 3 / 4)
+			    : 1000;
 	int high = floor > 64 ? (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, floor) : -1;
 	struct stat st;
 	if (high >= 0 && fstat(high, &st) == 0) {

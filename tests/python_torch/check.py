@@ -538,6 +538,19 @@ def traceback_of(err):
     return "\n".join(out)
 
 
+def case_descriptors(pp):
+    """The program's descriptors are a plain run's, through a close loop in
+    the middle of the steps; the RSS counter survives it."""
+    p = subprocess.run([PY, os.path.join(HERE, "progs", "descriptors.py")], capture_output=True,
+                       text=True, timeout=300)
+    check(p.returncode == 0 and "first free descriptor: 3" in p.stdout, "plain run: " + p.stdout + p.stderr)
+    r = Rec(pp, "descriptors.py")
+    check(r.out == p.stdout, "output differs under record:\n%s--- plain:\n%s" % (r.out, p.stdout))
+    check(numbers(r) == list(range(12)), "steps %r" % numbers(r), r)
+    rss = r.counter("step.rss_bytes")
+    check(len(rss) == 12 and min(rss) > 10e6, "step.rss_bytes %r" % rss, r)
+
+
 def case_raises_forward(pp):
     r = Rec(pp, "raises_forward.py", expect_rc=1)
     p = subprocess.run([PY, os.path.join(HERE, "progs", "raises_forward.py")], capture_output=True,
