@@ -76,6 +76,12 @@ if [ $want_torch2 = 1 ]; then
     "$py" -m venv --clear "$venv"
     "$venv/bin/python" -m pip install -q --disable-pip-version-check torch==2.13.0 pytorch-lightning==2.6.6
   fi
+  # Lightning's unified package (`import lightning.pytorch`), the name its
+  # documentation now uses: the same Trainer under another module name.
+  if ! "$venv/bin/python" -c 'import lightning.pytorch' >/dev/null 2>&1; then
+    echo "install-deps: lightning 2.6.6 (lightning.pytorch) into $venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check torch==2.13.0 lightning==2.6.6
+  fi
 fi
 if [ $want_bench = 1 ]; then
   # The Python profilers bench/python_torch compares against, from PyPI. A

@@ -568,19 +568,21 @@ def named(r, kind, name):
     return [s for s in r.spans(kind) if s[0] == name and s[2] is not None]
 
 
-def lightning_fit(pp, acc):
+def lightning_fit(pp, acc, package="pytorch_lightning"):
     """Trainer.fit of tests/python_torch/progs/lightning_fit.py: 2 epochs x 8
-    training batches, 4 validation batches, the default sanity check (2)."""
-    r = Rec(pp, "lightning_fit.py", str(acc))
+    training batches, 4 validation batches, the default sanity check (2);
+    Lightning imported as package (pytorch_lightning or lightning.pytorch)."""
+    args = (str(acc),) if package == "pytorch_lightning" else (str(acc), "unified")
+    r = Rec(pp, "lightning_fit.py", *args)
     nsteps = 16 // acc
     for line in ("training batches: 16 callback saw: 16", "optimizer steps: %d" % nsteps,
                  "user callbacks list unchanged: True", "val_loss finite: True"):
         check(line in r.out, "program output changed: " + r.out, r)
     adapter_installed(r)
-    check(meta(r, "python.adapter.pytorch_lightning") == "installed",
-          "lightning adapter: %r" % meta(r, "python.adapter.pytorch_lightning"), r)
-    check(meta(r, "python.adapter.pytorch_lightning.fetch") is None,
-          "steps not begun at the fetch: %r" % meta(r, "python.adapter.pytorch_lightning.fetch"), r)
+    check(meta(r, "python.adapter." + package) == "installed",
+          "lightning adapter: %r" % meta(r, "python.adapter." + package), r)
+    check(meta(r, "python.adapter.%s.fetch" % package) is None,
+          "steps not begun at the fetch: %r" % meta(r, "python.adapter.%s.fetch" % package), r)
     unit = meta(r, "python.step_unit")
     want = ("Lightning training batch" if acc == 1 else
             "Lightning optimizer step (accumulate_grad_batches=%d training batches)" % acc)
@@ -657,6 +659,11 @@ def case_lightning_fit(pp):
 
 def case_lightning_accumulate(pp):
     lightning_fit(pp, 2)
+
+
+def case_lightning_unified(pp):
+    """The same fit through the unified package's name, lightning.pytorch."""
+    lightning_fit(pp, 1, "lightning.pytorch")
 
 
 def case_lightning_raises(pp):

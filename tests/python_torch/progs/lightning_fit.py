@@ -1,11 +1,16 @@
 """A small Lightning 2.6 program, written as users write one: a
 LightningModule with its own setup and configure_optimizers, a training and
 a validation loader, Trainer.fit with the default sanity check (2 batches).
-2 epochs x 8 training batches; argv[1] = accumulate_grad_batches (default 1).
+2 epochs x 8 training batches; argv[1] = accumulate_grad_batches (default 1);
+argv[2] = "unified": Lightning imported as `lightning.pytorch` (the unified
+package) instead of `pytorch_lightning`.
 """
 import sys
 
-import pytorch_lightning as pl
+if sys.argv[2:] == ["unified"]:
+    import lightning.pytorch as pl
+else:
+    import pytorch_lightning as pl
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
