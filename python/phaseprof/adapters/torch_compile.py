@@ -34,8 +34,13 @@ When a compile ends (from Dynamo's CompilationMetrics of that frame):
         every compile of a frame already compiled (n: the frame's n-th
         compile, from Dynamo's compile id), the guard as Dynamo words it
         (``tensor 'x' size mismatch at index 0. expected 8, actual 12``)
-  mark  ``torch.compile graph break: <frame>: <reason> (x<count>)`` for every
-        new graph-break reason Dynamo counted during that compile
+  mark  ``torch.compile graph break: <frame>: <reason> at <file:line>
+        (x<count>)`` for every new graph-break reason Dynamo counted during
+        that compile; the line is the user's code where the graph broke, as
+        Dynamo's own graph-break report gives it (the structured-trace
+        artifact ``dynamo_graph_break_reason``, which Dynamo builds for
+        every break and drops unless TORCH_TRACE is set: the adapter reads
+        its first lines, torch's trace settings untouched)
   counters (cumulative) ``torch.compile.frames``, ``.recompiles``,
         ``.graph_breaks``, ``.fx_graph_cache_hits`` / ``_misses``,
         ``.aot_autograd_cache_hits`` / ``_misses``
@@ -78,6 +83,7 @@ _OUTER = {"dynamo": "compile", "entire_backward_compile": "backward compile"}
 _tls = threading.local()
 _frames = {}          # compile id's frame part ("1/3" -> "1") -> frame label
 _seen_breaks = {}     # graph-break reason -> count already reported
+_break_locs = []      # (where "file:line", Dynamo's break report) not yet reported
 _totals = {"frames": 0, "recompiles": 0}
 _U = None             # torch._dynamo.utils
 _MODULE_PY = os.path.join("torch", "nn", "modules", "module.py")
@@ -208,6 +214,47 @@ def _break_text(why):
     return (t[:cut] if cut > 0 else t)[:400]
 
 
+def _wrap_trace_structured(orig):
+    """torch._logging.trace_structured: every call forwarded as it came;
+    a graph-break report's location kept for the break's mark."""
+    def trace_structured(name, *args, **kwargs):
+        if name == "artifact" and len(_break_locs) < 64:
+            md = args[0] if args else kwargs.get("metadata_fn")
+            pf = kwargs.get("payload_fn")
+            if md is not None and pf is not None:
+                _safe_call(_note_break, md, pf)
+        return orig(name, *args, **kwargs)
+    trace_structured._phaseprof = True
+    return trace_structured
+
+
+def _note_break(metadata_fn, payload_fn):
+    md = metadata_fn()
+    if not isinstance(md, dict) or md.get("name") != "dynamo_graph_break_reason":
+        return
+    text = str(payload_fn())
+    head = "Graph break in user code at "
+    if text.startswith(head):
+        where = text[len(head):text.find("\n")] if "\n" in text else text[len(head):]
+        path, _, line = where.rpartition(":")
+        _break_locs.append(("%s:%s" % (os.path.basename(path), line), text[:4000]))
+
+
+def _break_where(why):
+    """The user code lines of the breaks Dynamo reported for a counter key
+    (matched by the key's first line in the report), taken off the list."""
+    first = str(why).split("\n", 1)[0].strip()
+    if not first:
+        return ""
+    found = []
+    for e in list(_break_locs):
+        if first in e[1]:
+            _break_locs.remove(e)
+            if e[0] not in found:
+                found.append(e[0])
+    return " at " + ", ".join(found) if found else ""
+
+
 def _frame_done(label, cid):
     """After a frame's compile (cid: its compile id's text): recompile mark
     with the failed guard, new graph breaks, the cumulative counters."""
@@ -234,7 +281,9 @@ def _frame_done(label, cid):
         old = _seen_breaks.get(why, 0)
         if cnt > old:
             _seen_breaks[why] = cnt
-            N.mark("torch.compile graph break: %s: %s (x%d)" % (label, _break_text(why), cnt - old))
+            N.mark("torch.compile graph break: %s: %s%s (x%d)"
+                   % (label, _break_text(why), _break_where(why), cnt - old))
+    del _break_locs[:]
     _counter_totals()
 
 
@@ -296,6 +345,10 @@ def _install(dynamo):
         orig = cls.__dict__.get(attr)
         if orig is not None and not getattr(orig, "_phaseprof", False):
             setattr(cls, attr, make(orig))
+    tl = sys.modules.get("torch._logging")
+    orig = getattr(tl, "trace_structured", None)
+    if orig is not None and not getattr(orig, "_phaseprof", False):
+        tl.trace_structured = _wrap_trace_structured(orig)
 
 
 def install(dynamo):
