@@ -125,6 +125,13 @@ static void text_begin(FILE *out, const pp_diff *d, const struct diff_src *a, co
 				: "The tests disagree, so the step row is same: wall time that changed off "
 				  "the CPU is waiting, for a CPU (the machine's load), I/O or another thread; "
 				  "waits the program reports have their own phase rows.");
+	if (d->step_contention)
+		fprintf(out, "step median: the runs' loads differed (wall per CPU time x%.2f, beyond "
+			     "x%.2f) and the steps' CPU time changed x%.2f, within the x%.1f that contention "
+			     "for the CPUs makes on its own: same (record both on a quiet machine to tell)\n",
+			d->load_factor, PP_DIFF_LOAD_DIFFERS,
+			d->step_cpu_median_a > 0 ? d->step_cpu_median_b / d->step_cpu_median_a : 1,
+			PP_DIFF_CONTENTION);
 	if (d->load_factor != 1)
 		fprintf(out, "load: B's steps took %.2fx the wall time per CPU time of A's (the machine's "
 			     "load, or more waiting in B's steps); a total or phase row changes only when "
@@ -213,6 +220,7 @@ static void json_begin(FILE *out, const pp_diff *d, const struct diff_src *a, co
 	pp_json_knum(&jw, "q25_b_ns", d->step_q25_b);
 	pp_json_knum(&jw, "min_effect_ns", d->step_min_effect_ns);
 	pp_json_kstr(&jw, "wall_verdict", pp_diff_verdict_name(d->step_wall_verdict));
+	pp_json_kbool(&jw, "contention", d->step_contention);
 	pp_json_key(&jw, "cpu");
 	if (d->step_cpu) {
 		pp_json_obj(&jw);

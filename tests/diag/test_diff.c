@@ -387,6 +387,32 @@ static void test_cpu_time_tells_load_from_regression(void **state)
 	pp_diff_free(&d);
 }
 
+/* One torch MLP recorded twice, once beside two busy loops (A): its steps'
+ * wall time 8.2 -> 4.1 ms and, from contention alone, their CPU time 3.8 ->
+ * 2.7 ms. Both tests agreed on an "improvement" the program never had. With
+ * the loads this different (wall per CPU x0.7), a CPU time that moved less
+ * than contention makes (x1.5) is no evidence: the row is same, and the
+ * header says why. A real halving of the work still is one. */
+static void test_load_differs_contention_same(void **state)
+{
+	(void)state;
+	int64_t a = cpu_run("beside two busy loops", 40, 8.2 * MS, 3.8 * MS, 20 * MS, 1, 410);
+	int64_t b = cpu_run("quiet", 40, 4.1 * MS, 2.7 * MS, 20 * MS, 1, 411);
+	pp_diff d;
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, b, &d), 0);
+	assert_int_equal(d.step_wall_verdict, PP_DIFF_IMPROVEMENT);
+	assert_int_equal(d.step_cpu_verdict, PP_DIFF_IMPROVEMENT);
+	assert_true(d.step_contention);
+	assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_SAME);
+	pp_diff_free(&d);
+
+	int64_t c = cpu_run("half the work, quiet", 40, 2.0 * MS, 1.5 * MS, 20 * MS, 1, 412);
+	assert_int_equal(pp_diag_diff(T.st, a, T.st, c, &d), 0);
+	assert_false(d.step_contention);
+	assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_IMPROVEMENT);
+	pp_diff_free(&d);
+}
+
 /* A PyTorch-like run: steps, one-off start-up phases (library loads,
  * imports) and per-step phases, every time scaled by slow (a busy machine),
  * and the library loads alone by lib_slow on top. */
@@ -449,6 +475,7 @@ int main(void)
 		cmocka_unit_test(test_step_regression_beyond_load),
 		cmocka_unit_test(test_few_steps_no_test),
 		cmocka_unit_test(test_cpu_time_tells_load_from_regression),
+		cmocka_unit_test(test_load_differs_contention_same),
 		cmocka_unit_test(test_common_slowdown),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

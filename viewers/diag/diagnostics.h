@@ -117,6 +117,10 @@ typedef struct pp_diff {
 	double step_cpu_min_effect_ns;
 	double step_cpu_share;    /* median CPU / median wall time of a step, larger run's
 				     (information) */
+	int step_contention;      /* 1: the runs' loads differed (load_factor beyond
+				     PP_DIFF_LOAD_DIFFERS) and the steps' CPU times differ by
+				     less than contention alone makes (PP_DIFF_CONTENTION):
+				     the step row is same */
 	double load_factor;       /* B's wall time per CPU time of a step / A's (1 without
 				     CPU times): the total and phase rows compare B / it
 				     with A */
@@ -130,6 +134,13 @@ enum { PP_DIFF_TEST_THRESHOLD = 0, PP_DIFF_TEST_MANN_WHITNEY = 1 };
 #define PP_DIFF_MW_MIN_STEPS 6
 #define PP_DIFF_STEP_MIN_REL 0.10  /* of A's median step */
 #define PP_DIFF_STEP_NOISE_K 2.0   /* x the quieter run's step-to-step noise (sigma) */
+/* Two runs whose wall time per CPU time differs beyond this ratio ran on a
+ * machine loaded differently; a process's CPU time itself grows under
+ * contention (shared caches, SMT, frequency): 1.44x for a torch loop beside
+ * two busy loops on the 2-CPU development VM (2026-11-28). Then a step's
+ * CPU time must change beyond PP_DIFF_CONTENTION to be the program's. */
+#define PP_DIFF_LOAD_DIFFERS 1.25
+#define PP_DIFF_CONTENTION 1.5
 
 /* Compares run_a of store a with run_b of store b (a and b may be the same
  * store). Returns 0, or -1 with a one-line message in out->error. */

@@ -306,6 +306,13 @@ static int judge_steps(pp_diff_row *row, const run_side *sa, const run_side *sb,
 	out->step_cpu_share = ra > rb ? ra : rb;
 	if (c.verdict != w.verdict)
 		row->verdict = PP_DIFF_SAME;
+	double l = out->load_factor, cr = c.med_a > 0 ? c.med_b / c.med_a : 1;
+	if (row->verdict != PP_DIFF_SAME &&
+	    (l > PP_DIFF_LOAD_DIFFERS || l < 1 / PP_DIFF_LOAD_DIFFERS) &&
+	    cr < PP_DIFF_CONTENTION && cr > 1 / PP_DIFF_CONTENTION) {
+		out->step_contention = 1;
+		row->verdict = PP_DIFF_SAME;
+	}
 	return 0;
 }
 
