@@ -164,13 +164,27 @@ def event(cls, f, may_begin, loader=None):
     """A framework event of class cls made by frame f (the caller of the
     framework function). may_begin: the event can start a step (the adapter
     knows the gradient mode); loader: id of the DataLoader for DATA events."""
-    global _last
+    global _last, _step_max, _complete, _backwards
     if _steps.explicit:
         return
     if f.f_code is code:
         # the usual loop: the loop frame made the call itself (a step's
         # cost is a few such events; nothing to walk)
-        path = [(id(f), f.f_lasti)]
+        off = f.f_lasti
+        last = _last
+        if (cls != DATA and _steps.is_open and last is not None and last[0][0] == id(f)
+                and off > last[0][1] and not (_complete and 0 <= _extent < off and cls < completing)):
+            # further on in the open step, in the loop body: what
+            # _compare and _note below would conclude, done inline
+            _last = ((id(f), off),)
+            if off > _step_max:
+                _step_max = off
+            if cls >= completing:
+                _complete = True
+            if cls == BACKWARD:
+                _backwards += 1
+            return
+        path = [(id(f), off)]
     else:
         if code is None:
             if not _learn(f):

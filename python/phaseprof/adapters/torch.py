@@ -138,18 +138,6 @@ def _on_step_end():
         _safe(_step_stats)
 
 
-def _training():
-    """Events can start a training step: an optimizer exists, or backward
-    passes make the loop (manual updates), and gradients are enabled."""
-    return _loop.completing >= _loop.BACKWARD and _torch.is_grad_enabled()
-
-
-def _may_begin():
-    if _loop.completing == _loop.FORWARD:
-        return not _torch.is_grad_enabled()
-    return _torch.is_grad_enabled()
-
-
 def _remember_model(mod):
     k = id(mod)
     if k not in S.models:
@@ -184,7 +172,10 @@ def _event(cls, f, loader=None):
     """Reports a framework event made by frame f to the loop tracker."""
     if not _steps.explicit:
         try:
-            _loop.event(cls, f, _may_begin(), loader)
+            # an event may begin a step in training with gradients on, in
+            # inference with them off
+            g = _torch.is_grad_enabled()
+            _loop.event(cls, f, not g if _loop.completing == _loop.FORWARD else g, loader)
         except Exception:
             pass
 
