@@ -693,7 +693,17 @@ static int64_t resolve_frame(uint64_t fw)
 static pthread_t resolver;
 static uint64_t resolver_cursor;
 
+static void *resolver_loop(void *arg);
+
 static void *resolver_main(void *arg)
+{
+	ppa_own_thread(1);
+	void *r = resolver_loop(arg);
+	ppa_own_thread(0);
+	return r;
+}
+
+static void *resolver_loop(void *arg)
 {
 	(void)arg;
 	ppa_guard_set(1);
