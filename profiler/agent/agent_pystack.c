@@ -1,31 +1,37 @@
 /*
- * agent_pystack.c — Python frames in CPU samples (CPython 3.11).
+ * agent_pystack.c — Python frames in CPU samples (CPython 3.11, 3.12, 3.13).
  *
  * The sampling handler calls ppa_pystack_capture(): it finds the interrupted
- * thread's PyThreadState through the interpreter's own thread-specific key
- * (_PyRuntime.gilstate.autoTSSkey, read with pthread_getspecific: a plain
- * array read in glibc, no lock) and walks cframe->current_frame → previous,
- * recording only (code object address, instruction index, is_entry) per
- * frame. It never calls Python, never allocates, never locks. Frame memory
- * is read with process_vm_readv on our own pid, which fails with EFAULT on a
- * bad pointer instead of faulting (a C frame just entered may not have set
- * its current_frame yet), except inside the thread's current data-stack
- * chunk, which is always mapped.
+ * thread's PyThreadState (3.11, 3.12: through the interpreter's own
+ * thread-specific key, _PyRuntime.autoTSSkey, read with pthread_getspecific:
+ * a plain array read in glibc, no lock; 3.13, whose published offsets do not
+ * include that key: by walking the interpreters' thread lists for the
+ * thread's id, then kept per thread and checked at every use) and walks
+ * current_frame → previous, recording only (code object address,
+ * instruction index, is_entry) per frame. 3.12+ mark where an eval call
+ * began with a shim frame owned by the C stack instead of an is_entry byte:
+ * the frame under it is taken as the entry frame and the shim left out. It
+ * never calls Python, never allocates, never locks. Frame memory is read
+ * with process_vm_readv on our own pid, which fails with EFAULT on a bad
+ * pointer instead of faulting (a C frame just entered may not have set its
+ * current_frame yet), except inside the thread's current data-stack chunk,
+ * which is always mapped.
  *
  * The drain (stats thread) resolves each (code, index) once: the code object
  * is read with process_vm_readv and accepted only if its type is
  * &PyCode_Type, its name and file only if they are str objects; the line
- * comes from the 3.11 location table (co_linetable). Each distinct
- * (code, line) becomes one `py_frames` row; in the sample text every native
- * _PyEval_EvalFrameDefault frame is replaced by the Python frames it was
- * running ("p<id>" tokens), i.e. the frames up to and including the next
- * entry frame.
+ * comes from the location table (co_linetable, one format in 3.11-3.13).
+ * Each distinct (code, line) becomes one `py_frames` row; in the sample text
+ * every native _PyEval_EvalFrameDefault frame is replaced by the Python
+ * frames it was running ("p<id>" tokens), i.e. the frames up to and
+ * including the next entry frame.
  *
- * Offsets are those of CPython 3.11 (checked against the 3.11.2 headers,
- * Debian 12). Any other version: native frames only, and one run_meta line
- * (agent.python_frames) says why. Before the handler walks anything, the
- * drain checks the layout once against the live interpreter (runtime →
- * thread state → frame → code object type) and refuses on a mismatch.
+ * Offsets come from agent_pyversions.c (3.11, 3.12: checked tables; 3.13:
+ * the interpreter's _Py_DebugOffsets). Any other version: native frames
+ * only, and one run_meta line (agent.python_frames) says why. Before the
+ * handler walks anything, the drain checks the layout once against the live
+ * interpreter (runtime → thread state → frame → code object type) and
+ * refuses on a mismatch.
  */
 #include "agent_internal.h"
 #include "agent_pyversions.h"
@@ -487,7 +493,7 @@ int ppa_pystack_start(void)
 
 /* ---------------------------------------------------------------- resolution */
 
-/* CPython 3.11 location table (Objects/locations.md): entries of a first
+/* CPython 3.11-3.13 location table (Objects/locations.md): entries of a first
  * byte 1ccccnnn (code c, n+1 code units) and varint payloads. */
 static const unsigned char *varint(const unsigned char *p, const unsigned char *end, unsigned *out)
 {

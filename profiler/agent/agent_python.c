@@ -5,9 +5,9 @@
  *
  * Nothing here links against libpython: the agent is preloaded into every
  * program, so the C API is looked up with dlsym(RTLD_DEFAULT) and used only
- * when the program is a CPython whose version was checked (3.11). From the
- * constructor we add an audit hook (it must precede Py_Initialize, and
- * survives it). The hook:
+ * when the program is a CPython whose version was checked (3.11, 3.12,
+ * 3.13). From the constructor we add an audit hook (it must precede
+ * Py_Initialize, and survives it). The hook:
  *   - at the first `import` event, replaces importlib's `_find_and_load`
  *     (what the interpreter calls for every import that misses sys.modules,
  *     the same set `-X importtime` reports) by a C function that wraps the
