@@ -1035,7 +1035,23 @@ static void drain(int final)
 	write_clock_point();
 }
 
+/* The agent counts its own threads (the program's /proc/self/stat thread
+ * count leaves them out); a program linking the recorder has no such hook. */
+extern void ppa_own_thread(int enter) __attribute__((weak));
+
+static void *writer_loop(void *arg);
+
 static void *writer_main(void *arg)
+{
+	if (ppa_own_thread)
+		ppa_own_thread(1);
+	void *r = writer_loop(arg);
+	if (ppa_own_thread)
+		ppa_own_thread(0);
+	return r;
+}
+
+static void *writer_loop(void *arg)
 {
 	(void)arg;
 	sigset_t all;

@@ -14,7 +14,7 @@ agent=$build/libphaseprof-agent.so
 [ -f "$agent" ] || { echo "pystack.sh: $agent missing (build first)" >&2; exit 1; }
 here=$(cd "$(dirname "$0")/../.." && pwd)
 target=$here/bench/agent/py_loop.py
-py=/usr/bin/python3
+py=${PYTHON:-/usr/bin/python3} # PYTHON=.../python3.13: another interpreter
 tmp=$(mktemp -d /tmp/pp-bench-pystack-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 

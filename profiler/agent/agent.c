@@ -302,7 +302,48 @@ static void stats_tick(void)
 	ppa_sampler_drain();
 }
 
+/* The agent's own threads (stats thread, spool writer, frame resolver), by
+ * thread id: the program's view of its thread count leaves them out (see
+ * ppa_own_threads). A slot whose thread is gone (a forked child sees its
+ * parent's) is taken again. */
+static _Atomic uint32_t own_tids[16];
+
+static int tid_alive(uint32_t tid)
+{
+	return tid && syscall(SYS_tgkill, getpid(), (pid_t)tid, 0) == 0;
+}
+
+void ppa_own_thread(int enter)
+{
+	uint32_t me = ppa_gettid();
+	for (int i = 0; i < 16; i++) {
+		uint32_t v = atomic_load(&own_tids[i]);
+		if (enter ? (v == 0 || (v != me && !tid_alive(v))) : v == me) {
+			if (atomic_compare_exchange_strong(&own_tids[i], &v, enter ? me : 0))
+				return;
+		}
+	}
+}
+
+int ppa_own_threads(void)
+{
+	int n = 0;
+	for (int i = 0; i < 16; i++)
+		n += tid_alive(atomic_load(&own_tids[i]));
+	return n;
+}
+
+static void *stats_loop(void *arg);
+
 static void *stats_main(void *arg)
+{
+	ppa_own_thread(1);
+	void *r = stats_loop(arg);
+	ppa_own_thread(0);
+	return r;
+}
+
+static void *stats_loop(void *arg)
 {
 	(void)arg;
 	ppa_guard_set(1); /* our own work is not the program's */

@@ -259,6 +259,10 @@ void ppa_sampler_yield(int sig);              /* agent_sample.c: the program too
 #define PPA_THREAD_STACK (256u << 10)
 #include <pthread.h>
 int ppa_thread_start(pthread_t *th, void *(*fn)(void *), void *arg); /* agent.c */
+/* the agent's own threads: each registers itself while it runs (agent.c);
+ * ppa_own_threads() counts those alive in this process */
+void ppa_own_thread(int enter);
+int ppa_own_threads(void);
 int ppa_real_pthread_create(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
 /* agent_proc.c */

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -493,10 +494,76 @@ PPA_API ssize_t writev(int fd, const struct iovec *iov, int cnt)
 
 /* ---- stdio: fopen/fread/fwrite/fclose reach the PLT; the reads inside
  * them do not, so they are counted here against the stream's descriptor */
+/* The process's own /proc stat file ("/proc/self/stat", "/proc/<pid>/stat")
+ * read through stdio: field 20 is its thread count, and the agent's own
+ * threads are not the program's. CPython 3.12+ reads it there before
+ * os.fork() and warns "This process is multi-threaded" (a DeprecationWarning
+ * on stderr) when it is above one: every fork of a single-threaded Python
+ * warned under `record`. The stream is then the file's text with the count
+ * less the agent's live threads, in a memory file (memfd). NULL: not that
+ * file, or no thread of ours, or it could not be made (the real file is
+ * opened then). */
+static int own_stat_path(const char *path)
+{
+	if (strcmp(path, "/proc/self/stat") == 0)
+		return 1;
+	char mine[40];
+	snprintf(mine, sizeof mine, "/proc/%d/stat", (int)getpid());
+	return strcmp(path, mine) == 0;
+}
+
+static FILE *stat_without_agent(const char *path, const char *mode)
+{
+	if (mode[0] != 'r' || strchr(mode, '+') || strchr(mode, 'w') || strchr(mode, 'a') || !own_stat_path(path))
+		return NULL;
+	int own = ppa_own_threads();
+	if (own <= 0)
+		return NULL;
+	char buf[4096];
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
+	syscall(SYS_close, fd);
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	/* after the command's name (in parentheses, any characters): fields 3.. */
+	char *p = strrchr(buf, ')');
+	int field = 2;
+	while (p && *p && field < 20) {
+		p = strchr(p, ' ');
+		if (p)
+			p++, field++;
+	}
+	if (!p || field != 20 || *p < '0' || *p > '9')
+		return NULL;
+	char *end;
+	long threads = strtol(p, &end, 10);
+	long shown = threads - own > 1 ? threads - own : 1;
+	char out[4096 + 32];
+	int w = snprintf(out, sizeof out, "%.*s%ld%s", (int)(p - buf), buf, shown, end);
+	if (w <= 0 || (size_t)w >= sizeof out)
+		return NULL;
+	int m = (int)syscall(SYS_memfd_create, "stat", strchr(mode, 'e') ? MFD_CLOEXEC : 0u);
+	if (m < 0)
+		return NULL;
+	if (syscall(SYS_write, m, out, (size_t)w) != w || syscall(SYS_lseek, m, 0, SEEK_SET) != 0) {
+		syscall(SYS_close, m);
+		return NULL;
+	}
+	FILE *f = fdopen(m, mode);
+	if (!f)
+		syscall(SYS_close, m);
+	return f;
+}
+
 static FILE *fopen_common(const char *path, const char *mode)
 {
 	uint64_t t0 = ppa_mono();
-	FILE *f = REAL(fopen)(path, mode);
+	FILE *f = path && mode ? stat_without_agent(path, mode) : NULL;
+	if (!f)
+		f = REAL(fopen)(path, mode);
 	if (TRACKING()) {
 		ppa_guard_set(1);
 		opened(f ? fileno(f) : -1, AT_FDCWD, path, ppa_mono() - t0);

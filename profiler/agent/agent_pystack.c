@@ -1,33 +1,40 @@
 /*
- * agent_pystack.c — Python frames in CPU samples (CPython 3.11).
+ * agent_pystack.c — Python frames in CPU samples (CPython 3.11, 3.12, 3.13).
  *
  * The sampling handler calls ppa_pystack_capture(): it finds the interrupted
- * thread's PyThreadState through the interpreter's own thread-specific key
- * (_PyRuntime.gilstate.autoTSSkey, read with pthread_getspecific: a plain
- * array read in glibc, no lock) and walks cframe->current_frame → previous,
- * recording only (code object address, instruction index, is_entry) per
- * frame. It never calls Python, never allocates, never locks. Frame memory
- * is read with process_vm_readv on our own pid, which fails with EFAULT on a
- * bad pointer instead of faulting (a C frame just entered may not have set
- * its current_frame yet), except inside the thread's current data-stack
- * chunk, which is always mapped.
+ * thread's PyThreadState (3.11, 3.12: through the interpreter's own
+ * thread-specific key, _PyRuntime.autoTSSkey, read with pthread_getspecific:
+ * a plain array read in glibc, no lock; 3.13, whose published offsets do not
+ * include that key: by walking the interpreters' thread lists for the
+ * thread's id, then kept per thread and checked at every use) and walks
+ * current_frame → previous, recording only (code object address,
+ * instruction index, is_entry) per frame. 3.12+ mark where an eval call
+ * began with a shim frame owned by the C stack instead of an is_entry byte:
+ * the frame under it is taken as the entry frame and the shim left out. It
+ * never calls Python, never allocates, never locks. Frame memory is read
+ * with process_vm_readv on our own pid, which fails with EFAULT on a bad
+ * pointer instead of faulting (a C frame just entered may not have set its
+ * current_frame yet), except inside the thread's current data-stack chunk,
+ * which is always mapped.
  *
  * The drain (stats thread) resolves each (code, index) once: the code object
  * is read with process_vm_readv and accepted only if its type is
  * &PyCode_Type, its name and file only if they are str objects; the line
- * comes from the 3.11 location table (co_linetable). Each distinct
- * (code, line) becomes one `py_frames` row; in the sample text every native
- * _PyEval_EvalFrameDefault frame is replaced by the Python frames it was
- * running ("p<id>" tokens), i.e. the frames up to and including the next
- * entry frame.
+ * comes from the location table (co_linetable, one format in 3.11-3.13).
+ * Each distinct (code, line) becomes one `py_frames` row; in the sample text
+ * every native _PyEval_EvalFrameDefault frame is replaced by the Python
+ * frames it was running ("p<id>" tokens), i.e. the frames up to and
+ * including the next entry frame.
  *
- * Offsets are those of CPython 3.11 (checked against the 3.11.2 headers,
- * Debian 12). Any other version: native frames only, and one run_meta line
- * (agent.python_frames) says why. Before the handler walks anything, the
- * drain checks the layout once against the live interpreter (runtime →
- * thread state → frame → code object type) and refuses on a mismatch.
+ * Offsets come from agent_pyversions.c (3.11, 3.12: checked tables; 3.13:
+ * the interpreter's _Py_DebugOffsets). Any other version: native frames
+ * only, and one run_meta line (agent.python_frames) says why. Before the
+ * handler walks anything, the drain checks the layout once against the live
+ * interpreter (runtime → thread state → frame → code object type) and
+ * refuses on a mismatch.
  */
 #include "agent_internal.h"
+#include "agent_pyversions.h"
 #include "phaseprof.h"
 #include "pp_hash.h"
 
@@ -42,33 +49,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-/* CPython 3.11 layout (x86-64 / aarch64 LP64) */
-#define RT_INITIALIZED 16     /* _PyRuntimeState.initialized (int) */
-#define RT_MAIN_INTERP 48     /* .interpreters.main */
-#define RT_TSTATE_CURRENT 576 /* .gilstate.tstate_current */
-#define RT_AUTO_INTERP 584    /* .gilstate.autoInterpreterState */
-#define RT_TSS 592            /* .gilstate.autoTSSkey: {int initialised; pthread_key_t key} */
-#define TS_INTERP 16
-#define TS_CFRAME 56
-#define TS_CHUNK 296          /* datastack_chunk: {previous, size, top, data[]} */
-#define CF_CURRENT 8
-#define FR_CODE 32
-#define FR_PREVIOUS 48
-#define FR_PREV_INSTR 56
-#define FR_IS_ENTRY 68
-#define FR_SIZE 72
-#define CO_FIRSTLINENO 72
-#define CO_FILENAME 112
-#define CO_QUALNAME 128
-#define CO_LINETABLE 136
-#define CO_CODE 184           /* co_code_adaptive */
-#define OB_TYPE 8
-#define VAR_SIZE 16
-#define BYTES_DATA 32
-#define STR_LENGTH 16
-#define STR_STATE 32
-#define STR_ASCII_DATA 48
-#define STR_COMPACT_DATA 72
+/* the running interpreter's layout (agent_pyversions.c), set before
+ * py_state turns 1 */
+static ppa_pylayout L;
 
 #define PY_MAX 64
 #define PY_RING 8192          /* = the sample ring: slot i pairs with sample slot i */
@@ -125,6 +108,51 @@ static void capture(pyslot *ps)
 	ps->n = ppa_pystack_frames(ps->f, PY_MAX, &ps->truncated);
 }
 
+/* 3.13: the calling thread's PyThreadState, found by walking the
+ * runtime's interpreters and their threads for this thread's id (only
+ * published offsets: the runtime's autoTSSkey is not among them), kept
+ * per thread and checked (same thread id) at every use. A thread without
+ * one (a native thread) looks again every 64th sample. Every read is a
+ * process_vm_readv: a thread state may be freed under the walk. */
+static __thread uintptr_t my_ts PPA_TLS;
+static __thread uint32_t my_ts_miss PPA_TLS;
+
+static int ts_is_mine(uintptr_t ts, unsigned char *buf, uint32_t tid)
+{
+	if (!ts || self_read(buf, ts, (size_t)L.ts_read) != 0)
+		return 0;
+	uint64_t nt = word(buf, L.ts_native_tid);
+	return nt == tid && word(buf, L.ts_interp) != 0;
+}
+
+static int find_ts(unsigned char *buf)
+{
+	uint32_t tid = ppa_gettid();
+	if (ts_is_mine(my_ts, buf, tid))
+		return 1;
+	my_ts = 0;
+	if (my_ts_miss++ % 64)
+		return 0;
+	uintptr_t in = word((const unsigned char *)rt, L.rt_interp_head);
+	for (int i = 0; in && i < 16; i++) {
+		uintptr_t ts = 0, next = 0;
+		if (self_read(&ts, in + (uintptr_t)L.in_threads_head, sizeof ts) != 0 ||
+		    self_read(&next, in + (uintptr_t)L.in_next, sizeof next) != 0)
+			return 0;
+		for (int k = 0; ts && k < 512; k++) {
+			if (ts_is_mine(ts, buf, tid)) {
+				my_ts = ts;
+				my_ts_miss = 0;
+				return 1;
+			}
+			if (self_read(&ts, ts + (uintptr_t)L.ts_next, sizeof ts) != 0)
+				break;
+		}
+		in = next;
+	}
+	return 0;
+}
+
 /* The calling thread's Python frames, leaf first, as frame words (up to
  * max); *truncated says whether more were left. Never allocates, never
  * locks: called from the sampling handler and from the malloc hooks. */
@@ -133,37 +161,63 @@ uint32_t ppa_pystack_frames(uint64_t *out, uint32_t max, uint32_t *truncated)
 	*truncated = 0;
 	if (atomic_load_explicit(&py_state, memory_order_acquire) != 1)
 		return 0;
-	int tss_ok;
-	unsigned int key;
-	memcpy(&tss_ok, rt + RT_TSS, sizeof tss_ok);
-	memcpy(&key, rt + RT_TSS + 4, sizeof key);
-	if (!tss_ok)
-		return 0;
-	/* the thread's own state: valid memory until the thread clears the key */
-	const unsigned char *ts = pthread_getspecific((pthread_key_t)key);
-	if (!ts)
-		return 0;
-	uintptr_t cf = word(ts, TS_CFRAME), chunk = word(ts, TS_CHUNK), csize = 0;
-	if (!cf)
-		return 0;
-	/* cframe is &tstate->root_cframe or a _PyCFrame on this thread's stack
-	 * above us: mapped, though current_frame may not be set yet */
-	uintptr_t f = word((const unsigned char *)cf, CF_CURRENT);
-	if (chunk)
-		memcpy(&csize, (const void *)(chunk + 8), sizeof csize);
+	uintptr_t f, chunk;
+	if (L.rt_tss >= 0) {
+		/* 3.11, 3.12: the thread's state through the interpreter's
+		 * own thread-specific key (a plain array read in glibc) */
+		int tss_ok;
+		unsigned int key;
+		memcpy(&tss_ok, rt + L.rt_tss, sizeof tss_ok);
+		memcpy(&key, rt + L.rt_tss + 4, sizeof key);
+		if (!tss_ok)
+			return 0;
+		/* the thread's own state: valid memory until the thread clears the key */
+		const unsigned char *ts = pthread_getspecific((pthread_key_t)key);
+		if (!ts)
+			return 0;
+		uintptr_t cf = word(ts, L.ts_cframe);
+		chunk = word(ts, L.ts_chunk);
+		if (!cf)
+			return 0;
+		/* cframe is &tstate->root_cframe or a _PyCFrame on this thread's
+		 * stack above us: mapped, though current_frame may not be set yet */
+		f = word((const unsigned char *)cf, L.ts_frame);
+	} else {
+		unsigned char tb[PPA_PY_TS_MAX];
+		if (!find_ts(tb))
+			return 0;
+		f = word(tb, L.ts_frame);
+		chunk = word(tb, L.ts_chunk);
+	}
+	uintptr_t csize = 0;
+	if (chunk && L.rt_tss >= 0)
+		memcpy(&csize, (const void *)(chunk + 8), sizeof csize); /* the thread's own, live */
+	else if (chunk && self_read(&csize, chunk + 8, sizeof csize) != 0)
+		chunk = 0;
+	const size_t frn = (size_t)L.fr_read;
 	uint32_t n = 0;
-	while (f && n < max) {
-		unsigned char fr[FR_SIZE];
-		if (chunk && f >= chunk && csize >= FR_SIZE && f - chunk <= csize - FR_SIZE)
-			memcpy(fr, (const void *)f, FR_SIZE);
-		else if (self_read(fr, f, FR_SIZE) != 0)
+	for (uint32_t hops = 0; f && n < max && hops < 2 * max; hops++) {
+		unsigned char fr[PPA_PY_FR_MAX];
+		if (chunk && f >= chunk && csize >= frn && f - chunk <= csize - frn)
+			memcpy(fr, (const void *)f, frn);
+		else if (self_read(fr, f, frn) != 0)
 			break;
-		uintptr_t code = word(fr, FR_CODE), instr = word(fr, FR_PREV_INSTR);
-		intptr_t idx = instr && code ? ((intptr_t)instr - (intptr_t)(code + CO_CODE)) / 2 + 1 : 0;
+		uintptr_t previous = word(fr, L.fr_previous);
+		if (L.fr_owner >= 0 && fr[L.fr_owner] == L.owner_cstack) {
+			/* 3.12+: the shim an eval call pushes on the C stack; the
+			 * frame below it was that call's first (its entry frame) */
+			if (n)
+				out[n - 1] |= 1;
+			f = previous;
+			continue;
+		}
+		uintptr_t code = word(fr, L.fr_code), instr = word(fr, L.fr_instr);
+		intptr_t idx = instr && code ? ((intptr_t)instr - (intptr_t)(code + (uintptr_t)L.co_code)) / 2 + 1 : 0;
 		if (idx < 0 || idx >= (1 << 19))
 			idx = 0;
-		out[n++] = (uint64_t)(code >> 3) << 20 | (uint64_t)idx << 1 | (fr[FR_IS_ENTRY] ? 1u : 0u);
-		f = word(fr, FR_PREVIOUS);
+		int entry = L.fr_is_entry >= 0 && fr[L.fr_is_entry];
+		out[n++] = (uint64_t)(code >> 3) << 20 | (uint64_t)idx << 1 | (entry ? 1u : 0u);
+		f = previous;
 	}
 	*truncated = f != 0;
 	return n;
@@ -250,9 +304,24 @@ static int detect(void)
 		set_off(why);
 		return -1;
 	}
-	if (maj != 3 || min != 11) {
-		snprintf(why, sizeof why, "off: CPython %s frame layout not checked by this build (checked: 3.11); "
-			 "native frames only", version);
+	const ppa_pylayout *tab = maj == 3 ? ppa_pylayout_table(min) : NULL;
+	if (tab) {
+		L = *tab;
+	} else if (maj == 3 && min == 13) {
+		unsigned char dbg[PPA_PY_DEBUG_OFFSETS_SIZE];
+		char bad[120];
+		uint64_t hv = hex ? (uint64_t)*hex : (uint64_t)maj << 24 | min << 16 | mic << 8;
+		int r = self_read(dbg, (uintptr_t)rts, sizeof dbg);
+		if (r != 0)
+			snprintf(bad, sizeof bad, "_PyRuntime unreadable (%s)", strerror(errno));
+		if (r != 0 || ppa_pylayout_debug(dbg, sizeof dbg, hv, &L, bad, sizeof bad) != 0) {
+			snprintf(why, sizeof why, "off: CPython %s: %s; native frames only", version, bad);
+			set_off(why);
+			return -1;
+		}
+	} else {
+		snprintf(why, sizeof why, "off: CPython %s frame layout not known to this build (3.11, 3.12: "
+			 "checked tables; 3.13: its debug offsets); native frames only", version);
 		set_off(why);
 		return -1;
 	}
@@ -288,29 +357,89 @@ static int detect(void)
  * point at a code object. 1 checked, 0 not yet decidable, -1 mismatch. */
 static int check_layout(void)
 {
-	unsigned char r[RT_TSS + 8];
-	if (self_read(r, (uintptr_t)rt, sizeof r) != 0)
-		return -1;
-	int init, tss;
-	memcpy(&init, r + RT_INITIALIZED, sizeof init);
-	memcpy(&tss, r + RT_TSS, sizeof tss);
-	uintptr_t main_i = word(r, RT_MAIN_INTERP), auto_i = word(r, RT_AUTO_INTERP);
-	uintptr_t cur = word(r, RT_TSTATE_CURRENT);
-	if (!init || !tss || !main_i || !cur)
+	if (L.rt_tstate_current >= 0) {
+		/* 3.11: the thread holding the GIL */
+		unsigned char r[640];
+		if (self_read(r, (uintptr_t)rt, sizeof r) != 0)
+			return -1;
+		int init, tss;
+		memcpy(&init, r + L.rt_initialized, sizeof init);
+		memcpy(&tss, r + L.rt_tss, sizeof tss);
+		uintptr_t main_i = word(r, L.rt_main_interp), auto_i = word(r, L.rt_auto_interp);
+		uintptr_t cur = word(r, L.rt_tstate_current);
+		if (!init || !tss || !main_i || !cur)
+			return 0;
+		if (auto_i != main_i)
+			return -1;
+		unsigned char ts[PPA_PY_TS_MAX];
+		if (self_read(ts, cur, (size_t)L.ts_read) != 0)
+			return 0; /* the thread state went away meanwhile */
+		if (word(ts, L.ts_interp) != main_i)
+			return 0; /* a subinterpreter's thread, or a stale read */
+		uintptr_t cf = word(ts, L.ts_cframe), f = 0, code = 0, type = 0;
+		if (!cf || self_read(&f, cf + (uintptr_t)L.ts_frame, sizeof f) != 0 || !f)
+			return 0;
+		if (self_read(&code, f + (uintptr_t)L.fr_code, sizeof code) != 0 ||
+		    self_read(&type, code + (uintptr_t)L.ob_type, sizeof type) != 0)
+			return 0;
+		return type == code_type ? 1 : -1;
+	}
+	/* 3.12, 3.13: the main interpreter's threads, newest first; the first
+	 * one running Python code decides */
+	const uintptr_t R = (uintptr_t)rt;
+	int v = 0;
+	if (L.rt_initialized >= 0 && (self_read(&v, R + (uintptr_t)L.rt_initialized, sizeof v) != 0 || !v))
 		return 0;
-	if (auto_i != main_i)
-		return -1;
-	unsigned char ts[TS_CHUNK + 8];
-	if (self_read(ts, cur, sizeof ts) != 0)
-		return 0; /* the thread state went away meanwhile */
-	if (word(ts, TS_INTERP) != main_i)
-		return 0; /* a subinterpreter's thread, or a stale read */
-	uintptr_t cf = word(ts, TS_CFRAME), f = 0, code = 0, type = 0;
-	if (!cf || self_read(&f, cf + CF_CURRENT, sizeof f) != 0 || !f)
+	if (L.rt_tss >= 0 && (self_read(&v, R + (uintptr_t)L.rt_tss, sizeof v) != 0 || !v))
 		return 0;
-	if (self_read(&code, f + FR_CODE, sizeof code) != 0 || self_read(&type, code + OB_TYPE, sizeof type) != 0)
+	uintptr_t in = 0, next = 0, ts = 0;
+	if (L.rt_main_interp >= 0) {
+		if (self_read(&in, R + (uintptr_t)L.rt_main_interp, sizeof in) != 0)
+			return -1;
+	} else {
+		/* interpreters.head: the newest; the main one is the last */
+		if (self_read(&in, R + (uintptr_t)L.rt_interp_head, sizeof in) != 0)
+			return -1;
+		for (int i = 0; in && i < 64; i++) {
+			if (self_read(&next, in + (uintptr_t)L.in_next, sizeof next) != 0)
+				return -1;
+			if (!next)
+				break;
+			in = next;
+		}
+		if (next)
+			return 0;
+	}
+	if (!in || self_read(&ts, in + (uintptr_t)L.in_threads_head, sizeof ts) != 0)
 		return 0;
-	return type == code_type ? 1 : -1;
+	for (int k = 0; ts && k < 64; k++) {
+		unsigned char tb[PPA_PY_TS_MAX];
+		if (self_read(tb, ts, (size_t)L.ts_read) != 0)
+			return 0;
+		if (word(tb, L.ts_interp) != in)
+			return -1;
+		uintptr_t f = 0;
+		if (L.ts_cframe < 0)
+			f = word(tb, L.ts_frame);
+		else if (word(tb, L.ts_cframe) &&
+			 self_read(&f, word(tb, L.ts_cframe) + (uintptr_t)L.ts_frame, sizeof f) != 0)
+			f = 0;
+		for (int j = 0; f && j < 8; j++) {
+			unsigned char fr[PPA_PY_FR_MAX];
+			uintptr_t type = 0;
+			if (self_read(fr, f, (size_t)L.fr_read) != 0)
+				break;
+			if (L.fr_owner >= 0 && fr[L.fr_owner] == L.owner_cstack) {
+				f = word(fr, L.fr_previous);
+				continue;
+			}
+			if (self_read(&type, word(fr, L.fr_code) + (uintptr_t)L.ob_type, sizeof type) != 0)
+				break;
+			return type == code_type ? 1 : -1;
+		}
+		ts = word(tb, L.ts_next);
+	}
+	return 0;
 }
 
 static void poll_state(void)
@@ -331,8 +460,8 @@ static void poll_state(void)
 		set_state(1, v);
 	} else if (c < 0 && ++checks_failed >= 50) {
 		char why[200];
-		snprintf(why, sizeof why, "off: CPython %s does not have the 3.11 layout this build checked "
-			 "(thread state / frame / code object mismatch); native frames only", version);
+		snprintf(why, sizeof why, "off: CPython %s does not have the 3.%u layout this build read (%s: "
+			 "thread state / frame / code object mismatch); native frames only", version, L.minor, L.source);
 		set_off(why);
 	}
 }
@@ -364,7 +493,7 @@ int ppa_pystack_start(void)
 
 /* ---------------------------------------------------------------- resolution */
 
-/* CPython 3.11 location table (Objects/locations.md): entries of a first
+/* CPython 3.11-3.13 location table (Objects/locations.md): entries of a first
  * byte 1ccccnnn (code c, n+1 code units) and varint payloads. */
 static const unsigned char *varint(const unsigned char *p, const unsigned char *end, unsigned *out)
 {
@@ -414,17 +543,18 @@ int ppa_py_line(const unsigned char *tab, size_t len, int firstlineno, int index
 /* A str object as UTF-8 into buf. 0 or -1 if not a readable str. */
 static int read_str(uintptr_t o, char *buf, size_t cap)
 {
-	unsigned char h[STR_COMPACT_DATA];
-	if (!o || self_read(h, o, sizeof h) != 0 || word(h, OB_TYPE) != str_type)
+	unsigned char h[128];
+	if (!o || L.str_compact_data > (int)sizeof h || self_read(h, o, (size_t)L.str_compact_data) != 0 ||
+	    word(h, L.ob_type) != str_type)
 		return -1;
-	uint64_t len = word(h, STR_LENGTH);
+	uint64_t len = word(h, L.str_length);
 	unsigned state;
-	memcpy(&state, h + STR_STATE, sizeof state);
+	memcpy(&state, h + L.str_state, sizeof state);
 	unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
 	if (!compact || (kind != 1 && kind != 2 && kind != 4) || len > 4096)
 		return -1;
 	unsigned char raw[4096 * 4];
-	uintptr_t data = o + (ascii ? STR_ASCII_DATA : STR_COMPACT_DATA);
+	uintptr_t data = o + (uintptr_t)(ascii ? L.str_ascii_data : L.str_compact_data);
 	if (len && self_read(raw, data, (size_t)len * kind) != 0)
 		return -1;
 	size_t w = 0;
@@ -489,20 +619,20 @@ static int describe(uint64_t fw, char *qual, size_t qcap, char *file, size_t fca
 {
 	uintptr_t code = (uintptr_t)(fw >> 20) << 3;
 	int index = (int)((fw >> 1) & ((1u << 19) - 1)) - 1;
-	unsigned char co[CO_CODE];
-	if (self_read(co, code, sizeof co) != 0 || word(co, OB_TYPE) != code_type ||
-	    read_str(word(co, CO_QUALNAME), qual, qcap) != 0 ||
-	    read_str(word(co, CO_FILENAME), file, fcap) != 0)
+	unsigned char co[PPA_PY_CO_MAX];
+	if (self_read(co, code, (size_t)L.co_read) != 0 || word(co, L.ob_type) != code_type ||
+	    read_str(word(co, L.co_qualname), qual, qcap) != 0 ||
+	    read_str(word(co, L.co_filename), file, fcap) != 0)
 		return -1;
 	int first;
-	memcpy(&first, co + CO_FIRSTLINENO, sizeof first);
+	memcpy(&first, co + L.co_firstlineno, sizeof first);
 	int line = first;
-	uintptr_t lt = word(co, CO_LINETABLE);
-	unsigned char bh[BYTES_DATA];
+	uintptr_t lt = word(co, L.co_linetable);
+	unsigned char bh[64];
 	static unsigned char tab[1 << 20]; /* under resolve_lock */
-	if (lt && self_read(bh, lt, sizeof bh) == 0 && word(bh, OB_TYPE) == bytes_type) {
-		uint64_t n = word(bh, VAR_SIZE);
-		if (n <= sizeof tab && self_read(tab, lt + BYTES_DATA, (size_t)n) == 0) {
+	if (lt && self_read(bh, lt, (size_t)L.bytes_data) == 0 && word(bh, L.ob_type) == bytes_type) {
+		uint64_t n = word(bh, L.var_size);
+		if (n <= sizeof tab && self_read(tab, lt + (uintptr_t)L.bytes_data, (size_t)n) == 0) {
 			line = ppa_py_line(tab, (size_t)n, first, index);
 			if (line < 0)
 				line = first;
@@ -569,7 +699,17 @@ static int64_t resolve_frame(uint64_t fw)
 static pthread_t resolver;
 static uint64_t resolver_cursor;
 
+static void *resolver_loop(void *arg);
+
 static void *resolver_main(void *arg)
+{
+	ppa_own_thread(1);
+	void *r = resolver_loop(arg);
+	ppa_own_thread(0);
+	return r;
+}
+
+static void *resolver_loop(void *arg)
 {
 	(void)arg;
 	ppa_guard_set(1);

@@ -7,8 +7,8 @@
  *            numpy.dot → _multiarray_umath), the eval loop replaced; the
  *            same stacks in the Chrome trace (samples + stackFrames)
  *   unknown  a CPython version whose layout was not checked (simulated),
- *            and --no-python: native frames only and the one line that
- *            says why
+ *            a 3.13 without debug offsets (simulated) and --no-python:
+ *            native frames only and the one line that says why
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -181,8 +181,8 @@ static void test_unknown(void **state)
 	assert_string_equal(o, "done\n");
 	free(o);
 	char *m = q_text("SELECT group_concat(value, '|') FROM run_meta WHERE key = 'agent.python_frames'");
-	assert_string_equal(m, "off: CPython 3.99.0 frame layout not checked by this build (checked: 3.11); "
-			       "native frames only");
+	assert_string_equal(m, "off: CPython 3.99.0 frame layout not known to this build (3.11, 3.12: "
+			       "checked tables; 3.13: its debug offsets); native frames only");
 	free(m);
 	char *n = q_text("SELECT count(*) FROM py_frames");
 	assert_string_equal(n, "0");
@@ -195,8 +195,19 @@ static void test_unknown(void **state)
 	free(f);
 	assert_int_equal(ppt_sh(dir, PP_BIN " info run.db"), 0);
 	o = slurp("out");
-	assert_non_null(strstr(o, "python frames in samples: off: CPython 3.99.0 frame layout not checked"));
+	assert_non_null(strstr(o, "python frames in samples: off: CPython 3.99.0 frame layout not known"));
 	free(o);
+	/* a 3.13 (simulated) whose _PyRuntime does not start with the debug
+	 * offsets: refused, said so */
+	assert_int_equal(ppt_sh(dir, "rm -f run.db && PHASEPROF_PYSTACK_FAKE_VERSION=3.13.0 " PP_BIN
+			    " record -o run.db --sample 1000 -- /usr/bin/python3 " PP_SRC "/" T " 0.1"), 0);
+	m = q_text("SELECT group_concat(value, '|') FROM run_meta WHERE key = 'agent.python_frames'");
+	assert_string_equal(m, "off: CPython 3.13.0: no _Py_DebugOffsets (cookie \"xdebugpy\") at the start of "
+			       "_PyRuntime; native frames only");
+	free(m);
+	n = q_text("SELECT count(*) FROM py_frames");
+	assert_string_equal(n, "0");
+	free(n);
 	/* record --no-python: off too, said so */
 	assert_int_equal(ppt_sh(dir, "rm -f run.db && " PP_BIN " record -o run.db --no-python --sample 1000 -- /usr/bin/python3 "
 			    PP_SRC "/" T " 0.1"), 0);
