@@ -847,7 +847,8 @@ static int exec1(ingest *g, const char *sql, const char *what)
 }
 
 /* A packed chunk: unpacked a batch at a time into do_events. */
-static int do_packed_events(ingest *g, uint32_t tid, const unsigned char *p, size_t n)
+static int do_packed_events(ingest *g, uint32_t tid, const unsigned char *p, size_t n,
+			    unsigned long long offset)
 {
 	pp_event ev[512];
 	pp_unpack u = {.p = p, .len = n};
@@ -859,9 +860,9 @@ static int do_packed_events(ingest *g, uint32_t tid, const unsigned char *p, siz
 	}
 	/* only a crafted or damaged file (the CRC held) gets here: keep what
 	 * came before, say so */
-	if (k < 0 && !g->res->note[0])
-		snprintf(g->res->note, sizeof g->res->note,
-			 "a packed events chunk is malformed: the rest of it was skipped");
+	if (k < 0)
+		note(g, "a packed events chunk at offset %llu is malformed: the rest of it was skipped",
+		     (unsigned long long)offset);
 	return 0;
 }
 
@@ -1005,8 +1006,10 @@ static int stage_chunks(ingest *g)
 			rc = do_events(g, c.tid, c.data, c.size / sizeof(pp_event));
 			g->res->events += c.size / sizeof(pp_event);
 			break;
+		case PP_CHUNK_PAD:
+			break; /* the room kept after the header, or what is left of it */
 		case PP_CHUNK_EVENTS_PACKED:
-			rc = do_packed_events(g, c.tid, c.data, c.size);
+			rc = do_packed_events(g, c.tid, c.data, c.size, (unsigned long long)c.offset);
 			break;
 		case PP_CHUNK_THREAD: {
 			tstate *t = thread_of(g, c.tid);

@@ -40,7 +40,8 @@ typedef struct pp_spool_header {
 	uint64_t start_mono_ns;   /* CLOCK_MONOTONIC at open: t=0 of the run */
 	uint64_t start_ticks;     /* raw clock ticks at open */
 	uint64_t reserved2[3];
-} pp_spool_header;            /* 80 bytes */
+} pp_spool_header;
+_Static_assert(sizeof(pp_spool_header) == 80, "the spool header is 80 bytes on disk");
 
 enum pp_clock_kind { PP_CLOCK_MONO = 0, PP_CLOCK_TSC = 1 };
 
@@ -52,7 +53,8 @@ typedef struct pp_chunk_header {
 	uint32_t size;            /* payload bytes, excluding padding */
 	uint32_t crc;             /* crc32 of the payload */
 	uint32_t reserved;
-} pp_chunk_header;            /* 24 bytes; payload padded to 8 */
+} pp_chunk_header;            /* payload padded to 8 */
+_Static_assert(sizeof(pp_chunk_header) == 24, "a chunk header is 24 bytes on disk");
 
 enum pp_chunk_type {
 	PP_CHUNK_EVENTS = 1,      /* pp_event[] of one thread, in time order */
@@ -64,8 +66,8 @@ enum pp_chunk_type {
 	PP_CHUNK_ROW = 7,         /* a structured row, see below */
 	PP_CHUNK_END = 8,         /* clean close: u64 ticks at close */
 	PP_CHUNK_EXIT = 9,        /* i32 exit code, i32 signal (agent, at exit / crash) */
-	PP_CHUNK_PAD = 10,        /* ignored: the room kept after the header (PP_SPOOL_RESERVE) */
 	PP_CHUNK_EVENTS_PACKED = 10, /* the same events, packed (below) */
+	PP_CHUNK_PAD = 11,        /* ignored: the room kept after the header (PP_SPOOL_RESERVE) */
 };
 
 /* Event types in an EVENTS chunk. */
@@ -85,7 +87,8 @@ typedef struct pp_event {
 	uint16_t reserved;        /* 1 on BEGIN/END: ts is pp_now() ns (pp_phase_at) */
 	uint32_t name;            /* interned string id */
 	uint64_t arg;
-} pp_event;                   /* 24 bytes */
+} pp_event;
+_Static_assert(sizeof(pp_event) == 24, "an event is 24 bytes in an EVENTS chunk");
 
 /*
  * EVENTS_PACKED payload: one record per event, in order. A tag byte: the

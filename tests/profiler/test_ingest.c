@@ -80,6 +80,49 @@ static void test_sparse_ids_bounded(void **state)
 	assert_true(ru.ru_maxrss < 200 * 1024);
 }
 
+/* The room the recorder keeps after the header (a PAD chunk of zeros,
+ * shrunk when losses are written into it) had the number of a packed events
+ * chunk: a PAD of 25 x k bytes read as k events of type 0, counted as
+ * recorded. And a malformed packed chunk's note was written where the run's
+ * note overwrote it: never stored. */
+static void test_pad_not_events_and_packed_note_kept(void **state)
+{
+	(void)state;
+	char spool[512];
+	tmp(spool, sizeof spool, "pad.spool");
+	sb b = {0};
+	sb_header(&b, 12, 1, 1000);
+	static const unsigned char zeros[250];
+	sb_chunk(&b, PP_CHUNK_PAD, 0, zeros, sizeof zeros, 0);
+	sb_meta(&b, "k", "v", 0);
+	sb_end(&b, 2000);
+	assert_int_equal(sb_write(&b, spool), 0);
+	free(b.p);
+	pp_store *st = fresh("pad.db");
+	pp_ingest_result r;
+	char err[512];
+	assert_int_equal(pp_store_ingest(st, spool, NULL, &r, err, sizeof err), 0);
+	assert_int_equal(r.events, 0);
+	pp_run_info ri;
+	assert_int_equal(pp_store_run(st, r.run_id, &ri), 0);
+	assert_string_equal(ri.status, "complete");
+	assert_true(ri.note[0] == 0);
+
+	/* a packed chunk that ends inside an event: said in the run's note */
+	tmp(spool, sizeof spool, "badpack.spool");
+	memset(&b, 0, sizeof b);
+	sb_header(&b, 13, 1, 1000);
+	static const unsigned char bad[5] = {0, 1, 2, 3, 4}; /* tag 0: a raw event, 4 bytes of it */
+	sb_chunk(&b, PP_CHUNK_EVENTS_PACKED, 7, bad, sizeof bad, 0);
+	sb_end(&b, 2000);
+	assert_int_equal(sb_write(&b, spool), 0);
+	free(b.p);
+	assert_int_equal(pp_store_ingest(st, spool, NULL, &r, err, sizeof err), 0);
+	assert_int_equal(pp_store_run(st, r.run_id, &ri), 0);
+	assert_non_null(strstr(ri.note, "packed events chunk at offset 80 is malformed"));
+	pp_store_close(st, NULL, 0);
+}
+
 /* A process killed by SIGKILL leaves whole chunks and no close record: its
  * run is "killed", not "truncated". */
 static void test_killed_not_truncated(void **state)
@@ -717,6 +760,7 @@ int main(void)
 		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sparse_ids_bounded),
+		cmocka_unit_test(test_pad_not_events_and_packed_note_kept),
 		cmocka_unit_test(test_killed_not_truncated),
 		cmocka_unit_test(test_exit_after_torn_tail),
 		cmocka_unit_test(test_session_slot_ingested_early),
