@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# gpu-check.sh: phaseprof on a real GPU in one command (issue 21, item 1).
+#
+#   scripts/gpu-check.sh [--out DIR] [--no-build] [--no-tests] [--steps N]
+#
+# Target: one NVIDIA H100/H200, CUDA 13 (nvcc, CUPTI, ncu), PyTorch with CUDA
+# on Python 3.12, 16 cores, no network; about 3-6 minutes there (8 at most:
+# every step runs under a time limit). It
+#   1. builds phaseprof with CUDA (CMake finds the toolkit; --no-build or
+#      PP_BUILD_DIR=DIR reuses a build),
+#   2. runs the GPU tests (ctest -R '^gpu\.'; --no-tests skips them),
+#   3. builds tests/gpu/progs/streams_graph.cu with nvcc (streams, copies, a
+#      CUDA graph), then, where a GPU is usable:
+#   4. runs the transfer scenario,
+#   5. records (a) streams_graph, (b) tests/gpu/progs/torch_loop.py under
+#      `phaseprof record`, and runs (c) the same loop under torch.profiler,
+#   6. compares phaseprof's kernel count and total kernel time with the
+#      program's own count, ncu's (on (a)) and torch.profiler's (on (b)/(c))
+#      through scripts/gpu_compare.py (within 10 %, or a line saying why not),
+#   7. writes $OUT/summary.txt, the databases and their HTML reports.
+# Where no GPU is usable it does steps 1-3 and exits 3 with one line
+# "no GPU: <reason>". Exit 0: every step ran and every comparison agreed;
+# 1: something failed or disagreed (summary.txt says what); 2: bad usage.
+#
+# Environment: OUT (default ./gpu-check-out), PP_BUILD_DIR (default
+# build-gpu in the repository), PYTHON (default python3), NCU (default ncu),
+# NVCC (default nvcc), PP_GPU_ARCH (default: sm_90 code + compute_90 PTX).
+set -u
+set -o pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=${OUT:-./gpu-check-out}
+BUILD=${PP_BUILD_DIR:-$ROOT/build-gpu}
+PY=${PYTHON:-python3}
+NCU=${NCU:-ncu}
+NVCC=${NVCC:-nvcc}
+STEPS=40
+DO_BUILD=1
+DO_TESTS=1
+[ -n "${PP_BUILD_DIR:-}" ] && DO_BUILD=0
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--out) OUT=$2; shift 2 ;;
+	--out=*) OUT=${1#--out=}; shift ;;
+	--no-build) DO_BUILD=0; shift ;;
+	--build) DO_BUILD=1; shift ;;
+	--no-tests) DO_TESTS=0; shift ;;
+	--steps) STEPS=$2; shift 2 ;;
+	-h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+	esac
+done
+case "$STEPS" in ''|*[!0-9]*) echo "gpu-check: --steps wants a number, got '$STEPS'" >&2; exit 2 ;; esac
+
+mkdir -p "$OUT/logs" "$OUT/bin" || { echo "gpu-check: cannot create $OUT" >&2; exit 2; }
+OUT=$(cd "$OUT" && pwd)
+SUMMARY=$OUT/summary.txt
+COMPARE=$ROOT/scripts/gpu_compare.py
+PROGS=$ROOT/tests/gpu/progs
+: > "$SUMMARY"
+FAILED=0
+T0=$(date +%s)
+
+say() { printf '%s\n' "$*" | tee -a "$SUMMARY"; }
+fail() { FAILED=1; say "FAIL: $*"; }
+elapsed() { echo $(( $(date +%s) - T0 ))s; }
+# last non-empty line of a log, for one-line reasons
+last_line() { grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -n 1; }
+# step NAME LIMIT_S LOG CMD...: runs CMD under a time limit, output to LOG
+step() {
+	local name=$1 limit=$2 log=$3; shift 3
+	local t=$(date +%s) rc
+	timeout --kill-after=10 "$limit" "$@" > "$log" 2>&1
+	rc=$?
+	local dt=$(( $(date +%s) - t ))
+	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+		fail "$name: timed out after ${limit}s (log: ${log#$OUT/})"
+	elif [ $rc -ne 0 ]; then
+		fail "$name: exit $rc after ${dt}s: $(last_line "$log") (log: ${log#$OUT/})"
+	else
+		say "ok: $name (${dt}s)"
+	fi
+	return $rc
+}
+
+say "phaseprof gpu-check, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(hostname)"
+say "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' (modified)')"
+say "output: $OUT"
+
+# ---- 0. what this machine has -------------------------------------------
+if command -v nvidia-smi >/dev/null 2>&1; then
+	say "nvidia-smi: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 2 | tr '\n' ';')"
+else
+	say "nvidia-smi: not on PATH"
+fi
+if command -v "$NVCC" >/dev/null 2>&1; then
+	say "nvcc: $("$NVCC" --version | grep -i release | head -n 1)"
+else
+	say "nvcc: not on PATH"
+fi
+if command -v "$NCU" >/dev/null 2>&1; then
+	say "ncu: $("$NCU" --version 2>&1 | tail -n 1)"
+else
+	say "ncu: not on PATH"
+fi
+TORCH_INFO=$("$PY" -c 'import sys, torch; print("python %d.%d.%d, torch %s, CUDA %s, cuda available: %s" % (sys.version_info[:3] + (torch.__version__, torch.version.cuda, torch.cuda.is_available())))' 2>&1 | tail -n 1)
+say "torch: $TORCH_INFO"
+
+# ---- 1. build ------------------------------------------------------------
+if [ $DO_BUILD -eq 1 ]; then
+	step "configure ($BUILD)" 120 "$OUT/logs/configure.log" \
+		cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	step "build" 300 "$OUT/logs/build.log" cmake --build "$BUILD" -j "$(nproc)"
+	grep -q 'CUDA toolkit .* found' "$OUT/logs/configure.log" ||
+		say "note: CMake did not find the CUDA toolkit (configure.log): GPU support not built"
+else
+	say "build: reused $BUILD (--no-build)"
+fi
+PHASEPROF=$BUILD/phaseprof
+[ -x "$PHASEPROF" ] || PHASEPROF=$BUILD/cli/phaseprof
+if [ ! -x "$PHASEPROF" ]; then
+	fail "no phaseprof binary in $BUILD"
+	echo "gpu-check: no phaseprof build at $BUILD (drop --no-build or set PP_BUILD_DIR)" >&2
+	exit 1
+fi
+
+# ---- 2. the GPU tests (fake CUPTI everywhere; real kernels where a GPU is) --
+if [ $DO_TESTS -eq 1 ]; then
+	step "ctest -R '^gpu\\.'" 240 "$OUT/logs/ctest-gpu.log" \
+		ctest --test-dir "$BUILD" -R '^gpu\.' -E '^gpu\.check_script$' --output-on-failure -j "$(nproc)"
+	grep -E 'tests passed|Not Run|\*\*\*Skipped' "$OUT/logs/ctest-gpu.log" | sed 's/^/  /' | tee -a "$SUMMARY" >/dev/null
+else
+	say "gpu tests: skipped (--no-tests)"
+fi
+
+# ---- 3. the CUDA program ---------------------------------------------------
+ARCH=${PP_GPU_ARCH:--gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90}
+SG=$OUT/bin/streams_graph
+HAVE_SG=0
+if command -v "$NVCC" >/dev/null 2>&1; then
+	# shellcheck disable=SC2086
+	step "nvcc streams_graph.cu" 120 "$OUT/logs/nvcc.log" \
+		"$NVCC" -O2 $ARCH -o "$SG" "$PROGS/streams_graph.cu" && HAVE_SG=1
+else
+	fail "nvcc not on PATH: streams_graph.cu not built"
+fi
+step "python syntax of torch_loop.py and gpu_compare.py" 30 "$OUT/logs/pysyntax.log" \
+	"$PY" -c 'import ast, sys; [ast.parse(open(f).read(), f) for f in sys.argv[1:]]' \
+	"$PROGS/torch_loop.py" "$COMPARE"
+
+# ---- is a GPU usable? ------------------------------------------------------
+"$PHASEPROF" doctor --check > "$OUT/doctor.txt" 2>&1
+DOCTOR_RC=$?
+REASON=$(sed -n 's/^  reason *//p' "$OUT/doctor.txt" | head -n 1)
+say "doctor: $(head -n 1 "$OUT/doctor.txt") (${REASON:-no reason given})"
+if [ $DOCTOR_RC -ne 0 ]; then
+	say "elapsed: $(elapsed)"
+	# the last line of the summary, and the one line on stderr
+	printf 'no GPU: %s\n' "${REASON:-phaseprof doctor --check exited $DOCTOR_RC}" | tee -a "$SUMMARY" >&2
+	exit 3
+fi
+
+# ---- 4. the transfer scenario ----------------------------------------------
+step "phaseprof run transfer" 120 "$OUT/logs/transfer.log" \
+	"$PHASEPROF" run transfer -o "$OUT/transfer.db"
+grep -iE 'verdict|speed-up|finding|GPU' "$OUT/logs/transfer.log" | head -n 12 | sed 's/^/  /' >> "$SUMMARY"
+
+# ---- 5a. the CUDA program under record, and ncu -------------------------------
+if [ $HAVE_SG -eq 1 ]; then
+	if step "record streams_graph" 120 "$OUT/logs/streams_graph.log" \
+		"$PHASEPROF" record -o "$OUT/streams_graph.db" --summary "$OUT/streams_graph.record.txt" -- "$SG"; then
+		SG_LINE=$(grep '^streams_graph:' "$OUT/logs/streams_graph.log" | tail -n 1)
+		say "  $SG_LINE"
+		EXPECT=$(printf '%s\n' "$SG_LINE" | sed -n 's/.*kernels=\([0-9]*\).*/\1/p')
+		NCU_ARGS=()
+		if command -v "$NCU" >/dev/null 2>&1; then
+			# each kernel alone, clocks and caches left as they are, as the traced run had them
+			if step "ncu streams_graph" 180 "$OUT/logs/ncu.log" \
+				"$NCU" --csv --log-file "$OUT/streams_graph.ncu.csv" --metrics gpu__time_duration.sum \
+				--cache-control none --clock-control none "$SG"; then
+				NCU_ARGS=(--ncu "$OUT/streams_graph.ncu.csv")
+			else
+				why=$(grep -h '==ERROR==' "$OUT/streams_graph.ncu.csv" "$OUT/logs/ncu.log" 2>/dev/null | head -n 1)
+				[ -n "$why" ] || why=$(last_line "$OUT/logs/ncu.log")
+				NCU_ARGS=(--missing "ncu=ncu failed: ${why:-no message}")
+			fi
+		else
+			NCU_ARGS=(--missing "ncu=ncu is not on PATH")
+		fi
+		"$PY" "$COMPARE" --label streams_graph --db "$OUT/streams_graph.db" \
+			${EXPECT:+--expect-kernels "$EXPECT"} "${NCU_ARGS[@]}" --summary "$SUMMARY" \
+			> "$OUT/logs/compare-streams_graph.log" 2>&1 ||
+			fail "streams_graph comparison: $(last_line "$OUT/logs/compare-streams_graph.log")"
+	fi
+fi
+
+# ---- 5b/5c. the PyTorch loop under record and under torch.profiler ---------------
+TL=$PROGS/torch_loop.py
+if "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+	REC_OK=0 PROF_OK=0
+	step "record torch_loop ($STEPS steps)" 180 "$OUT/logs/torch_loop.log" \
+		"$PHASEPROF" record -o "$OUT/torch_loop.db" --summary "$OUT/torch_loop.record.txt" -- \
+		"$PY" "$TL" --steps "$STEPS" && REC_OK=1
+	step "torch_loop under torch.profiler" 180 "$OUT/logs/torch_loop.profiler.log" \
+		"$PY" "$TL" --steps "$STEPS" --profile "$OUT/torch_loop.trace.json" && PROF_OK=1
+	if [ $REC_OK -eq 1 ] && [ $PROF_OK -eq 1 ]; then
+		"$PY" "$COMPARE" --label torch_loop --db "$OUT/torch_loop.db" \
+			--torch-trace "$OUT/torch_loop.trace.json" \
+			--missing "ncu=not run on the PyTorch loop (thousands of kernels, each replayed: minutes); see streams_graph" \
+			--summary "$SUMMARY" > "$OUT/logs/compare-torch_loop.log" 2>&1 ||
+			fail "torch_loop comparison: $(last_line "$OUT/logs/compare-torch_loop.log")"
+	else
+		say "torch_loop: not compared: a run above failed"
+	fi
+else
+	fail "torch_loop: not run: $TORCH_INFO"
+fi
+
+# ---- 6. what phaseprof says about the recordings ---------------------------------
+for rec in streams_graph torch_loop; do
+	[ -f "$OUT/$rec.record.txt" ] || continue
+	say "phaseprof record's summary of $rec:"
+	sed 's/^/  /' "$OUT/$rec.record.txt" | head -n 24 >> "$SUMMARY"
+done
+for db in "$OUT"/transfer.db "$OUT"/streams_graph.db "$OUT"/torch_loop.db; do
+	[ -f "$db" ] || continue
+	name=$(basename "$db" .db)
+	step "report $name" 120 "$OUT/logs/report-$name.log" "$PHASEPROF" report "$db" -o "$OUT/$name.html"
+	"$PHASEPROF" info "$db" > "$OUT/$name.info.txt" 2>&1
+	"$PHASEPROF" stats "$db" > "$OUT/$name.stats.txt" 2>&1
+	# losses and the GPU status, one line each
+	grep -iE 'gpu|cupti|lost' "$OUT/$name.info.txt" | head -n 4 | sed "s/^/  $name: /" >> "$SUMMARY"
+done
+
+say "elapsed: $(elapsed)"
+if [ $FAILED -eq 0 ]; then
+	say "gpu-check: PASS"
+	exit 0
+fi
+say "gpu-check: FAIL (see the FAIL lines above and $OUT/logs/)"
+exit 1

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# scripts/gpu-check.sh where no GPU is usable: it parses (bash -n), does the
+# CPU-side steps it can with this build (no rebuild, no ctest inside ctest:
+# --no-tests), builds the CUDA program with nvcc where nvcc exists, and
+# stops with exit 3 and one stderr line "no GPU: <reason>". Skipped (77)
+# where a GPU is usable: there the script is meant to be run by hand.
+#   check_script.sh ROOT BUILD_DIR PHASEPROF
+set -u
+ROOT=$1
+BUILD=$2
+PHASEPROF=$3
+S=$ROOT/scripts/gpu-check.sh
+bash -n "$S" || { echo "FAIL: bash -n $S"; exit 1; }
+if "$PHASEPROF" doctor --check > /dev/null 2>&1; then
+	echo "a GPU is usable here: run scripts/gpu-check.sh by hand"
+	exit 77
+fi
+T=$(mktemp -d "${TMPDIR:-/tmp}/ppgpu-check.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fails=0
+die() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+PP_BUILD_DIR=$BUILD "$S" --no-tests --out "$T/out" > "$T/stdout" 2> "$T/stderr"
+rc=$?
+[ $rc -eq 3 ] || die "exit $rc, wanted 3"
+# stderr: exactly one line, the reason
+[ "$(wc -l < "$T/stderr")" -eq 1 ] || die "stderr is not one line: $(cat "$T/stderr")"
+grep -qE '^no GPU: .+' "$T/stderr" || die "no 'no GPU: ...' line on stderr: $(cat "$T/stderr")"
+SUM=$T/out/summary.txt
+[ -f "$SUM" ] || die "no summary.txt"
+tail -n 1 "$SUM" | grep -qE '^no GPU: .+' || die "summary does not end with the 'no GPU' line: $(tail -n 3 "$SUM")"
+grep -q '^build: reused ' "$SUM" || die "PP_BUILD_DIR did not mean --no-build"
+grep -q '^gpu tests: skipped (--no-tests)' "$SUM" || die "--no-tests not honoured"
+grep -q '^ok: python syntax' "$SUM" || die "python syntax step: $(grep -i python "$SUM")"
+[ -f "$T/out/doctor.txt" ] || die "doctor output not kept"
+if command -v nvcc > /dev/null 2>&1; then
+	grep -q '^ok: nvcc streams_graph.cu' "$SUM" || die "streams_graph.cu did not build: $(cat "$T/out/logs/nvcc.log")"
+	[ -x "$T/out/bin/streams_graph" ] || die "no streams_graph binary"
+	# without a GPU the program fails in one line naming the CUDA call
+	"$T/out/bin/streams_graph" > "$T/sg.out" 2> "$T/sg.err"
+	[ $? -eq 1 ] && [ "$(wc -l < "$T/sg.err")" -eq 1 ] && grep -q '^streams_graph: cuda.* failed: ' "$T/sg.err" ||
+		die "streams_graph without a GPU: $(cat "$T/sg.err")"
+fi
+# nothing that needs a GPU ran
+[ ! -e "$T/out/torch_loop.db" ] && [ ! -e "$T/out/transfer.db" ] || die "GPU steps ran without a GPU"
+# bad usage is exit 2 with one line
+"$S" --bogus > /dev/null 2> "$T/usage"
+[ $? -eq 2 ] && [ "$(wc -l < "$T/usage")" -eq 1 ] || die "--bogus: $(cat "$T/usage")"
+
+if [ $fails -ne 0 ]; then
+	echo "--- summary.txt"; cat "$SUM"
+	exit 1
+fi
+echo "gpu-check.sh without a GPU: $(cat "$T/stderr")"
