@@ -6,7 +6,9 @@
  * lists, and delivers them as separate buffers at flush, as CUPTI does.
  * Knobs via environment: FAKE_CUPTI_SUBSCRIBE (result of cuptiSubscribe_v2),
  * FAKE_CUPTI_HOLDER (name reported), FAKE_CUPTI_TSCB (result of the timestamp
- * callback registration), FAKE_CUPTI_ENABLE (result of cuptiActivityEnable). */
+ * callback registration), FAKE_CUPTI_ENABLE (result of cuptiActivityEnable).
+ * fake_cupti_hang_flush / fake_cupti_hang_finalize wedge the forced flush /
+ * cuptiFinalize until fake_cupti_release. */
 #include <cupti.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -29,7 +31,7 @@ static int ext_depth;
 static unsigned ext_pushes, ext_pops, ext_bad_pops;
 static uint32_t next_corr = 1;
 static size_t dropped_pending;
-static int finalized, hang_flush, subscribed;
+static int finalized, hang_flush, hang_finalize, subscribed, flushes_done;
 
 typedef struct pending {
 	uint8_t *p;
@@ -209,16 +211,23 @@ static void deliver(pending *q)
 	done_cb(NULL, 0, buf, size, valid);
 }
 
-static pthread_cond_t never = PTHREAD_COND_INITIALIZER;
+/* A wedged driver: the caller must not wait for these forever. The test
+ * can let them go (fake_cupti_release) to see what the collector does with
+ * what a late CUPTI call hands back. */
+static pthread_cond_t unwedge = PTHREAD_COND_INITIALIZER;
+
+static void wait_while(int *hang)
+{
+	pthread_mutex_lock(&lock);
+	while (*hang)
+		pthread_cond_wait(&unwedge, &lock);
+	pthread_mutex_unlock(&lock);
+}
 
 CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
-	if (hang_flush && (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)) {
-		/* a wedged driver: the caller must not wait for this forever */
-		pthread_mutex_lock(&lock);
-		for (;;)
-			pthread_cond_wait(&never, &lock);
-	}
+	if (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)
+		wait_while(&hang_flush);
 	pthread_mutex_lock(&lock);
 	pending t = thread_side, d = device_side;
 	memset(&thread_side, 0, sizeof thread_side);
@@ -229,11 +238,15 @@ CUptiResult cuptiActivityFlushAll(uint32_t flag)
 	deliver(&d);
 	free(t.p);
 	free(d.p);
+	pthread_mutex_lock(&lock);
+	flushes_done++;
+	pthread_mutex_unlock(&lock);
 	return CUPTI_SUCCESS;
 }
 
 CUptiResult cuptiFinalize(void)
 {
+	wait_while(&hang_finalize);
 	finalized++;
 	ts_cb = NULL;
 	req_cb = NULL;
@@ -327,7 +340,33 @@ void fake_cupti_set_dropped(size_t n)
 
 void fake_cupti_hang_flush(int on)
 {
+	pthread_mutex_lock(&lock);
 	hang_flush = on;
+	pthread_mutex_unlock(&lock);
+}
+
+void fake_cupti_hang_finalize(int on)
+{
+	pthread_mutex_lock(&lock);
+	hang_finalize = on;
+	pthread_mutex_unlock(&lock);
+}
+
+/* Lets every wedged call go on. */
+void fake_cupti_release(void)
+{
+	pthread_mutex_lock(&lock);
+	hang_flush = hang_finalize = 0;
+	pthread_cond_broadcast(&unwedge);
+	pthread_mutex_unlock(&lock);
+}
+
+int fake_cupti_flushes_done(void)
+{
+	pthread_mutex_lock(&lock);
+	int n = flushes_done;
+	pthread_mutex_unlock(&lock);
+	return n;
 }
 
 int fake_cupti_finalized(void)
