@@ -30,6 +30,7 @@ typedef CUptiResult (*push_fn)(CUpti_ExternalCorrelationKind, uint64_t);
 typedef CUptiResult (*pop_fn)(CUpti_ExternalCorrelationKind, uint64_t *);
 typedef CUptiResult (*void_fn)(void);
 typedef CUptiResult (*ts_fn)(uint64_t *);
+typedef CUptiResult (*domain_fn)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
 
 static struct {
 	reg_ts_fn register_timestamp;
@@ -42,6 +43,7 @@ static struct {
 	pop_fn pop;
 	void_fn finalize;
 	ts_fn get_timestamp;
+	domain_fn enable_domain; /* optional: without it no cold-start phases */
 } api;
 
 static const CUpti_ActivityKind kinds[] = {
@@ -77,6 +79,74 @@ static atomic_int detached;
 static int hook_set;
 static void phase_hook(int begin, int kind, const char *name, void *ud);
 static void ext_close_all(void);
+
+/* ---- the cold start ----
+ * The first CUDA work of a process pays one-time costs: the context, the
+ * lazy loading of the kernel's module, CUPTI instrumenting the code (a cold
+ * first measurement ~100x the warm ones, ../shared/research/peers-and-users.md).
+ * Left alone, that time sits inside whatever phase was open: step 1. From
+ * the start until the first kernel launch (cudaLaunch*, cudaGraphLaunch*)
+ * has returned, the runtime API domain's callbacks time each call on its
+ * own thread; a call of COLD_MIN_NS or more (copies and sets excepted: their
+ * time is the bytes) becomes a device_init phase "GPU cold start: <call>"
+ * there, nested in the phase it interrupted, so the first step's breakdown
+ * names it. Then the domain is switched off again (at the next phase
+ * boundary or the stop): no callback cost in the steady state. */
+#define COLD_MIN_NS 1000000ull
+static atomic_int cold_watch;       /* 1 until the first launch returned */
+static atomic_int cold_off_pending; /* the domain is to be switched off */
+static void *_Atomic cb_subscriber; /* the handle the domain was enabled on */
+static atomic_uint_fast64_t cold_ns, cold_calls;
+static __thread uint64_t cold_enter;
+
+static int is_launch(const char *fn)
+{
+	return fn && (strncmp(fn, "cudaLaunch", 10) == 0 || strncmp(fn, "cudaGraphLaunch", 15) == 0);
+}
+
+static int is_transfer(const char *fn)
+{
+	return fn && (strstr(fn, "Memcpy") || strstr(fn, "Memset"));
+}
+
+static void api_callback(void *ud, int domain, uint32_t cbid, const void *data)
+{
+	(void)ud, (void)cbid;
+	if (domain != CUPTI_CB_DOMAIN_RUNTIME_API || !data ||
+	    !atomic_load_explicit(&cold_watch, memory_order_relaxed))
+		return;
+	const CUpti_CallbackData *d = data;
+	if (d->callbackSite == CUPTI_API_ENTER) {
+		cold_enter = pp_now();
+		return;
+	}
+	uint64_t end = pp_now(), start = cold_enter;
+	cold_enter = 0;
+	const char *fn = d->functionName;
+	if (start && end - start >= COLD_MIN_NS && !is_transfer(fn)) {
+		char name[128];
+		snprintf(name, sizeof name, "GPU cold start: %s", fn ? fn : "CUDA runtime call");
+		pp_phase_at(PP_DEVICE_INIT, name, start, end);
+		atomic_fetch_add(&cold_ns, end - start);
+		atomic_fetch_add(&cold_calls, 1);
+	}
+	if (is_launch(fn) && atomic_exchange(&cold_watch, 0))
+		atomic_store(&cold_off_pending, 1);
+}
+
+/* Switches the runtime domain's callbacks off once the watch is over (never
+ * from inside a callback). At stop (!call_cupti) the watch only ends: the
+ * teardown's unsubscribe switches every callback off, under the hang guard. */
+static void cold_watch_off(int call_cupti)
+{
+	if (call_cupti && !atomic_load_explicit(&cold_off_pending, memory_order_relaxed))
+		return;
+	atomic_store(&cold_off_pending, 0);
+	atomic_store(&cold_watch, 0);
+	void *h = atomic_exchange(&cb_subscriber, NULL);
+	if (h && call_cupti)
+		api.enable_domain(0, (CUpti_SubscriberHandle)h, CUPTI_CB_DOMAIN_RUNTIME_API);
+}
 
 static uint64_t CUPTIAPI timestamp_cb(void)
 {
@@ -137,6 +207,7 @@ static int load_api(void *lib)
 	LOAD(pop, "cuptiActivityPopExternalCorrelationId");
 	LOAD(finalize, "cuptiFinalize");
 	LOAD(get_timestamp, "cuptiGetTimestamp");
+	LOAD(enable_domain, "cuptiEnableDomain");
 	return api.register_callbacks && api.enable && api.disable && api.flush_all &&
 	       api.next_record && api.dropped && api.push && api.pop && api.finalize &&
 	       api.get_timestamp;
@@ -266,6 +337,18 @@ int ppgpu_start(const ppgpu_options *opts)
 			goto fail;
 		}
 		enabled[i] = 1;
+	}
+	atomic_store(&cold_ns, 0);
+	atomic_store(&cold_calls, 0);
+	atomic_store(&cold_off_pending, 0);
+	if (api.enable_domain) {
+		ppgpu__cupti_set_callback(api_callback);
+		atomic_store(&cold_watch, 1);
+		if (api.enable_domain(1, (CUpti_SubscriberHandle)subscriber, CUPTI_CB_DOMAIN_RUNTIME_API) ==
+		    CUPTI_SUCCESS)
+			atomic_store(&cb_subscriber, subscriber);
+		else
+			atomic_store(&cold_watch, 0); /* no cold-start phases; tracing goes on */
 	}
 	size_t len = strlen(status.reason);
 	snprintf(status.reason + len, sizeof status.reason - len, "; tracing %zu activity kinds%s", N_KINDS,
@@ -397,8 +480,10 @@ void ppgpu_stop(void)
 		pp_set_phase_hook(NULL, NULL);
 		hook_set = 0;
 	}
-	if (atomic_load(&active))
+	if (atomic_load(&active)) {
 		ext_close_all(); /* before the final flush, so its external ids are delivered */
+		cold_watch_off(0);
+	}
 	int was_active = atomic_exchange(&active, 0);
 	int flush_hung = 0, teardown_hung = 0;
 	if (was_active) {
@@ -449,6 +534,12 @@ void ppgpu_stop(void)
 				 (unsigned long long)clock_pair.gpu_ns, (unsigned long long)clock_pair.cpu_ns,
 				 (unsigned long long)clock_pair.bracket_ns);
 		pp_meta("gpu.clock", pair);
+	}
+	if (atomic_load(&cold_calls)) {
+		char cold[96];
+		snprintf(cold, sizeof cold, "%llu ns in %llu call%s", (unsigned long long)atomic_load(&cold_ns),
+			 (unsigned long long)atomic_load(&cold_calls), atomic_load(&cold_calls) == 1 ? "" : "s");
+		pp_meta("gpu.cold_start", cold);
 	}
 	ppgpu_record_status(&status, st.dropped, own_clock ? 0 : clock_pair.offset_ns);
 	/* a helper still inside CUPTI finds the decoder gone or `detached` set,
@@ -546,6 +637,7 @@ static void phase_hook(int begin, int kind, const char *name, void *ud)
 	(void)kind, (void)ud;
 	if (!atomic_load(&active))
 		return;
+	cold_watch_off(1);
 	ext_sync_gen();
 	if (begin) {
 		/* a refused push is skipped too, so its end pops nothing */

@@ -8,7 +8,9 @@
  * FAKE_CUPTI_HOLDER (name reported), FAKE_CUPTI_TSCB (result of the timestamp
  * callback registration), FAKE_CUPTI_ENABLE (result of cuptiActivityEnable).
  * fake_cupti_hang_flush / fake_cupti_hang_finalize wedge the forced flush /
- * cuptiFinalize until fake_cupti_release. */
+ * cuptiFinalize until fake_cupti_release. With the runtime API domain
+ * enabled (cuptiEnableDomain), the fake's API calls call the subscriber's
+ * callback at ENTER and EXIT; fake_cupti_set_api_delay makes them slow. */
 #include <cupti.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -32,6 +34,12 @@ static unsigned ext_pushes, ext_pops, ext_bad_pops;
 static uint32_t next_corr = 1;
 static size_t dropped_pending;
 static int finalized, hang_flush, hang_finalize, subscribed, flushes_done;
+/* the subscriber's callback, the runtime API domain's switch, and how long
+ * the next API calls take between their ENTER and EXIT callbacks */
+static CUpti_CallbackFunc sub_cb;
+static void *sub_ud;
+static int runtime_domain_on;
+static unsigned api_delay_us, callbacks_made;
 
 typedef struct pending {
 	uint8_t *p;
@@ -90,7 +98,6 @@ CUptiResult cuptiGetTimestamp(uint64_t *t)
 CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud,
 			      CUpti_SubscriberParams *p)
 {
-	(void)cb, (void)ud;
 	int rc = env_int("FAKE_CUPTI_SUBSCRIBE", 0);
 	if (rc) {
 		const char *holder = getenv("FAKE_CUPTI_HOLDER");
@@ -103,7 +110,18 @@ CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, 
 	if (subscribed)
 		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 	subscribed = 1;
+	sub_cb = cb;
+	sub_ud = ud;
 	*s = (CUpti_SubscriberHandle)&subscribed;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle s, CUpti_CallbackDomain domain)
+{
+	if (s != (CUpti_SubscriberHandle)&subscribed || !subscribed)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+		runtime_domain_on = enable != 0;
 	return CUPTI_SUCCESS;
 }
 
@@ -112,6 +130,8 @@ CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle s)
 	if (s != (CUpti_SubscriberHandle)&subscribed || !subscribed)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	subscribed = 0;
+	sub_cb = NULL;
+	runtime_domain_on = 0;
 	return CUPTI_SUCCESS;
 }
 
@@ -256,6 +276,49 @@ CUptiResult cuptiFinalize(void)
 
 /* ---- hooks for the test ---- */
 
+/* The runtime domain's callback at one site of an API call, on the calling
+ * thread, outside the fake's lock (CUPTI calls it in the API call itself). */
+static void runtime_cb(CUpti_ApiCallbackSite site, uint32_t cbid, const char *fn)
+{
+	if (!runtime_domain_on || !sub_cb)
+		return;
+	CUpti_CallbackData d;
+	memset(&d, 0, sizeof d);
+	d.callbackSite = site;
+	d.functionName = fn;
+	__atomic_fetch_add(&callbacks_made, 1, __ATOMIC_RELAXED);
+	sub_cb(sub_ud, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &d);
+}
+
+static void api_wait(void)
+{
+	unsigned us = __atomic_load_n(&api_delay_us, __ATOMIC_RELAXED);
+	if (us) {
+		struct timespec t = {us / 1000000, (long)(us % 1000000) * 1000};
+		nanosleep(&t, NULL);
+	}
+}
+
+/* The next API calls take `us` microseconds (a cold first call). */
+void fake_cupti_set_api_delay(unsigned us)
+{
+	__atomic_store_n(&api_delay_us, us, __ATOMIC_RELAXED);
+}
+
+/* Callbacks made so far (runtime domain on). */
+unsigned fake_cupti_callbacks(void)
+{
+	return __atomic_load_n(&callbacks_made, __ATOMIC_RELAXED);
+}
+
+/* An API call with no GPU work (cudaMalloc, cudaStreamCreate…): callbacks only. */
+void fake_cupti_api(const char *fn)
+{
+	runtime_cb(CUPTI_API_ENTER, 0, fn);
+	api_wait();
+	runtime_cb(CUPTI_API_EXIT, 0, fn);
+}
+
 static uint32_t api_call(uint32_t cbid, uint32_t tid, uint64_t start)
 {
 	uint32_t corr = next_corr++;
@@ -283,7 +346,17 @@ static uint32_t api_call(uint32_t cbid, uint32_t tid, uint64_t start)
 	return corr;
 }
 
+static void launch_locked(const char *kernel, uint32_t tid);
+
 void fake_cupti_launch(const char *kernel, uint32_t tid)
+{
+	runtime_cb(CUPTI_API_ENTER, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel");
+	api_wait();
+	launch_locked(kernel, tid);
+	runtime_cb(CUPTI_API_EXIT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel");
+}
+
+static void launch_locked(const char *kernel, uint32_t tid)
 {
 	pthread_mutex_lock(&lock);
 	uint64_t t0 = now();
@@ -306,7 +379,18 @@ void fake_cupti_launch(const char *kernel, uint32_t tid)
 	pthread_mutex_unlock(&lock);
 }
 
+static void memcpy_locked(uint64_t bytes, int async, uint32_t tid);
+
 void fake_cupti_memcpy(uint64_t bytes, int async, uint32_t tid)
+{
+	const char *fn = async ? "cudaMemcpyAsync" : "cudaMemcpy";
+	runtime_cb(CUPTI_API_ENTER, 0, fn);
+	api_wait();
+	memcpy_locked(bytes, async, tid);
+	runtime_cb(CUPTI_API_EXIT, 0, fn);
+}
+
+static void memcpy_locked(uint64_t bytes, int async, uint32_t tid)
 {
 	pthread_mutex_lock(&lock);
 	uint64_t t0 = now();
