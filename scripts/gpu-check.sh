@@ -5,7 +5,8 @@
 #
 # Target: one NVIDIA H100/H200, CUDA 13 (nvcc, CUPTI, ncu), PyTorch with CUDA
 # on Python 3.12, 16 cores, no network; about 3-6 minutes there (8 at most:
-# every step runs under a time limit). It
+# every step runs under a time limit, and all of them within
+# PP_GPU_CHECK_BUDGET seconds, 460 by default). It
 #   1. builds phaseprof with CUDA (CMake finds the toolkit; --no-build or
 #      PP_BUILD_DIR=DIR reuses a build),
 #   2. runs the GPU tests (ctest -R '^gpu\.'; --no-tests skips them),
@@ -35,6 +36,7 @@ PY=${PYTHON:-python3}
 NCU=${NCU:-ncu}
 NVCC=${NVCC:-nvcc}
 STEPS=40
+BUDGET=${PP_GPU_CHECK_BUDGET:-460} # seconds for every step together: 8 minutes with room for the rest
 DO_BUILD=1
 DO_TESTS=1
 [ -n "${PP_BUILD_DIR:-}" ] && DO_BUILD=0
@@ -47,7 +49,7 @@ while [ $# -gt 0 ]; do
 	--build) DO_BUILD=1; shift ;;
 	--no-tests) DO_TESTS=0; shift ;;
 	--steps) STEPS=$2; shift 2 ;;
-	-h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
 	*) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -67,17 +69,30 @@ fail() { FAILED=1; say "FAIL: $*"; }
 elapsed() { echo $(( $(date +%s) - T0 ))s; }
 # last non-empty line of a log, for one-line reasons
 last_line() { grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -n 1; }
+# the line of a log that says why: the first error-like line, else the last line
+why_line() {
+	local l
+	l=$(grep -m 1 -E '(^|[^a-z])(error|Error|ERROR|failed|cannot|skipped|refused|no GPU|Traceback|Killed)' "$1" 2>/dev/null)
+	[ -n "$l" ] || l=$(last_line "$1")
+	printf '%s' "$l" | cut -c 1-300
+}
 # step NAME LIMIT_S LOG CMD...: runs CMD under a time limit, output to LOG
 step() {
 	local name=$1 limit=$2 log=$3; shift 3
 	local t=$(date +%s) rc
+	local left=$(( BUDGET - (t - T0) ))
+	if [ $left -lt 5 ]; then
+		fail "$name: not run: the ${BUDGET}s budget is spent"
+		return 124
+	fi
+	[ $limit -le $left ] || limit=$left
 	timeout --kill-after=10 "$limit" "$@" > "$log" 2>&1
 	rc=$?
 	local dt=$(( $(date +%s) - t ))
 	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
 		fail "$name: timed out after ${limit}s (log: ${log#$OUT/})"
 	elif [ $rc -ne 0 ]; then
-		fail "$name: exit $rc after ${dt}s: $(last_line "$log") (log: ${log#$OUT/})"
+		fail "$name: exit $rc after ${dt}s: $(why_line "$log") (log: ${log#$OUT/})"
 	else
 		say "ok: $name (${dt}s)"
 	fi
@@ -116,6 +131,12 @@ if [ $DO_BUILD -eq 1 ]; then
 		say "note: CMake did not find the CUDA toolkit (configure.log): GPU support not built"
 else
 	say "build: reused $BUILD (--no-build)"
+fi
+if [ -n "$(find "$BUILD" -name 'libflow_cuda.a' -print -quit 2>/dev/null)" ]; then
+	say "flow_cuda (the transfer scenario's CUDA backend): built"
+else
+	msg=$(grep -h -m 1 'flow_cuda:' "$OUT/logs/configure.log" 2>/dev/null | sed 's/^-- //')
+	say "flow_cuda (the transfer scenario's CUDA backend): not built${msg:+ ($msg)}: transfer cannot run"
 fi
 PHASEPROF=$BUILD/phaseprof
 [ -x "$PHASEPROF" ] || PHASEPROF=$BUILD/cli/phaseprof
@@ -164,7 +185,7 @@ fi
 # ---- 4. the transfer scenario ----------------------------------------------
 step "phaseprof run transfer" 120 "$OUT/logs/transfer.log" \
 	"$PHASEPROF" run transfer -o "$OUT/transfer.db"
-grep -iE 'verdict|speed-up|finding|GPU' "$OUT/logs/transfer.log" | head -n 12 | sed 's/^/  /' >> "$SUMMARY"
+grep -iE 'verdict|speed-up|finding|GPU' "$OUT/logs/transfer.log" 2>/dev/null | head -n 12 | sed 's/^/  /' >> "$SUMMARY"
 
 # ---- 5a. the CUDA program under record, and ncu -------------------------------
 if [ $HAVE_SG -eq 1 ]; then
@@ -226,11 +247,17 @@ done
 for db in "$OUT"/transfer.db "$OUT"/streams_graph.db "$OUT"/torch_loop.db; do
 	[ -f "$db" ] || continue
 	name=$(basename "$db" .db)
+	if ! "$PY" -c 'import sqlite3, sys; sys.exit(0 if sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM runs").fetchone()[0] else 1)' "$db" 2>/dev/null; then
+		say "  $name: no runs recorded in $name.db (no report)"
+		continue
+	fi
 	step "report $name" 120 "$OUT/logs/report-$name.log" "$PHASEPROF" report "$db" -o "$OUT/$name.html"
 	"$PHASEPROF" info "$db" > "$OUT/$name.info.txt" 2>&1
 	"$PHASEPROF" stats "$db" > "$OUT/$name.stats.txt" 2>&1
-	# losses and the GPU status, one line each
-	grep -iE 'gpu|cupti|lost' "$OUT/$name.info.txt" | head -n 4 | sed "s/^/  $name: /" >> "$SUMMARY"
+	# kernels, the GPU status, the cold start, a detach: one line each
+	"$PY" "$COMPARE" --label "$name" --db "$db" --info 2>&1 | sed 's/^/  /' >> "$SUMMARY"
+	# the findings stats prints (first-step, GPU rules)
+	grep -E '^ *\[(high|moderate|info)\] ' "$OUT/$name.stats.txt" | head -n 6 | sed "s/^ */  $name finding: /" >> "$SUMMARY"
 done
 
 say "elapsed: $(elapsed)"

@@ -8,6 +8,7 @@ GPU runs. Python 3 standard library only.
                    [--torch-trace trace.json[.gz]] [--ncu ncu.csv]
                    [--expect-kernels N] [--missing WHAT=REASON]...
                    [--tolerance PCT] [--summary FILE]
+    gpu_compare.py --label NAME --db run.db --info
 
 phaseprof's side is read from the database with sqlite3: rows of
 gpu_activity with kind 'kernel' (all runs, or --run ID), time = sum of
@@ -22,6 +23,8 @@ end_ns - start_ns. References:
 
 One line per judgement, `LABEL WHAT: phaseprof A, REF B (D %): agree` or
 `... : DISAGREE (beyond T %)`; the lines are appended to --summary too.
+--info prints only what the database holds (kernels, gpu_status, the GPU
+cold start, a detach from CUPTI) and judges nothing.
 Exit status: 0 every judgement agrees, 1 one or more disagree (or nothing
 was compared), 2 an input could not be read (one line saying which and why).
 """
@@ -66,12 +69,17 @@ def read_db(path, run_id=None):
         dropped = con.execute(
             "SELECT coalesce(sum(count), 0) FROM losses WHERE source LIKE 'cupti%'"
             + (" AND run_id=?" if run_id is not None else ""), args).fetchone()[0]
+        meta = {}
+        for k, v in con.execute(
+                "SELECT key, value FROM run_meta WHERE key IN ('gpu.cold_start', 'gpu.detached')"
+                + (" AND run_id=?" if run_id is not None else "") + " ORDER BY run_id", args):
+            meta.setdefault(k, v)
     except sqlite3.Error as e:
         raise InputError("cannot read %s: %s (not a phaseprof database?)" % (path, e))
     finally:
         con.close()
     return {"kernels": n, "ns": ns, "runs": runs, "unknown_end": unknown,
-            "reasons": reasons, "dropped": dropped}
+            "reasons": reasons, "dropped": dropped, "meta": meta}
 
 
 def read_torch_trace(path):
@@ -172,6 +180,8 @@ def main(argv=None):
     ap.add_argument("--missing", action="append", default=[], metavar="WHAT=REASON")
     ap.add_argument("--tolerance", type=float, default=10.0, metavar="PCT")
     ap.add_argument("--summary")
+    ap.add_argument("--info", action="store_true",
+                    help="only say what the database holds (kernels, GPU status, cold start, detach): no judgement")
     a = ap.parse_args(argv)
 
     lines, ok_all, judged = [], True, 0
@@ -199,25 +209,34 @@ def main(argv=None):
     if ours["dropped"]:
         detail += ", %d CUPTI records or buffers lost (losses table)" % ours["dropped"]
     emit(detail)
-    if ours["kernels"] == 0:
-        emit("%s phaseprof recorded no kernels; gpu_status: %s" % (
-            a.label, "; ".join(ours["reasons"]) or "no row"))
+    if ours["kernels"] == 0 or a.info:
+        emit("%s %sgpu_status: %s" % (
+            a.label, "phaseprof recorded no kernels; " if ours["kernels"] == 0 else "",
+            "; ".join(ours["reasons"]) or "no row"))
+    if "gpu.cold_start" in ours["meta"]:
+        emit("%s GPU cold start (device_init phases): %s" % (a.label, ours["meta"]["gpu.cold_start"]))
+    if "gpu.detached" in ours["meta"]:
+        emit("%s detached from CUPTI at the %s (a CUPTI call did not return in time)" % (
+            a.label, ours["meta"]["gpu.detached"]))
+    if a.info:
+        judged = -1
 
-    if a.expect_kernels is not None:
+    if a.expect_kernels is not None and judged >= 0:
         judged += 1
         ok = ours["kernels"] == a.expect_kernels
         emit("%s kernels: phaseprof %d, the program launched %d: %s" % (
             a.label, ours["kernels"], a.expect_kernels, "agree" if ok else "DISAGREE (must be equal)"), ok)
-    for name, ref in refs:
+    for name, ref in (refs if judged >= 0 else []):
         judged += 2
         emit(*judge(a.label, "kernels", ours["kernels"], name, ref["kernels"], a.tolerance))
         emit(*judge(a.label, "kernel time", ours["ns"], name, ref["ns"], a.tolerance, fmt_ms))
-    for m in a.missing:
+    for m in (a.missing if judged >= 0 else []):
         what, _, why = m.partition("=")
         emit("%s %s: not compared: %s" % (a.label, what, why or "no reason given"))
     if judged == 0:
         emit("%s: nothing compared (no reference could be had)" % a.label, False)
-    emit("%s verdict: %s" % (a.label, "PASS" if ok_all else "FAIL"), ok_all)
+    if judged >= 0:
+        emit("%s verdict: %s" % (a.label, "PASS" if ok_all else "FAIL"), ok_all)
 
     out = "\n".join(lines) + "\n"
     sys.stdout.write(out)

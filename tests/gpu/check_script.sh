@@ -4,11 +4,16 @@
 # --no-tests), builds the CUDA program with nvcc where nvcc exists, and
 # stops with exit 3 and one stderr line "no GPU: <reason>". Skipped (77)
 # where a GPU is usable: there the script is meant to be run by hand.
-#   check_script.sh ROOT BUILD_DIR PHASEPROF
+# With the fake libcuda and libcupti, doctor says a GPU is usable and the
+# script walks its GPU branch to the end: every step that needs the real
+# driver fails with its reason on one FAIL line, exit 1.
+#   check_script.sh ROOT BUILD_DIR PHASEPROF [FAKE_LIBCUDA FAKE_LIBCUPTI]
 set -u
 ROOT=$1
 BUILD=$2
 PHASEPROF=$3
+FAKE_CUDA=${4:-}
+FAKE_CUPTI=${5:-}
 S=$ROOT/scripts/gpu-check.sh
 bash -n "$S" || { echo "FAIL: bash -n $S"; exit 1; }
 if "$PHASEPROF" doctor --check > /dev/null 2>&1; then
@@ -47,8 +52,37 @@ fi
 "$S" --bogus > /dev/null 2> "$T/usage"
 [ $? -eq 2 ] && [ "$(wc -l < "$T/usage")" -eq 1 ] || die "--bogus: $(cat "$T/usage")"
 
+# the GPU branch, over the fakes
+if [ -n "$FAKE_CUDA" ] && [ -n "$FAKE_CUPTI" ]; then
+	PHASEPROF_LIBCUDA=$FAKE_CUDA PHASEPROF_LIBCUPTI=$FAKE_CUPTI PP_BUILD_DIR=$BUILD \
+		"$S" --no-tests --out "$T/fake" > "$T/fake.stdout" 2> "$T/fake.stderr"
+	rc=$?
+	F=$T/fake/summary.txt
+	[ $rc -eq 1 ] || die "fake GPU: exit $rc, wanted 1"
+	grep -q '^doctor: GPU tracing: available' "$F" || die "fake GPU: doctor did not say available"
+	grep -q '^no GPU' "$F" && die "fake GPU: a 'no GPU' line"
+	grep -q '^FAIL: torch_loop: ' "$F" || die "fake GPU: no torch_loop line"
+	grep -qE '^(FAIL|ok): phaseprof run transfer' "$F" || die "fake GPU: transfer not run"
+	if command -v nvcc > /dev/null 2>&1; then
+		grep -q '^FAIL: record streams_graph: exit 1 after .*streams_graph: cuda.* failed: ' "$F" ||
+			die "fake GPU: streams_graph's failure not said: $(grep streams_graph "$F")"
+		[ -f "$T/fake/streams_graph.html" ] || die "fake GPU: no report of streams_graph.db"
+		grep -q '^  streams_graph phaseprof: 0 kernels' "$F" || die "fake GPU: no kernel line for streams_graph"
+	fi
+	tail -n 1 "$F" | grep -q '^gpu-check: FAIL (see the FAIL lines above' || die "fake GPU: last line $(tail -n 1 "$F")"
+	SUM="$SUM $F"
+	# the time budget: a spent budget runs nothing more, and says so
+	PP_GPU_CHECK_BUDGET=0 PHASEPROF_LIBCUDA=$FAKE_CUDA PHASEPROF_LIBCUPTI=$FAKE_CUPTI PP_BUILD_DIR=$BUILD \
+		"$S" --no-tests --out "$T/budget" > /dev/null 2>&1
+	rc=$?
+	[ $rc -eq 1 ] || die "budget 0: exit $rc, wanted 1"
+	grep -q '^FAIL: phaseprof run transfer: not run: the 0s budget is spent' "$T/budget/summary.txt" ||
+		die "budget 0: $(grep FAIL "$T/budget/summary.txt")"
+	[ ! -e "$T/budget/bin/streams_graph" ] || die "budget 0: nvcc ran"
+fi
+
 if [ $fails -ne 0 ]; then
-	echo "--- summary.txt"; cat "$SUM"
+	for f in $SUM; do echo "--- $f"; cat "$f"; done
 	exit 1
 fi
 echo "gpu-check.sh without a GPU: $(cat "$T/stderr")"

@@ -43,6 +43,7 @@ for kind, s, e, n in rows:
     con.execute("INSERT INTO gpu_activity(run_id, kind, start_ns, end_ns, name_id, external_id, tid)"
                 " VALUES (1, ?, ?, ?, ?, -1, 7)", (kind, s, e, n))
 con.execute("INSERT INTO gpu_status VALUES (1, 1, 'ok; tracing 9 activity kinds', 0, 0)")
+con.execute("INSERT INTO run_meta VALUES (1, 'gpu.cold_start', '212000000 ns in 2 calls')")
 # a second run, without GPU work
 con.execute("INSERT INTO gpu_status VALUES (2, 0, 'the program did not initialise CUDA', 0, 0)")
 con.commit()
@@ -107,6 +108,13 @@ expect 1 "sg: nothing compared (no reference could be had)" \
 expect 1 "t phaseprof recorded no kernels; gpu_status: unavailable: the program did not initialise CUDA" \
 	"t kernels: phaseprof 0, torch.profiler 3 (100.0 %): DISAGREE (beyond 10 %)" \
 	-- --label t --db "$DB" --run 2 --torch-trace "$FIX/torch_trace_kineto.json"
+
+# --info: what the database holds, no judgement
+expect 0 "t phaseprof: 3 kernels, 6.000 ms in 1 run(s)" \
+	"t gpu_status: available: ok; tracing 9 activity kinds; unavailable: the program did not initialise CUDA" \
+	"t GPU cold start (device_init phases): 212000000 ns in 2 calls" \
+	-- --label t --db "$DB" --info
+grep -q 'verdict' "$T/out" && die "--info judged: $(cat "$T/out")"
 
 # the summary file gets the same lines
 expect 0 -- --label t --db "$DB" --torch-trace "$FIX/torch_trace_kineto.json" --summary "$T/summary.txt"
