@@ -87,8 +87,8 @@ static void ext_close_all(void);
  * Left alone, that time sits inside whatever phase was open: step 1. From
  * the start until the first kernel launch (cudaLaunch*, cudaGraphLaunch*)
  * has returned, the runtime API domain's callbacks time each call on its
- * own thread; a call of COLD_MIN_NS or more (copies and sets excepted: their
- * time is the bytes) becomes a device_init phase "GPU cold start: <call>"
+ * own thread; a call of COLD_MIN_NS or more (copies, sets and
+ * synchronisations excepted: their time is bytes or waiting) becomes a device_init phase "GPU cold start: <call>"
  * there, nested in the phase it interrupted, so the first step's breakdown
  * names it. Then the domain is switched off again (at the next phase
  * boundary or the stop): no callback cost in the steady state. */
@@ -104,9 +104,11 @@ static int is_launch(const char *fn)
 	return fn && (strncmp(fn, "cudaLaunch", 10) == 0 || strncmp(fn, "cudaGraphLaunch", 15) == 0);
 }
 
-static int is_transfer(const char *fn)
+/* Calls whose time is the work or the wait, not a one-time cost: copies,
+ * sets (their bytes), synchronisations (the GPU work they wait for). */
+static int not_cold(const char *fn)
 {
-	return fn && (strstr(fn, "Memcpy") || strstr(fn, "Memset"));
+	return fn && (strstr(fn, "Memcpy") || strstr(fn, "Memset") || strstr(fn, "Synchronize"));
 }
 
 static void api_callback(void *ud, int domain, uint32_t cbid, const void *data)
@@ -123,7 +125,7 @@ static void api_callback(void *ud, int domain, uint32_t cbid, const void *data)
 	uint64_t end = pp_now(), start = cold_enter;
 	cold_enter = 0;
 	const char *fn = d->functionName;
-	if (start && end - start >= COLD_MIN_NS && !is_transfer(fn)) {
+	if (start && end - start >= COLD_MIN_NS && !not_cold(fn)) {
 		char name[128];
 		snprintf(name, sizeof name, "GPU cold start: %s", fn ? fn : "CUDA runtime call");
 		pp_phase_at(PP_DEVICE_INIT, name, start, end);
