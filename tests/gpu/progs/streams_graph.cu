@@ -8,10 +8,13 @@
 // Prints one line: "streams_graph: kernels=K memcpys=M memsets=S graph_launches=G ok"
 // and exits 0; on any CUDA error one line naming the call, exit 1.
 //
-// Kernels are latency-bound spins on few blocks (16 x 128 threads), about
-// 50-200 us each on an H100, so that four streams side by side mostly run on
-// separate SMs and a kernel's time is about the same alone (ncu replays each
-// kernel alone) as beside the others.
+// The spin kernels are latency-bound dependent multiply-adds on few blocks
+// (16 x 128 threads): by estimate (not measured: no GPU at hand when this was
+// written) ~200 us each at 100000 iterations, ~50 us in the graph, on an
+// H100, so that four streams side by side mostly run on separate SMs, a
+// kernel's time is about the same alone (ncu replays each kernel alone) as
+// beside the others, and the spins outweigh the short add_one kernels, whose
+// few microseconds carry the most measurement noise. argv[1]: iterations.
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +60,7 @@ static float host_spin(float v, float a, float b, int iters)
 
 int main(int argc, char **argv)
 {
-	int iters = argc > 1 ? atoi(argv[1]) : 20000;
+	int iters = argc > 1 ? atoi(argv[1]) : 100000;
 	long kernels = 0, memcpys = 0, memsets = 0;
 	size_t bytes = N * sizeof(float);
 
