@@ -226,7 +226,9 @@ if "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)'
 	step "torch_loop under torch.profiler" 180 "$OUT/logs/torch_loop.profiler.log" \
 		"$PY" "$TL" --steps "$STEPS" --profile "$OUT/torch_loop.trace.json" && PROF_OK=1
 	if [ $REC_OK -eq 1 ] && [ $PROF_OK -eq 1 ]; then
-		"$PY" "$COMPARE" --label torch_loop --db "$OUT/torch_loop.db" \
+		say "  $(grep '^torch_loop:' "$OUT/logs/torch_loop.log" | tail -n 1)"
+		RAN=$(grep '^torch_loop:' "$OUT/logs/torch_loop.log" | tail -n 1 | sed -n 's/.*steps=\([0-9]*\).*/\1/p')
+		"$PY" "$COMPARE" --label torch_loop --db "$OUT/torch_loop.db" ${RAN:+--expect-steps "$RAN"} \
 			--torch-trace "$OUT/torch_loop.trace.json" \
 			--missing "ncu=not run on the PyTorch loop (thousands of kernels, each replayed: minutes); see streams_graph" \
 			--summary "$SUMMARY" > "$OUT/logs/compare-torch_loop.log" 2>&1 ||

@@ -6,7 +6,7 @@ GPU runs. Python 3 standard library only.
 
     gpu_compare.py --label NAME --db run.db [--run ID]
                    [--torch-trace trace.json[.gz]] [--ncu ncu.csv]
-                   [--expect-kernels N] [--missing WHAT=REASON]...
+                   [--expect-kernels N] [--expect-steps N] [--missing WHAT=REASON]...
                    [--tolerance PCT] [--summary FILE]
     gpu_compare.py --label NAME --db run.db --info
 
@@ -18,6 +18,8 @@ end_ns - start_ns. References:
   --ncu          ncu --csv output (--log-file) with the metric
                  gpu__time_duration.sum: one kernel per (process, ID)
   --expect-kernels  the count the program says it launched (time not judged)
+  --expect-steps    the steps the program ran: as many step phases must be
+                 in the runs that launched kernels
   --missing      a reference that could not be had, and why: printed as a
                  'not compared' line, not a failure
 
@@ -69,6 +71,9 @@ def read_db(path, run_id=None):
         dropped = con.execute(
             "SELECT coalesce(sum(count), 0) FROM losses WHERE source LIKE 'cupti%'"
             + (" AND run_id=?" if run_id is not None else ""), args).fetchone()[0]
+        steps = con.execute(
+            "SELECT count(*) FROM spans s JOIN phase_kinds k ON k.id = s.kind WHERE k.name = 'step'"
+            " AND s.run_id IN (SELECT DISTINCT run_id FROM gpu_activity WHERE " + where + ")", args).fetchone()[0]
         meta = {}
         for k, v in con.execute(
                 "SELECT key, value FROM run_meta WHERE key IN ('gpu.cold_start', 'gpu.detached')"
@@ -79,7 +84,7 @@ def read_db(path, run_id=None):
     finally:
         con.close()
     return {"kernels": n, "ns": ns, "runs": runs, "unknown_end": unknown,
-            "reasons": reasons, "dropped": dropped, "meta": meta}
+            "reasons": reasons, "dropped": dropped, "meta": meta, "steps": steps}
 
 
 def read_torch_trace(path):
@@ -177,6 +182,8 @@ def main(argv=None):
     ap.add_argument("--torch-trace")
     ap.add_argument("--ncu")
     ap.add_argument("--expect-kernels", type=int)
+    ap.add_argument("--expect-steps", type=int,
+                    help="the steps the program ran: phaseprof's step phases in the runs with kernels must be as many")
     ap.add_argument("--missing", action="append", default=[], metavar="WHAT=REASON")
     ap.add_argument("--tolerance", type=float, default=10.0, metavar="PCT")
     ap.add_argument("--summary")
@@ -226,6 +233,11 @@ def main(argv=None):
         ok = ours["kernels"] == a.expect_kernels
         emit("%s kernels: phaseprof %d, the program launched %d: %s" % (
             a.label, ours["kernels"], a.expect_kernels, "agree" if ok else "DISAGREE (must be equal)"), ok)
+    if a.expect_steps is not None and judged >= 0:
+        judged += 1
+        ok = ours["steps"] == a.expect_steps
+        emit("%s steps: phaseprof %d, the program ran %d: %s" % (
+            a.label, ours["steps"], a.expect_steps, "agree" if ok else "DISAGREE (must be equal)"), ok)
     for name, ref in (refs if judged >= 0 else []):
         judged += 2
         emit(*judge(a.label, "kernels", ours["kernels"], name, ref["kernels"], a.tolerance))

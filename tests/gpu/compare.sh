@@ -44,6 +44,14 @@ for kind, s, e, n in rows:
                 " VALUES (1, ?, ?, ?, ?, -1, 7)", (kind, s, e, n))
 con.execute("INSERT INTO gpu_status VALUES (1, 1, 'ok; tracing 9 activity kinds', 0, 0)")
 con.execute("INSERT INTO run_meta VALUES (1, 'gpu.cold_start', '212000000 ns in 2 calls')")
+# phase_kinds is filled by the store; the script joins on the name
+con.execute("INSERT INTO phase_kinds(id, name) VALUES (21, 'step'), (22, 'device_init')")
+step = (21,)
+for i in range(3):  # 3 steps in run 1 (the one with kernels), 1 in run 2
+    con.execute("INSERT INTO spans(run_id, tid, kind, name_id, start_ns, end_ns, depth, step)"
+                " VALUES (1, 7, ?, 1, ?, ?, 0, ?)", (step[0], i * 3000000, (i + 1) * 3000000, i))
+con.execute("INSERT INTO spans(run_id, tid, kind, name_id, start_ns, end_ns, depth, step)"
+            " VALUES (2, 7, ?, 1, 0, 1, 0, 0)", (step[0],))
 # a second run, without GPU work
 con.execute("INSERT INTO gpu_status VALUES (2, 0, 'the program did not initialise CUDA', 0, 0)")
 con.commit()
@@ -109,6 +117,12 @@ expect 1 "t phaseprof recorded no kernels; gpu_status: unavailable: the program 
 	"t kernels: phaseprof 0, torch.profiler 3 (100.0 %): DISAGREE (beyond 10 %)" \
 	-- --label t --db "$DB" --run 2 --torch-trace "$FIX/torch_trace_kineto.json"
 
+# steps: those of the runs that launched kernels
+expect 0 "t steps: phaseprof 3, the program ran 3: agree" "t verdict: PASS" \
+	-- --label t --db "$DB" --expect-steps 3 --torch-trace "$FIX/torch_trace_kineto.json"
+expect 1 "t steps: phaseprof 3, the program ran 40: DISAGREE (must be equal)" \
+	-- --label t --db "$DB" --expect-steps 40
+
 # --info: what the database holds, no judgement
 expect 0 "t phaseprof: 3 kernels, 6.000 ms in 1 run(s)" \
 	"t gpu_status: available: ok; tracing 9 activity kinds; unavailable: the program did not initialise CUDA" \
@@ -142,7 +156,8 @@ d["traceEvents"].remove(k[-1])
 json.dump(d, open(sys.argv[2], "w"))
 EOF
 		expect 1 "f kernels: phaseprof 2, torch.profiler 2 (0.0 %): agree" \
-			-- --label f --db "$FAKEDB" --torch-trace "$T/two.json"
+			"f steps: phaseprof 1, the program ran 1: agree" \
+			-- --label f --db "$FAKEDB" --torch-trace "$T/two.json" --expect-steps 1
 		grep -q '^f phaseprof: 2 kernels, .* in 1 run(s)' "$T/out" || die "fake-CUPTI db: $(cat "$T/out")"
 		# the fake's 5 dropped records are reported
 		grep -q '5 CUPTI records or buffers lost' "$T/out" || die "fake-CUPTI losses: $(cat "$T/out")"
