@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh: phaseprof on a real GPU in one command (issue 21, item 1).
 #
-#   scripts/gpu-check.sh [--out DIR] [--no-build] [--no-tests] [--steps N]
+#   scripts/gpu-check.sh [--out DIR] [--bundle DIR] [--no-build] [--no-tests] [--steps N]
 #
 # Target: one NVIDIA H100/H200, CUDA 13 (nvcc, CUPTI, ncu), PyTorch with CUDA
 # on Python 3.12, 16 cores, no network; about 3-6 minutes there (8 at most:
@@ -23,6 +23,11 @@
 # "no GPU: <reason>". Exit 0: every step ran and every comparison agreed;
 # 1: something failed or disagreed (summary.txt says what); 2: bad usage.
 #
+# --bundle DIR: also writes DIR/summary.txt and DIR/gpu-check.tar.gz (the
+# whole output folder; without the databases if it would pass 15 MiB): two
+# files, for a runner that brings back only a few (the device tool: 8 files
+# of 16 MiB at most), e.g. `scripts/gpu-check.sh --out /tmp/gco --bundle $OUT`.
+#
 # Environment: OUT (default ./gpu-check-out), PP_BUILD_DIR (default
 # build-gpu in the repository), PYTHON (default python3), NCU (default ncu),
 # NVCC (default nvcc), PP_GPU_ARCH (default: sm_90 code + compute_90 PTX).
@@ -39,12 +44,15 @@ STEPS=40
 BUDGET=${PP_GPU_CHECK_BUDGET:-460} # seconds for every step together: 8 minutes with room for the rest
 DO_BUILD=1
 DO_TESTS=1
+BUNDLE=
 [ -n "${PP_BUILD_DIR:-}" ] && DO_BUILD=0
 
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--out) OUT=$2; shift 2 ;;
 	--out=*) OUT=${1#--out=}; shift ;;
+	--bundle) BUNDLE=$2; shift 2 ;;
+	--bundle=*) BUNDLE=${1#--bundle=}; shift ;;
 	--no-build) DO_BUILD=0; shift ;;
 	--build) DO_BUILD=1; shift ;;
 	--no-tests) DO_TESTS=0; shift ;;
@@ -57,6 +65,11 @@ case "$STEPS" in ''|*[!0-9]*) echo "gpu-check: --steps wants a number, got '$STE
 
 mkdir -p "$OUT/logs" "$OUT/bin" || { echo "gpu-check: cannot create $OUT" >&2; exit 2; }
 OUT=$(cd "$OUT" && pwd)
+if [ -n "$BUNDLE" ]; then
+	mkdir -p "$BUNDLE" || { echo "gpu-check: cannot create $BUNDLE" >&2; exit 2; }
+	BUNDLE=$(cd "$BUNDLE" && pwd)
+	case "$BUNDLE/" in "$OUT"/*) echo "gpu-check: --bundle must lie outside --out ($OUT)" >&2; exit 2 ;; esac
+fi
 SUMMARY=$OUT/summary.txt
 COMPARE=$ROOT/scripts/gpu_compare.py
 PROGS=$ROOT/tests/gpu/progs
@@ -65,6 +78,19 @@ FAILED=0
 T0=$(date +%s)
 
 say() { printf '%s\n' "$*" | tee -a "$SUMMARY"; }
+# finish RC: the bundle (if asked for), then exit RC
+finish() {
+	if [ -n "$BUNDLE" ]; then
+		mkdir -p "$BUNDLE" && cp "$SUMMARY" "$BUNDLE/summary.txt" &&
+			tar -C "$(dirname "$OUT")" -czf "$BUNDLE/gpu-check.tar.gz" "$(basename "$OUT")" ||
+			echo "gpu-check: cannot write the bundle in $BUNDLE" >&2
+		if [ -f "$BUNDLE/gpu-check.tar.gz" ] && [ "$(stat -c %s "$BUNDLE/gpu-check.tar.gz")" -gt $((15 << 20)) ]; then
+			tar -C "$(dirname "$OUT")" -czf "$BUNDLE/gpu-check.tar.gz" --exclude='*.db' "$(basename "$OUT")"
+			echo "bundle: gpu-check.tar.gz without the databases (over 15 MiB with them)" >> "$BUNDLE/summary.txt"
+		fi
+	fi
+	exit "$1"
+}
 fail() { FAILED=1; say "FAIL: $*"; }
 elapsed() { echo $(( $(date +%s) - T0 ))s; }
 # last non-empty line of a log, for one-line reasons
@@ -124,6 +150,16 @@ say "torch: $TORCH_INFO"
 
 # ---- 1. build ------------------------------------------------------------
 if [ $DO_BUILD -eq 1 ]; then
+	# what CMake will look for (a GPU image may lack the -dev packages: say so first)
+	if command -v pkg-config >/dev/null 2>&1; then
+		missing=
+		for m in sqlite3 zlib openblas libunwind libgvc libcgraph cmocka; do
+			pkg-config --exists "$m" || missing="$missing $m"
+		done
+		say "build deps (pkg-config):${missing:- all found}${missing:+ missing (Debian: scripts/install-deps.sh lists the packages)}"
+	else
+		say "build deps: no pkg-config here: CMake's configure will fail (it needs pkg-config)"
+	fi
 	step "configure ($BUILD)" 120 "$OUT/logs/configure.log" \
 		cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	step "build" 300 "$OUT/logs/build.log" cmake --build "$BUILD" -j "$(nproc)"
@@ -143,7 +179,7 @@ PHASEPROF=$BUILD/phaseprof
 if [ ! -x "$PHASEPROF" ]; then
 	fail "no phaseprof binary in $BUILD"
 	echo "gpu-check: no phaseprof build at $BUILD (drop --no-build or set PP_BUILD_DIR)" >&2
-	exit 1
+	finish 1
 fi
 
 # ---- 2. the GPU tests (fake CUPTI everywhere; real kernels where a GPU is) --
@@ -179,7 +215,7 @@ if [ $DOCTOR_RC -ne 0 ]; then
 	say "elapsed: $(elapsed)"
 	# the last line of the summary, and the one line on stderr
 	printf 'no GPU: %s\n' "${REASON:-phaseprof doctor --check exited $DOCTOR_RC}" | tee -a "$SUMMARY" >&2
-	exit 3
+	finish 3
 fi
 
 # ---- 4. the transfer scenario ----------------------------------------------
@@ -265,7 +301,7 @@ done
 say "elapsed: $(elapsed)"
 if [ $FAILED -eq 0 ]; then
 	say "gpu-check: PASS"
-	exit 0
+	finish 0
 fi
 say "gpu-check: FAIL (see the FAIL lines above and $OUT/logs/)"
-exit 1
+finish 1

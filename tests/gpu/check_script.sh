@@ -25,7 +25,7 @@ trap 'rm -rf "$T"' EXIT
 fails=0
 die() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
-PP_BUILD_DIR=$BUILD "$S" --no-tests --out "$T/out" > "$T/stdout" 2> "$T/stderr"
+PP_BUILD_DIR=$BUILD "$S" --no-tests --out "$T/out" --bundle "$T/bundle" > "$T/stdout" 2> "$T/stderr"
 rc=$?
 [ $rc -eq 3 ] || die "exit $rc, wanted 3"
 # stderr: exactly one line, the reason
@@ -38,6 +38,12 @@ grep -q '^build: reused ' "$SUM" || die "PP_BUILD_DIR did not mean --no-build"
 grep -q '^gpu tests: skipped (--no-tests)' "$SUM" || die "--no-tests not honoured"
 grep -q '^ok: python syntax' "$SUM" || die "python syntax step: $(grep -i python "$SUM")"
 [ -f "$T/out/doctor.txt" ] || die "doctor output not kept"
+# the bundle: the summary and the whole output folder, two files
+cmp -s "$SUM" "$T/bundle/summary.txt" || die "bundle: summary.txt differs"
+tar -tzf "$T/bundle/gpu-check.tar.gz" 2>/dev/null | grep -qx 'out/doctor.txt' || die "bundle: no out/doctor.txt in the tarball"
+[ "$(ls "$T/bundle" | wc -l)" -eq 2 ] || die "bundle: $(ls "$T/bundle")"
+"$S" --out "$T/out" --bundle "$T/out/inside" > /dev/null 2> "$T/inside"
+[ $? -eq 2 ] && grep -q 'must lie outside' "$T/inside" || die "--bundle inside --out: $(cat "$T/inside")"
 if command -v nvcc > /dev/null 2>&1; then
 	grep -q '^ok: nvcc streams_graph.cu' "$SUM" || die "streams_graph.cu did not build: $(cat "$T/out/logs/nvcc.log")"
 	[ -x "$T/out/bin/streams_graph" ] || die "no streams_graph binary"
