@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu-check.sh: phaseprof on a real GPU in one command (issue 21, item 1).
 #
-#   scripts/gpu-check.sh [--out DIR] [--bundle DIR] [--no-build] [--no-tests] [--steps N]
+#   scripts/gpu-check.sh [--out DIR] [--bundle DIR] [--deps DIR] [--no-build] [--no-tests] [--steps N]
+#   scripts/gpu-check.sh --fetch-deps DIR
 #
 # Target: one NVIDIA H100/H200, CUDA 13 (nvcc, CUPTI, ncu), PyTorch with CUDA
 # on Python 3.12, 16 cores, no network; about 3-6 minutes there (8 at most:
@@ -28,9 +29,19 @@
 # files, for a runner that brings back only a few (the device tool: 8 files
 # of 16 MiB at most), e.g. `scripts/gpu-check.sh --out /tmp/gco --bundle $OUT`.
 #
+# --fetch-deps DIR (on a Debian machine with apt, e.g. the CPU machine):
+# downloads the .deb files of the build dependencies a GPU image may lack
+# (~16 MB) into DIR, and exits. --deps DIR (on the GPU machine): unpacks
+# them into a private prefix (dpkg-deb -x, nothing installed) that the build
+# uses: CMake and pkg-config look there first, the binaries find the
+# libraries through their build RPATH, and the tests and the transfer
+# scenario (OpenBLAS's libgfortran) through LD_LIBRARY_PATH; the recorded
+# programs do not get it.
+#
 # Environment: OUT (default ./gpu-check-out), PP_BUILD_DIR (default
 # build-gpu in the repository), PYTHON (default python3), NCU (default ncu),
-# NVCC (default nvcc), PP_GPU_ARCH (default: sm_90 code + compute_90 PTX).
+# NVCC (default nvcc), PP_GPU_ARCH (default: sm_90 code + compute_90 PTX),
+# PP_CMAKE_ARGS (more arguments for CMake's configure).
 set -u
 set -o pipefail
 
@@ -45,6 +56,14 @@ BUDGET=${PP_GPU_CHECK_BUDGET:-460} # seconds for every step together: 8 minutes 
 DO_BUILD=1
 DO_TESTS=1
 BUNDLE=
+DEPS=
+FETCH=
+# the build dependencies a GPU image may lack, as Debian 12 packages (link
+# time: sqlite3, zlib, OpenBLAS and its Fortran runtime, cmocka; headers
+# only: libunwind, graphviz, both dlopen'ed at run time; pkgconf)
+DEP_DEBS="libsqlite3-dev libsqlite3-0 zlib1g-dev libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread
+libopenblas0 libgfortran5 libquadmath0 zlib1g libunwind-dev libunwind8 libgraphviz-dev libcmocka-dev libcmocka0 pkgconf pkgconf-bin
+libpkgconf3"
 [ -n "${PP_BUILD_DIR:-}" ] && DO_BUILD=0
 
 while [ $# -gt 0 ]; do
@@ -53,6 +72,10 @@ while [ $# -gt 0 ]; do
 	--out=*) OUT=${1#--out=}; shift ;;
 	--bundle) BUNDLE=$2; shift 2 ;;
 	--bundle=*) BUNDLE=${1#--bundle=}; shift ;;
+	--deps) DEPS=$2; shift 2 ;;
+	--deps=*) DEPS=${1#--deps=}; shift ;;
+	--fetch-deps) FETCH=$2; shift 2 ;;
+	--fetch-deps=*) FETCH=${1#--fetch-deps=}; shift ;;
 	--no-build) DO_BUILD=0; shift ;;
 	--build) DO_BUILD=1; shift ;;
 	--no-tests) DO_TESTS=0; shift ;;
@@ -63,6 +86,14 @@ while [ $# -gt 0 ]; do
 done
 case "$STEPS" in ''|*[!0-9]*) echo "gpu-check: --steps wants a number, got '$STEPS'" >&2; exit 2 ;; esac
 
+if [ -n "$FETCH" ]; then
+	mkdir -p "$FETCH" || { echo "gpu-check: cannot create $FETCH" >&2; exit 2; }
+	# shellcheck disable=SC2086
+	(cd "$FETCH" && apt-get download $DEP_DEBS) > "$FETCH/fetch.log" 2>&1 ||
+		{ echo "gpu-check: apt-get download failed: $(grep -m 1 -E '^E:' "$FETCH/fetch.log")" >&2; exit 1; }
+	echo "gpu-check: $(ls "$FETCH"/*.deb | wc -l) packages, $(du -sh "$FETCH" | cut -f 1), in $FETCH: carry it and pass --deps"
+	exit 0
+fi
 mkdir -p "$OUT/logs" "$OUT/bin" || { echo "gpu-check: cannot create $OUT" >&2; exit 2; }
 OUT=$(cd "$OUT" && pwd)
 if [ -n "$BUNDLE" ]; then
@@ -149,6 +180,50 @@ TORCH_INFO=$("$PY" -c 'import sys, torch; print("python %d.%d.%d, torch %s, CUDA
 say "torch: $TORCH_INFO"
 
 # ---- 1. build ------------------------------------------------------------
+# carried build dependencies: a private prefix
+RUN_LIBS=
+if [ -n "$DEPS" ]; then
+	PFX=${TMPDIR:-/tmp}/pp-gpu-deps
+	ARCH_DIR=$(gcc -print-multiarch 2>/dev/null); ARCH_DIR=${ARCH_DIR:-x86_64-linux-gnu}
+	rm -rf "$PFX" && mkdir -p "$PFX/bin"
+	n=0
+	for f in "$DEPS"/*.deb; do
+		[ -f "$f" ] || continue
+		dpkg-deb -x "$f" "$PFX" || fail "--deps: cannot unpack $f"
+		n=$((n + 1))
+	done
+	L=$PFX/usr/lib/$ARCH_DIR
+	# links to absolute paths (libz.so -> /lib/.../libz.so.1.2.13) into the prefix
+	find "$PFX" -type l -lname '/*' | while read -r l; do
+		t=$(readlink "$l")
+		[ ! -e "$PFX$t" ] || ln -sfn "$PFX$t" "$l"
+	done
+	# Debian points libopenblas.so/libblas.so at OpenBLAS through
+	# alternatives, which dpkg-deb -x does not run
+	for so in libopenblas.so libopenblas.so.0 libblas.so libblas.so.3 libcblas.so; do
+		[ -e "$L/$so" ] || [ ! -e "$L/openblas-pthread/$so" ] || ln -s "openblas-pthread/$so" "$L/$so"
+	done
+	# the .pc files name /usr: point them at the prefix
+	for pc in "$L"/pkgconfig/*.pc "$L"/openblas-pthread/pkgconfig/*.pc "$PFX"/usr/share/pkgconfig/*.pc; do
+		[ -f "$pc" ] && sed -i -e "s|=/usr/|=$PFX/usr/|g" -e "s|=/usr\$|=$PFX/usr|" "$pc"
+	done
+	if [ -x "$PFX/usr/bin/pkgconf" ]; then
+		printf '#!/bin/sh\nLD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %s "$@"\n' "$L" "$PFX/usr/bin/pkgconf" > "$PFX/bin/pkg-config"
+		chmod +x "$PFX/bin/pkg-config"
+	fi
+	export PATH=$PFX/bin:$PATH
+	export PKG_CONFIG_PATH=$L/pkgconfig:$L/openblas-pthread/pkgconfig:$PFX/usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+	export CMAKE_PREFIX_PATH=$PFX/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+	RUN_LIBS=$L:$L/openblas-pthread
+	if [ $n -eq 0 ]; then
+		fail "--deps: no .deb files in $DEPS (make them with --fetch-deps on a Debian machine)"
+	else
+		say "deps: $n packages from $DEPS unpacked into $PFX"
+	fi
+fi
+# a command prefix putting the carried libraries on LD_LIBRARY_PATH (tests, scenarios)
+WITH_LIBS=(env)
+[ -z "$RUN_LIBS" ] || WITH_LIBS=(env "LD_LIBRARY_PATH=$RUN_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 if [ $DO_BUILD -eq 1 ]; then
 	# what CMake will look for (a GPU image may lack the -dev packages: say so first)
 	if command -v pkg-config >/dev/null 2>&1; then
@@ -160,9 +235,22 @@ if [ $DO_BUILD -eq 1 ]; then
 	else
 		say "build deps: no pkg-config here: CMake's configure will fail (it needs pkg-config)"
 	fi
+	# shellcheck disable=SC2086
 	step "configure ($BUILD)" 120 "$OUT/logs/configure.log" \
-		cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo
-	step "build" 300 "$OUT/logs/build.log" cmake --build "$BUILD" -j "$(nproc)"
+		cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${PP_CMAKE_ARGS:-}
+	# only what this check runs: the CLI, the agent, the scenarios, the GPU
+	# tests and flow's CUDA backend (the whole build needs more, LAPACKE too)
+	TARGETS=$(cmake --build "$BUILD" --target help 2>/dev/null |
+		sed -n -e 's/^\.\.\. \([^ ]*\).*/\1/p' -e 's/^\([A-Za-z0-9_.+-]*\): .*/\1/p' |
+		grep -xE 'phaseprof|phaseprof-scenarios|phaseprof_agent|ppa_python_package|test_gpu_.*|fake_cupti|fake_libcuda|nvtx_app|ppgpu_nvtx_inject|test_flow_cuda|flow_cuda' |
+		sort -u | tr '\n' ' ')
+	if [ -n "$TARGETS" ]; then
+		# shellcheck disable=SC2086
+		step "build ($(echo $TARGETS | wc -w) targets)" 300 "$OUT/logs/build.log" \
+			cmake --build "$BUILD" -j "$(nproc)" --target $TARGETS
+	else
+		step "build" 300 "$OUT/logs/build.log" cmake --build "$BUILD" -j "$(nproc)"
+	fi
 	grep -q 'CUDA toolkit .* found' "$OUT/logs/configure.log" ||
 		say "note: CMake did not find the CUDA toolkit (configure.log): GPU support not built"
 else
@@ -185,7 +273,7 @@ fi
 # ---- 2. the GPU tests (fake CUPTI everywhere; real kernels where a GPU is) --
 if [ $DO_TESTS -eq 1 ]; then
 	step "ctest -R '^gpu\\.'" 240 "$OUT/logs/ctest-gpu.log" \
-		ctest --test-dir "$BUILD" -R '^gpu\.' -E '^gpu\.check_script$' --output-on-failure -j "$(nproc)"
+		"${WITH_LIBS[@]}" ctest --test-dir "$BUILD" -R '^gpu\.' -E '^gpu\.check_script$' --output-on-failure -j "$(nproc)"
 	grep -E 'tests passed|Not Run|\*\*\*Skipped' "$OUT/logs/ctest-gpu.log" | sed 's/^/  /' | tee -a "$SUMMARY" >/dev/null
 else
 	say "gpu tests: skipped (--no-tests)"
@@ -220,7 +308,7 @@ fi
 
 # ---- 4. the transfer scenario ----------------------------------------------
 step "phaseprof run transfer" 120 "$OUT/logs/transfer.log" \
-	"$PHASEPROF" run transfer -o "$OUT/transfer.db"
+	"${WITH_LIBS[@]}" "$PHASEPROF" run transfer -o "$OUT/transfer.db"
 grep -iE 'verdict|speed-up|finding|GPU' "$OUT/logs/transfer.log" 2>/dev/null | head -n 12 | sed 's/^/  /' >> "$SUMMARY"
 
 # ---- 5a. the CUDA program under record, and ncu -------------------------------

@@ -42,6 +42,10 @@ grep -q '^ok: python syntax' "$SUM" || die "python syntax step: $(grep -i python
 cmp -s "$SUM" "$T/bundle/summary.txt" || die "bundle: summary.txt differs"
 tar -tzf "$T/bundle/gpu-check.tar.gz" 2>/dev/null | grep -qx 'out/doctor.txt' || die "bundle: no out/doctor.txt in the tarball"
 [ "$(ls "$T/bundle" | wc -l)" -eq 2 ] || die "bundle: $(ls "$T/bundle")"
+# --deps with nothing to unpack says so
+mkdir -p "$T/nodebs"
+PP_BUILD_DIR=$BUILD "$S" --no-tests --deps "$T/nodebs" --out "$T/nodeps" > /dev/null 2>&1
+grep -q "^FAIL: --deps: no .deb files in $T/nodebs" "$T/nodeps/summary.txt" || die "--deps empty: $(grep -i deps "$T/nodeps/summary.txt")"
 "$S" --out "$T/out" --bundle "$T/out/inside" > /dev/null 2> "$T/inside"
 [ $? -eq 2 ] && grep -q 'must lie outside' "$T/inside" || die "--bundle inside --out: $(cat "$T/inside")"
 if command -v nvcc > /dev/null 2>&1; then
