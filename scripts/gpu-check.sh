@@ -156,7 +156,7 @@ step() {
 	return $rc
 }
 
-say "phaseprof gpu-check, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(hostname)"
+say "phaseprof gpu-check, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(uname -n)"
 say "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' (modified)')"
 say "output: $OUT"
 
