@@ -41,7 +41,9 @@
 # Environment: OUT (default ./gpu-check-out), PP_BUILD_DIR (default
 # build-gpu in the repository), PYTHON (default python3), NCU (default ncu),
 # NVCC (default nvcc), PP_GPU_ARCH (default: sm_90 code + compute_90 PTX),
-# PP_CMAKE_ARGS (more arguments for CMake's configure).
+# PP_CMAKE_ARGS (more arguments for CMake's configure), PP_TORCH_DEVICE
+# (default cuda; cpu runs the PyTorch half on the CPU, for tests of this
+# script).
 set -u
 set -o pipefail
 
@@ -123,6 +125,7 @@ finish() {
 	exit "$1"
 }
 fail() { FAILED=1; say "FAIL: $*"; }
+not_ok() { say "not ok (no failure): $*"; }
 elapsed() { echo $(( $(date +%s) - T0 ))s; }
 # last non-empty line of a log, for one-line reasons
 last_line() { grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -n 1; }
@@ -133,7 +136,8 @@ why_line() {
 	[ -n "$l" ] || l=$(last_line "$1")
 	printf '%s' "$l" | cut -c 1-300
 }
-# step NAME LIMIT_S LOG CMD...: runs CMD under a time limit, output to LOG
+# step NAME LIMIT_S LOG CMD...: runs CMD under a time limit, output to LOG;
+# a failure is a FAIL line, or with SOFT=1 a "not ok" line that fails nothing
 step() {
 	local name=$1 limit=$2 log=$3; shift 3
 	local t=$(date +%s) rc
@@ -146,10 +150,12 @@ step() {
 	timeout --kill-after=10 "$limit" "$@" > "$log" 2>&1
 	rc=$?
 	local dt=$(( $(date +%s) - t ))
+	local report=fail
+	[ "${SOFT:-0}" = 1 ] && report=not_ok
 	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
-		fail "$name: timed out after ${limit}s (log: ${log#$OUT/})"
+		$report "$name: timed out after ${limit}s (log: ${log#$OUT/})"
 	elif [ $rc -ne 0 ]; then
-		fail "$name: exit $rc after ${dt}s: $(why_line "$log") (log: ${log#$OUT/})"
+		$report "$name: exit $rc after ${dt}s: $(why_line "$log") (log: ${log#$OUT/})"
 	else
 		say "ok: $name (${dt}s)"
 	fi
@@ -321,9 +327,12 @@ if [ $HAVE_SG -eq 1 ]; then
 		NCU_ARGS=()
 		if command -v "$NCU" >/dev/null 2>&1; then
 			# each kernel alone, clocks and caches left as they are, as the traced run had them
-			if step "ncu streams_graph" 180 "$OUT/logs/ncu.log" \
+			# ncu that cannot read the counters (ERR_NVGPUCTRPERM, a sandbox) is a
+			# reason for the comparison's line, not a failure of the check
+			if SOFT=1 step "ncu streams_graph" 180 "$OUT/logs/ncu.log" \
 				"$NCU" --csv --log-file "$OUT/streams_graph.ncu.csv" --metrics gpu__time_duration.sum \
-				--cache-control none --clock-control none "$SG"; then
+				--cache-control none --clock-control none "$SG" &&
+				grep -q '^"ID"' "$OUT/streams_graph.ncu.csv"; then
 				NCU_ARGS=(--ncu "$OUT/streams_graph.ncu.csv")
 			else
 				why=$(grep -h '==ERROR==' "$OUT/streams_graph.ncu.csv" "$OUT/logs/ncu.log" 2>/dev/null | head -n 1)
@@ -342,13 +351,15 @@ fi
 
 # ---- 5b/5c. the PyTorch loop under record and under torch.profiler ---------------
 TL=$PROGS/torch_loop.py
-if "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+TDEV=${PP_TORCH_DEVICE:-cuda} # cpu: the PyTorch half without a GPU (for tests of this script)
+if [ "$TDEV" != cuda ] ||
+	"$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
 	REC_OK=0 PROF_OK=0
-	step "record torch_loop ($STEPS steps)" 180 "$OUT/logs/torch_loop.log" \
+	step "record torch_loop ($STEPS steps, $TDEV)" 180 "$OUT/logs/torch_loop.log" \
 		"$PHASEPROF" record -o "$OUT/torch_loop.db" --summary "$OUT/torch_loop.record.txt" -- \
-		"$PY" "$TL" --steps "$STEPS" && REC_OK=1
+		"$PY" "$TL" --steps "$STEPS" --device "$TDEV" && REC_OK=1
 	step "torch_loop under torch.profiler" 180 "$OUT/logs/torch_loop.profiler.log" \
-		"$PY" "$TL" --steps "$STEPS" --profile "$OUT/torch_loop.trace.json" && PROF_OK=1
+		"$PY" "$TL" --steps "$STEPS" --device "$TDEV" --profile "$OUT/torch_loop.trace.json" && PROF_OK=1
 	if [ $REC_OK -eq 1 ] && [ $PROF_OK -eq 1 ]; then
 		say "  $(grep '^torch_loop:' "$OUT/logs/torch_loop.log" | tail -n 1)"
 		RAN=$(grep '^torch_loop:' "$OUT/logs/torch_loop.log" | tail -n 1 | sed -n 's/.*steps=\([0-9]*\).*/\1/p')

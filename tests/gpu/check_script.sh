@@ -81,6 +81,72 @@ if [ -n "$FAKE_CUDA" ] && [ -n "$FAKE_CUPTI" ]; then
 	fi
 	tail -n 1 "$F" | grep -q '^gpu-check: FAIL (see the FAIL lines above' || die "fake GPU: last line $(tail -n 1 "$F")"
 	SUM="$SUM $F"
+	# the GPU branch's wiring, with a fake nvcc (a stub printing streams_graph's
+	# line), a fake ncu (a fixture CSV, then a counter-permission refusal) and
+	# the PyTorch loop on the CPU where torch exists: record -> the program's
+	# count -> ncu -> gpu_compare -> summary; 0 kernels on the fakes, so the
+	# comparisons disagree, each on its line
+	mkdir -p "$T/fakebin"
+	cat > "$T/fakebin/nvcc" <<'SH'
+#!/bin/sh
+case "$1" in --version) echo "Cuda compilation tools, release 0.0 (fake)"; exit 0 ;; esac
+out=
+while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
+printf '#include <stdio.h>\nint main(void) { puts("streams_graph: kernels=3 memcpys=2 memsets=0 graph_launches=0 ok"); return 0; }\n' |
+	cc -x c -o "$out" -
+SH
+	cat > "$T/fakebin/ncu" <<'SH'
+#!/bin/sh
+case "$1" in --version) echo "NVIDIA (R) Nsight Compute Command Line Profiler (fake)"; exit 0 ;; esac
+log=
+while [ $# -gt 0 ]; do [ "$1" = --log-file ] && log=$2; shift; done
+cp "$FAKE_NCU_OUT" "$log"
+exit "${FAKE_NCU_RC:-0}"
+SH
+	chmod +x "$T/fakebin/nvcc" "$T/fakebin/ncu"
+	TPY=/usr/bin/python3
+	"$TPY" -c 'import torch' > /dev/null 2>&1 || TPY=${PYTHON:-python3}
+	for ncu_case in csv noperm; do
+		# the PyTorch half once (csv), on the CPU; the second time it is not run
+		if [ $ncu_case = csv ]; then
+			export FAKE_NCU_OUT=$ROOT/tests/gpu/fixtures/ncu_gpu_time.csv FAKE_NCU_RC=0 TDEV=cpu
+		else
+			export FAKE_NCU_OUT=$ROOT/tests/gpu/fixtures/ncu_noperm.log FAKE_NCU_RC=1 TDEV=cuda
+		fi
+		W=$T/wire-$ncu_case
+		NVCC=$T/fakebin/nvcc NCU=$T/fakebin/ncu PYTHON=$TPY PP_TORCH_DEVICE=$TDEV \
+		PHASEPROF_LIBCUDA=$FAKE_CUDA PHASEPROF_LIBCUPTI=$FAKE_CUPTI PP_BUILD_DIR=$BUILD \
+			"$S" --no-tests --steps 2 --out "$W" > /dev/null 2>&1
+		rc=$?
+		[ $rc -eq 1 ] || die "wiring ($ncu_case): exit $rc, wanted 1"
+		for want in "ok: nvcc streams_graph.cu" "ok: record streams_graph" \
+			"  streams_graph: kernels=3 memcpys=2 memsets=0 graph_launches=0 ok" \
+			"streams_graph kernels: phaseprof 0, the program launched 3: DISAGREE (must be equal)" \
+			"FAIL: streams_graph comparison: streams_graph verdict: FAIL"; do
+			grep -qF -- "$want" "$W/summary.txt" || die "wiring ($ncu_case): no line '$want'"
+		done
+		if [ $ncu_case = csv ]; then
+			grep -q "^ok: ncu streams_graph (" "$W/summary.txt" &&
+				grep -qxF "streams_graph kernels: phaseprof 0, ncu 3 (100.0 %): DISAGREE (beyond 10 %)" "$W/summary.txt" ||
+				die "wiring (csv): ncu lines: $(grep ncu "$W/summary.txt")"
+		else
+			grep -q '^not ok (no failure): ncu streams_graph: exit 1 ' "$W/summary.txt" &&
+				grep -q '^streams_graph ncu: not compared: ncu failed: ==ERROR== ERR_NVGPUCTRPERM' "$W/summary.txt" &&
+				! grep -q '^FAIL: ncu' "$W/summary.txt" ||
+				die "wiring (noperm): ncu lines: $(grep ncu "$W/summary.txt")"
+		fi
+		if [ $TDEV = cpu ] && "$TPY" -c 'import torch' > /dev/null 2>&1; then
+			for want in "ok: torch_loop under torch.profiler" "  torch_loop: steps=2 device=cpu loss=" \
+				"torch_loop kernels: phaseprof 0, torch.profiler 0: DISAGREE (nothing to compare: no kernels on either side)" \
+				"torch_loop ncu: not compared: not run on the PyTorch loop"; do
+				grep -qF -- "$want" "$W/summary.txt" || die "wiring ($ncu_case): no line '$want'"
+			done
+			grep -q '^ok: record torch_loop (2 steps, cpu)' "$W/summary.txt" || die "wiring: torch_loop not recorded"
+		fi
+		SUM="$SUM $W/summary.txt"
+	done
+	unset FAKE_NCU_OUT FAKE_NCU_RC TDEV
+
 	# the time budget: a spent budget runs nothing more, and says so
 	PP_GPU_CHECK_BUDGET=0 PHASEPROF_LIBCUDA=$FAKE_CUDA PHASEPROF_LIBCUPTI=$FAKE_CUPTI PP_BUILD_DIR=$BUILD \
 		"$S" --no-tests --out "$T/budget" > /dev/null 2>&1
