@@ -30,6 +30,7 @@ typedef CUptiResult (*push_fn)(CUpti_ExternalCorrelationKind, uint64_t);
 typedef CUptiResult (*pop_fn)(CUpti_ExternalCorrelationKind, uint64_t *);
 typedef CUptiResult (*void_fn)(void);
 typedef CUptiResult (*ts_fn)(uint64_t *);
+typedef CUptiResult (*domain_fn)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
 
 static struct {
 	reg_ts_fn register_timestamp;
@@ -42,6 +43,7 @@ static struct {
 	pop_fn pop;
 	void_fn finalize;
 	ts_fn get_timestamp;
+	domain_fn enable_domain; /* optional: without it no cold-start phases */
 } api;
 
 static const CUpti_ActivityKind kinds[] = {
@@ -67,11 +69,86 @@ static size_t buffer_bytes;
 static uint32_t flush_timeout_ms;
 static atomic_uint_fast64_t next_ext_id = 1;
 static atomic_uint_fast64_t buffers_out, buffers_alloc_failed;
+/* Set when a CUPTI call at stop (the forced flush, or the teardown) did not
+ * return in time: the collector has let go of CUPTI, and buffers CUPTI hands
+ * back later are freed, never decoded (the recorder may be
+ * closed by then), and the collector is not started again in this process. */
+static atomic_int detached;
 
 /* phases tied to GPU work (at the end of this file) */
 static int hook_set;
 static void phase_hook(int begin, int kind, const char *name, void *ud);
 static void ext_close_all(void);
+
+/* ---- the cold start ----
+ * The first CUDA work of a process pays one-time costs: the context, the
+ * lazy loading of the kernel's module, CUPTI instrumenting the code (a cold
+ * first measurement ~100x the warm ones, ../shared/research/peers-and-users.md).
+ * Left alone, that time sits inside whatever phase was open: step 1. From
+ * the start until the first kernel launch (cudaLaunch*, cudaGraphLaunch*)
+ * has returned, the runtime API domain's callbacks time each call on its
+ * own thread; a call of COLD_MIN_NS or more (copies, sets and
+ * synchronisations excepted: their time is bytes or waiting) becomes a device_init phase "GPU cold start: <call>"
+ * there, nested in the phase it interrupted, so the first step's breakdown
+ * names it. Then the domain is switched off again (at the next phase
+ * boundary or the stop): no callback cost in the steady state. */
+#define COLD_MIN_NS 1000000ull
+static atomic_int cold_watch;       /* 1 until the first launch returned */
+static atomic_int cold_off_pending; /* the domain is to be switched off */
+static void *_Atomic cb_subscriber; /* the handle the domain was enabled on */
+static atomic_uint_fast64_t cold_ns, cold_calls;
+static __thread uint64_t cold_enter;
+
+static int is_launch(const char *fn)
+{
+	return fn && (strncmp(fn, "cudaLaunch", 10) == 0 || strncmp(fn, "cudaGraphLaunch", 15) == 0);
+}
+
+/* Calls whose time is the work or the wait, not a one-time cost: copies,
+ * sets (their bytes), synchronisations (the GPU work they wait for). */
+static int not_cold(const char *fn)
+{
+	return fn && (strstr(fn, "Memcpy") || strstr(fn, "Memset") || strstr(fn, "Synchronize"));
+}
+
+static void api_callback(void *ud, int domain, uint32_t cbid, const void *data)
+{
+	(void)ud, (void)cbid;
+	if (domain != CUPTI_CB_DOMAIN_RUNTIME_API || !data ||
+	    !atomic_load_explicit(&cold_watch, memory_order_relaxed))
+		return;
+	const CUpti_CallbackData *d = data;
+	if (d->callbackSite == CUPTI_API_ENTER) {
+		cold_enter = pp_now();
+		return;
+	}
+	uint64_t end = pp_now(), start = cold_enter;
+	cold_enter = 0;
+	const char *fn = d->functionName;
+	if (start && end - start >= COLD_MIN_NS && !not_cold(fn)) {
+		char name[128];
+		snprintf(name, sizeof name, "GPU cold start: %s", fn ? fn : "CUDA runtime call");
+		pp_phase_at(PP_DEVICE_INIT, name, start, end);
+		atomic_fetch_add(&cold_ns, end - start);
+		atomic_fetch_add(&cold_calls, 1);
+	}
+	if (is_launch(fn) && atomic_exchange(&cold_watch, 0))
+		atomic_store(&cold_off_pending, 1);
+}
+
+/* Switches the runtime domain's callbacks off once the watch is over (never
+ * from inside a callback). At stop (!call_cupti) the watch only ends: the
+ * teardown's unsubscribe switches every callback off, under the hang guard. */
+static void cold_watch_off(int call_cupti)
+{
+	if (call_cupti && !atomic_load_explicit(&cold_off_pending, memory_order_relaxed))
+		return;
+	atomic_store(&cold_off_pending, 0);
+	atomic_store(&cold_watch, 0);
+	void *h = atomic_exchange(&cb_subscriber, NULL);
+	if (h && call_cupti)
+		api.enable_domain(0, (CUpti_SubscriberHandle)h, CUPTI_CB_DOMAIN_RUNTIME_API);
+}
 
 static uint64_t CUPTIAPI timestamp_cb(void)
 {
@@ -98,7 +175,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 {
 	(void)size;
 	pthread_mutex_lock(&decode_lock);
-	if (decoder && buf && valid) {
+	if (!atomic_load(&detached) && decoder && buf && valid) {
 		CUpti_Activity *rec = NULL;
 		for (;;) {
 			CUptiResult rc = api.next_record(buf, valid, &rec);
@@ -132,6 +209,7 @@ static int load_api(void *lib)
 	LOAD(pop, "cuptiActivityPopExternalCorrelationId");
 	LOAD(finalize, "cuptiFinalize");
 	LOAD(get_timestamp, "cuptiGetTimestamp");
+	LOAD(enable_domain, "cuptiEnableDomain");
 	return api.register_callbacks && api.enable && api.disable && api.flush_all &&
 	       api.next_record && api.dropped && api.push && api.pop && api.finalize &&
 	       api.get_timestamp;
@@ -190,6 +268,14 @@ int ppgpu_start(const ppgpu_options *opts)
 	if (atomic_load(&active)) {
 		pthread_mutex_unlock(&state_lock);
 		return 0;
+	}
+	if (atomic_load(&detached)) {
+		/* a helper may still be inside CUPTI, touching the collector's state */
+		status.state = PPGPU_CUPTI_ERROR;
+		snprintf(status.reason, sizeof status.reason,
+			 "a CUPTI call from the last stop never returned (detached): GPU tracing stays off in this process");
+		pthread_mutex_unlock(&state_lock);
+		return -1;
 	}
 	buffer_bytes = o.buffer_bytes ? (o.buffer_bytes + 7) & ~(size_t)7 : (size_t)4 << 20;
 	flush_timeout_ms = o.flush_timeout_ms ? o.flush_timeout_ms : 2000;
@@ -254,6 +340,18 @@ int ppgpu_start(const ppgpu_options *opts)
 		}
 		enabled[i] = 1;
 	}
+	atomic_store(&cold_ns, 0);
+	atomic_store(&cold_calls, 0);
+	atomic_store(&cold_off_pending, 0);
+	if (api.enable_domain) {
+		ppgpu__cupti_set_callback(api_callback);
+		atomic_store(&cold_watch, 1);
+		if (api.enable_domain(1, (CUpti_SubscriberHandle)subscriber, CUPTI_CB_DOMAIN_RUNTIME_API) ==
+		    CUPTI_SUCCESS)
+			atomic_store(&cb_subscriber, subscriber);
+		else
+			atomic_store(&cold_watch, 0); /* no cold-start phases; tracing goes on */
+	}
 	size_t len = strlen(status.reason);
 	snprintf(status.reason + len, sizeof status.reason - len, "; tracing %zu activity kinds%s", N_KINDS,
 		 own_clock ? "" : " (CUPTI clock, offset-corrected)");
@@ -288,33 +386,64 @@ void ppgpu_collector_stats(ppgpu_decoder_stats *out)
 	pthread_mutex_unlock(&decode_lock);
 }
 
-/* The forced flush runs on a helper thread so a wedged driver cannot hang
- * the program's exit; the waiter gives up after flush_timeout_ms. */
-static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t flush_cond = PTHREAD_COND_INITIALIZER;
-static int flush_done;
+/* The hang guard. The forced flush and the teardown (disable, unsubscribe,
+ * cuptiFinalize) each run on a helper thread so that a wedged driver or a
+ * stuck CUPTI cannot hang the program's exit; the caller waits at most
+ * flush_timeout_ms for each, then detaches (see `detached`). The helper's
+ * state is shared by reference count: a helper that returns after the
+ * caller gave up frees it. */
+typedef struct bounded_call {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int done, refs;
+	void (*fn)(void);
+} bounded_call;
 
-static void *flush_thread(void *arg)
+static void bounded_unref(bounded_call *b)
 {
-	(void)arg;
-	api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-	pthread_mutex_lock(&flush_lock);
-	flush_done = 1;
-	pthread_cond_signal(&flush_cond);
-	pthread_mutex_unlock(&flush_lock);
+	pthread_mutex_lock(&b->lock);
+	int last = --b->refs == 0;
+	pthread_mutex_unlock(&b->lock);
+	if (last) {
+		pthread_mutex_destroy(&b->lock);
+		pthread_cond_destroy(&b->cond);
+		free(b);
+	}
+}
+
+static void *bounded_thread(void *arg)
+{
+	bounded_call *b = arg;
+	b->fn();
+	pthread_mutex_lock(&b->lock);
+	b->done = 1;
+	pthread_cond_signal(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+	bounded_unref(b);
 	return NULL;
 }
 
-static int bounded_flush(uint32_t ms)
+/* Runs fn, waiting at most ms; 0 if it returned, -1 if it is still running. */
+static int bounded(void (*fn)(void), uint32_t ms)
 {
-	flush_done = 0;
+	bounded_call *b = calloc(1, sizeof *b);
+	if (!b) {
+		fn(); /* no memory for the guard: call inline */
+		return 0;
+	}
+	pthread_mutex_init(&b->lock, NULL);
+	pthread_cond_init(&b->cond, NULL);
+	b->fn = fn;
+	b->refs = 2;
 	pthread_t th;
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&th, &attr, flush_thread, NULL) != 0) {
+	if (pthread_create(&th, &attr, bounded_thread, b) != 0) {
 		pthread_attr_destroy(&attr);
-		api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); /* no thread: flush inline */
+		b->refs = 1;
+		bounded_unref(b);
+		fn(); /* no thread: call inline */
 		return 0;
 	}
 	pthread_attr_destroy(&attr);
@@ -327,12 +456,18 @@ static int bounded_flush(uint32_t ms)
 		dl.tv_nsec -= 1000000000L;
 	}
 	int timed_out = 0;
-	pthread_mutex_lock(&flush_lock);
-	while (!flush_done && !timed_out)
-		timed_out = pthread_cond_timedwait(&flush_cond, &flush_lock, &dl) == ETIMEDOUT;
-	int done = flush_done;
-	pthread_mutex_unlock(&flush_lock);
+	pthread_mutex_lock(&b->lock);
+	while (!b->done && !timed_out)
+		timed_out = pthread_cond_timedwait(&b->cond, &b->lock, &dl) == ETIMEDOUT;
+	int done = b->done;
+	pthread_mutex_unlock(&b->lock);
+	bounded_unref(b);
 	return done ? 0 : -1;
+}
+
+static void flush_forced(void)
+{
+	api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
 void ppgpu_stop(void)
@@ -347,14 +482,22 @@ void ppgpu_stop(void)
 		pp_set_phase_hook(NULL, NULL);
 		hook_set = 0;
 	}
-	if (atomic_load(&active))
+	if (atomic_load(&active)) {
 		ext_close_all(); /* before the final flush, so its external ids are delivered */
+		cold_watch_off(0);
+	}
 	int was_active = atomic_exchange(&active, 0);
-	int flush_hung = 0;
+	int flush_hung = 0, teardown_hung = 0;
 	if (was_active) {
-		flush_hung = bounded_flush(flush_timeout_ms) != 0;
+		flush_hung = bounded(flush_forced, flush_timeout_ms) != 0;
+		/* after a hung flush CUPTI's locks are likely held: no teardown */
 		if (!flush_hung)
-			cupti_detach();
+			teardown_hung = bounded(cupti_detach, flush_timeout_ms) != 0;
+		if (flush_hung || teardown_hung) {
+			pthread_mutex_lock(&decode_lock);
+			atomic_store(&detached, 1);
+			pthread_mutex_unlock(&decode_lock);
+		}
 	}
 	ppgpu_decoder_stats st;
 	ppgpu_collector_stats(&st);
@@ -371,8 +514,19 @@ void ppgpu_stop(void)
 		       "forced CUPTI flush did not finish in time; buffers still held by CUPTI were not decoded");
 		size_t len = strlen(status.reason);
 		snprintf(status.reason + len, sizeof status.reason - len,
-			 "; the final CUPTI flush did not finish within %u ms", flush_timeout_ms);
+			 "; the final CUPTI flush did not finish within %u ms; detached from CUPTI "
+			 "(later buffers dropped)", flush_timeout_ms);
 	}
+	if (teardown_hung) {
+		pp_row("losses", "tit", "cupti_teardown", (int64_t)1,
+		       "CUPTI teardown (disable, unsubscribe, cuptiFinalize) did not finish in time; detached");
+		size_t len = strlen(status.reason);
+		snprintf(status.reason + len, sizeof status.reason - len,
+			 "; CUPTI teardown (disable, unsubscribe, cuptiFinalize) did not finish within %u ms; "
+			 "detached from CUPTI", flush_timeout_ms);
+	}
+	if (flush_hung || teardown_hung)
+		pp_meta("gpu.detached", flush_hung ? "flush" : "teardown");
 	if (was_active || own_clock) {
 		char pair[96];
 		if (own_clock)
@@ -383,13 +537,19 @@ void ppgpu_stop(void)
 				 (unsigned long long)clock_pair.bracket_ns);
 		pp_meta("gpu.clock", pair);
 	}
-	ppgpu_record_status(&status, st.dropped, own_clock ? 0 : clock_pair.offset_ns);
-	if (!flush_hung) {
-		pthread_mutex_lock(&decode_lock);
-		ppgpu_decoder_free(decoder);
-		decoder = NULL;
-		pthread_mutex_unlock(&decode_lock);
+	if (atomic_load(&cold_calls)) {
+		char cold[96];
+		snprintf(cold, sizeof cold, "%llu ns in %llu call%s", (unsigned long long)atomic_load(&cold_ns),
+			 (unsigned long long)atomic_load(&cold_calls), atomic_load(&cold_calls) == 1 ? "" : "s");
+		pp_meta("gpu.cold_start", cold);
 	}
+	ppgpu_record_status(&status, st.dropped, own_clock ? 0 : clock_pair.offset_ns);
+	/* a helper still inside CUPTI finds the decoder gone or `detached` set,
+	 * both under decode_lock */
+	pthread_mutex_lock(&decode_lock);
+	ppgpu_decoder_free(decoder);
+	decoder = NULL;
+	pthread_mutex_unlock(&decode_lock);
 	pthread_mutex_unlock(&state_lock);
 }
 
@@ -479,6 +639,7 @@ static void phase_hook(int begin, int kind, const char *name, void *ud)
 	(void)kind, (void)ud;
 	if (!atomic_load(&active))
 		return;
+	cold_watch_off(1);
 	ext_sync_gen();
 	if (begin) {
 		/* a refused push is skipped too, so its end pops nothing */

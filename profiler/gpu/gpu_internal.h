@@ -44,6 +44,8 @@ void *ppgpu__cupti_lib(void);
  * stays subscribed until ppgpu__cupti_unsubscribe. Returns the CUptiResult. */
 int ppgpu__cupti_subscribe(void **handle, char *holder, size_t holder_len);
 void ppgpu__cupti_unsubscribe(void *handle);
+/* The callback the subscription forwards CUPTI's API callbacks to (NULL: none). */
+void ppgpu__cupti_set_callback(void (*fn)(void *ud, int domain, uint32_t cbid, const void *data));
 /* Fills reason/state from a CUPTI failure during start. */
 void ppgpu__cupti_failure(ppgpu_probe_result *r, const char *what, int cupti_result);
 

@@ -5,6 +5,7 @@
 #include "gpu_internal.h"
 
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -352,9 +353,20 @@ static void *load_cupti(const char *explicit_path, char *tried, size_t tried_len
 	return h;
 }
 
+/* The subscriber's callback: forwards to the collector's, once it set one
+ * (the probe's own subscription needs none). */
+static cupti_cb _Atomic api_cb;
+
+void ppgpu__cupti_set_callback(void (*fn)(void *ud, int domain, uint32_t cbid, const void *data))
+{
+	atomic_store(&api_cb, fn);
+}
+
 static void noop_callback(void *ud, int domain, uint32_t cbid, const void *data)
 {
-	(void)ud, (void)domain, (void)cbid, (void)data;
+	cupti_cb fn = atomic_load_explicit(&api_cb, memory_order_acquire);
+	if (fn)
+		fn(ud, domain, cbid, data);
 }
 
 int ppgpu__cupti_subscribe(void **handle, char *holder, size_t holder_len)

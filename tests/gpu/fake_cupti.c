@@ -6,7 +6,11 @@
  * lists, and delivers them as separate buffers at flush, as CUPTI does.
  * Knobs via environment: FAKE_CUPTI_SUBSCRIBE (result of cuptiSubscribe_v2),
  * FAKE_CUPTI_HOLDER (name reported), FAKE_CUPTI_TSCB (result of the timestamp
- * callback registration), FAKE_CUPTI_ENABLE (result of cuptiActivityEnable). */
+ * callback registration), FAKE_CUPTI_ENABLE (result of cuptiActivityEnable).
+ * fake_cupti_hang_flush / fake_cupti_hang_finalize wedge the forced flush /
+ * cuptiFinalize until fake_cupti_release. With the runtime API domain
+ * enabled (cuptiEnableDomain), the fake's API calls call the subscriber's
+ * callback at ENTER and EXIT; fake_cupti_set_api_delay makes them slow. */
 #include <cupti.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -29,7 +33,13 @@ static int ext_depth;
 static unsigned ext_pushes, ext_pops, ext_bad_pops;
 static uint32_t next_corr = 1;
 static size_t dropped_pending;
-static int finalized, hang_flush, subscribed;
+static int finalized, hang_flush, hang_finalize, subscribed, flushes_done;
+/* the subscriber's callback, the runtime API domain's switch, and how long
+ * the next API calls take between their ENTER and EXIT callbacks */
+static CUpti_CallbackFunc sub_cb;
+static void *sub_ud;
+static int runtime_domain_on;
+static unsigned api_delay_us, callbacks_made;
 
 typedef struct pending {
 	uint8_t *p;
@@ -88,7 +98,6 @@ CUptiResult cuptiGetTimestamp(uint64_t *t)
 CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud,
 			      CUpti_SubscriberParams *p)
 {
-	(void)cb, (void)ud;
 	int rc = env_int("FAKE_CUPTI_SUBSCRIBE", 0);
 	if (rc) {
 		const char *holder = getenv("FAKE_CUPTI_HOLDER");
@@ -101,7 +110,18 @@ CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, 
 	if (subscribed)
 		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 	subscribed = 1;
+	sub_cb = cb;
+	sub_ud = ud;
 	*s = (CUpti_SubscriberHandle)&subscribed;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle s, CUpti_CallbackDomain domain)
+{
+	if (s != (CUpti_SubscriberHandle)&subscribed || !subscribed)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+		runtime_domain_on = enable != 0;
 	return CUPTI_SUCCESS;
 }
 
@@ -110,6 +130,8 @@ CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle s)
 	if (s != (CUpti_SubscriberHandle)&subscribed || !subscribed)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	subscribed = 0;
+	sub_cb = NULL;
+	runtime_domain_on = 0;
 	return CUPTI_SUCCESS;
 }
 
@@ -209,16 +231,23 @@ static void deliver(pending *q)
 	done_cb(NULL, 0, buf, size, valid);
 }
 
-static pthread_cond_t never = PTHREAD_COND_INITIALIZER;
+/* A wedged driver: the caller must not wait for these forever. The test
+ * can let them go (fake_cupti_release) to see what the collector does with
+ * what a late CUPTI call hands back. */
+static pthread_cond_t unwedge = PTHREAD_COND_INITIALIZER;
+
+static void wait_while(int *hang)
+{
+	pthread_mutex_lock(&lock);
+	while (*hang)
+		pthread_cond_wait(&unwedge, &lock);
+	pthread_mutex_unlock(&lock);
+}
 
 CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
-	if (hang_flush && (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)) {
-		/* a wedged driver: the caller must not wait for this forever */
-		pthread_mutex_lock(&lock);
-		for (;;)
-			pthread_cond_wait(&never, &lock);
-	}
+	if (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)
+		wait_while(&hang_flush);
 	pthread_mutex_lock(&lock);
 	pending t = thread_side, d = device_side;
 	memset(&thread_side, 0, sizeof thread_side);
@@ -229,11 +258,15 @@ CUptiResult cuptiActivityFlushAll(uint32_t flag)
 	deliver(&d);
 	free(t.p);
 	free(d.p);
+	pthread_mutex_lock(&lock);
+	flushes_done++;
+	pthread_mutex_unlock(&lock);
 	return CUPTI_SUCCESS;
 }
 
 CUptiResult cuptiFinalize(void)
 {
+	wait_while(&hang_finalize);
 	finalized++;
 	ts_cb = NULL;
 	req_cb = NULL;
@@ -242,6 +275,49 @@ CUptiResult cuptiFinalize(void)
 }
 
 /* ---- hooks for the test ---- */
+
+/* The runtime domain's callback at one site of an API call, on the calling
+ * thread, outside the fake's lock (CUPTI calls it in the API call itself). */
+static void runtime_cb(CUpti_ApiCallbackSite site, uint32_t cbid, const char *fn)
+{
+	if (!runtime_domain_on || !sub_cb)
+		return;
+	CUpti_CallbackData d;
+	memset(&d, 0, sizeof d);
+	d.callbackSite = site;
+	d.functionName = fn;
+	__atomic_fetch_add(&callbacks_made, 1, __ATOMIC_RELAXED);
+	sub_cb(sub_ud, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &d);
+}
+
+static void api_wait(void)
+{
+	unsigned us = __atomic_load_n(&api_delay_us, __ATOMIC_RELAXED);
+	if (us) {
+		struct timespec t = {us / 1000000, (long)(us % 1000000) * 1000};
+		nanosleep(&t, NULL);
+	}
+}
+
+/* The next API calls take `us` microseconds (a cold first call). */
+void fake_cupti_set_api_delay(unsigned us)
+{
+	__atomic_store_n(&api_delay_us, us, __ATOMIC_RELAXED);
+}
+
+/* Callbacks made so far (runtime domain on). */
+unsigned fake_cupti_callbacks(void)
+{
+	return __atomic_load_n(&callbacks_made, __ATOMIC_RELAXED);
+}
+
+/* An API call with no GPU work (cudaMalloc, cudaStreamCreate…): callbacks only. */
+void fake_cupti_api(const char *fn)
+{
+	runtime_cb(CUPTI_API_ENTER, 0, fn);
+	api_wait();
+	runtime_cb(CUPTI_API_EXIT, 0, fn);
+}
 
 static uint32_t api_call(uint32_t cbid, uint32_t tid, uint64_t start)
 {
@@ -270,7 +346,17 @@ static uint32_t api_call(uint32_t cbid, uint32_t tid, uint64_t start)
 	return corr;
 }
 
+static void launch_locked(const char *kernel, uint32_t tid);
+
 void fake_cupti_launch(const char *kernel, uint32_t tid)
+{
+	runtime_cb(CUPTI_API_ENTER, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel");
+	api_wait();
+	launch_locked(kernel, tid);
+	runtime_cb(CUPTI_API_EXIT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel");
+}
+
+static void launch_locked(const char *kernel, uint32_t tid)
 {
 	pthread_mutex_lock(&lock);
 	uint64_t t0 = now();
@@ -293,7 +379,18 @@ void fake_cupti_launch(const char *kernel, uint32_t tid)
 	pthread_mutex_unlock(&lock);
 }
 
+static void memcpy_locked(uint64_t bytes, int async, uint32_t tid);
+
 void fake_cupti_memcpy(uint64_t bytes, int async, uint32_t tid)
+{
+	const char *fn = async ? "cudaMemcpyAsync" : "cudaMemcpy";
+	runtime_cb(CUPTI_API_ENTER, 0, fn);
+	api_wait();
+	memcpy_locked(bytes, async, tid);
+	runtime_cb(CUPTI_API_EXIT, 0, fn);
+}
+
+static void memcpy_locked(uint64_t bytes, int async, uint32_t tid)
 {
 	pthread_mutex_lock(&lock);
 	uint64_t t0 = now();
@@ -327,7 +424,33 @@ void fake_cupti_set_dropped(size_t n)
 
 void fake_cupti_hang_flush(int on)
 {
+	pthread_mutex_lock(&lock);
 	hang_flush = on;
+	pthread_mutex_unlock(&lock);
+}
+
+void fake_cupti_hang_finalize(int on)
+{
+	pthread_mutex_lock(&lock);
+	hang_finalize = on;
+	pthread_mutex_unlock(&lock);
+}
+
+/* Lets every wedged call go on. */
+void fake_cupti_release(void)
+{
+	pthread_mutex_lock(&lock);
+	hang_flush = hang_finalize = 0;
+	pthread_cond_broadcast(&unwedge);
+	pthread_mutex_unlock(&lock);
+}
+
+int fake_cupti_flushes_done(void)
+{
+	pthread_mutex_lock(&lock);
+	int n = flushes_done;
+	pthread_mutex_unlock(&lock);
+	return n;
 }
 
 int fake_cupti_finalized(void)

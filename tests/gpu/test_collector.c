@@ -28,6 +28,12 @@ static void (*fake_memcpy)(uint64_t, int, uint32_t);
 static void (*fake_set_dropped)(size_t);
 static void (*fake_hang_flush)(int);
 static int (*fake_finalized)(void);
+static void (*fake_hang_finalize)(int);
+static void (*fake_release)(void);
+static int (*fake_flushes_done)(void);
+static void (*fake_set_api_delay)(unsigned);
+static unsigned (*fake_callbacks)(void);
+static void (*fake_api)(const char *);
 static void (*fake_ext_counts)(unsigned *, unsigned *, unsigned *, int *);
 
 static void load_fake(void)
@@ -42,6 +48,12 @@ static void load_fake(void)
 	fake_set_dropped = (void (*)(size_t))dlsym(h, "fake_cupti_set_dropped");
 	fake_hang_flush = (void (*)(int))dlsym(h, "fake_cupti_hang_flush");
 	fake_finalized = (int (*)(void))dlsym(h, "fake_cupti_finalized");
+	fake_hang_finalize = (void (*)(int))dlsym(h, "fake_cupti_hang_finalize");
+	fake_release = (void (*)(void))dlsym(h, "fake_cupti_release");
+	fake_flushes_done = (int (*)(void))dlsym(h, "fake_cupti_flushes_done");
+	fake_set_api_delay = (void (*)(unsigned))dlsym(h, "fake_cupti_set_api_delay");
+	fake_callbacks = (unsigned (*)(void))dlsym(h, "fake_cupti_callbacks");
+	fake_api = (void (*)(const char *))dlsym(h, "fake_cupti_api");
 	fake_ext_counts = (void (*)(unsigned *, unsigned *, unsigned *, int *))dlsym(h, "fake_cupti_ext_counts");
 }
 
@@ -187,7 +199,10 @@ static void refused(const char *what)
 	cleanup(st);
 }
 
-/* A forced flush that never returns must not hang the program's exit. */
+/* The hang guard, part 1: a forced flush that does not return must not
+ * hang the program's exit. stop waits flush_timeout_ms, then detaches:
+ * when the wedged flush finally returns, what it hands back is dropped,
+ * never decoded into the recording; the collector does not start again. */
 static void test_hang(void **state)
 {
 	(void)state;
@@ -196,14 +211,115 @@ static void test_hang(void **state)
 	assert_int_equal(ppgpu_start(&o), 0);
 	fake_launch("k", 1);
 	fake_hang_flush(1);
+	uint64_t t0 = pp_now();
 	ppgpu_stop();
+	uint64_t waited = pp_now() - t0;
+	if (waited > 2000000000ull)
+		fail_msg("stop waited %llu ms for a 200 ms bound", (unsigned long long)(waited / 1000000));
 	assert_int_equal(fake_finalized(), 0);
+	/* the wedged flush returns late and delivers the kernel */
+	fake_release();
+	for (int i = 0; i < 500 && fake_flushes_done() < 1; i++)
+		usleep(10000);
+	assert_int_equal(fake_flushes_done(), 1);
+	assert_int_equal(ppgpu_start(&o), -1);
+	if (!strstr(ppgpu_status()->reason, "detached"))
+		fail_msg("restart: '%s'", ppgpu_status()->reason);
 	pp_store *st = record_done();
 	char s[512];
 	ppt_q_text(st, "SELECT reason FROM gpu_status", s, sizeof s);
-	if (!strstr(s, "did not finish within 200 ms"))
+	if (!strstr(s, "did not finish within 200 ms") || !strstr(s, "detached from CUPTI"))
 		fail_msg("reason '%s'", s);
 	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM losses WHERE source='cupti_flush'"), 1);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM gpu_activity WHERE kind='kernel'"), 0);
+	assert_string_equal(ppt_q_text(st, "SELECT value FROM run_meta WHERE key='gpu.detached'", s, sizeof s),
+			    "flush");
+	cleanup(st);
+}
+
+/* The hang guard, part 2: the flush returns but the teardown (disable,
+ * unsubscribe, cuptiFinalize) does not: what the flush delivered is kept,
+ * stop returns after the bound, the reason and a loss say so. */
+static void test_teardown(void **state)
+{
+	(void)state;
+	open_recording("teardown");
+	ppgpu_options o = {.flush_timeout_ms = 200};
+	assert_int_equal(ppgpu_start(&o), 0);
+	fake_launch("before_teardown", 1);
+	fake_hang_finalize(1);
+	uint64_t t0 = pp_now();
+	ppgpu_stop();
+	uint64_t waited = pp_now() - t0;
+	if (waited > 2000000000ull)
+		fail_msg("stop waited %llu ms for a 200 ms bound", (unsigned long long)(waited / 1000000));
+	assert_int_equal(fake_finalized(), 0);
+	assert_false(ppgpu_active());
+	pp_store *st = record_done();
+	fake_release(); /* lets the helper finish; nothing it does reaches the recording */
+	char s[512];
+	ppt_q_text(st, "SELECT reason FROM gpu_status", s, sizeof s);
+	if (!strstr(s, "CUPTI teardown (disable, unsubscribe, cuptiFinalize) did not finish within 200 ms"))
+		fail_msg("reason '%s'", s);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM gpu_activity g JOIN strings n ON n.id=g.name_id "
+		     "WHERE kind='kernel' AND n.value='before_teardown'"), 1);
+	assert_int_equal(ppt_q_int(st, "SELECT count FROM losses WHERE source='cupti_teardown'"), 1);
+	assert_string_equal(ppt_q_text(st, "SELECT value FROM run_meta WHERE key='gpu.detached'", s, sizeof s),
+			    "teardown");
+	cleanup(st);
+}
+
+/* The cold start as its own phase: until the first kernel launch has
+ * returned, slow runtime calls (context creation in cudaMalloc, the first
+ * launch's module load and CUPTI set-up) become device_init phases "GPU
+ * cold start: <call>" nested in the step they happened in; a slow copy or
+ * synchronisation is not one (bytes, waiting); after the first launch the callbacks are
+ * switched off at the next phase boundary, and a slow call in step 1 is
+ * just step 1. */
+static void test_coldstart(void **state)
+{
+	(void)state;
+	open_recording("coldstart");
+	uint32_t tid = (uint32_t)syscall(SYS_gettid);
+	ppgpu_options o = {.buffer_bytes = 64 << 10};
+	if (ppgpu_start(&o) != 0)
+		fail_msg("ppgpu_start: %s", ppgpu_status() ? ppgpu_status()->reason : "?");
+	pp_step_begin(0);
+	fake_set_api_delay(3000);
+	fake_api("cudaMalloc");
+	fake_memcpy(1 << 20, 0, tid);
+	fake_api("cudaDeviceSynchronize");
+	fake_launch("first_kernel", tid);
+	fake_set_api_delay(0);
+	fake_launch("warm_kernel", tid);
+	pp_step_end();
+	unsigned callbacks = fake_callbacks();
+	assert_true(callbacks >= 10); /* ENTER and EXIT of the 5 calls */
+	pp_step_begin(1);
+	fake_set_api_delay(3000);
+	fake_api("cudaMalloc");
+	fake_launch("later_kernel", tid);
+	fake_set_api_delay(0);
+	pp_step_end();
+	assert_int_equal(fake_callbacks(), callbacks); /* the domain is off */
+	ppgpu_stop();
+	pp_store *st = record_done();
+	char s[256];
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM spans_v WHERE name LIKE 'GPU cold start:%'"), 2);
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM spans_v WHERE kind_name='device_init' AND step=0 "
+		     "AND end_ns - start_ns >= 3000000 AND name IN "
+		     "('GPU cold start: cudaMalloc', 'GPU cold start: cudaLaunchKernel')"), 2);
+	/* nested in step 0, inside its time */
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM spans_v c JOIN spans_v p ON p.id = c.parent_id "
+		     "WHERE c.name LIKE 'GPU cold start:%' AND p.kind_name = 'step' AND p.step = 0 "
+		     "AND c.start_ns >= p.start_ns - 1000000 AND c.end_ns <= p.end_ns + 1000000"), 2);
+	/* the copy and step 1's slow call are not cold starts */
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM spans_v WHERE kind_name='device_init' AND step=1"), 0);
+	ppt_q_text(st, "SELECT value FROM run_meta WHERE key='gpu.cold_start'", s, sizeof s);
+	if (!strstr(s, " in 2 calls"))
+		fail_msg("gpu.cold_start '%s'", s);
+	/* the kernels are all there */
+	assert_int_equal(ppt_q_int(st, "SELECT count(*) FROM gpu_activity WHERE kind='kernel'"), 3);
 	cleanup(st);
 }
 
@@ -418,7 +534,7 @@ static void test_refused(void **state)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s trace|offset|busy|enable|nodevice|nodriver|hang|unused|inject|hook\n", argv[0]);
+		fprintf(stderr, "usage: %s trace|offset|busy|enable|nodevice|nodriver|hang|teardown|coldstart|unused|inject|hook\n", argv[0]);
 		return 2;
 	}
 	setenv("PHASEPROF_LIBCUDA", FAKE_LIBCUDA, 1);
@@ -433,6 +549,8 @@ int main(int argc, char **argv)
 		{"test_nodevice", test_refused, NULL, NULL, "nodevice"},
 		{"test_nodriver", test_refused, NULL, NULL, "nodriver"},
 		cmocka_unit_test(test_hang),
+		cmocka_unit_test(test_teardown),
+		cmocka_unit_test(test_coldstart),
 		cmocka_unit_test(test_unused),
 		cmocka_unit_test(test_inject),
 		cmocka_unit_test(test_hook),
