@@ -164,7 +164,7 @@ def event(cls, f, may_begin, loader=None):
     """A framework event of class cls made by frame f (the caller of the
     framework function). may_begin: the event can start a step (the adapter
     knows the gradient mode); loader: id of the DataLoader for DATA events."""
-    global _last, _step_max, _complete, _backwards
+    global _last
     if _steps.explicit:
         return
     if f.f_code is code:
@@ -175,14 +175,9 @@ def event(cls, f, may_begin, loader=None):
         if (cls != DATA and _steps.is_open and last is not None and last[0][0] == id(f)
                 and off > last[0][1] and not (_complete and 0 <= _extent < off and cls < completing)):
             # further on in the open step, in the loop body: what
-            # _compare and _note below would conclude, done inline
+            # _compare below would conclude, without the walk
             _last = ((id(f), off),)
-            if off > _step_max:
-                _step_max = off
-            if cls >= completing:
-                _complete = True
-            if cls == BACKWARD:
-                _backwards += 1
+            _note(cls, off, loader)
             return
         path = [(id(f), off)]
     else:

@@ -440,14 +440,7 @@ def test_unknown():
 
 TESTS = {n[5:]: f for n, f in list(globals().items()) if n.startswith("test_")}
 
-if TEST not in TESTS:
-    print("unknown test %s (one of %s)" % (TEST, ", ".join(TESTS)), file=sys.stderr)
-    sys.exit(2)
-try:
-    TESTS[TEST]()
-finally:
-    if not failures:
-        shutil.rmtree(tmp, ignore_errors=True)
-    else:
-        print("databases kept in", tmp, file=sys.stderr)
-sys.exit(1 if failures else 0)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import pp_testmain  # noqa: E402
+
+pp_testmain.run(TESTS, TEST, tmp, failures)

@@ -20,7 +20,6 @@ TEST is one of
 import json
 import os
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -200,14 +199,8 @@ def test_offsets():
 
 
 TESTS = {"record": test_record, "sample": test_sample, "offsets": test_offsets}
-if TEST not in TESTS:
-    print("unknown test %s (one of %s)" % (TEST, ", ".join(TESTS)), file=sys.stderr)
-    sys.exit(2)
-try:
-    TESTS[TEST]()
-finally:
-    if not failures:
-        shutil.rmtree(tmp, ignore_errors=True)
-    else:
-        print("databases kept in", tmp, file=sys.stderr)
-sys.exit(1 if failures else 0)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import pp_testmain  # noqa: E402
+
+pp_testmain.run(TESTS, TEST, tmp, failures)
