@@ -12,10 +12,14 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from pp_pytest import (import_tree, importtime_tree, meta, program_stderr, q,  # noqa: E402
+                       run_main, spans)
+
 
 # the interpreter under test: /usr/bin/python3 (3.11), or PP_TEST_PYTHON (the
 # 3.12 and 3.13 cases); an absent one is a skipped test (exit 77)
@@ -46,18 +50,6 @@ def run(cmd, env=None, cwd=None):
     return p.returncode, p.stdout, p.stderr
 
 
-def program_stderr(err):
-    """The program's own stderr from a `record` run: without record's lines."""
-    lines = err.splitlines(keepends=True)
-    if lines and lines[0].startswith("phaseprof: recording"):
-        lines = lines[1:]
-    for i, l in enumerate(lines):
-        if l.startswith("phaseprof: ") and " recorded into " in l:
-            lines = lines[:i]
-            break
-    return "".join(lines)
-
-
 def record(name, args, opts=(), env=None, cwd=None):
     db = os.path.join(tmp, name + ".db")
     if os.path.exists(db):
@@ -84,62 +76,6 @@ def same_as_plain(name, args, opts=(), env=None, cwd=None, compare_out=True, pla
     return db, out, pout
 
 
-def q(db, sql, *args):
-    c = sqlite3.connect(db)
-    try:
-        return c.execute(sql, args).fetchall()
-    finally:
-        c.close()
-
-
-def meta(db, key, run=None):
-    rows = q(db, "SELECT value FROM run_meta WHERE key = ?" + (" AND run_id = %d" % run if run else ""), key)
-    return rows[-1][0] if rows else None
-
-
-def spans(db, run=1):
-    """id -> (kind, name, parent_id, start, end, step)"""
-    rows = q(db, "SELECT s.id, s.kind, n.value, s.parent_id, s.start_ns, s.end_ns, s.step FROM spans s"
-             " LEFT JOIN strings n ON n.id = s.name_id WHERE s.run_id = ? ORDER BY s.start_ns, s.id", run)
-    return {r[0]: r[1:] for r in rows}
-
-
-def import_tree(sp, root_id):
-    """Nested (name, [children]) of the imports under an import span; other
-    spans in between (library loads) are looked through."""
-    kids = {}
-    for i, (k, n, p, s, e, st) in sp.items():
-        kids.setdefault(p, []).append(i)
-
-    def walk(i):
-        out = []
-        for c in kids.get(i, []):
-            if sp[c][0] == IMPORT:
-                out.append((sp[c][1], walk(c)))
-            else:
-                out.extend(walk(c))
-        return out
-
-    return (sp[root_id][1], walk(root_id))
-
-
-def importtime_tree(code, env=None):
-    """The tree `python3 -X importtime` prints, as nested (name, [children])."""
-    rc, out, err = run([PY, "-X", "importtime", "-c", code], env=env)
-    pending = {}
-    roots = []
-    for line in err.splitlines():
-        m = re.match(r"import time:\s+\d+ \|\s+\d+ \| (\s*)(\S+)$", line)
-        if not m:
-            continue
-        level = len(m.group(1)) // 2
-        node = (m.group(2), pending.pop(level + 1, []))
-        pending.setdefault(level, []).append(node)
-    for level in sorted(pending):
-        roots.extend(pending[level])
-    return pending.get(0, [])
-
-
 def ancestors(sp, i):
     out = []
     p = sp[i][2]
@@ -160,7 +96,7 @@ def test_import_json():
     if not js:
         return
     got = import_tree(sp, js[0])
-    want = [t for t in importtime_tree("import json") if t[0] == "json"]
+    want = [t for t in importtime_tree(PY, "import json") if t[0] == "json"]
     check(len(want) == 1, "-X importtime shows json once")
     check(want and got == want[0], "import tree of json:\n%r\nvs -X importtime\n%r" % (got, want[:1]))
     # json is imported by the program: not inside the start-up phase
@@ -440,7 +376,4 @@ def test_unknown():
 
 TESTS = {n[5:]: f for n, f in list(globals().items()) if n.startswith("test_")}
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-import pp_testmain  # noqa: E402
-
-pp_testmain.run(TESTS, TEST, tmp, failures)
+run_main(TESTS, TEST, tmp, failures)

@@ -20,10 +20,14 @@ TEST is one of
 import json
 import os
 import re
-import sqlite3
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from pp_pytest import (import_tree, importtime_tree, meta, program_stderr, q,  # noqa: E402
+                       run_main, spans)
+
 
 PHASEPROF, PY, TEST = sys.argv[1:4]
 PROBE = sys.argv[4] if len(sys.argv) > 4 else None
@@ -52,30 +56,6 @@ def run(cmd, env=None):
     return p.returncode, p.stdout, p.stderr
 
 
-def q(db, sql, *args):
-    c = sqlite3.connect(db)
-    try:
-        return c.execute(sql, args).fetchall()
-    finally:
-        c.close()
-
-
-def meta(db, key):
-    rows = q(db, "SELECT value FROM run_meta WHERE key = ?", key)
-    return rows[-1][0] if rows else None
-
-
-def program_stderr(err):
-    lines = err.splitlines(keepends=True)
-    if lines and lines[0].startswith("phaseprof: recording"):
-        lines = lines[1:]
-    for i, l in enumerate(lines):
-        if l.startswith("phaseprof: ") and " recorded into " in l:
-            lines = lines[:i]
-            break
-    return "".join(lines)
-
-
 rc, out, _ = run([PY, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"])
 VERSION = out.strip()
 print("interpreter: %s (CPython %s)" % (PY, VERSION))
@@ -94,42 +74,6 @@ def recorded(name, args, opts=()):
     return db, out
 
 
-def importtime_tree(code):
-    """The tree `python -X importtime` prints, as nested (name, [children])."""
-    rc, out, err = run([PY, "-X", "importtime", "-c", code])
-    pending = {}
-    for line in err.splitlines():
-        m = re.match(r"import time:\s+\d+ \|\s+\d+ \| (\s*)(\S+)$", line)
-        if not m:
-            continue
-        level = len(m.group(1)) // 2
-        pending.setdefault(level, []).append((m.group(2), pending.pop(level + 1, [])))
-    return pending.get(0, [])
-
-
-def spans(db):
-    rows = q(db, "SELECT s.id, s.kind, n.value, s.parent_id, s.start_ns, s.end_ns, s.step FROM spans s"
-             " LEFT JOIN strings n ON n.id = s.name_id WHERE s.run_id = 1 ORDER BY s.start_ns, s.id")
-    return {r[0]: r[1:] for r in rows}
-
-
-def import_tree(sp, root):
-    kids = {}
-    for i, v in sp.items():
-        kids.setdefault(v[2], []).append(i)
-
-    def walk(i):
-        out = []
-        for c in kids.get(i, []):
-            if sp[c][0] == IMPORT:
-                out.append((sp[c][1], walk(c)))
-            else:
-                out.extend(walk(c))
-        return out
-
-    return (sp[root][1], walk(root))
-
-
 def test_record():
     db, out = recorded("record", [PY, TARGET, "0.1"])
     check(out == 'done {"steps": 4}\n', "program output: %r" % out)
@@ -143,7 +87,7 @@ def test_record():
     check(len(js) == 1, "one import of json (%d)" % len(js))
     if js:
         got = import_tree(sp, js[0])
-        want = [t for t in importtime_tree("import json") if t[0] == "json"]
+        want = [t for t in importtime_tree(PY, "import json") if t[0] == "json"]
         check(want and got == want[0], "import tree of json as -X importtime:\n%r\nvs\n%r" % (got, want[:1]))
         check("json.decoder" in [c[0] for c in got[1]], "json.decoder under json: %r" % (got,))
     steps = sorted((v[5], v[4], i) for i, v in sp.items() if v[0] == STEP)
@@ -200,7 +144,4 @@ def test_offsets():
 
 TESTS = {"record": test_record, "sample": test_sample, "offsets": test_offsets}
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-import pp_testmain  # noqa: E402
-
-pp_testmain.run(TESTS, TEST, tmp, failures)
+run_main(TESTS, TEST, tmp, failures)
