@@ -1,0 +1,70 @@
+"""DDP's gradient buckets under `phaseprof record`, launched the way torchrun
+launches its workers (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT).
+
+    ddp_buckets.py MODE STEPS
+      overlap   six 384x384 layers (3.4 MiB), bucket_cap_mb=1: several buckets,
+                all-reduced while backward runs
+      nosync    the same with gradient accumulation: two micro-batches per
+                optimizer step, the first inside no_sync()
+      exposed   little compute, 8 MiB of parameters in one bucket at the
+                end of backward: the all-reduce is almost all exposed
+
+Each rank prints its facts: DDP's own bucket sizes (its logging data,
+rebuilt after the first iteration) and a digest of the final parameters
+and of the last step's gradients, so a recorded run's output can be
+compared with a plain run's, byte for byte."""
+import hashlib
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "overlap"
+STEPS = int(sys.argv[2]) if len(sys.argv) > 2 else 10
+
+torch.manual_seed(0)
+torch.set_num_threads(1)
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+if MODE == "exposed":
+    model = nn.Sequential(nn.Linear(1024, 2048), nn.Linear(2048, 4))
+    ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=64)
+    x = torch.randn(2, 1024, generator=torch.Generator().manual_seed(rank))
+    y = torch.randn(2, 4, generator=torch.Generator().manual_seed(rank))
+else:
+    layers = []
+    for _ in range(6):
+        layers += [nn.Linear(384, 384), nn.Tanh()]
+    model = nn.Sequential(*layers, nn.Linear(384, 4))
+    ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=1)
+    x = torch.randn(256, 384, generator=torch.Generator().manual_seed(rank))
+    y = torch.randn(256, 4, generator=torch.Generator().manual_seed(rank))
+opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
+for i in range(STEPS):
+    opt.zero_grad()
+    if MODE == "nosync":
+        with ddp.no_sync():
+            nn.functional.mse_loss(ddp(x[:128]), y[:128]).backward()
+        nn.functional.mse_loss(ddp(x[128:]), y[128:]).backward()
+    else:
+        nn.functional.mse_loss(ddp(x), y).backward()
+    opt.step()
+
+
+def digest(ts):
+    h = hashlib.sha256()
+    for t in ts:
+        h.update(t.detach().contiguous().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+ld = ddp._get_ddp_logging_data()
+sizes = ld.get("rebuilt_bucket_sizes") or ld.get("bucket_sizes")
+grads = digest(p.grad for p in model.parameters())
+params = digest(model.parameters())
+dist.barrier()
+print("ddp_buckets %s: rank %d of %d, %d steps, buckets %d: %s" % (
+    MODE, rank, dist.get_world_size(), STEPS, len(str(sizes).split(",")), sizes))
+print("rank %d grads %s params %s" % (rank, grads, params))
+dist.destroy_process_group()
