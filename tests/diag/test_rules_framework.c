@@ -658,6 +658,68 @@ static void test_ddp_absent_quiet(void **state)
 	tdiag_quiet(&R, "ddp_comm_exposed");
 }
 
+/* A rank of a 2-rank job (run_meta rank, world_size, job). */
+static void ddp_rank(const char *job, int rank)
+{
+	char v[8];
+	snprintf(v, sizeof v, "%d", rank);
+	assert_int_equal(pp_store_set_run_meta(T.st, T.run, "rank", v), 0);
+	assert_int_equal(pp_store_set_run_meta(T.st, T.run, "world_size", "2"), 0);
+	assert_int_equal(pp_store_set_run_meta(T.st, T.run, "job", job), 0);
+}
+
+/* Rank 1 ends its backward 18 ms before rank 0 and waits for it in the
+ * all-reduce: its own exposed time is 20 ms, the network's 2 ms (rank 0's).
+ * The wait is the straggler's business: quiet on both ranks. */
+static void test_ddp_waiting_for_a_rank_quiet(void **state)
+{
+	(void)state;
+	trec_run(&T, "rank 0", 0);
+	ddp_rank("wait-job", 0);
+	ddp_loop(30, 50 * MS, 2 * MS, 4, 1);
+	int64_t r0 = T.run;
+	trec_run(&T, "rank 1", 0);
+	ddp_rank("wait-job", 1);
+	ddp_loop(30, 50 * MS, 20 * MS, 4, 1);
+	analyze();
+	tdiag_quiet(&R, "ddp_comm_exposed");
+	pp_diag_result_free(&R);
+	assert_int_equal(pp_diag_analyze(T.st, r0, &R), 0);
+	tdiag_quiet(&R, "ddp_comm_exposed");
+}
+
+/* Both ranks wait after backward: the communication's; each rank's
+ * finding says it took the least over the ranks. */
+static void test_ddp_exposed_both_ranks(void **state)
+{
+	(void)state;
+	trec_run(&T, "rank 0", 0);
+	ddp_rank("exposed-job", 0);
+	ddp_loop(30, 50 * MS, 16 * MS, 4, 1);
+	trec_run(&T, "rank 1", 0);
+	ddp_rank("exposed-job", 1);
+	ddp_loop(30, 50 * MS, 20 * MS, 4, 1);
+	analyze();
+	const pp_finding *f = tdiag_must(&R, "ddp_comm_exposed");
+	assert_string_equal(f->severity, "moderate");
+	tdiag_contains(f->title, "exposed for 32% of each step (16.0 ms of 50.0 ms");
+	tdiag_contains(f->evidence, "least over the job's 2 ranks; this rank's own wait was 580 ms in all");
+}
+
+/* A rank whose peer is not in the database: its wait cannot be told from
+ * waiting for the peer: information. */
+static void test_ddp_rank_alone_info(void **state)
+{
+	(void)state;
+	trec_run(&T, "rank 1 alone", 0);
+	ddp_rank("alone-job", 1);
+	ddp_loop(30, 50 * MS, 20 * MS, 4, 1);
+	analyze();
+	const pp_finding *f = tdiag_must(&R, "ddp_comm_exposed");
+	assert_string_equal(f->severity, "info");
+	tdiag_contains(f->evidence, "the job's other ranks (1) are not in this database");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -692,6 +754,9 @@ int main(void)
 		cmocka_unit_test(test_ddp_overlapped_quiet),
 		cmocka_unit_test(test_ddp_exposed_small_win_info),
 		cmocka_unit_test(test_ddp_absent_quiet),
+		cmocka_unit_test(test_ddp_waiting_for_a_rank_quiet),
+		cmocka_unit_test(test_ddp_exposed_both_ranks),
+		cmocka_unit_test(test_ddp_rank_alone_info),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
