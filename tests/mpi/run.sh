@@ -389,6 +389,24 @@ ddp_buckets_t?|ddp_exposed_t?)
 	ddp_buckets_*)
 		check overlap overlap 10
 		check nosync nosync 8
+		# the program's own hooks: one before the first forward (ours stays
+		# out), one after it and a built-in one after it (they run inside
+		# ours), a second one DDP refuses: the same calls, digests and
+		# refusal as a plain run (stdout; torch 1.13's reducer logs the
+		# built-in hook to stderr with a timestamp, and not when it runs
+		# inside ours)
+		pair plain-hooks hooks 2
+		pair hooks hooks 2 record
+		for r in 0 1; do
+			[ "$(cat "plain-hooks.rc$r") $(cat "hooks.rc$r")" = "0 0" ] || { cat "hooks.err$r"; fail "hooks rank $r exit"; }
+			grep -q "^rank $r hook calls \[('early', 3), ('late', 3)\]" "hooks.out$r" || fail "hooks rank $r: $(cat "hooks.out$r")"
+			grep -q "^rank $r second hook refused: register_comm_hook or register_builtin_comm_hook can only be called once" "hooks.out$r" ||
+				fail "hooks rank $r: no refusal in $(cat "hooks.out$r")"
+			cmp -s "plain-hooks.out$r" "hooks.out$r" || fail "hooks rank $r output differs: plain '$(cat "plain-hooks.out$r")', recorded '$(cat "hooks.out$r")'"
+			m=$(q "hooks-$r.db" "SELECT value FROM run_meta WHERE key='torch.ddp.buckets'")
+			[ "$m" = "the program registered a communication hook: not timed" ] || fail "hooks rank $r: torch.ddp.buckets '$m'"
+		done
+		echo "hooks: $(cat hooks.out0 | head -2 | tr '\n' ' ')"
 		for r in 0 1; do
 			for m in overlap nosync; do
 				sev=$(cut -d' ' -f1 "$m.f$r")

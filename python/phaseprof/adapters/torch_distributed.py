@@ -31,8 +31,9 @@ What is recorded:
   the division is exact, so the gradients are bit-identical to DDP's own
   scaling, which multiplies by 1/size or divides by size depending on the
   path). A hook the program registers after ours runs inside ours, timed
-  the same (the Reducer takes one hook only). The DDP logger's
-  ``comm_hook`` stays unset. ``run_meta`` ``torch.ddp.buckets`` says what
+  the same (the Reducer takes one hook only); a built-in one as its Python
+  twin from ``default_hooks``; a second one is refused by DDP as it would
+  be. The DDP logger's ``comm_hook`` stays unset. ``run_meta`` ``torch.ddp.buckets`` says what
   was done, or why not.
   Per bucket, a ``comm`` row "DDP allreduce bucket <index>" (launch to
   completion, bytes, comm_size = the group's size) written at the end of
@@ -54,7 +55,6 @@ or raises exactly what the original does.
 
 import functools
 import sys
-import threading
 import weakref
 
 from .. import _native
@@ -228,7 +228,8 @@ def _comm_hook(state, bucket):
             state.round += 1
     except Exception:
         pass
-    _records.append(rec)
+    if len(_records) < 65536:  # steps end and take them; bounded if none ever does
+        _records.append(rec)
     if d is not None:
         def done(f):
             rec[5] = _native.now()
@@ -259,9 +260,8 @@ def _register(ddp):
             why = ("process group of %d ranks: not a power of two, a hook's division could round the "
                    "gradients differently from DDP's own: not timed" % n)
     if why is None:
-        import torch.distributed as dist
         h = _Hook(ddp, ddp.process_group)
-        dist._register_comm_hook(ddp.reducer, h, _comm_hook)
+        sys.modules["torch.distributed"]._register_comm_hook(ddp.reducer, h, _comm_hook)
         _ours[ddp] = h
         _ddp_steps = True
         why = "timed through a communication hook (%s)" % h.config
@@ -303,7 +303,8 @@ def _ddp_register_hook(orig):
     def register_comm_hook(self, state, hook):
         h = _ours.get(self)
         try:
-            if h is None:
+            if h is None or h.delegate is not None:
+                # (a second hook: DDP refuses it as it would)
                 _user_hook[self] = True
                 return orig(self, state, hook)
             return _late_hook(self, state, hook)
@@ -328,7 +329,7 @@ def _ddp_register_builtin(orig):
     def _register_builtin_comm_hook(self, comm_hook_type):
         h = _ours.get(self)
         try:
-            if h is None:
+            if h is None or h.delegate is not None:
                 _user_hook[self] = True
                 return orig(self, comm_hook_type)
             lg = getattr(self, "logger", None)

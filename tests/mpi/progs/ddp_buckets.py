@@ -8,6 +8,10 @@ launches its workers (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT).
                 optimizer step, the first inside no_sync()
       exposed   little compute, 8 MiB of parameters in one bucket at the
                 end of backward: the all-reduce is almost all exposed
+      hooks     the program's own communication hooks: one registered
+                before the first forward, one after it (Python), a built-in
+                one after it, and a second registration DDP refuses; prints
+                how often each hook ran and the refusal
 
 Each rank prints its facts: DDP's own bucket sizes (its logging data,
 rebuilt after the first iteration) and a digest of the final parameters
@@ -41,6 +45,47 @@ else:
     x = torch.randn(256, 384, generator=torch.Generator().manual_seed(rank))
     y = torch.randn(256, 4, generator=torch.Generator().manual_seed(rank))
 # (exposed: little work besides the all-reduce, so no momentum either)
+if MODE == "hooks":
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    calls = {}
+
+    def counting(name):
+        def hook(state, bucket):
+            calls[name] = calls.get(name, 0) + 1
+            return default_hooks.allreduce_hook(state, bucket)
+        hook.__qualname__ = name
+        return hook
+
+    def train(d, n):
+        o = torch.optim.SGD(d.parameters(), lr=0.01)
+        for _ in range(n):
+            o.zero_grad()
+            nn.functional.mse_loss(d(x), y).backward()
+            o.step()
+
+    def new_ddp():
+        torch.manual_seed(1)
+        return nn.parallel.DistributedDataParallel(nn.Sequential(nn.Linear(384, 64), nn.Linear(64, 4)))
+
+    early = new_ddp()
+    early.register_comm_hook(None, counting("early"))
+    train(early, 3)
+    late = new_ddp()
+    train(late, 1)
+    late.register_comm_hook(None, counting("late"))
+    train(late, 3)
+    try:
+        late.register_comm_hook(None, counting("twice"))
+    except Exception as e:
+        print("rank %d second hook refused: %s" % (rank, str(e).strip().splitlines()[0][:200]))
+    builtin = new_ddp()
+    train(builtin, 1)
+    builtin._register_builtin_comm_hook(dist.BuiltinCommHookType.ALLREDUCE)
+    train(builtin, 3)
+    print("rank %d hook calls %s; digests %s" % (rank, sorted(calls.items()), " ".join(
+        hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in m.parameters())).hexdigest()[:12]
+        for m in (early, late, builtin))))
 opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0 if MODE == "exposed" else 0.9)
 for i in range(STEPS):
     opt.zero_grad()
