@@ -760,8 +760,14 @@ static int ddp_peers(const diag_run *r, ddp_peer **peer, int *world)
 			free(p[m].rows), p[m].rows = NULL;
 	}
 	free(all);
+	if (!p || m + 1 < me.world_size) {
+		for (int i = 0; p && i < m; i++)
+			free(p[i].rows);
+		free(p);
+		return -1;
+	}
 	*peer = p;
-	return m + 1 < me.world_size ? -1 : m;
+	return m;
 }
 
 enum { DDP_EXPOSED, DDP_BUCKETS, DDP_COMM, DDP_BYTES, DDP_MAX, DDP_NSERIES };

@@ -230,15 +230,27 @@ def _comm_hook(state, bucket):
         pass
     if len(_records) < 65536:  # steps end and take them; bounded if none ever does
         _records.append(rec)
-    if d is not None:
-        def done(f):
-            rec[5] = _native.now()
-            return f.value()
-    else:
-        def done(f):
-            rec[5] = _native.now()
-            return f.value()[0]
-    return fut.then(done)
+    return fut.then(_done(rec, d is None))
+
+
+def _done(rec, first):
+    """The callback that times a bucket's completion and passes its value
+    on (the first tensor of the all-reduce's list; a delegate's value as
+    is). A failed all-reduce (a rank gone) fails the returned future with
+    the same message; its error keeps no reference to the all-reduce's
+    future (kept alive by the error, gloo's work outlived its process group
+    at exit and aborted the process)."""
+    def done(f):
+        rec[5] = _native.now()
+        try:
+            v = f.value()
+        except Exception as e:
+            err = RuntimeError(str(e))
+        else:
+            return v[0] if first else v
+        f = None
+        raise err from None
+    return done
 
 
 def _register(ddp):
