@@ -33,8 +33,9 @@ What is recorded:
   path). A hook the program registers after ours runs inside ours, timed
   the same (the Reducer takes one hook only); a built-in one as its Python
   twin from ``default_hooks``; a second one is refused by DDP as it would
-  be. The DDP logger's ``comm_hook`` stays unset. ``run_meta`` ``torch.ddp.buckets`` says what
-  was done, or why not.
+  be. The DDP logger's ``comm_hook`` stays unset. ``run_meta``
+  ``torch.ddp.buckets`` says what was done for the process's first DDP
+  model, or why not.
   Per bucket, a ``comm`` row "DDP allreduce bucket <index>" (launch to
   completion, bytes, comm_size = the group's size) written at the end of
   the step it belongs to; per step, just before it ends (0 in a step
@@ -237,9 +238,10 @@ def _done(rec, first):
     """The callback that times a bucket's completion and passes its value
     on (the first tensor of the all-reduce's list; a delegate's value as
     is). A failed all-reduce (a rank gone) fails the returned future with
-    the same message; its error keeps no reference to the all-reduce's
-    future (kept alive by the error, gloo's work outlived its process group
-    at exit and aborted the process)."""
+    its message (torch's wrapper prefixes "Got the following error when
+    running the callback"), holding no reference to the all-reduce's
+    future. See docs/distributed.md for what torch 1.13 may do at exit
+    then."""
     def done(f):
         rec[5] = _native.now()
         try:
