@@ -251,8 +251,35 @@ def _done(rec, first):
         else:
             return v[0] if first else v
         f = None
+        _failed()
         raise err from None
     return done
+
+
+_grace_on = False
+
+
+def _failed():
+    """An all-reduce failed (a rank is gone): the process is likely to end
+    with the exception. torch 1.13's gloo workers may still finish a failed
+    work after that and call into Python; during the interpreter's
+    finalization that ends the process by SIGABRT (docs/distributed.md).
+    At exit, give them a moment with the GIL released first."""
+    global _grace_on
+    if _grace_on:
+        return
+    _grace_on = True
+    try:
+        sys.modules["_frozen_importlib"]._builtin_from_name("atexit").register(_grace)
+    except Exception:
+        pass
+
+
+def _grace():
+    try:
+        sys.modules["time"].sleep(0.5)
+    except Exception:
+        pass
 
 
 def _register(ddp):
