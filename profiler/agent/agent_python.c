@@ -469,6 +469,29 @@ static py_object *n_watch_imports(py_object *self, py_object *const *a, py_ssize
 	return none_ref();
 }
 
+/* comm_row(op, start_ns, end_ns, bytes, peer, comm_size): a `comm` row on
+ * the calling thread (times from now()); the DDP adapter's bucket
+ * all-reduces. Anything that does not convert is dropped. */
+static py_object *n_comm_row(py_object *self, py_object *const *a, py_ssize n)
+{
+	(void)self;
+	if (n != 6)
+		return none_ref();
+	const char *op = arg_str(a[0]);
+	long long v[5];
+	for (int i = 0; i < 5; i++) {
+		v[i] = P.LongAsLongLong(a[i + 1]);
+		if (v[i] == -1 && P.ErrOccurred()) {
+			P.ErrClear();
+			return none_ref();
+		}
+	}
+	if (op && v[0] >= 0 && v[1] >= v[0])
+		pp_row("comm", "isiiiii", (int64_t)ppa_gettid(), op, (int64_t)v[0],
+		       (int64_t)v[1], (int64_t)v[2], (int64_t)v[3], (int64_t)v[4]);
+	return none_ref();
+}
+
 static int exit_check_on;   /* the boot registered the exit check */
 static void record_uncaught(const char *msg);
 
@@ -502,6 +525,8 @@ static py_method_def native_defs[] = {
 	{"alloc_totals", (void *)n_alloc_totals, PY_METH_FASTCALL, "(malloc calls, bytes) so far"},
 	{"rss", (void *)n_rss, PY_METH_FASTCALL, "resident set size, bytes"},
 	{"now", (void *)n_now, PY_METH_FASTCALL, "recorder clock, ns"},
+	{"comm_row", (void *)n_comm_row, PY_METH_FASTCALL,
+	 "comm_row(op, start_ns, end_ns, bytes, peer, comm_size): a comm row"},
 	{"exit_check", (void *)n_exit_check, PY_METH_FASTCALL,
 	 "exit_check(): registered; exit_check(msg): an uncaught exception at exit"},
 	{"watch_imports", (void *)n_watch_imports, PY_METH_FASTCALL,

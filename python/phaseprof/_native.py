@@ -24,6 +24,10 @@ Functions (all never raise on recorder trouble; they drop and count):
                                 allocated so far (agent hooks); (0, 0) unknown
   rss() -> int                  resident set size in bytes (0 if unknown)
   now() -> int                  recorder clock, nanoseconds (0 when absent)
+  comm_row(op: str, start_ns, end_ns, nbytes, peer, comm_size)
+                                a row of the ``comm`` table on this thread
+                                (times from now(); peer -1 for collectives,
+                                comm_size -1 when unknown)
 
 Phases nest per thread: end() and step_end() must run on the thread that
 opened them.
@@ -46,6 +50,7 @@ if _m is not None:
     step_counters = _m.step_counters
     rss = _m.rss
     now = _m.now
+    comm_row = getattr(_m, "comm_row", None) or (lambda *a: None)
 else:
     enabled = False
 
@@ -81,5 +86,8 @@ else:
 
     def now():
         return 0
+
+    def comm_row(op, start_ns, end_ns, nbytes, peer, comm_size):
+        pass
 
 del _sys

@@ -557,6 +557,169 @@ static void test_import_small_quiet(void **state)
 	tdiag_quiet(&R, "import_startup");
 }
 
+/* ---- DDP's exposed all-reduce (rule_ddp_comm_exposed) ----
+ * n steps of step_ns as the torch.distributed adapter records them: forward,
+ * backward (its computation, then exposed_ns waiting for the last bucket),
+ * optimizer; the ddp.* counters at each step's end. Every `sync_every`-th
+ * step all-reduces (the others ran inside no_sync(): 0 buckets). */
+static void ddp_loop(int n, int64_t step_ns, int64_t exposed_ns, int buckets, int sync_every)
+{
+	int64_t now = 10 * MS;
+	for (int i = 0; i < n; i++) {
+		int sync = i % sync_every == sync_every - 1;
+		int64_t d = i == 0 ? 2 * step_ns : step_ns, e = sync ? exposed_ns : 0;
+		int64_t st = trec_span(&T, PP_STEP, "step", now, now + d, 0, i);
+		int64_t f = now + d / 5, b = now + d * 9 / 10;
+		trec_span(&T, PP_FORWARD, "DistributedDataParallel", now, f, st, i);
+		trec_span(&T, PP_BACKWARD, "backward", f, b, st, i);
+		trec_span(&T, PP_OPTIMIZER_STEP, "SGD.step", b, now + d - 1000, st, i);
+		int64_t end = now + d - 500;
+		trec_counter(&T, "ddp.buckets", end, sync ? buckets : 0);
+		trec_counter(&T, "ddp.bytes", end, sync ? buckets * 25.0 * 1048576 : 0);
+		trec_counter(&T, "ddp.bucket_max_bytes", end, sync ? 25.0 * 1048576 : 0);
+		trec_counter(&T, "ddp.comm_ns", end, sync ? (double)(e + d / 4) : 0);
+		trec_counter(&T, "ddp.exposed_ns", end, (double)e);
+		now += d;
+	}
+	assert_int_equal(pp_store_set_run_meta(T.st, T.run, "torch.ddp.config",
+					       "bucket_cap_mb=25 gradient_as_bucket_view=False "
+					       "static_graph=False find_unused_parameters=False; 4 buckets "
+					       "of 26214400 bytes (index order)"),
+			 0);
+}
+
+static void test_ddp_exposed(void **state)
+{
+	(void)state;
+	trec_run(&T, "ddp exposed", 0);
+	ddp_loop(30, 50 * MS, 20 * MS, 4, 1);
+	analyze();
+	const pp_finding *f = tdiag_must(&R, "ddp_comm_exposed");
+	assert_string_equal(f->severity, "moderate");
+	tdiag_contains(f->title, "exposed for 40% of each step (20.0 ms of 50.0 ms");
+	tdiag_contains(f->evidence, "Medians over 29 steady steps");
+	tdiag_contains(f->evidence, "4 buckets per step, 100.0 MiB all-reduced, the largest bucket 25.0 MiB");
+	tdiag_contains(f->evidence, "Exposed per step: 20.0 ms");
+	tdiag_contains(f->evidence, "580 ms in all");
+	tdiag_contains(f->evidence, "bucket_cap_mb=25");
+	tdiag_contains(f->fix, "fp16_compress_hook");
+	tdiag_contains(f->fix, "no_sync()");
+	assert_null(strstr(f->fix, "one bucket"));
+}
+
+/* Gradient accumulation: the steps inside no_sync() all-reduce nothing and
+ * are not counted (they would halve the median share). One bucket: the fix
+ * says so. */
+static void test_ddp_exposed_no_sync_one_bucket(void **state)
+{
+	(void)state;
+	trec_run(&T, "ddp no_sync", 0);
+	ddp_loop(41, 50 * MS, 15 * MS, 1, 2);
+	analyze();
+	const pp_finding *f = tdiag_must(&R, "ddp_comm_exposed");
+	assert_string_equal(f->severity, "moderate");
+	tdiag_contains(f->title, "exposed for 30% of each step");
+	tdiag_contains(f->evidence, "Medians over 20 steady steps");
+	tdiag_contains(f->evidence, "1 bucket per step");
+	tdiag_contains(f->fix, "one bucket");
+}
+
+/* Overlapped: a few ms of a 50 ms step after backward's computation. */
+static void test_ddp_overlapped_quiet(void **state)
+{
+	(void)state;
+	trec_run(&T, "ddp overlapped", 0);
+	ddp_loop(30, 50 * MS, 4 * MS, 4, 1);
+	analyze();
+	tdiag_quiet(&R, "ddp_comm_exposed");
+	all_quiet();
+}
+
+/* A large share of a short run: 9 x 2 ms is nothing to win back. */
+static void test_ddp_exposed_small_win_info(void **state)
+{
+	(void)state;
+	trec_run(&T, "ddp tiny", 0);
+	ddp_loop(10, 5 * MS, 2 * MS, 1, 1);
+	analyze();
+	const pp_finding *f = tdiag_must(&R, "ddp_comm_exposed");
+	assert_string_equal(f->severity, "info");
+	all_quiet();
+}
+
+/* Without the counters (no DDP, or a hook of the program's own): nothing. */
+static void test_ddp_absent_quiet(void **state)
+{
+	(void)state;
+	loop l = {.n = 30, .step_ns = 5 * MS, .first_ns = 12 * MS, .wait_ns = 300 * US};
+	trec_run(&T, "no ddp", 0);
+	record_loop(&l, 10 * MS);
+	analyze();
+	tdiag_quiet(&R, "ddp_comm_exposed");
+}
+
+/* A rank of a 2-rank job (run_meta rank, world_size, job). */
+static void ddp_rank(const char *job, int rank)
+{
+	char v[8];
+	snprintf(v, sizeof v, "%d", rank);
+	assert_int_equal(pp_store_set_run_meta(T.st, T.run, "rank", v), 0);
+	assert_int_equal(pp_store_set_run_meta(T.st, T.run, "world_size", "2"), 0);
+	assert_int_equal(pp_store_set_run_meta(T.st, T.run, "job", job), 0);
+}
+
+/* Rank 1 ends its backward 18 ms before rank 0 and waits for it in the
+ * all-reduce: its own exposed time is 20 ms, the network's 2 ms (rank 0's).
+ * The wait is the straggler's business: quiet on both ranks. */
+static void test_ddp_waiting_for_a_rank_quiet(void **state)
+{
+	(void)state;
+	trec_run(&T, "rank 0", 0);
+	ddp_rank("wait-job", 0);
+	ddp_loop(30, 50 * MS, 2 * MS, 4, 1);
+	int64_t r0 = T.run;
+	trec_run(&T, "rank 1", 0);
+	ddp_rank("wait-job", 1);
+	ddp_loop(30, 50 * MS, 20 * MS, 4, 1);
+	analyze();
+	tdiag_quiet(&R, "ddp_comm_exposed");
+	pp_diag_result_free(&R);
+	assert_int_equal(pp_diag_analyze(T.st, r0, &R), 0);
+	tdiag_quiet(&R, "ddp_comm_exposed");
+}
+
+/* Both ranks wait after backward: the communication's; each rank's
+ * finding says it took the least over the ranks. */
+static void test_ddp_exposed_both_ranks(void **state)
+{
+	(void)state;
+	trec_run(&T, "rank 0", 0);
+	ddp_rank("exposed-job", 0);
+	ddp_loop(30, 50 * MS, 16 * MS, 4, 1);
+	trec_run(&T, "rank 1", 0);
+	ddp_rank("exposed-job", 1);
+	ddp_loop(30, 50 * MS, 20 * MS, 4, 1);
+	analyze();
+	const pp_finding *f = tdiag_must(&R, "ddp_comm_exposed");
+	assert_string_equal(f->severity, "moderate");
+	tdiag_contains(f->title, "exposed for 32% of each step (16.0 ms of 50.0 ms");
+	tdiag_contains(f->evidence, "least over the job's 2 ranks; this rank's own wait was 580 ms in all");
+}
+
+/* A rank whose peer is not in the database: its wait cannot be told from
+ * waiting for the peer: information. */
+static void test_ddp_rank_alone_info(void **state)
+{
+	(void)state;
+	trec_run(&T, "rank 1 alone", 0);
+	ddp_rank("alone-job", 1);
+	ddp_loop(30, 50 * MS, 20 * MS, 4, 1);
+	analyze();
+	const pp_finding *f = tdiag_must(&R, "ddp_comm_exposed");
+	assert_string_equal(f->severity, "info");
+	tdiag_contains(f->evidence, "the job's other ranks (1) are not in this database");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -586,6 +749,14 @@ int main(void)
 		cmocka_unit_test(test_weight_load_fast_quiet),
 		cmocka_unit_test(test_import_startup),
 		cmocka_unit_test(test_import_small_quiet),
+		cmocka_unit_test(test_ddp_exposed),
+		cmocka_unit_test(test_ddp_exposed_no_sync_one_bucket),
+		cmocka_unit_test(test_ddp_overlapped_quiet),
+		cmocka_unit_test(test_ddp_exposed_small_win_info),
+		cmocka_unit_test(test_ddp_absent_quiet),
+		cmocka_unit_test(test_ddp_waiting_for_a_rank_quiet),
+		cmocka_unit_test(test_ddp_exposed_both_ranks),
+		cmocka_unit_test(test_ddp_rank_alone_info),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

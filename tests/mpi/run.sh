@@ -301,6 +301,129 @@ barrier)
 	between "$wait" $((late * 2)) $((late * 4)) "the others' wait"
 	echo "$f" | grep -qE "rank_(straggler|init_skew|first_collective_skew)" && fail "other rank findings: $f"
 	;;
+ddp_buckets_t?|ddp_exposed_t?)
+	# DDP's gradient buckets (the torch.distributed adapter's communication
+	# hook): per step as many bucket all-reduces as DDP has buckets, the
+	# exposed part within the step, output (gradient and parameter digests)
+	# identical to a plain run's; a job whose all-reduce runs after backward
+	# gets ddp_comm_exposed, a healthy one nothing above info
+	PY=/usr/bin/python3
+	case $case_ in *_t2) PY=/opt/phaseprof-venv/torch2/bin/python ;; esac
+	[ -x "$PY" ] || { echo "skip: no $PY"; exit 77; }
+	$PY -c 'import torch.distributed as d; assert d.is_available() and d.is_gloo_available()' 2>/dev/null ||
+		{ echo "skip: $PY has no torch.distributed with gloo"; exit 77; }
+	PROG="$(dirname "$0")/progs/ddp_buckets.py"
+	# pair NAME MODE STEPS [record]: both ranks, plain or recorded
+	pair() {
+		PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+		for r in 0 1; do
+			if [ $# -ge 4 ]; then
+				RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT \
+					"$PP_BIN" record -q -o "$1-%r.db" -- $PY "$PROG" "$2" "$3" >"$1.out$r" 2>"$1.err$r" &
+			else
+				RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT \
+					$PY "$PROG" "$2" "$3" >"$1.out$r" 2>"$1.err$r" &
+			fi
+			eval p$r=\$!
+		done
+		wait $p0; echo $? >"$1.rc0"
+		wait $p1; echo $? >"$1.rc1"
+	}
+	# check NAME MODE STEPS: recorded beside plain, then the facts per rank
+	check() {
+		pair "plain-$1" "$2" "$3"
+		pair "$1" "$2" "$3" record
+		for r in 0 1; do
+			[ "$(cat "plain-$1.rc$r") $(cat "$1.rc$r")" = "0 0" ] ||
+				{ cat "$1.err$r" "plain-$1.err$r"; fail "$1 rank $r exit: plain $(cat "plain-$1.rc$r"), recorded $(cat "$1.rc$r")"; }
+			cmp -s "plain-$1.out$r" "$1.out$r" ||
+				fail "$1 rank $r output differs: plain '$(cat "plain-$1.out$r")', recorded '$(cat "$1.out$r")'"
+			cmp -s "plain-$1.err$r" "$1.err$r" ||
+				fail "$1 rank $r stderr differs: plain '$(cat "plain-$1.err$r")', recorded '$(cat "$1.err$r")'"
+			db="$1-$r.db"
+			# DDP's own bucket sizes, index order, from the program's output
+			sizes=$(sed -n "s/^ddp_buckets $2: rank $r of 2, $3 steps, buckets [0-9]*: //p" "$1.out$r")
+			nb=$(sed -n "s/^ddp_buckets $2: rank $r of 2, $3 steps, buckets \([0-9]*\): .*/\1/p" "$1.out$r")
+			[ -n "$nb" ] && [ "$nb" -ge 1 ] || fail "$1 rank $r: no bucket count in '$(cat "$1.out$r")'"
+			run=$(q "$db" "SELECT min(id) FROM runs")
+			q "$db" "SELECT value FROM run_meta WHERE run_id=$run AND key='torch.ddp.buckets'" |
+				grep -q "^timed through a communication hook" ||
+				fail "$1 rank $r: torch.ddp.buckets '$(q "$db" "SELECT value FROM run_meta WHERE key='torch.ddp.buckets'")'"
+			n=$(q "$db" "SELECT count(*) FROM spans WHERE run_id=$run AND kind=16")
+			[ "$n" = "$3" ] || fail "$1 rank $r: $n steps, expected $3"
+			# bucket rows per step, in step order: the first step >= 1 (DDP's
+			# initial buckets), every later one exactly DDP's count
+			per=$(q "$db" "SELECT group_concat(k, ' ') FROM (SELECT s.step, (SELECT count(*) FROM comm c JOIN strings n ON n.id=c.op_id WHERE c.run_id=s.run_id AND n.value LIKE 'DDP allreduce bucket %' AND c.start_ns>=s.start_ns AND c.end_ns<=s.end_ns) AS k FROM spans s WHERE s.run_id=$run AND s.kind=16 ORDER BY s.start_ns)")
+			first=${per%% *}
+			[ "$first" -ge 1 ] || fail "$1 rank $r: no bucket in the first step ($per)"
+			want=$(printf "%$(( $3 - 1 ))s" "" | sed "s/ /$nb /g")
+			[ "${per#* } " = "$want" ] || fail "$1 rank $r: buckets per step '$per', expected $nb after the first"
+			tot=$(q "$db" "SELECT count(*) FROM comm c JOIN strings n ON n.id=c.op_id WHERE c.run_id=$run AND n.value LIKE 'DDP allreduce bucket %'")
+			[ "$tot" = "$(( first + ($3 - 1) * nb ))" ] || fail "$1 rank $r: $tot bucket rows, some outside the steps ($per)"
+			# the last step's buckets: index order, DDP's sizes, the group's size
+			last=$(q "$db" "SELECT max(start_ns) FROM spans WHERE run_id=$run AND kind=16")
+			got=$(q "$db" "SELECT group_concat(bytes, ', ') FROM (SELECT c.bytes FROM comm c JOIN strings n ON n.id=c.op_id WHERE c.run_id=$run AND n.value LIKE 'DDP allreduce bucket %' AND c.start_ns>=$last ORDER BY CAST(substr(n.value, 22) AS INTEGER))")
+			[ "$got" = "$sizes" ] || fail "$1 rank $r: bucket bytes '$got', DDP's '$sizes'"
+			cs=$(q "$db" "SELECT group_concat(DISTINCT comm_size) || ' ' || min(end_ns >= start_ns) FROM comm WHERE run_id=$run")
+			[ "$cs" = "2 1" ] || fail "$1 rank $r: comm_size/times '$cs'"
+			# per step: one ddp.exposed_ns sample inside it, 0 <= exposed <= step time,
+			# and exposed <= the time a bucket was in flight
+			bad=$(q "$db" "SELECT count(*) FROM spans s WHERE s.run_id=$run AND s.kind=16 AND NOT EXISTS (SELECT 1 FROM counters e JOIN strings n ON n.id=e.name_id AND n.value='ddp.exposed_ns' JOIN counters m ON m.run_id=e.run_id AND m.ts_ns BETWEEN s.start_ns AND s.end_ns JOIN strings mn ON mn.id=m.name_id AND mn.value='ddp.comm_ns' WHERE e.run_id=s.run_id AND e.ts_ns BETWEEN s.start_ns AND s.end_ns AND e.value >= 0 AND e.value <= s.end_ns - s.start_ns AND e.value <= m.value)")
+			[ "$bad" = 0 ] || fail "$1 rank $r: $bad steps without a sane ddp.exposed_ns"
+			ex=$(q "$db" "SELECT CAST(sum(e.value) / 1000 AS INTEGER) || ' us exposed of ' || CAST((SELECT sum(end_ns - start_ns) FROM spans WHERE run_id=$run AND kind=16) / 1000 AS INTEGER) || ' us in steps' FROM counters e JOIN strings n ON n.id=e.name_id AND n.value='ddp.exposed_ns' WHERE e.run_id=$run")
+			echo "$1 rank $r: $nb buckets ($sizes bytes), per step: $per; $ex"
+			# alone, a rank cannot tell its wait for a slower rank from the
+			# network's: nothing above info
+			sev=$(q "$db" "SELECT group_concat(severity) FROM findings WHERE run_id=$run AND rule='ddp_comm_exposed'")
+			[ -z "$sev" ] || [ "$sev" = info ] || fail "$1 rank $r alone: ddp_comm_exposed $sev"
+		done
+		# merged, each step's exposed time is the least over the ranks
+		"$PP_BIN" merge "$1-0.db" "$1-1.db" -o "$1.db" >"$1.merge" 2>&1 || { cat "$1.merge"; fail "merge $1"; }
+		for r in 0 1; do
+			run=$(q "$1.db" "SELECT min(run_id) FROM run_meta WHERE key='rank' AND value='$r'")
+			q "$1.db" "SELECT severity || ' ' || title || ' | ' || evidence FROM findings WHERE run_id=$run AND rule='ddp_comm_exposed'" >"$1.f$r"
+			[ -s "$1.f$r" ] && echo "$1 rank $r, merged: $(cat "$1.f$r")"
+		done
+	}
+	case $case_ in
+	ddp_buckets_*)
+		check overlap overlap 10
+		check nosync nosync 8
+		# the program's own hooks: one before the first forward (ours stays
+		# out), one after it and a built-in one after it (they run inside
+		# ours), a second one DDP refuses: the same calls, digests and
+		# refusal as a plain run (stdout; torch 1.13's reducer logs the
+		# built-in hook to stderr with a timestamp, and not when it runs
+		# inside ours)
+		pair plain-hooks hooks 2
+		pair hooks hooks 2 record
+		for r in 0 1; do
+			[ "$(cat "plain-hooks.rc$r") $(cat "hooks.rc$r")" = "0 0" ] || { cat "hooks.err$r"; fail "hooks rank $r exit"; }
+			grep -q "^rank $r hook calls \[('early', 3), ('late', 3)\]" "hooks.out$r" || fail "hooks rank $r: $(cat "hooks.out$r")"
+			grep -q "^rank $r second hook refused: register_comm_hook or register_builtin_comm_hook can only be called once" "hooks.out$r" ||
+				fail "hooks rank $r: no refusal in $(cat "hooks.out$r")"
+			cmp -s "plain-hooks.out$r" "hooks.out$r" || fail "hooks rank $r output differs: plain '$(cat "plain-hooks.out$r")', recorded '$(cat "hooks.out$r")'"
+			m=$(q "hooks-$r.db" "SELECT value FROM run_meta WHERE key='torch.ddp.buckets'")
+			[ "$m" = "the program registered a communication hook: not timed" ] || fail "hooks rank $r: torch.ddp.buckets '$m'"
+		done
+		echo "hooks: $(cat hooks.out0 | head -2 | tr '\n' ' ')"
+		for r in 0 1; do
+			for m in overlap nosync; do
+				sev=$(cut -d' ' -f1 "$m.f$r")
+				[ -z "$sev" ] || [ "$sev" = info ] || fail "$m rank $r: $(cat "$m.f$r")"
+			done
+		done
+		;;
+	ddp_exposed_*)
+		check exposed exposed 16
+		for r in 0 1; do
+			cat "exposed.f$r"
+			grep -q "^moderate DDP's gradient all-reduce is exposed for " "exposed.f$r" || fail "rank $r: no ddp_comm_exposed finding"
+			grep -q "1 bucket per step, 8.0 MiB all-reduced" "exposed.f$r" || fail "rank $r: evidence"
+		done
+		;;
+	esac
+	;;
 ddp_*_t1|ddp_*_t2)
 	PY=/usr/bin/python3
 	case $case_ in *_t2) PY=/opt/phaseprof-venv/torch2/bin/python ;; esac

@@ -51,6 +51,9 @@ static const struct rule {
 	 "the steps spend a large share of their time waiting for the next batch (data_wait)"},
 	{"weight_load_slow", rule_weight_load_slow,
 	 "loading weights (torch.load, load_state_dict...) takes a large share of the run"},
+	{"ddp_comm_exposed", rule_ddp_comm_exposed,
+	 "DDP's gradient all-reduce runs on after backward's computation for a large share of each step "
+	 "(exposed communication, per bucket)"},
 	{"import_startup", rule_import_startup,
 	 "Python imports dominate start-up: the slowest module and the library loaded inside it"},
 	{"ranks", rule_ranks,

@@ -184,6 +184,7 @@ void rule_memory_grows_per_step(diag_ctx *c);
 void rule_data_starvation(diag_ctx *c);
 void rule_weight_load_slow(diag_ctx *c);
 void rule_import_startup(diag_ctx *c);
+void rule_ddp_comm_exposed(diag_ctx *c);
 void rule_recompile_storm(diag_ctx *c);
 /* The run has torch.compile phases (rules_compile.c): its compile time is
  * the compile rules' to judge. */

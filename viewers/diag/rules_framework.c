@@ -715,3 +715,205 @@ void rule_import_startup(diag_ctx *c)
 			      pp_fmt_dur(b, sizeof b, (double)diag_span_dur(&r->spans.rows[lib])));
 	diag_evidence(f, ".");
 }
+
+/* ---- DDP: the gradient all-reduce that backward waits for ---- */
+
+/* Outermost backward time inside step s. */
+static int64_t step_backward_ns(const diag_run *r, int s)
+{
+	int64_t t = 0;
+	for (int k = r->kind_at[PP_BACKWARD]; k < r->kind_at[PP_BACKWARD + 1]; k++) {
+		int i = r->by_kind[k];
+		if (r->step_of[i] == s && r->outer[i] && diag_span_closed(&r->spans.rows[i]))
+			t += diag_span_dur(&r->spans.rows[i]);
+	}
+	return t;
+}
+
+/* The other ranks of this run's job, when this run is a rank: their
+ * ddp.exposed_ns samples, one per step in step order (every rank runs the
+ * same all-reduces, so the k-th samples are the same step). Returns how
+ * many peers were loaded into peer[] (each freed by the caller); *world
+ * gets the job's size (1 when the run is not a rank). -1: none of this
+ * job's other ranks is in the database though it has some. */
+typedef struct ddp_peer { pp_counter_row *rows; int n; } ddp_peer;
+static int ddp_peers(const diag_run *r, ddp_peer **peer, int *world)
+{
+	*peer = NULL;
+	*world = 1;
+	pp_rank_run me;
+	if (pp_store_rank_of(r->st, r->run_id, &me) != 0 || me.world_size <= 1)
+		return 0;
+	*world = me.world_size;
+	pp_rank_run *all = NULL;
+	int n = 0, m = 0;
+	if (pp_store_rank_runs(r->st, &all, &n) != 0)
+		return -1;
+	ddp_peer *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
+	for (int i = 0; p && i < n; i++) {
+		if (all[i].run_id == r->run_id || strcmp(all[i].job, me.job) != 0)
+			continue;
+		if (pp_store_counter(r->st, all[i].run_id, "ddp.exposed_ns", &p[m].rows, &p[m].n) == 0 &&
+		    p[m].n > 0)
+			m++;
+		else
+			free(p[m].rows), p[m].rows = NULL;
+	}
+	free(all);
+	if (!p || m + 1 < me.world_size) {
+		for (int i = 0; p && i < m; i++)
+			free(p[i].rows);
+		free(p);
+		return -1;
+	}
+	*peer = p;
+	return m;
+}
+
+enum { DDP_EXPOSED, DDP_BUCKETS, DDP_COMM, DDP_BYTES, DDP_MAX, DDP_NSERIES };
+
+/* Per-step counters of the torch.distributed adapter (a communication hook
+ * that times DDP's bucket all-reduces, python/phaseprof/adapters/
+ * torch_distributed.py): ddp.exposed_ns is the time from the launch of a
+ * backward's last bucket (its gradients are all computed then) to the
+ * completion of its last all-reduce, what backward waits for after its
+ * computation. Judged over the steady steps that all-reduced (a step
+ * inside no_sync() has 0 buckets): the median share of the step. */
+void rule_ddp_comm_exposed(diag_ctx *c)
+{
+	const diag_run *r = c->run;
+	if (r->n_steps < 6)
+		return;
+	static const char *const names[DDP_NSERIES] = {"ddp.exposed_ns", "ddp.buckets", "ddp.comm_ns",
+						       "ddp.bytes", "ddp.bucket_max_bytes"};
+	int n = r->n_steps - 1;
+	double *v = calloc((size_t)n * (DDP_NSERIES + 5), sizeof *v);
+	if (!v)
+		return;
+	double *y[DDP_NSERIES];
+	for (int k = 0; k < DDP_NSERIES; k++)
+		y[k] = v + (size_t)k * n;
+	double *share = v + (size_t)DDP_NSERIES * n, *ex = share + n, *step = ex + n, *bw = step + n,
+	       *comm = bw + n;
+	if (diag_steady_values(r, names[DDP_EXPOSED], y[DDP_EXPOSED]) < 5) {
+		free(v);
+		return;
+	}
+	/* A rank that ends its backward before a slower one waits for it in
+	 * the all-reduce: that wait is the straggler's (rank_straggler), not
+	 * the communication's. Per step, the exposed time is the least of the
+	 * job's ranks: the last to finish computing waits for the network
+	 * only. Without the other ranks in the database it cannot be told
+	 * apart: information, saying so. */
+	ddp_peer *peer = NULL;
+	int world = 1, np = ddp_peers(r, &peer, &world);
+	diag_series own = {0};
+	int64_t own_ex = 0;  /* this rank's own exposed time in the steps counted */
+	if (np > 0 && diag_counter(r, names[DDP_EXPOSED], &own) == 0)
+		for (int i = 0; i < n; i++) {
+			const diag_step *st = &r->steps[i + 1];
+			int k = diag_series_index(&own, st->end_ns);
+			if (isnan(y[DDP_EXPOSED][i]) || k < 0 || own.rows[k].ts_ns < st->start_ns)
+				continue;
+			for (int j = 0; j < np; j++)
+				if (k < peer[j].n && peer[j].rows[k].value < y[DDP_EXPOSED][i])
+					y[DDP_EXPOSED][i] = peer[j].rows[k].value;
+		}
+	double *mine = calloc((size_t)n, sizeof *mine);
+	if (mine && diag_steady_values(r, names[DDP_EXPOSED], mine) == 0)
+		for (int i = 0; i < n; i++)
+			mine[i] = NAN;
+	free(own.rows);
+	for (int j = 0; peer && j < np; j++)
+		free(peer[j].rows);
+	free(peer);
+	for (int k = 1; k < DDP_NSERIES; k++)
+		if (diag_steady_values(r, names[k], y[k]) == 0)
+			for (int i = 0; i < n; i++)
+				y[k][i] = NAN;
+	int m = 0, nb_min = 0, nb_max = 0;
+	double total_ex = 0, bytes = 0, biggest = 0;
+	for (int i = 0; i < n; i++) {
+		const diag_step *s = &r->steps[i + 1];
+		double nb = y[DDP_BUCKETS][i], e = y[DDP_EXPOSED][i];
+		int64_t d = s->end_ns - s->start_ns;
+		if (isnan(e) || isnan(nb) || nb < 1 || d <= 0)
+			continue;
+		if (!m || nb < nb_min)
+			nb_min = (int)nb;
+		if (!m || nb > nb_max)
+			nb_max = (int)nb;
+		share[m] = e / (double)d;
+		ex[m] = e;
+		step[m] = (double)d;
+		bw[m] = (double)step_backward_ns(r, i + 1);
+		comm[m] = isnan(y[DDP_COMM][i]) ? 0 : y[DDP_COMM][i];
+		if (!isnan(y[DDP_BYTES][i]))
+			bytes = y[DDP_BYTES][i];
+		if (!isnan(y[DDP_MAX][i]) && y[DDP_MAX][i] > biggest)
+			biggest = y[DDP_MAX][i];
+		total_ex += e;
+		if (mine && !isnan(mine[i]))
+			own_ex += (int64_t)mine[i];
+		m++;
+	}
+	free(mine);
+	/* 15% of the median step at least: backward's computation never hides
+	 * all of it (the last bucket's all-reduce starts when backward is
+	 * done), and a job that overlaps shows a few percent (3-5% in
+	 * tests/mpi's ddp_buckets, 3.4 MiB in 3 buckets on gloo) */
+	double med_share = m >= 5 ? diag_median(share, m) : 0;
+	if (m < 5 || med_share < 0.15) {
+		free(v);
+		return;
+	}
+	double med_ex = diag_median(ex, m), med_step = diag_median(step, m), med_bw = diag_median(bw, m),
+	       med_comm = diag_median(comm, m);
+	char cfg[512] = "";
+	pp_store_run_meta(r->st, r->run_id, "torch.ddp.config", cfg, sizeof cfg);
+	char fix[512];
+	int one = nb_max == 1;
+	snprintf(fix, sizeof fix,
+		 "%sThe last bucket (the first layers' gradients) can only go out when backward "
+		 "ends: keep it small; fewer, larger buckets where many small ones each pay the "
+		 "latency (bucket_cap_mb). Try gradient_as_bucket_view=True, static_graph=True. Send "
+		 "less: register_comm_hook(None, fp16_compress_hook) (bf16, PowerSGD). All-reduce "
+		 "less often: accumulate micro-batches inside no_sync().",
+		 one ? "All gradients are in one bucket: it is all-reduced only after backward; "
+		       "lower bucket_cap_mb below their size to overlap. "
+		     : "");
+	int sev = np < 0 ? DIAG_INFO : diag_sev_for_win(DIAG_MODERATE, total_ex);
+	pp_finding *f = diag_emit(c, "ddp_comm_exposed", sev, diag_run_share(r, total_ex), fix,
+				  "DDP's gradient all-reduce is exposed for %.0f%% of each step (%s of %s "
+				  "per step, not overlapped with backward)",
+				  100 * med_share, pp_dur(med_ex).s, pp_dur(med_step).s);
+	if (!f) {
+		free(v);
+		return;
+	}
+	diag_evidence(f, "Medians over %d steady steps that all-reduced: step %s, backward %s (of it "
+			 "%s waiting after its computation ended), bucket all-reduces in flight %s. ",
+		      m, pp_dur(med_step).s, pp_dur(med_bw).s, pp_dur(med_ex).s, pp_dur(med_comm).s);
+	if (nb_min == nb_max)
+		diag_evidence(f, "%d bucket%s per step", nb_min, nb_min == 1 ? "" : "s");
+	else
+		diag_evidence(f, "%d to %d buckets per step", nb_min, nb_max);
+	diag_evidence(f, ", %s all-reduced, the largest bucket %s. Exposed per step:", pp_bytes(bytes).s,
+		      pp_bytes(biggest).s);
+	int show = m < 8 ? m : 8;
+	for (int i = 0; i < show; i++)
+		diag_evidence(f, " %s", pp_dur(ex[i]).s);
+	diag_evidence(f, "%s; %s in all.", m > show ? " ..." : "", pp_dur(total_ex).s);
+	if (np > 0)
+		diag_evidence(f, " Each step's least over the job's %d ranks; this rank's own wait "
+				 "was %s in all, the difference spent waiting for slower ranks.",
+			      world, pp_dur((double)own_ex).s);
+	else if (np < 0)
+		diag_evidence(f, " This rank's own wait: the job's other ranks (%d) are not in this "
+				 "database, so time spent waiting for a slower rank cannot be told apart "
+				 "(phaseprof merge the ranks' databases).",
+			      world - 1);
+	if (cfg[0])
+		diag_evidence(f, " DDP: %s.", cfg);
+	free(v);
+}

@@ -18,19 +18,49 @@ What is recorded:
   ``init_process_group`` it is a sync point for the rank rules: a rank
   that reaches it late is named, with the time the others sat in it.
 
-What is not: DDP's gradient allreduce runs in C++ autograd hooks (the
-Reducer), overlapped with backward, never through these Python functions.
-It shows as backward time; ``run_meta`` says so (``torch.ddp``). Wrapping it
-would mean registering a communication hook, which changes how DDP reduces,
-so it is not done.
+- DDP's gradient buckets. DDP all-reduces gradients in C++ (its Reducer),
+  bucket by bucket while backward still runs, never through the Python
+  functions above; backward waits for the last bucket before it returns, so
+  that wait is backward time (``run_meta`` ``torch.ddp`` says so). To see the
+  buckets, the first forward of a DDP model registers a communication hook
+  (``dist._register_comm_hook``) that does what DDP does without one --
+  divide the bucket by the group's size, ``ProcessGroup.allreduce`` it --
+  and times it (launch, and completion through ``Future.then``). Only when:
+  the program (or DDP itself: mixed precision, optimizer in backward)
+  registered no hook before, and the group's size is a power of two (then
+  the division is exact, so the gradients are bit-identical to DDP's own
+  scaling, which multiplies by 1/size or divides by size depending on the
+  path). A hook the program registers after ours runs inside ours, timed
+  the same (the Reducer takes one hook only); a built-in one as its Python
+  twin from ``default_hooks``; a second one is refused by DDP as it would
+  be. The DDP logger's ``comm_hook`` stays unset. ``run_meta``
+  ``torch.ddp.buckets`` says what was done for the process's first DDP
+  model, or why not.
+  Per bucket, a ``comm`` row "DDP allreduce bucket <index>" (launch to
+  completion, bytes, comm_size = the group's size) written at the end of
+  the step it belongs to; per step, just before it ends (0 in a step
+  without a synchronising backward, e.g. inside ``no_sync()``):
+  ``ddp.buckets`` (all-reduces), ``ddp.bytes``, ``ddp.comm_ns`` (time with
+  at least one bucket in flight), ``ddp.exposed_ns`` (from the launch of a
+  backward's last bucket -- its gradients are all computed then -- to the
+  completion of its last all-reduce: what backward waits for after its
+  computation, summed over the step's backward passes) and
+  ``ddp.bucket_max_bytes``. ``run_meta`` ``torch.ddp.config``: bucket
+  cap, gradient_as_bucket_view, static_graph, find_unused_parameters,
+  and the bucket sizes (written again when DDP rebuilds its buckets after
+  the first iteration).
 
 install() never raises; every wrapper forwards all arguments and returns
 or raises exactly what the original does.
 """
 
 import functools
+import sys
+import weakref
 
 from .. import _native
+from .. import _steps
+from .._wrapping import safe as _safe, strip as _strip
 from ..kinds import COMM, COMM_INIT
 
 _COLLECTIVES = (
@@ -141,8 +171,286 @@ def _patch_ddp():
         return True
     cls.__init__ = _wrap_phase(COMM_INIT, "DistributedDataParallel.__init__", cls.__init__)
     _native.meta("torch.ddp", "gradient allreduce runs in DDP's C++ reducer hooks during backward: "
-                 "not recorded per call, it is part of backward time")
+                 "its wait is part of backward time; buckets: comm rows and ddp.* counters")
+    _safe(_patch_ddp_hooks, cls)
     return True
+
+
+# ---- DDP gradient buckets (see the module's docstring) ----
+
+class _Hook:
+    """The state of our communication hook on one DDP model."""
+
+    def __init__(self, ddp, pg):
+        self.pg = pg
+        self.size = pg.size()
+        self.delegate = None      # (hook, state) the program registered after ours
+        self.round = 0            # backward passes seen (a bucket with is_last() ends one)
+        self.sizes = []           # the last round's bucket sizes, in bytes
+        self.config = _ddp_config(ddp)
+
+
+_user_hook = weakref.WeakKeyDictionary()  # DDP model -> True: a hook registered before ours
+_ours = weakref.WeakKeyDictionary()       # DDP model -> _Hook (or None: not registered, said why)
+_records = []     # [hook state, round, index, bytes, launch ns, done ns (0 until done)]
+_ddp_steps = False  # per-step counters are written once a hook is ours
+_meta_said = False
+_compiling = bool
+
+
+def _ddp_config(ddp):
+    cap = getattr(ddp, "bucket_bytes_cap", None)
+    return "bucket_cap_mb=%s gradient_as_bucket_view=%s static_graph=%s find_unused_parameters=%s" % (
+        ("%g" % (cap / 1048576.0)) if isinstance(cap, (int, float)) else "?",
+        getattr(ddp, "gradient_as_bucket_view", "?"), getattr(ddp, "static_graph", "?"),
+        getattr(ddp, "find_unused_parameters", "?"))
+
+
+def _comm_hook(state, bucket):
+    """DDP's own reduction (no hook: the bucket scaled by 1/size, summed
+    across the group), timed. Runs on the thread that runs backward."""
+    t0 = _native.now()
+    d = state.delegate
+    if d is not None:
+        fut = d[0](d[1], bucket)
+    else:
+        buf = bucket.buffer()
+        buf.div_(state.size)
+        fut = state.pg.allreduce([buf]).get_future()
+    rec = [state, state.round, -1, 0, t0, 0]
+    try:
+        rec[2] = bucket.index()
+        if d is None:
+            rec[3] = buf.numel() * buf.element_size()
+        else:
+            b = bucket.buffer()
+            rec[3] = b.numel() * b.element_size()
+        if bucket.is_last():
+            state.round += 1
+    except Exception:
+        pass
+    if len(_records) < 65536:  # steps end and take them; bounded if none ever does
+        _records.append(rec)
+    return fut.then(_done(rec, d is None))
+
+
+def _done(rec, first):
+    """The callback that times a bucket's completion and passes its value
+    on (the first tensor of the all-reduce's list; a delegate's value as
+    is). A failed all-reduce (a rank gone) fails the returned future with
+    its message (torch's wrapper prefixes "Got the following error when
+    running the callback"), holding no reference to the all-reduce's
+    future. See docs/distributed.md for what torch 1.13 may do at exit
+    then."""
+    def done(f):
+        rec[5] = _native.now()
+        try:
+            v = f.value()
+        except Exception as e:
+            err = RuntimeError(str(e))
+        else:
+            return v[0] if first else v
+        f = None
+        _failed()
+        raise err from None
+    return done
+
+
+_grace_on = False
+
+
+def _failed():
+    """An all-reduce failed (a rank is gone): the process is likely to end
+    with the exception. torch 1.13's gloo workers may still finish a failed
+    work after that and call into Python; during the interpreter's
+    finalization that ends the process by SIGABRT (docs/distributed.md).
+    At exit, give them a moment with the GIL released first."""
+    global _grace_on
+    if _grace_on:
+        return
+    _grace_on = True
+    try:
+        sys.modules["_frozen_importlib"]._builtin_from_name("atexit").register(_grace)
+    except Exception:
+        pass
+
+
+def _grace():
+    try:
+        sys.modules["time"].sleep(0.5)
+    except Exception:
+        pass
+
+
+def _register(ddp):
+    """Our hook on ddp, once, at its first forward (the program registers
+    its own hooks after construction, before training)."""
+    global _ddp_steps, _meta_said
+    if ddp in _ours:
+        return
+    _ours[ddp] = None
+    why = None
+    if _user_hook.get(ddp):
+        why = "the program registered a communication hook: not timed"
+    elif getattr(ddp, "reducer", None) is None or getattr(ddp, "_delay_all_reduce_all_params", False):
+        why = "no reducer (all parameters all-reduced after backward): not timed"
+    else:
+        pg = getattr(ddp, "process_group", None)
+        n = pg.size() if pg is not None else 0
+        if n < 1 or n & (n - 1):
+            why = ("process group of %d ranks: not a power of two, a hook's division could round the "
+                   "gradients differently from DDP's own: not timed" % n)
+    if why is None:
+        h = _Hook(ddp, ddp.process_group)
+        sys.modules["torch.distributed"]._register_comm_hook(ddp.reducer, h, _comm_hook)
+        _ours[ddp] = h
+        _ddp_steps = True
+        why = "timed through a communication hook (%s)" % h.config
+    if not _meta_said:
+        _meta_said = True
+        _native.meta("torch.ddp.buckets", why)
+
+
+def _ddp_forward(orig):
+    @functools.wraps(orig)
+    def forward(self, *args, **kwargs):
+        if not _compiling() and self not in _ours:
+            _safe(_register, self)
+        try:
+            return orig(self, *args, **kwargs)
+        except BaseException as e:
+            _strip(e)
+            raise
+    forward.__phaseprof_wrapped__ = orig
+    return forward
+
+
+def _late_hook(self, state, hook):
+    """register_comm_hook after ours: the Reducer takes one hook, so ours
+    calls the program's instead of DDP's reduction. DDP's own checks run
+    first, so a bad hook raises as it would."""
+    self._check_comm_hook(hook)
+    lg = getattr(self, "logger", None)
+    if lg is not None:
+        lg._set_comm_hook_name(hook.__qualname__)
+    hooks = getattr(self, "_comm_hooks", None)
+    if isinstance(hooks, list):
+        hooks.append((hook, state))
+    _ours[self].delegate = (hook, state)
+
+
+def _ddp_register_hook(orig):
+    @functools.wraps(orig)
+    def register_comm_hook(self, state, hook):
+        h = _ours.get(self)
+        try:
+            if h is None or h.delegate is not None:
+                # (a second hook: DDP refuses it as it would)
+                _user_hook[self] = True
+                return orig(self, state, hook)
+            return _late_hook(self, state, hook)
+        except BaseException as e:
+            _strip(e)
+            raise
+    register_comm_hook.__phaseprof_wrapped__ = orig
+    return register_comm_hook
+
+
+def _builtin_hook(kind, state):
+    """A built-in hook registered after ours, as its Python twin."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks as dh
+    name = str(kind).rsplit(".", 1)[-1]
+    if name == "FP16_COMPRESS":
+        return dh.fp16_compress_hook
+    return dh.allreduce_hook
+
+
+def _ddp_register_builtin(orig):
+    @functools.wraps(orig)
+    def _register_builtin_comm_hook(self, comm_hook_type):
+        h = _ours.get(self)
+        try:
+            if h is None or h.delegate is not None:
+                _user_hook[self] = True
+                return orig(self, comm_hook_type)
+            lg = getattr(self, "logger", None)
+            if lg is not None:
+                lg._set_comm_hook_name(str(comm_hook_type))
+            h.delegate = (_builtin_hook(comm_hook_type, h), h.pg)
+        except BaseException as e:
+            _strip(e)
+            raise
+    _register_builtin_comm_hook.__phaseprof_wrapped__ = orig
+    return _register_builtin_comm_hook
+
+
+def _patch_ddp_hooks(cls):
+    global _compiling
+    torch = sys.modules.get("torch")
+    comp = getattr(torch, "compiler", None)
+    _compiling = getattr(comp, "is_compiling", None) or bool
+    for attr, make in (("forward", _ddp_forward), ("register_comm_hook", _ddp_register_hook),
+                       ("_register_builtin_comm_hook", _ddp_register_builtin)):
+        orig = cls.__dict__.get(attr)
+        if orig is not None and getattr(orig, "__phaseprof_wrapped__", None) is None:
+            setattr(cls, attr, make(orig))
+    _steps.on_end.append(_on_step_end)
+
+
+def _union(iv):
+    t = 0
+    end = None
+    for a, b in sorted(iv):
+        if end is None or a > end:
+            t += b - a
+            end = b
+        elif b > end:
+            t += b - end
+            end = b
+    return t
+
+
+def _flush_step():
+    """The buckets completed since the last step's end: rows and counters."""
+    global _records
+    if not _records and not _ddp_steps:
+        return
+    recs = _records
+    done = [r for r in recs if r[5]]
+    _records = [r for r in recs if not r[5]]
+    nbytes = 0
+    biggest = 0
+    rounds = {}
+    for st, rnd, idx, b, t0, t1 in done:
+        nbytes += b
+        biggest = max(biggest, b)
+        k = (id(st), rnd)
+        g = rounds.get(k)
+        if g is None:
+            rounds[k] = [t0, t1, st, rnd, [(idx, b)]]
+        else:
+            g[0] = max(g[0], t0)
+            g[1] = max(g[1], t1)
+            g[4].append((idx, b))
+        _native.comm_row("DDP allreduce bucket %d" % idx, t0, t1, b, -1, st.size)
+    exposed = 0
+    for t0, t1, st, rnd, bk in rounds.values():
+        exposed += max(0, t1 - t0)
+        bk.sort()
+        sizes = [b for _, b in bk]
+        if sizes != st.sizes:  # the first round, and DDP's rebuild of its buckets after it
+            st.sizes = sizes
+            _native.meta("torch.ddp.config", "%s; %d buckets of %s bytes (index order)" % (
+                st.config, len(sizes), ", ".join(str(b) for b in sizes)))
+    _native.counter("ddp.buckets", float(len(done)))
+    _native.counter("ddp.bytes", float(nbytes))
+    _native.counter("ddp.bucket_max_bytes", float(biggest))
+    _native.counter("ddp.comm_ns", float(_union([(r[4], r[5]) for r in done])))
+    _native.counter("ddp.exposed_ns", float(exposed))
+
+
+def _on_step_end():
+    _safe(_flush_step)
 
 
 _ddp_done = False
