@@ -5,7 +5,10 @@
  * _exit(). It must run and exit as it would without phaseprof (no hang on
  * a lock or a thread of the parent's), write nothing into the parent's
  * spool, and the parent's run must say that a child was not followed
- * (issue 22, item 10). The parent records before and after. */
+ * (issue 22, item 10). The parent records before and after. With "marks"
+ * the child also records marks through the agent's pp_mark (looked up:
+ * absent in a plain run), enough to fill the recorder's buffers. */
+#include <dlfcn.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -31,6 +34,8 @@ int main(int argc, char **argv)
 {
 	const char *how = argc > 1 ? argv[1] : "clone3";
 	const char *leave = argc > 2 ? argv[2] : "exit";
+	int marks = argc > 3 && strcmp(argv[3], "marks") == 0;
+	void (*mark)(const char *) = marks ? (void (*)(const char *))dlsym(RTLD_DEFAULT, "pp_mark") : NULL;
 	churn(20000);
 	long pid;
 	if (strcmp(how, "clone") == 0) {
@@ -47,6 +52,8 @@ int main(int argc, char **argv)
 	}
 	if (pid == 0) {
 		churn(200000);
+		for (int i = 0; mark && i < 300000; i++)
+			mark("child mark");
 		if (strcmp(leave, "_exit") == 0)
 			_exit(7);
 		exit(7);
