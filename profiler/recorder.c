@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -124,6 +125,8 @@ static struct recorder {
 	char error[512];
 	int atfork_installed;
 	int atexit_installed;
+	int pid;                      /* the process whose spool this is (start_spool) */
+	_Atomic int foreign_noted;    /* a raw clone child that said it is not followed */
 } R = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.wake = PTHREAD_COND_INITIALIZER,
@@ -184,6 +187,26 @@ int pp_kind_from_name(const char *name)
 const char *pp_last_error(void) { return R.error; }
 static inline int is_open(void) { return atomic_load_explicit(&R.open, memory_order_relaxed); }
 int pp_is_open(void) { return is_open(); }
+
+static void note_clone_child(void);
+
+/* 1 in a process the recorder's state was copied into without a fork
+ * handler running: a child made by a raw clone3 or clone system call. Its
+ * locks may be held by threads it does not have (the spool writer in a
+ * drain) and its descriptor is the parent's spool: it takes no recorder
+ * lock and writes nothing, and says once, in the parent's spool, that it
+ * was not followed. It changes no shared state: with CLONE_VM its memory
+ * is the parent's. A system call: only on the cold paths (a full buffer,
+ * a row, the close). */
+static int foreign(void)
+{
+	if (!R.pid || (int)getpid() == R.pid)
+		return 0;
+	note_clone_child();
+	return 1;
+}
+
+int pp_foreign_child(void) { return is_open() && foreign(); }
 const char *pp_spool_path(void) { return R.spool_path; }
 
 static void set_error(const char *fmt, ...)
@@ -249,6 +272,8 @@ static uint32_t intern(const char *s)
 		if (e->ptr == s && strcmp(e->text, s) == 0)
 			return e->id;
 	}
+	if (foreign())
+		return 0;
 	const char *text = NULL;
 	pthread_mutex_lock(&R.str_lock);
 	uint32_t id = intern_locked(s, &text);
@@ -309,7 +334,7 @@ static pp_buffer *buffer_get_locked(pp_thread *owner, uint32_t limit)
 
 static pp_thread *thread_init(void)
 {
-	if (!is_open())
+	if (!is_open() || foreign())
 		return NULL;
 	pthread_once(&key_once, make_key);
 	pp_thread *t = calloc(1, sizeof *t);
@@ -357,6 +382,8 @@ static void write_unlock_held(const sigset_t *old)
 /* The current buffer is full (or missing): hand it to the writer, take another. */
 static pp_buffer *buffer_swap(pp_thread *t)
 {
+	if (foreign())
+		return NULL;
 	pthread_mutex_lock(&R.lock);
 	pp_buffer *old = atomic_load_explicit(&t->cur, memory_order_relaxed);
 	if (old && atomic_load_explicit(&old->n, memory_order_relaxed) < old->cap) {
@@ -417,9 +444,9 @@ static __attribute__((noinline, cold)) void emit_slow(uint8_t type, uint8_t kind
 							uint64_t arg, uint64_t ts)
 {
 	pp_thread *t = tls_thread;
+	if (!is_open() || foreign())
+		return;
 	if (!t || tls_gen != R.generation) {
-		if (!is_open())
-			return;
 		t = thread_init();
 		if (!t)
 			return;
@@ -629,6 +656,8 @@ void pp_phase_at(pp_kind kind, const char *name, uint64_t start_ns, uint64_t end
 /* Appends a pre-encoded chunk (type, tid, payload) to the side buffer. */
 static int side_append(uint16_t type, uint32_t tid, const void *p, uint32_t n)
 {
+	if (foreign())
+		return -1;
 	pthread_mutex_lock(&R.side_lock);
 	size_t need = R.side_n + 10 + n;
 	if (need > R.side_cap) {
@@ -668,7 +697,7 @@ static uint32_t self_tid(void)
 
 void pp_meta(const char *key, const char *value)
 {
-	if (!is_open() || !key)
+	if (!is_open() || !key || foreign())
 		return;
 	if (!value)
 		value = "";
@@ -756,6 +785,8 @@ static void enc_str(enc *e, char tag, const char *s)
 
 static int vrow(const char *table, const char *fmt, va_list ap)
 {
+	if (foreign()) /* before any allocation: the allocator's lock may be a missing thread's */
+		return -1;
 	enc e;
 	enc_init(&e);
 	uint32_t tl = (uint32_t)strlen(table), nc = (uint32_t)strlen(fmt);
@@ -1149,6 +1180,7 @@ static int start_spool(void)
 	R.header.version = PP_SPOOL_VERSION;
 	R.header.header_size = sizeof R.header;
 	R.header.pid = (uint32_t)getpid();
+	R.pid = (int)getpid();
 	R.header.ppid = (uint32_t)getppid();
 	R.header.clock = (uint32_t)pp_clock_kind();
 	clock_pair(&R.header.start_ticks, &R.header.start_mono_ns);
@@ -1216,36 +1248,63 @@ static void atfork_parent(void)
 	write_unlock_held(&fork_mask);
 }
 
-/* A forked child that could not start its own spool (the program changed
- * its user or root first: setresuid, chroot; the folder is out of reach)
- * is not silently missing: a META chunk `agent.child_unrecorded` in the
- * parent's spool, through the descriptor the child inherited, in one
- * O_APPEND write (whole among the parent's). */
-static void note_child_unrecorded(int fd)
+/* A META chunk `agent.child_unrecorded` written into the parent's spool
+ * through the descriptor a child inherited, in one O_APPEND write (whole
+ * among the parent's), by a raw system call (no hook counts it). */
+static void write_child_note(int fd, const char *val, int vl)
 {
-	if (fd < 0)
-		return;
 	static const char key[] = "agent.child_unrecorded";
-	char val[700];
-	int vl = snprintf(val, sizeof val, "pid %d, forked at %.3f s, not recorded: %s", (int)getpid(),
-			  (double)pp_now() / 1e9, R.error[0] ? R.error : "its spool could not be started");
-	if (vl < 0)
+	if (fd < 0 || vl < 0)
 		return;
-	if (vl >= (int)sizeof val)
-		vl = (int)sizeof val - 1;
-	unsigned char buf[sizeof(pp_chunk_header) + sizeof key + sizeof val + 8];
+	if (vl >= 700)
+		vl = 699;
+	unsigned char buf[sizeof(pp_chunk_header) + sizeof key + 700 + 8];
 	pp_chunk_header h = {0};
 	h.magic = PP_CHUNK_MAGIC;
 	h.type = PP_CHUNK_META;
 	h.size = (uint32_t)(sizeof key + (size_t)vl + 1);
 	memcpy(buf + sizeof h, key, sizeof key);
-	memcpy(buf + sizeof h + sizeof key, val, (size_t)vl + 1);
+	memcpy(buf + sizeof h + sizeof key, val, (size_t)vl);
+	buf[sizeof h + sizeof key + (size_t)vl] = 0;
 	h.crc = pp_crc32(pp_crc32(0, (const char *)&h + PP_CHUNK_CRC_FIELDS, PP_CHUNK_CRC_LEN), buf + sizeof h, h.size);
 	memcpy(buf, &h, sizeof h);
 	size_t n = sizeof h + h.size;
 	while (n & 7)
 		buf[n++] = 0;
-	syscall(SYS_write, fd, buf, n); /* raw: no hook counts it */
+	syscall(SYS_write, fd, buf, n);
+}
+
+/* A forked child that could not start its own spool (the program changed
+ * its user or root first: setresuid, chroot; the folder is out of reach)
+ * is not silently missing: the parent's spool says so. */
+static void note_child_unrecorded(int fd)
+{
+	char val[700];
+	int vl = snprintf(val, sizeof val, "pid %d, forked at %.3f s, not recorded: %s", (int)getpid(),
+			  (double)pp_now() / 1e9, R.error[0] ? R.error : "its spool could not be started");
+	write_child_note(fd, val, vl);
+}
+
+/* A child made by a raw clone3/clone system call (foreign()): the agent
+ * does not follow it (no fork handler ran: its copy of the recorder has the
+ * parent's spool and threads that do not exist in it). Said once, when it
+ * first reaches the recorder's cold path, in the parent's spool, through
+ * the descriptor it inherited if that is still the spool. */
+static void note_clone_child(void)
+{
+	int me = (int)getpid();
+	if (atomic_exchange(&R.foreign_noted, me) == me)
+		return;
+	struct stat st;
+	int fd = R.w.fd;
+	if (fd < 0 || fstat(fd, &st) != 0 || (uint64_t)st.st_dev != R.w.dev ||
+	    (uint64_t)st.st_ino != R.w.ino)
+		return;
+	char val[300];
+	int vl = snprintf(val, sizeof val,
+			  "pid %d, made at %.3f s, not recorded: a child made by clone3 or clone without fork "
+			  "was not followed", me, (double)pp_now() / 1e9);
+	write_child_note(fd, val, vl);
 }
 
 static void atfork_child(void)
@@ -1431,7 +1490,7 @@ int pp_close_at_exit(void) { return close_recorder(0); }
 
 static int close_recorder(int release)
 {
-	if (!is_open())
+	if (!is_open() || foreign())
 		return 0;
 	/* the run ends here, not after the writer's wake-up and final drain */
 	uint64_t end = pp_ticks();
@@ -1511,7 +1570,8 @@ static int close_recorder(int release)
 
 int pp_exit_note_signal_safe(int32_t code, int32_t sig)
 {
-	if (!is_open())
+	/* a raw clone child: its parent's spool, nothing of its own */
+	if (!is_open() || (int)getpid() != R.pid)
 		return -1;
 	return pp_spool_write_exit_signal_safe(&R.w, code, sig);
 }
@@ -1527,7 +1587,7 @@ static PP_TLS int tls_fd_depth, tls_fd_locked;
 void pp_spool_fd_enter(unsigned int first, unsigned int last)
 {
 	if (tls_fd_depth++ == 0) {
-		if (!is_open())
+		if (!is_open() || foreign())
 			return;
 		pthread_mutex_lock(&R.w.lock);
 		tls_fd_locked = 1;

@@ -47,6 +47,10 @@ typedef struct pp_spool_writer {
 	unsigned char *batch;
 	uint32_t batch_n, batch_cap;
 	int batching;
+	/* The process that created the spool: a child made by a raw clone3 or
+	 * clone system call (no fork handler ran in it) holds a copy of this
+	 * writer and the parent's descriptor; it never writes through them. */
+	int pid;
 } pp_spool_writer;
 
 int pp_spool_create(pp_spool_writer *w, const char *path, int exclusive, char *err, size_t errlen);
@@ -105,6 +109,11 @@ void pp_spool_reopen(pp_spool_writer *w);
 
 /* recorder.c: the process's exit or fatal signal, from a signal handler */
 int pp_exit_note_signal_safe(int32_t code, int32_t sig);
+/* recorder.c: in a child made by a raw clone3/clone system call (the
+ * recorder's state copied without a fork handler), says once in the
+ * parent's spool that it was not followed; 1 in such a child, else 0 and
+ * nothing done. For its _exit, which reaches no other recorder path. */
+int pp_foreign_child(void);
 /* pp_close for a process that is ending: the recorder's memory is left
  * to the exit (no unmapping, see recorder.c). */
 int pp_close_at_exit(void);

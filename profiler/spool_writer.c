@@ -97,6 +97,7 @@ int pp_spool_create(pp_spool_writer *w, const char *path, int exclusive, char *e
 		return -1;
 	}
 	snprintf(w->path, sizeof w->path, "%s", path);
+	w->pid = (int)getpid();
 	return 0;
 }
 
@@ -248,6 +249,9 @@ int pp_spool_batch_end(pp_spool_writer *w)
 static int write_direct_locked(pp_spool_writer *w, struct iovec *iov, int n)
 {
 	if (w->failed)
+		return -1;
+	/* a raw clone3/clone child: the descriptor is its parent's spool */
+	if (w->pid != (int)getpid())
 		return -1;
 	if (!fd_is_ours(w) && reclaim(w) != 0)
 		return -1;
@@ -434,7 +438,7 @@ int pp_spool_write_exit_signal_safe(pp_spool_writer *w, int32_t code, int32_t si
 {
 	pp_exit_chunk c;
 	pp_spool_exit_chunk(&c, code, sig);
-	if (w->failed || !fd_is_ours(w))
+	if (w->failed || w->pid != (int)getpid() || !fd_is_ours(w))
 		return -1;
 	/* raw system call: no hook, no lazy symbol lookup */
 	long r = syscall(SYS_write, w->fd, &c, sizeof c);

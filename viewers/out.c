@@ -59,7 +59,10 @@ static const char *file_type(mode_t m)
 /* Opens a temporary file beside the destination; the destination itself is
  * only replaced, by rename, once everything was written. An existing
  * destination must be a regular file (a symbolic link is followed, so the
- * link stays and its target is replaced). Returns the descriptor or -1. */
+ * link stays and its target is replaced). A new file is the owner's only
+ * (0600, as perf writes perf.data: a report holds command lines, paths
+ * and names of the recorded program); an existing one keeps its mode.
+ * Returns the descriptor or -1. */
 static int open_tmp(pp_out *o, const char *path, char *err, size_t errlen)
 {
 	struct stat sb;
@@ -76,9 +79,7 @@ static int open_tmp(pp_out *o, const char *path, char *err, size_t errlen)
 			dest = real;
 		mode = sb.st_mode & 07777;
 	} else if (errno == ENOENT) {
-		mode_t mask = umask(0);
-		umask(mask);
-		mode = 0666 & ~mask;
+		mode = 0600;
 	} else {
 		snprintf(err, errlen, "%s: cannot open for writing: %s", path, strerror(errno));
 		return -1;

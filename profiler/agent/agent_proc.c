@@ -405,6 +405,11 @@ static void before_exit_now(int status)
 	if (owns_recorder()) {
 		ppa_exit_status(status & 0xff, 0);
 		ppa_close_recorder("_exit");
+	} else if (atomic_load(&ppa_recording)) {
+		/* a child made by a raw clone3/clone (no fork handler ran) that
+		 * reached no other recorder path: its parent's run says it was
+		 * not followed */
+		pp_foreign_child();
 	}
 }
 

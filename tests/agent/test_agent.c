@@ -829,6 +829,47 @@ static void test_dbfiles(void **state)
 	}
 }
 
+/* A child made by a raw clone3 or clone system call, not fork(): no fork
+ * handler runs in it, so it holds the parent's recorder state, spool
+ * descriptor included, and none of its threads. It runs and exits as it
+ * would (no wait for the parent's spool writer), writes nothing into the
+ * parent's spool (the run has the parent's status and none of the
+ * child's 200,000 allocations nor its 300,000 marks, which fill the
+ * recorder's buffers), and the parent's run says that a child was not
+ * followed (issue 22, item 10: missing with no note). */
+static void test_clone3(void **state)
+{
+	(void)state;
+	const char *how[] = {"clone3 exit", "clone3 _exit", "clone exit", "clone3 _exit marks"};
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(ppt_sh(dir, PP_TARGETS "/t_clone3 %s", how[i]), 0);
+		char *o = out_text();
+		assert_string_equal(o, "clone3 done\n");
+		free(o);
+		assert_int_equal(RECORD_T(60, "-- " PP_TARGETS "/t_clone3 %s", how[i]), 0);
+		o = out_text();
+		assert_string_equal(o, "clone3 done\n");
+		free(o);
+		char *e = err_text();
+		if (!strstr(e, "a child could not be recorded"))
+			fail_msg("%s: record's stderr does not name the child: %s", how[i], e);
+		free(e);
+		sqlite3 *db = db_open();
+		assert_rows(db, "SELECT status, exit_code, term_signal FROM runs", "complete 0 0");
+		assert_int_equal(q_int(db, "SELECT COUNT(*) FROM run_meta WHERE key = 'agent.child_unrecorded'"
+					   " AND value LIKE 'pid %made by clone3 or clone without fork was not followed'"), 1);
+		/* the parent's 40,000 allocations, not the child's 200,000 more */
+		int64_t n = q_int(db, "SELECT count FROM allocations WHERE kind = 'total'");
+		if (n < 40000 || n >= 200000)
+			fail_msg("%s: %lld allocations counted (the parent made 40,000, the child 200,000)", how[i],
+				 (long long)n);
+		assert_int_equal(q_int(db, "SELECT COUNT(*) FROM allocations WHERE kind = 'total'"), 1);
+		assert_int_equal(q_int(db, "SELECT COUNT(*) FROM marks"), 0); /* the child's 300,000 */
+		sqlite3_close(db);
+		rm_db();
+	}
+}
+
 /* A crash inside malloc with SIGALRM blocked: the program dies at once as
  * it would (134), what was recorded is kept. */
 static void test_doublefree(void **state)
@@ -1198,6 +1239,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_arenas, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_spoolpath, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dbfiles, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clone3, setup, teardown),
 	};
 	if (argc > 1) {
 		char filter[64];

@@ -89,3 +89,78 @@ write('bad_version.spool', header(version=2) + body)
 write('bad_header_size.spool', header(size=96) + body)
 write('bad_short.spool', header()[:60])
 write('bad_text.spool', b'this is not a spool file at all, just some text that is long enough\n' * 2)
+
+# ---- version 2 (issue 22): the header carries its own CRC (in `reserved`),
+# a chunk's CRC covers its type, flags, tid and size before the payload;
+# the room after the header (PAD) and what a spool that could not be
+# written to its end puts there; a note a raw clone3 child appends after
+# the parent's END. Each damaged one differs from a good one in one field.
+def header2(pid=200, ppid=1, clock=0, ticks=0, mono=1000, flip=None):
+    h = bytearray(struct.pack('<8sIIIIII QQQ 3Q', b'PPSPOOL1', 2, 80, pid, ppid, clock, 0,
+                              10**18, mono, ticks, 0, 0, 0))
+    struct.pack_into('<I', h, 28, zlib.crc32(bytes(h)))
+    if flip is not None:  # (byte, bit) flipped after sealing
+        h[flip[0]] ^= 1 << flip[1]
+    return bytes(h)
+
+def chunk2(typ, payload, tid=0, flags=0, flip=None):
+    fields = struct.pack('<HHII', typ, flags, tid, len(payload))
+    c = zlib.crc32(payload, zlib.crc32(fields))
+    pad = b'\0' * ((8 - len(payload) % 8) % 8)
+    out = bytearray(struct.pack('<I', 0x4b4e4843) + fields + struct.pack('<II', c, 0) + payload + pad)
+    if flip is not None:  # (byte of the chunk, bit) flipped after sealing
+        out[flip[0]] ^= 1 << flip[1]
+    return bytes(out)
+
+def pad2(room=512):  # the PAD chunk right after the header: 512 bytes in all
+    return chunk2(10, b'\0' * (room - 24))
+
+def loss2(n, what):
+    return chunk2(6, struct.pack('<Q', n) + b(what))
+
+def meta2(k, v, tid=0):
+    return chunk2(4, b(k) + b'\0' + b(v) + b'\0', tid)
+
+def events2(tid, evs):
+    return chunk2(1, b''.join(struct.pack('<QBBHIQ', *e) for e in evs), tid)
+
+EV = [(2000, 1, 3, 0, 1, U), (2100, 1, 16, 0, 2, 0), (2150, 4, 0, 0, 3, 0x3ff0000000000000),
+      (2200, 1, 21, 0, 4, U), (2300, 2, 0, 0, 0, 0), (2400, 2, 0, 0, 0, 0),
+      (2500, 3, 0, 0, 1, 0), (2600, 2, 0, 0, 0, 0), (2700, 2, 0, 0, 0, 0)]
+def body2(tid=7, flip_at=None, flip=None):
+    parts = [chunk2(2, struct.pack('<I', 1) + b'init'), chunk2(2, struct.pack('<I', 2) + b'step'),
+             chunk2(2, struct.pack('<I', 3) + b'c'), chunk2(2, struct.pack('<I', 4) + b'matmul'),
+             meta2('command', 'prog --flag'), chunk2(3, b'main', tid=tid), events2(tid, EV),
+             chunk2(5, struct.pack('<QQ', 5000, 6000))]
+    if flip_at is not None:
+        p = bytearray(parts[flip_at])
+        p[flip[0]] ^= 1 << flip[1]
+        parts[flip_at] = bytes(p)
+    return b''.join(parts)
+
+def end2(ts=3000):
+    return chunk2(8, struct.pack('<Q', ts))
+
+write('ok_v2_small.spool', header2(pid=201) + pad2() + body2() + end2())
+# a chunk's type (EVENTS -> STRING), tid, size or flags flipped: damage, not other content
+write('ok_v2_flip_type.spool', header2(pid=202) + pad2() + body2(flip_at=6, flip=(4, 0)) + end2())
+write('ok_v2_flip_tid.spool', header2(pid=203) + pad2() + body2(flip_at=6, flip=(8, 3)) + end2())
+write('ok_v2_flip_size.spool', header2(pid=204) + pad2() + body2(flip_at=5, flip=(12, 1)) + end2())
+write('ok_v2_flip_flags.spool', header2(pid=205) + pad2() + body2(flip_at=4, flip=(6, 7)) + end2())
+write('ok_v2_flip_end_type.spool', header2(pid=206) + pad2() + body2() + end2()[:4] +
+      bytes([end2()[4] ^ 1]) + end2()[5:])
+# a chunk type nobody knows, its CRC right
+write('ok_v2_unknown_type.spool', header2(pid=207) + pad2() + chunk2(99, b'future') + body2() + end2())
+# the disk filled up: the room after the header says what was lost, no END
+room = loss2(1234, 'unwritten') + loss2(5, 'rows') + \
+    meta2('recorder.write_failed', 'No space left on device after 4096 bytes: 1234 events, 5 rows not written')
+write('ok_v2_diskfull.spool', header2(pid=208) + room + pad2(512 - len(room)) + body2())
+# a raw clone3 child's note, appended after the parent's END (and an EXIT)
+write('ok_v2_clone_note.spool', header2(pid=209) + pad2() + body2() + end2() +
+      meta2('agent.child_unrecorded', 'pid 210, made at 0.002 s, not recorded: a child made by clone3 '
+            'or clone without fork was not followed') + chunk2(9, struct.pack('<ii', 0, 0)))
+# the header's own CRC wrong: a flipped bit in the pid, the clock kind, the version
+write('bad_v2_header_pid.spool', header2(pid=211, flip=(16, 2)) + pad2() + body2() + end2())
+write('bad_v2_header_clock.spool', header2(pid=212, flip=(24, 0)) + pad2() + body2() + end2())
+write('bad_v2_header_crc.spool', header2(pid=213, flip=(28, 5)) + pad2() + body2() + end2())
+write('bad_v2_header_start.spool', header2(pid=214, flip=(40, 6)) + pad2() + body2() + end2())
