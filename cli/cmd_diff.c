@@ -127,8 +127,9 @@ static void text_begin(FILE *out, const pp_diff *d, const struct diff_src *a, co
 				  "waits the program reports have their own phase rows.");
 	if (d->step_contention)
 		fprintf(out, "step median: the runs' loads differed (wall per CPU time x%.2f, beyond "
-			     "x%.2f) and the steps' CPU time changed x%.2f, within the x%.1f that contention "
-			     "for the CPUs makes on its own: same (record both on a quiet machine to tell)\n",
+			     "x%.2f), the more loaded run is the slower, and the steps' CPU time changed "
+			     "x%.2f, within the x%.1f that contention for the CPUs makes on its own: same "
+			     "(record both on a quiet machine to tell)\n",
 			d->load_factor, PP_DIFF_LOAD_DIFFERS,
 			d->step_cpu_median_a > 0 ? d->step_cpu_median_b / d->step_cpu_median_a : 1,
 			PP_DIFF_CONTENTION);

@@ -411,6 +411,17 @@ static void test_load_differs_contention_same(void **state)
 	assert_false(d.step_contention);
 	assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_IMPROVEMENT);
 	pp_diff_free(&d);
+
+	/* The loaded run the faster one: contention cannot have made the
+	 * quiet run slower. A baseline recorded while other tests loaded the
+	 * machine (wall per CPU 1.45) against more work recorded quietly (1.15):
+	 * CPU x1.45, wall x1.15. A regression still. */
+	int64_t e = cpu_run("baseline, loaded", 40, 10 * MS, 6.9 * MS, 20 * MS, 1, 413);
+	int64_t f = cpu_run("more work, quiet", 40, 11.5 * MS, 10 * MS, 20 * MS, 1, 414);
+	assert_int_equal(pp_diag_diff(T.st, e, T.st, f, &d), 0);
+	assert_false(d.step_contention);
+	assert_int_equal(row(&d, "step median")->verdict, PP_DIFF_REGRESSION);
+	pp_diff_free(&d);
 }
 
 /* A PyTorch-like run: steps, one-off start-up phases (library loads,

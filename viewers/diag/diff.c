@@ -306,10 +306,14 @@ static int judge_steps(pp_diff_row *row, const run_side *sa, const run_side *sb,
 	out->step_cpu_share = ra > rb ? ra : rb;
 	if (c.verdict != w.verdict)
 		row->verdict = PP_DIFF_SAME;
+	/* Contention inflates the CPU time of the more loaded run: a verdict
+	 * that makes that run the slower one may be its load alone, when the
+	 * CPU times differ by less than contention makes. One that makes it
+	 * the faster holds all the more. */
 	double l = out->load_factor, cr = c.med_a > 0 ? c.med_b / c.med_a : 1;
-	if (row->verdict != PP_DIFF_SAME &&
-	    (l > PP_DIFF_LOAD_DIFFERS || l < 1 / PP_DIFF_LOAD_DIFFERS) &&
-	    cr < PP_DIFF_CONTENTION && cr > 1 / PP_DIFF_CONTENTION) {
+	int a_loaded = l < 1 / PP_DIFF_LOAD_DIFFERS, b_loaded = l > PP_DIFF_LOAD_DIFFERS;
+	if ((a_loaded && row->verdict == PP_DIFF_IMPROVEMENT && cr > 1 / PP_DIFF_CONTENTION) ||
+	    (b_loaded && row->verdict == PP_DIFF_REGRESSION && cr < PP_DIFF_CONTENTION)) {
 		out->step_contention = 1;
 		row->verdict = PP_DIFF_SAME;
 	}
