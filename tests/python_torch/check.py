@@ -646,7 +646,13 @@ def lightning_fit(pp, acc, package="pytorch_lightning"):
     check(inside >= 0.95 * loop, "steps cover %.1f%% of the training loop" % (100.0 * inside / loop), r)
     print("steps cover %.1f%% of the training loop (%.1f ms of %.1f ms)"
           % (100.0 * inside / loop, inside / 1e6, loop / 1e6))
-    healthy(r)
+    # The first step of a fit pays torch's and Lightning's one-time costs
+    # (the first backward: 2.03 s against 248 ms later beside two busy
+    # loops); on a loaded machine they stretch past first_step_slow's
+    # thresholds, and what it says then is so. Nothing else may be claimed.
+    bad = [f for f in r.findings() if f[1] in ("moderate", "high") and f[0] not in STARTUP
+           and f[0] != "first_step_slow"]
+    check(not bad, "moderate/high findings on a healthy fit: %r" % bad, r)
 
 
 def adam_lazy(r):
