@@ -887,8 +887,20 @@ static int parse_options(int argc, char **argv, record_opts *o)
  * existing file must be a phaseprof database we can write, a new one needs
  * a writable folder (opening for writing here would cost the schema set-up
  * twice). 0 or -1 (reported). */
+static void folder_of(const char *path, char *folder, size_t n)
+{
+	snprintf(folder, n, "%s", path);
+	char *slash = strrchr(folder, '/');
+	if (slash)
+		*(slash == folder ? slash + 1 : slash) = 0;
+	else
+		snprintf(folder, n, ".");
+}
+
 static int check_database(const char *out)
 {
+	char folder[PATH_MAX];
+	folder_of(out, folder, sizeof folder);
 	if (access(out, F_OK) == 0) {
 		/* through SQLite (another record may be creating it right now: no
 		 * tables yet is fine), which parses the whole schema: ~0.4 ms
@@ -903,6 +915,14 @@ static int check_database(const char *out)
 			cli_error("record: %s: not writable (%s)", out, strerror(errno));
 			return -1;
 		}
+		/* an append writes a journal beside the file: a read-only folder
+		 * failed it after the program had run */
+		if (access(folder, W_OK) != 0) {
+			cli_error("record: %s: its folder %s is not writable (%s): SQLite keeps its "
+				  "journal there",
+				  out, folder, strerror(errno));
+			return -1;
+		}
 		/* refused before the program runs, as the append would be after */
 		struct stat sb;
 		if (stat(out, &sb) == 0 && sb.st_uid != geteuid() && !pp_store_foreign_allowed()) {
@@ -912,13 +932,6 @@ static int check_database(const char *out)
 		}
 		return 0;
 	}
-	char folder[PATH_MAX];
-	snprintf(folder, sizeof folder, "%s", out);
-	char *slash = strrchr(folder, '/');
-	if (slash)
-		*(slash == folder ? slash + 1 : slash) = 0;
-	else
-		snprintf(folder, sizeof folder, ".");
 	if (access(folder, W_OK) != 0) {
 		cli_error("record: cannot create %s: folder %s is not writable (%s)", out, folder, strerror(errno));
 		return -1;

@@ -88,5 +88,24 @@ else
   echo "skipped: another user's database (not root)"
 fi
 
+# ---- an existing database in a folder that cannot be written ----
+# SQLite writes its journal beside the file: record must refuse before the
+# program runs (it ran, then failed): a file the user may write in a folder
+# he may not, as another user (root writes anywhere), where that user can
+# run this build's phaseprof.
+if [ "$(id -u)" = 0 ] && setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$pp" 2>/dev/null; then
+  chmod 755 "$tmp"
+  mkdir ro && cp a.db ro/a.db && chown 65534:65534 ro/a.db && chmod 755 ro
+  mkdir marks && chmod 777 marks
+  setpriv --reuid=65534 --regid=65534 --clear-groups \
+    "$pp" record -o ro/a.db -- touch marks/m >"$tmp/out" 2>"$tmp/err" </dev/null
+  rc=$?
+  [ $rc -ne 0 ] || bad "record -o into a folder not writable: exit 0"
+  [ ! -e marks/m ] || bad "record -o into a folder not writable: the program ran"
+  grep -q "ro/a.db: its folder ro is not writable" "$tmp/err" || bad "folder not writable: $(head -c 600 "$tmp/err")"
+else
+  echo "skipped: a folder not writable (needs root, and $pp runnable by uid 65534)"
+fi
+
 [ $fails = 0 ] && echo "files: ok"
 exit $((fails > 0))
