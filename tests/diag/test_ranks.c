@@ -149,6 +149,46 @@ static void test_init_skew_names_rank_and_phase(void **state)
 	assert_string_equal(f->severity, "high");
 }
 
+/* The same import on every rank, one rank's slower (its host): a balanced
+ * DDP job failed CI once on "Rank 0 reached init_process_group 658 ms
+ * after the other ranks: its import 'torch' took longer". Information, not
+ * a moderate claim; a rank-only import stays one. */
+static void test_init_skew_shared_import_info(void **state)
+{
+	(void)state;
+	make_job(2, 10);
+	for (int i = 0; i < job.n; i++) {
+		diag_rank *k = &job.ranks[i];
+		k->pre = realloc(k->pre, 2 * sizeof *k->pre);
+		k->pre[1] = (diag_phase){PP_IMPORT, "torch", (i == 0 ? 2600 : 1900) * MS};
+		k->n_pre = 2;
+		k->init_start += (i == 0 ? 2600 : 1900) * MS;
+		k->init_end = job.ranks[0].init_start + 100 * MS;
+	}
+	job.ranks[1].init_end = job.ranks[0].init_end;
+	check();
+	const pp_finding *f = find("rank_init_skew");
+	assert_non_null(f);
+	assert_string_equal(f->severity, "info");
+	assert_non_null(strstr(f->title, "its import 'torch' took longer"));
+	assert_non_null(strstr(f->evidence, "Every rank makes this import"));
+	teardown(NULL);
+
+	/* only the late rank imports it: the job's work */
+	make_job(2, 10);
+	diag_rank *k = &job.ranks[0];
+	k->pre = realloc(k->pre, 2 * sizeof *k->pre);
+	k->pre[1] = (diag_phase){PP_IMPORT, "big_dataset_module", 700 * MS};
+	k->n_pre = 2;
+	k->init_start += 700 * MS;
+	job.ranks[1].init_end = k->init_start + 100 * MS;
+	k->init_end = k->init_start + 100 * MS;
+	check();
+	f = find("rank_init_skew");
+	assert_non_null(f);
+	assert_string_not_equal(f->severity, "info");
+}
+
 static void test_first_collective_skew(void **state)
 {
 	(void)state;
@@ -519,6 +559,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_noisy_balanced_quiet, teardown),
 		cmocka_unit_test_teardown(test_launch_stagger_quiet, teardown),
 		cmocka_unit_test_teardown(test_init_skew_names_rank_and_phase, teardown),
+		cmocka_unit_test_teardown(test_init_skew_shared_import_info, teardown),
 		cmocka_unit_test_teardown(test_first_collective_skew, teardown),
 		cmocka_unit_test_teardown(test_straggler, teardown),
 		cmocka_unit_test_teardown(test_slower_rank_without_wait_quiet, teardown),
