@@ -164,7 +164,10 @@ def case_hooks_fixed(pp):
     r = Rec(pp, "hooks.py", "fixed")
     check(len(r.steps()) == 60, "steps: %d" % len(r.steps()), r)
     check(set(r.counter("torch.hooks")) == {1}, "torch.hooks %r" % r.counter("torch.hooks"))
-    check(r.finding("iteration_time_grows") is None, "growth finding on the fixed twin", r)
+    # beside busy loops the steps' wall time may rise while their CPU time
+    # stays: the rule then says so, as information (the program did not grow)
+    f = r.finding("iteration_time_grows")
+    check(f is None or (f[1] == "info" and "CPU time does not" in f[2]), "growth finding on the fixed twin", r)
     healthy(r)
 
 
