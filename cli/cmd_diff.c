@@ -1,5 +1,5 @@
 /* phaseprof diff — phase-by-phase comparison of two runs. The comparison is
- * viewers/diag (pp_diag_diff); this file parses arguments and prints through
+ * diag (pp_diag_diff); this file parses arguments and prints through
  * an ops struct, one backend per output format (uftrace style). */
 #include "cli.h"
 #include "cli_opt.h"

@@ -13,7 +13,7 @@
 #include "cli_opt.h"
 #include "diagnostics.h"
 #include "phaseprof.h"
-#include "recorder_internal.h"
+#include "spool_writer.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -59,7 +59,7 @@ void pp_strtab_free(pp_strtab *t);
 enum pp_item_cat {
 	PP_CAT_SPAN = 0,          /* phases and spans (kind in `kind`) */
 	PP_CAT_OP,                /* op executions */
-	PP_CAT_GPU_API,           /* CUDA runtime/driver calls on a CPU thread */
+	PP_CAT_GPU_API,           /* CUDA demo/flow/driver calls on a CPU thread */
 	PP_CAT_GPU,               /* kernels, copies, memsets on a GPU stream */
 };
 

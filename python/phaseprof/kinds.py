@@ -1,4 +1,4 @@
-"""Phase kinds: the values of ``pp_kind`` in profiler/phaseprof.h.
+"""Phase kinds: the values of ``pp_kind`` in record/include/phaseprof.h.
 
 They are stored in the database: append, never renumber.
 """

@@ -1,5 +1,5 @@
 /* make_nested DB — two runs of a loop of 30 iterations whose every step
- * holds a nested step (what runtime/session.c records for session.run inside
+ * holds a nested step (what demo/flow/session.c records for session.run inside
  * a training loop): 2 ms outer steps, each with a 0.2 ms inner step. */
 #include <setjmp.h>
 #include <stdarg.h>

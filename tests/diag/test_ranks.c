@@ -1,4 +1,4 @@
-/* The rank rules (viewers/diag/rules_ranks.c) on hand-built jobs: each
+/* The rank rules (diag/rules_ranks.c) on hand-built jobs: each
  * firing with the right rank, phase and numbers, and quiet on balanced,
  * noisy and merely staggered jobs. */
 #include <setjmp.h>

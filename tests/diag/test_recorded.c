@@ -1,4 +1,4 @@
-/* The conventions of viewers/diag/README.md through the real recording path:
+/* The conventions of diag/README.md through the real recording path:
  * recorder API -> spool -> pp_store_ingest -> rules. Counts decide these
  * rules, so the test does not depend on how fast the machine is. */
 #include <setjmp.h>

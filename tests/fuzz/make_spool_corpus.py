@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Regenerates the spool seed corpus (committed; run by hand when the format
 changes). ok_* spools are ingested (a damaged tail is cut, the rest kept),
-bad_* spools are refused as a whole. Format: profiler/spool.h."""
+bad_* spools are refused as a whole. Format: record/include/spool.h."""
 import os, struct, zlib
 
 here = os.path.dirname(os.path.abspath(__file__))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/gpu_compare.py, the judgement of scripts/gpu-check.sh, on fixtures:
-# a database made from profiler/schema.sql with known kernels, one the
+# a database made from store/schema.sql with known kernels, one the
 # collector wrote over the fake libcupti (test_gpu_collector trace, kept with
 # KEEP_DB), a Kineto-style Chrome trace, ncu CSV output. Asserts the verdict
 # lines and exit statuses.
@@ -32,7 +32,7 @@ expect() {
 }
 
 # a database with 3 kernels of 1, 2 and 3 ms, plus rows that are not kernels
-"$PY" - "$ROOT/profiler/schema.sql" "$T/known.db" <<'EOF' || { echo "FAIL: cannot make the fixture db"; exit 1; }
+"$PY" - "$ROOT/store/schema.sql" "$T/known.db" <<'EOF' || { echo "FAIL: cannot make the fixture db"; exit 1; }
 import sqlite3, sys
 con = sqlite3.connect(sys.argv[2])
 con.executescript(open(sys.argv[1]).read())

@@ -1,4 +1,4 @@
-"""The phase kinds are written in C (profiler/phaseprof.h, pp_kind, and the
+"""The phase kinds are written in C (record/include/phaseprof.h, pp_kind, and the
 names the store writes into phase_kinds) and in Python
 (python/phaseprof/kinds.py): the three must agree, value for value.
 
@@ -15,7 +15,7 @@ pp, root = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(root, "python"))
 from phaseprof import kinds  # noqa: E402
 
-src = open(os.path.join(root, "profiler", "phaseprof.h")).read()
+src = open(os.path.join(root, "record", "include", "phaseprof.h")).read()
 body = re.search(r"typedef enum pp_kind \{(.*?)\} pp_kind;", src, re.S).group(1)
 body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
 header, value = {}, -1

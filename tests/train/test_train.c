@@ -604,7 +604,7 @@ static int has_span(pp_span_list *l, int kind, const char *name)
 	return 0;
 }
 
-/* Initialisers are runtime/ops' Initializer (flow_train registers no twin)
+/* Initialisers are demo/flow/ops' Initializer (flow_train registers no twin)
  * under its seed rule: a seeded model is the same every build, seed 0 is
  * unseeded in every layer. */
 static void test_initializer_seeds(void **state)
