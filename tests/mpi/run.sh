@@ -301,6 +301,53 @@ barrier)
 	between "$wait" $((late * 2)) $((late * 4)) "the others' wait"
 	echo "$f" | grep -qE "rank_(straggler|init_skew|first_collective_skew)" && fail "other rank findings: $f"
 	;;
+fsdp_t2)
+	# FSDP (FULL_SHARD) on gloo: its shards' collectives (torch 2.13's
+	# all_gather in forward, reduce_scatter_single inside backward)
+	# are comm phases inside the steps; no DDP note; output as a plain run's
+	PY=/opt/phaseprof-venv/torch2/bin/python
+	[ -x "$PY" ] || { echo "skip: no $PY"; exit 77; }
+	$PY -c 'import torch.distributed as d; assert d.is_available() and d.is_gloo_available()' 2>/dev/null ||
+		{ echo "skip: $PY has no torch.distributed with gloo"; exit 77; }
+	PROG="$(dirname "$0")/progs/fsdp_train.py"
+	for mode in plain record; do
+		PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+		for r in 0 1; do
+			if [ $mode = record ]; then
+				RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT \
+					"$PP_BIN" record -q -o "fsdp-$r.db" -- $PY "$PROG" 6 >"$mode.out$r" 2>"$mode.err$r" &
+			else
+				RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT \
+					$PY "$PROG" 6 >"$mode.out$r" 2>"$mode.err$r" &
+			fi
+			eval p$r=\$!
+		done
+		wait $p0; echo $? >"$mode.rc0"
+		wait $p1; echo $? >"$mode.rc1"
+	done
+	for r in 0 1; do
+		[ "$(cat plain.rc$r) $(cat record.rc$r)" = "0 0" ] ||
+			{ cat "record.err$r"; fail "rank $r exit: plain $(cat plain.rc$r), recorded $(cat record.rc$r)"; }
+		grep -q "^fsdp_train: rank $r of 2, 6 steps, digest " "record.out$r" || fail "rank $r: $(cat "record.out$r")"
+		cmp -s "plain.out$r" "record.out$r" ||
+			fail "rank $r output differs: plain '$(cat "plain.out$r")', recorded '$(cat "record.out$r")'"
+		db="fsdp-$r.db"
+		run=$(q "$db" "SELECT min(id) FROM runs")
+		n=$(q "$db" "SELECT count(*) FROM spans WHERE run_id=$run AND kind=16")
+		[ "$n" = 6 ] || fail "rank $r: $n steps, expected 6"
+		# every step: a gather inside its forward, a reduce-scatter inside its backward
+		for pair in "all_gather forward" "reduce_scatter_single backward"; do
+			set -- $pair
+			k=$(q "$db" "SELECT count(*) FROM spans s WHERE s.run_id=$run AND s.kind=16 AND EXISTS (SELECT 1 FROM spans c JOIN strings cn ON cn.id=c.name_id JOIN phase_kinds ck ON ck.id=c.kind JOIN spans p ON p.run_id=c.run_id JOIN phase_kinds pk ON pk.id=p.kind WHERE c.run_id=s.run_id AND ck.name='comm' AND cn.value='$1' AND pk.name='$2' AND c.start_ns>=p.start_ns AND c.end_ns<=p.end_ns AND p.start_ns>=s.start_ns AND p.end_ns<=s.end_ns)")
+			[ "$k" = 6 ] || fail "rank $r: $k of 6 steps have $1 inside $2 ($(q "$db" "SELECT group_concat(DISTINCT n.value) FROM spans s JOIN strings n ON n.id=s.name_id JOIN phase_kinds k ON k.id=s.kind WHERE k.name='comm'"))"
+		done
+		m=$(q "$db" "SELECT count(*) FROM run_meta WHERE key='torch.ddp'")
+		[ "$m" = 0 ] || fail "rank $r: an FSDP job has the DDP note"
+		b=$(q "$db" "SELECT CAST(max(c.value) AS INTEGER) FROM counters c JOIN strings n ON n.id=c.name_id WHERE c.run_id=$run AND n.value='comm.bytes'")
+		[ "${b:-0}" -gt 0 ] || fail "rank $r: no comm.bytes"
+		echo "rank $r: $(q "$db" "SELECT group_concat(v, ', ') FROM (SELECT n.value || ' x' || count(*) AS v FROM spans s JOIN strings n ON n.id=s.name_id JOIN phase_kinds k ON k.id=s.kind WHERE s.run_id=$run AND k.name='comm' GROUP BY n.value)"); $b bytes"
+	done
+	;;
 ddp_buckets_t?|ddp_exposed_t?)
 	# DDP's gradient buckets (the torch.distributed adapter's communication
 	# hook): per step as many bucket all-reduces as DDP has buckets, the

@@ -68,6 +68,8 @@ _COLLECTIVES = (
     "gather", "scatter", "all_to_all", "all_gather_into_tensor", "reduce_scatter_tensor",
     "all_to_all_single", "_all_gather_base", "_reduce_scatter_base", "all_gather_object",
     "broadcast_object_list", "all_reduce_coalesced",
+    # torch 2.13's single-tensor forms, which FSDP's shards go through
+    "all_gather_single", "reduce_scatter_single",
 )
 
 _bytes = 0
@@ -158,6 +160,7 @@ def _patch(module):
 
 
 _wrappers = {}
+_ddp_said = False
 
 
 def _patch_ddp():
@@ -169,9 +172,22 @@ def _patch_ddp():
     cls = getattr(par, "DistributedDataParallel", None)
     if cls is None or getattr(cls.__init__, "__phaseprof_wrapped__", None) is not None:
         return True
-    cls.__init__ = _wrap_phase(COMM_INIT, "DistributedDataParallel.__init__", cls.__init__)
-    _native.meta("torch.ddp", "gradient allreduce runs in DDP's C++ reducer hooks during backward: "
-                 "its wait is part of backward time; buckets: comm rows and ddp.* counters")
+    init = _wrap_phase(COMM_INIT, "DistributedDataParallel.__init__", cls.__init__)
+
+    # said when a DDP is made, not when its module is imported: FSDP
+    # imports it too, and the rank rules read this note as "DDP in use"
+    @functools.wraps(init)
+    def ddp_init(*args, **kwargs):
+        global _ddp_said
+        if not _ddp_said:
+            _ddp_said = True
+            _native.meta("torch.ddp", "gradient allreduce runs in DDP's C++ reducer hooks during "
+                         "backward: its wait is part of backward time; buckets: comm rows and ddp.* "
+                         "counters")
+        return init(*args, **kwargs)
+
+    ddp_init.__phaseprof_wrapped__ = init.__phaseprof_wrapped__
+    cls.__init__ = ddp_init
     _safe(_patch_ddp_hooks, cls)
     return True
 
