@@ -125,11 +125,97 @@ static const pp_span_row *host_phase_at(const diag_run *r, int64_t t)
 	return best;
 }
 
+/* Why the device sat idle in a gap, by what bounded it (first that holds):
+ * the host was blocked in a synchronising call while the device drained
+ * (cudaDeviceSynchronize, cudaStreamSynchronize, a blocking cudaMemcpy:
+ * `.item()`, `.cpu()`), so the queue was empty when it came back; the work
+ * after the gap is a host-to-device copy (the step waited for its data);
+ * the launch of the work after the gap was issued only during the gap (the
+ * host was too slow to keep the queue full); else another reason (a stream
+ * waiting on an event, work on another device). */
+enum { GAP_SYNC, GAP_DATA, GAP_LAUNCH, GAP_OTHER, GAP_CAUSES };
+static const char *const gap_cause_name[GAP_CAUSES] = {
+	"after the host synchronised", "waiting for host-to-device copies",
+	"launches issued late by the host", "other"};
+static const char *const gap_cause_fix[GAP_CAUSES] = {
+	"The host waits for the GPU to drain and then has nothing queued: remove synchronising calls "
+	"from the loop (tensor.item(), .cpu(), print of a device tensor, cudaDeviceSynchronize, "
+	"blocking copies); read values back every N steps, or copy them asynchronously "
+	"(non_blocking=True into pinned memory) and read them a step later.",
+	"The GPU waits for each batch to arrive: load and copy the next batch while the current one "
+	"computes (DataLoader with pin_memory=True and .to(device, non_blocking=True), a prefetching "
+	"stream), or keep the data on the device.",
+	"The host does not launch work fast enough to keep the GPU busy: move Python work out of the "
+	"step (preprocessing into DataLoader workers), fuse small kernels (torch.compile), capture the "
+	"step in a CUDA graph, or raise the batch size so each launch carries more work.",
+	"Keep the GPU fed: overlap input preparation with compute (prefetch, background loading), "
+	"avoid host synchronisation between kernels, batch small launches with CUDA graphs, or raise "
+	"the batch size."};
+
+static int is_sync_api(const act *x)
+{
+	if (x->kind != ACT_RUNTIME)
+		return 0;
+	if (strstr(x->name, "Synchronize"))
+		return 1;
+	/* cudaMemcpy / cuMemcpyDtoH… without Async block the host */
+	return (strncmp(x->name, "cudaMemcpy", 10) == 0 || strncmp(x->name, "cuMemcpy", 8) == 0) &&
+	       !strstr(x->name, "Async");
+}
+
+/* The synchronising API calls, by start time, and the correlation ids of
+ * all API calls (when the work after a gap was launched). */
+typedef struct gap_ctx {
+	const acts *a;
+	int *sync; /* indexes into a->v */
+	int nsync;
+	diag_id_index *launch;
+	int nlaunch;
+} gap_ctx;
+
+/* The gap on one device is [from, next->start). */
+static int gap_cause(const gap_ctx *g, int64_t from, const act *next)
+{
+	/* the last synchronising calls begun by `from` (a host thread makes
+	 * one at a time: the few before it are enough) */
+	int lo = 0, hi = g->nsync;
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		if (g->a->v[g->sync[mid]].start <= from)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (int i = lo - 1; i >= 0 && i >= lo - 4; i--) {
+		const act *x = &g->a->v[g->sync[i]];
+		if (x->end >= from - GAP_MIN_NS && x->end <= next->start)
+			return GAP_SYNC;
+	}
+	if (next->kind == ACT_MEMCPY && is_h2d(next))
+		return GAP_DATA;
+	int k = next->corr > 0 ? diag_id_find(g->launch, g->nlaunch, next->corr) : -1;
+	if (k >= 0 && g->a->v[k].start > from)
+		return GAP_LAUNCH;
+	return GAP_OTHER;
+}
+
 void rule_gpu_idle_gaps(diag_ctx *c)
 {
 	const diag_run *r = c->run;
 	acts a;
 	load_acts(r, &a);
+	gap_ctx g = {.a = &a};
+	g.launch = malloc(((size_t)a.n + 1) * sizeof *g.launch);
+	g.sync = malloc(((size_t)a.n + 1) * sizeof *g.sync);
+	if (!g.launch || !g.sync)
+		goto out;
+	for (int i = 0; i < a.n; i++) {
+		if (a.v[i].kind == ACT_RUNTIME && a.v[i].corr > 0)
+			g.launch[g.nlaunch++] = (diag_id_index){a.v[i].corr, i};
+		if (is_sync_api(&a.v[i]))
+			g.sync[g.nsync++] = i;
+	}
+	diag_id_sort(g.launch, g.nlaunch);
 	/* Per device; devices are few, so a pass per distinct device. */
 	for (int d0 = 0; d0 < a.n; d0++) {
 		if (!on_device(&a.v[d0]))
@@ -142,6 +228,8 @@ void rule_gpu_idle_gaps(diag_ctx *c)
 			continue;
 		int n = 0, ngaps = 0;
 		int64_t first = -1, busy_end = -1, idle = 0, largest = 0, largest_at = 0;
+		int64_t by_cause[GAP_CAUSES] = {0};
+		int n_cause[GAP_CAUSES] = {0};
 		for (int i = d0; i < a.n; i++) {
 			const act *x = &a.v[i];
 			if (!on_device(x) || x->device != dev)
@@ -149,11 +237,14 @@ void rule_gpu_idle_gaps(diag_ctx *c)
 			if (first < 0)
 				first = x->start;
 			else if (x->start - busy_end >= GAP_MIN_NS) {
-				int64_t g = x->start - busy_end;
-				idle += g;
+				int64_t gap = x->start - busy_end;
+				int cause = gap_cause(&g, busy_end, x);
+				by_cause[cause] += gap;
+				n_cause[cause]++;
+				idle += gap;
 				ngaps++;
-				if (g > largest) {
-					largest = g;
+				if (gap > largest) {
+					largest = gap;
 					largest_at = busy_end;
 				}
 			}
@@ -167,15 +258,19 @@ void rule_gpu_idle_gaps(diag_ctx *c)
 		double frac = (double)idle / window;
 		if (frac < IDLE_MODERATE)
 			continue;
+		int top = 0;
+		for (int k = 1; k < GAP_CAUSES; k++)
+			if (by_cause[k] > by_cause[top])
+				top = k;
+		/* a cause is named only when it holds most of the idle time */
+		int named = top != GAP_OTHER && by_cause[top] * 2 >= idle;
 		char w[32], t[32], l[32], at[32];
-		pp_finding *f = diag_emit(
-			c, "gpu_idle_gaps", frac >= IDLE_HIGH ? DIAG_HIGH : DIAG_MODERATE, frac,
-			"Keep the GPU fed: overlap input preparation with compute (prefetch, background "
-			"loading), avoid host synchronisation between kernels (reading values back, "
-			"blocking copies), batch small launches with CUDA graphs, or raise the batch "
-			"size.",
-			"GPU %lld is idle %.0f%% of the time between its first and last activity",
-			(long long)dev, 100 * frac);
+		pp_finding *f = diag_emit(c, "gpu_idle_gaps", frac >= IDLE_HIGH ? DIAG_HIGH : DIAG_MODERATE,
+					  frac, gap_cause_fix[named ? top : GAP_OTHER],
+					  "GPU %lld is idle %.0f%% of the time between its first and last "
+					  "activity%s%s",
+					  (long long)dev, 100 * frac, named ? ", mostly " : "",
+					  named ? gap_cause_name[top] : "");
 		diag_evidence(f, "%d activities over %s; %d gaps of at least %d us, %s idle in total; "
 				 "largest gap %s at t=%s",
 			      n, pp_fmt_dur(w, sizeof w, (double)window), ngaps, GAP_MIN_NS / 1000,
@@ -185,8 +280,19 @@ void rule_gpu_idle_gaps(diag_ctx *c)
 		if (h)
 			diag_evidence(f, ", while the host was in %s '%s'", pp_kind_name((pp_kind)h->kind),
 				      h->name ? h->name : "");
+		diag_evidence(f, ". Idle time by cause:");
+		for (int k = 0, sep = 0; k < GAP_CAUSES; k++) {
+			if (!n_cause[k])
+				continue;
+			diag_evidence(f, "%s %s %s (%d gap%s)", sep++ ? ";" : "", gap_cause_name[k],
+				      pp_fmt_dur(t, sizeof t, (double)by_cause[k]), n_cause[k],
+				      n_cause[k] == 1 ? "" : "s");
+		}
 		diag_evidence(f, ".");
 	}
+out:
+	free(g.launch);
+	free(g.sync);
 	free(a.v);
 }
 

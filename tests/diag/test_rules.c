@@ -1002,6 +1002,45 @@ static void test_gpu_idle_gaps(void **state)
 	tdiag_quiet(&R, "gpu_idle_gaps");
 }
 
+/* Idle time split by what bounded each gap (issue 21 item 4): 40 1-ms
+ * kernels, 5 ms apart, each gap made by one cause. */
+static void gpu_gaps_by(const char *name, int cause)
+{
+	trec_run(&T, name, 0);
+	for (int i = 0; i < 40; i++) {
+		int64_t k0 = i * 6 * MS, corr = 1000 + 2 * i;
+		if (cause == 0) /* the host synchronised on each kernel, then took 5 ms to launch again */
+			trec_gpu(&T, "runtime", k0 - 5 * US, k0 + MS + 8 * US, 0, corr + 1,
+				 "cudaStreamSynchronize", 0, NULL, NULL, NULL);
+		if (cause == 1 && i > 0) /* each step's batch copied in first, launched in time */
+			trec_gpu(&T, "memcpy", k0 - 300 * US, k0 - 20 * US, 0, corr - 1, "memcpy HtoD",
+				 1 << 20, "HtoD", "pinned", "device");
+		/* the launch: at the previous kernel's start (queued in time) or
+		 * 20 us before its own (issued late) */
+		int64_t l0 = cause == 2 || cause == 0 ? k0 - 20 * US : (i ? (i - 1) * 6 * MS : 0);
+		trec_gpu(&T, "runtime", l0, l0 + 6 * US, 0, corr, "cudaLaunchKernel", 0, NULL, NULL, NULL);
+		trec_gpu(&T, "kernel", k0, k0 + MS, 0, corr, "gemm", 0, NULL, NULL, NULL);
+	}
+	analyze();
+	tdiag_must(&R, "gpu_idle_gaps");
+}
+
+static void test_gpu_idle_by_cause(void **state)
+{
+	(void)state;
+	gpu_gaps_by("gpu gaps after sync", 0);
+	tdiag_contains(get("gpu_idle_gaps")->title, "mostly after the host synchronised");
+	tdiag_contains(get("gpu_idle_gaps")->evidence, "Idle time by cause: after the host synchronised");
+	tdiag_contains(get("gpu_idle_gaps")->fix, "item()");
+	gpu_gaps_by("gpu gaps for data", 1);
+	tdiag_contains(get("gpu_idle_gaps")->title, "mostly waiting for host-to-device copies");
+	tdiag_contains(get("gpu_idle_gaps")->fix, "pin_memory");
+	gpu_gaps_by("gpu gaps, late launches", 2);
+	tdiag_contains(get("gpu_idle_gaps")->title, "mostly launches issued late by the host");
+	tdiag_contains(get("gpu_idle_gaps")->evidence, "launches issued late by the host");
+	tdiag_contains(get("gpu_idle_gaps")->fix, "CUDA graph");
+}
+
 static void test_gpu_sync_copies(void **state)
 {
 	(void)state;
@@ -1320,6 +1359,7 @@ int main(void)
 		cmocka_unit_test(test_phase_share_quiet_when_little_to_win),
 		cmocka_unit_test(test_phase_share_high_needs_both),
 		cmocka_unit_test(test_gpu_idle_gaps),
+		cmocka_unit_test(test_gpu_idle_by_cause),
 		cmocka_unit_test(test_gpu_sync_copies),
 		cmocka_unit_test(test_gpu_step_transfers),
 		cmocka_unit_test(test_gpu_short_kernels),
