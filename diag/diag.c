@@ -47,6 +47,8 @@ static const struct rule {
 	 "kernels shorter than their launch overhead"},
 	{"memory_grows_per_step", rule_memory_grows_per_step,
 	 "resident memory at the end of each step keeps rising (step.rss_bytes): tensors kept across steps"},
+	{"gpu_memory_grows_per_step", rule_gpu_memory_grows_per_step,
+	 "GPU memory held by tensors at the end of each step keeps rising (torch.cuda.allocated_bytes)"},
 	{"data_starvation", rule_data_starvation,
 	 "the steps spend a large share of their time waiting for the next batch (data_wait)"},
 	{"weight_load_slow", rule_weight_load_slow,

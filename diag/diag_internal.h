@@ -181,6 +181,7 @@ void rule_repeated_phase_grows(diag_ctx *c);
 void rule_phase_share(diag_ctx *c);
 void rule_recording_incomplete(diag_ctx *c);
 void rule_memory_grows_per_step(diag_ctx *c);
+void rule_gpu_memory_grows_per_step(diag_ctx *c);
 void rule_data_starvation(diag_ctx *c);
 void rule_weight_load_slow(diag_ctx *c);
 void rule_import_startup(diag_ctx *c);

@@ -229,11 +229,17 @@ static void kept_sites(const diag_run *r, pp_finding *f, char *top, size_t cap, 
 	free(ks);
 }
 
-void rule_memory_grows_per_step(diag_ctx *c)
+/* One memory series per step: what it is called and where it comes from. */
+typedef struct mem_series {
+	const char *rule, *counter, *noun;
+	int host; /* the agent's allocation sites can name what keeps it */
+} mem_series;
+
+static void memory_growth(diag_ctx *c, const mem_series *m)
 {
 	const diag_run *r = c->run;
 	double *y = NULL;
-	int n = steady_series(r, "step.rss_bytes", &y);
+	int n = steady_series(r, m->counter, &y);
 	if (n < 8) {
 		free(y);
 		return;
@@ -265,16 +271,16 @@ void rule_memory_grows_per_step(diag_ctx *c)
 		if ((shift_at >= 0 || jumps == 1) && by >= MEM_MIN_GROWTH) {
 			int step = (int)r->steps[1 + at].iteration;
 			pp_finding *f = diag_emit(
-				c, "memory_grows_per_step", DIAG_INFO, 0,
+				c, m->rule, DIAG_INFO, 0,
 				"Nothing to fix if this is a checkpoint load or a cache filled once; "
 				"memory that stays higher after it is what the step now keeps.",
-				"Resident memory rose once by %s at step %d, flat before and after",
+				"%s rose once by %s at step %d, flat before and after", m->noun,
 				pp_fmt_bytes(s, sizeof s, by), step);
 			if (f)
-				diag_evidence(f, "step.rss_bytes at the end of %d steady steps (the first left "
+				diag_evidence(f, "%s at the end of %d steady steps (the first left "
 						 "out): %s before step %d, %s at the end; %s (a jump, not growth "
 						 "per step).",
-					      n, pp_fmt_bytes(a, sizeof a, first), step,
+					      m->counter, n, pp_fmt_bytes(a, sizeof a, first), step,
 					      pp_fmt_bytes(b, sizeof b, last),
 					      shift_at >= 0 ? "the median after it is that much higher and "
 							      "neither side rises on its own"
@@ -291,24 +297,24 @@ void rule_memory_grows_per_step(diag_ctx *c)
 	int ng = steady_series(r, "torch.graph_nodes", &gn);
 	rise gg;
 	int graph = rises(gn, ng, &gg) && gg.last > gg.first;
-	pp_finding *f = diag_emit(c, "memory_grows_per_step", rel >= 0.25 ? DIAG_HIGH : DIAG_MODERATE,
-				  rel < 1 ? rel : 1, "", "Resident memory grows by %s per step: from %s to %s over %d steps",
-				  pp_fmt_bytes(s, sizeof s, g.slope), pp_fmt_bytes(a, sizeof a, first),
+	pp_finding *f = diag_emit(c, m->rule, rel >= 0.25 ? DIAG_HIGH : DIAG_MODERATE,
+				  rel < 1 ? rel : 1, "", "%s grows by %s per step: from %s to %s over %d steps",
+				  m->noun, pp_fmt_bytes(s, sizeof s, g.slope), pp_fmt_bytes(a, sizeof a, first),
 				  pp_fmt_bytes(b, sizeof b, last), n);
 	if (!f) {
 		free(gn);
 		free(y);
 		return;
 	}
-	diag_evidence(f, "step.rss_bytes at the end of %d steady steps (the first left out): higher "
+	diag_evidence(f, "%s at the end of %d steady steps (the first left out): higher "
 			 "than the step before in %d of %d, Theil-Sen slope %s per step, "
 			 "Mann-Kendall p=%.2g; %.0f%% more than at the first steady step",
-		      n, g.ups, n - 1, s, g.p_up, 100 * rel);
+		      m->counter, n, g.ups, n - 1, s, g.p_up, 100 * rel);
 	if (jumps)
 		diag_evidence(f, " (besides %d one-time rise%s, the largest %s, left out)", jumps,
 			      jumps > 1 ? "s" : "", pp_fmt_bytes(a, sizeof a, jump));
 	double *ab = NULL;
-	int na = steady_series(r, "step.alloc_bytes", &ab);
+	int na = m->host ? steady_series(r, "step.alloc_bytes", &ab) : 0;
 	if (na > 0)
 		diag_evidence(f, "; %s allocated per step (median)",
 			      pp_fmt_bytes(a, sizeof a, diag_median(ab, na)));
@@ -318,9 +324,10 @@ void rule_memory_grows_per_step(diag_ctx *c)
 			      gg.last);
 	free(gn);
 	diag_evidence(f, ".");
-	char top[160];
+	char top[160] = "";
 	double rate = 0;
-	kept_sites(r, f, top, sizeof top, &rate);
+	if (m->host)
+		kept_sites(r, f, top, sizeof top, &rate);
 	if (graph)
 		snprintf(f->fix, sizeof f->fix,
 			 "Each step's autograd graph stays alive with its saved activations: a loss or an "
@@ -339,6 +346,22 @@ void rule_memory_grows_per_step(diag_ctx *c)
 			 "step, a hook's outputs, or a tensor kept with its autograd graph. Keep only what "
 			 "is needed (.item(), .detach(), a bounded deque) or clear it each step.");
 	free(y);
+}
+
+void rule_memory_grows_per_step(diag_ctx *c)
+{
+	static const mem_series rss = {"memory_grows_per_step", "step.rss_bytes", "Resident memory", 1};
+	memory_growth(c, &rss);
+}
+
+/* PyTorch's CUDA caching allocator: the bytes its tensors hold at each
+ * step's end (torch.cuda.memory_allocated). A loss kept with its graph on
+ * the GPU grows this while the host's memory stays flat. */
+void rule_gpu_memory_grows_per_step(diag_ctx *c)
+{
+	static const mem_series gpu = {"gpu_memory_grows_per_step", "torch.cuda.allocated_bytes",
+				       "GPU memory held by tensors", 0};
+	memory_growth(c, &gpu);
 }
 
 /* ---- what grows with a growing step time (called by

@@ -59,6 +59,8 @@ typedef struct loop {
 	int kept_site;            /* step_kept rows: a site keeping rss_step per step */
 	int smooth;               /* rss never falls (no page-sized wobble) */
 	double rss_noise;         /* rss moves by up to this much step to step */
+	int gpu;                  /* torch.cuda.allocated_bytes recorded, growing by gpu_step */
+	double gpu_step;
 } loop;
 
 static int64_t record_loop(const loop *l, int64_t t0)
@@ -85,6 +87,9 @@ static int64_t record_loop(const loop *l, int64_t t0)
 				     (l->smooth ? 4096.0 * i : 4096.0 * (i % 2)) +
 				     (l->jump_at > 0 && i >= l->jump_at ? l->jump_bytes : 0) +
 				     l->rss_noise * trand_uniform(&rss_seed));
+		if (l->gpu)
+			trec_counter(&T, "torch.cuda.allocated_bytes", e,
+				     2e9 + l->gpu_step * i + 512.0 * (i % 2));
 		trec_counter(&T, "torch.hooks", e, 1 + (int)(l->hook_step * i));
 		trec_counter(&T, "torch.graph_nodes", e, 12 + (int)(l->graph_step * i));
 		if (l->kept_site) {
@@ -153,6 +158,29 @@ static void test_memory_grows(void **state)
 	tdiag_contains(f->fix, "loss.item()");
 	tdiag_contains(f->evidence, "step.rss_bytes");
 	tdiag_quiet(&R, "data_starvation");
+}
+
+/* The loss kept with its graph on the GPU: device memory grows, the host's
+ * stays flat (issue 21 item 4: GPU memory per step). */
+static void test_gpu_memory_grows(void **state)
+{
+	(void)state;
+	loop l = {.n = 30, .step_ns = 5 * MS, .first_ns = 6 * MS, .wait_ns = 300 * US,
+		  .graph_step = 16, .gpu = 1, .gpu_step = 8e6};
+	trec_run(&T, "loss kept on the GPU", 0);
+	record_loop(&l, 10 * MS);
+	analyze();
+	const pp_finding *f = tdiag_must(&R, "gpu_memory_grows_per_step");
+	tdiag_contains(f->title, "GPU memory held by tensors grows by");
+	tdiag_contains(f->evidence, "torch.cuda.allocated_bytes");
+	tdiag_contains(f->fix, "loss.item()");
+	tdiag_quiet(&R, "memory_grows_per_step");
+
+	loop flat = {.n = 30, .step_ns = 5 * MS, .first_ns = 6 * MS, .wait_ns = 300 * US, .gpu = 1};
+	trec_run(&T, "GPU memory flat", 0);
+	record_loop(&flat, 10 * MS);
+	analyze();
+	tdiag_quiet(&R, "gpu_memory_grows_per_step");
 }
 
 /* Growth with no graph growing: the fix must not blame total_loss. */
@@ -727,6 +755,7 @@ int main(void)
 		cmocka_unit_test(test_clean_diagnosis_kept),
 		cmocka_unit_test(test_import_startup_severity),
 		cmocka_unit_test(test_memory_grows),
+		cmocka_unit_test(test_gpu_memory_grows),
 		cmocka_unit_test(test_memory_small_growth_quiet),
 		cmocka_unit_test(test_memory_grows_not_loss),
 		cmocka_unit_test(test_memory_names_site),

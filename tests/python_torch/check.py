@@ -178,6 +178,24 @@ def case_loss_graph(pp):
     check(f is not None and f[1] in ("moderate", "high"), "no memory growth finding", r)
 
 
+def case_cuda_mem_fake(pp):
+    # torch.cuda faked (no GPU here): the per-step device memory counters
+    # and the rule over them
+    r = Rec(pp, "cuda_mem_fake.py")
+    check("steps: 24, mean loss finite: True" in r.out, "program output changed: " + r.out)
+    check(len(r.steps()) == 24, "steps: %d" % len(r.steps()), r)
+    al = r.counter("torch.cuda.allocated_bytes")
+    check(len(al) == 24, "torch.cuda.allocated_bytes: %d samples" % len(al), r)
+    check(all(b - a == 8 << 20 for a, b in zip(al, al[1:])), "allocated not +8 MiB a step: %r" % al[:4], r)
+    rs = r.counter("torch.cuda.reserved_bytes")
+    check(len(rs) == 24 and all(x >= y for x, y in zip(rs, al)), "reserved %r" % rs[:4], r)
+    f = r.finding("gpu_memory_grows_per_step")
+    check(f is not None and f[1] in ("moderate", "high") and "8.0 MiB" in f[2],
+          "gpu_memory_grows_per_step: %r" % (f,), r)
+    check(r.finding("memory_grows_per_step") is None or r.finding("memory_grows_per_step")[1] == "info",
+          "host memory growth claimed", r)
+
+
 def memory_findings(r):
     return [f for f in r.findings() if f[0] == "memory_grows_per_step"]
 

@@ -66,6 +66,9 @@ Per step, counters written just before the step ends:
   torch.graph_nodes               autograd nodes reachable from the tensors
                                   passed to backward (at each of the first 50
                                   steps, then every 10th)
+  torch.cuda.allocated_bytes      once CUDA is initialised: the bytes
+  torch.cuda.reserved_bytes       PyTorch's caching allocator gives to tensors
+                                  and holds from the driver, current device
 PyTorch 1.13 on CPU exposes no count of live tensor bytes (its allocator
 statistics are CUDA-only; the CPU side reports to the profiler only while
 torch.profiler runs with profile_memory), so none is recorded.
@@ -104,6 +107,7 @@ class _State:
         self.graph_nodes = -1
         self.script_runs = {}     # id(script module) -> runs so far
         self.profiled_runs = 1
+        self.cuda = None          # torch.cuda
 
 
 S = _State()
@@ -131,6 +135,11 @@ def _step_stats():
     if S.graph_nodes >= 0:
         N.counter("torch.graph_nodes", S.graph_nodes)
         S.graph_nodes = -1
+    cuda = S.cuda
+    # is_initialized: never the call that starts CUDA in a CPU program
+    if cuda is not None and cuda.is_initialized():
+        N.counter("torch.cuda.allocated_bytes", float(cuda.memory_allocated()))
+        N.counter("torch.cuda.reserved_bytes", float(cuda.memory_reserved()))
 
 
 def _on_step_end():
@@ -512,6 +521,7 @@ def _after_fork():
 def _install(torch):
     global _torch, _compiling
     _torch = torch
+    S.cuda = getattr(torch, "cuda", None)
     comp = getattr(torch, "compiler", None)
     _compiling = getattr(comp, "is_compiling", None) or bool
     mm = torch.nn.modules.module
