@@ -2,6 +2,7 @@
  * (80 columns by default), or one JSON document for scripts. */
 #include "view_int.h"
 #include "diagnostics.h"
+#include "diag_steps.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -222,14 +223,11 @@ static int stats_json(pp_store *st, const pp_run_info *runs, int n, FILE *fp)
 		jkey_i64(o, "events", r->events);
 		jkey_i64(o, "events_lost", r->events_lost);
 		jkey_i64(o, "rows_lost", r->rows_lost);
-		pp_step_row *s = NULL;
-		int ns = 0;
-		pp_store_steps(st, r->id, &s, &ns);
-		free(s);
-		int64_t first = -1, steady = pp_run_steady_step(st, r->id, &first);
-		jkey_i64(o, "steps", ns);
-		jkey_i64(o, "first_step_ns", first);
-		jkey_i64(o, "steady_step_ns", steady);
+		pp_step_summary ss;
+		diag_step_summary(st, r->id, &ss);
+		jkey_i64(o, "steps", ss.n);
+		jkey_i64(o, "first_step_ns", ss.first_ns);
+		jkey_i64(o, "steady_step_ns", (int64_t)ss.steady_median_ns);
 		pp_phase_total *pt = NULL;
 		int np = 0;
 		pp_store_phase_totals(st, r->id, &pt, &np);
@@ -331,12 +329,6 @@ static void print_imports(pp_store *st, int64_t run_id, FILE *fp, int width)
 	}
 }
 
-static int cmp_ns(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
 /* One table per distributed job: each rank's communicator set-up,
  * communication, steps and clock alignment, side by side. */
 static void print_ranks(pp_store *st, const pp_run_info *runs, int n, FILE *fp, int width)
@@ -374,21 +366,11 @@ static void print_ranks(pp_store *st, const pp_run_info *runs, int n, FILE *fp, 
 					comm = pt[q].total_ns;
 			}
 			free(pt);
-			pp_step_row *sr = NULL;
-			int ns = 0;
-			pp_store_steps(st, rr[k].run_id, &sr, &ns);
-			int64_t med = -1;
-			if (ns) {
-				int64_t *d = malloc((size_t)ns * sizeof *d);
-				if (d) {
-					for (int q = 0; q < ns; q++)
-						d[q] = sr[q].dur_ns;
-					qsort(d, (size_t)ns, sizeof *d, cmp_ns);
-					med = d[ns / 2];
-					free(d);
-				}
-			}
-			free(sr);
+			/* the steady median, as everywhere else (diff's rank table too) */
+			pp_step_summary ss;
+			diag_step_summary(st, rr[k].run_id, &ss);
+			int ns = ss.n;
+			int64_t med = (int64_t)ss.steady_median_ns;
 			snprintf(b[0], 64, "%d", rr[k].rank);
 			snprintf(b[1], 64, "%lld", (long long)rr[k].run_id);
 			pp_fmt_dur(b[2], 64, (double)init);
@@ -465,10 +447,8 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 		 .right = {1, 0, 0, 1, 1, 1, 1}, .flex = 1};
 	for (int i = 0; i < n; i++) {
 		const pp_run_info *r = &runs[i];
-		pp_step_row *s = NULL;
-		int ns = 0;
-		pp_store_steps(st, r->id, &s, &ns);
-		free(s);
+		pp_step_summary ss;
+		diag_step_summary(st, r->id, &ss);
 		char what[160];
 		if (r->scenario[0])
 			snprintf(what, sizeof what, "%.70s/%.70s", r->scenario, r->variant);
@@ -476,7 +456,7 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 			snprintf(what, sizeof what, "%.150s", r->label[0] ? r->label : r->command);
 		snprintf(b[0], 64, "%lld", (long long)r->id);
 		pp_fmt_dur(b[1], 64, (double)r->duration_ns);
-		snprintf(b[2], 64, "%d", ns);
+		snprintf(b[2], 64, "%d", ss.n);
 		snprintf(b[3], 64, "%lld", (long long)r->events);
 		snprintf(b[4], 64, "%lld", (long long)(r->events_lost + r->rows_lost));
 		tbl_add(&t, b[0], what, r->status, b[1], b[2], b[3], b[4]);
@@ -491,7 +471,9 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 			fprintf(fp, ": %s / %s", r->scenario, r->variant);
 		else if (r->label[0])
 			fprintf(fp, ": %s", r->label);
-		int64_t first = -1, steady = pp_run_steady_step(st, r->id, &first);
+		pp_step_summary ss;
+		diag_step_summary(st, r->id, &ss);
+		int64_t first = ss.first_ns, steady = (int64_t)ss.steady_median_ns;
 		if (first >= 0) {
 			fprintf(fp, "  (first step %s", pp_fmt_dur(b[0], 64, (double)first));
 			if (steady >= 0)

@@ -113,13 +113,9 @@ int pp_graph_render_ops(pp_store *st, int64_t graph_id, const char *format, int 
 			pp_graph_render_info *info, char *err, size_t errlen, const pp_op_stat *ops, int n_ops);
 
 
-/* Median of n values (sorts a copy). */
-int64_t pp_median_i64(const int64_t *v, int n);
 /* Scenario speed-up baseline: index of the "slow" variant in runs of one
  * scenario (the variant called slow/baseline, else the longest). */
 int pp_pick_baseline(const pp_run_info *runs, const int *idx, int n);
-/* Steady-state step time of a run (median of steps after the first); -1 if none. */
-int64_t pp_run_steady_step(pp_store *st, int64_t run_id, int64_t *first_step);
 
 /* Folded stacks of a run: unique paths (root;...;leaf) with counts.
  * samples: CPU sample counts; spans: self time in ns per timeline path. */
