@@ -9,6 +9,10 @@
 #include "view_int.h"
 #include "html.h"
 
+/* CSS/JS of the report, embedded from report.css / report.js at build time. */
+extern const char pp_report_css[];
+extern const char pp_report_js[];
+
 typedef struct html_state {
 	pp_finding *findings;     /* all stored findings, or computed ones */
 	int n_findings;
@@ -32,6 +36,8 @@ void report_findings(pp_view_ctx *c, html_state *s, const pp_run_info *run);
  * n_runs groups). */
 int report_scenario_groups(pp_view_ctx *c, const char **names);
 void report_summary(pp_view_ctx *c, html_state *s);
+/* report_ranks.c: per-rank swimlanes of each distributed job (overview) */
+void report_ranks(pp_view_ctx *c);
 
 /* A run's panel, in the page's order (report.c calls them). */
 void report_waterfall(pp_view_ctx *c, const pp_run_info *run, const pp_model *m); /* report_phases.c */

@@ -236,7 +236,7 @@ void report_summary(pp_view_ctx *c, html_state *s)
 	free(top);
 	if (!shown && !rest)
 		P("<p class=\"quiet\">No findings: the diagnostic rules found nothing slow in these runs.</p>\n");
-	pp_report_ranks(c);
+	report_ranks(c);
 
 	const char **groups = malloc((size_t)c->n_runs * sizeof *groups);
 	int ng = groups ? report_scenario_groups(c, groups) : 0;

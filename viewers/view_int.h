@@ -112,7 +112,6 @@ void pp_model_free(pp_model *m);
 int pp_graph_render_ops(pp_store *st, int64_t graph_id, const char *format, int cap, pp_out *out,
 			pp_graph_render_info *info, char *err, size_t errlen, const pp_op_stat *ops, int n_ops);
 
-
 /* Scenario speed-up baseline: index of the "slow" variant in runs of one
  * scenario (the variant called slow/baseline, else the longest). */
 int pp_pick_baseline(const pp_run_info *runs, const int *idx, int n);
@@ -122,12 +121,5 @@ int pp_pick_baseline(const pp_run_info *runs, const int *idx, int n);
 int pp_folded_samples(pp_store *st, int64_t run_id, const char *root, pp_strtab *paths, int64_t **counts);
 int pp_folded_spans(pp_store *st, const pp_run_info *run, const char *root, pp_strtab *paths,
 		    int64_t **counts, char *err, size_t errlen);
-
-/* CSS/JS of the report, embedded from report.css / report.js at build time. */
-extern const char pp_report_css[];
-extern const char pp_report_js[];
-
-/* report_ranks.c: per-rank swimlanes of each distributed job (report overview) */
-void pp_report_ranks(pp_view_ctx *c);
 
 #endif
