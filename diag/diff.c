@@ -96,7 +96,7 @@ static int side_load(pp_store *st, int64_t run, pp_run_info *info, run_side *s, 
 			s->steady[s->n_steady++] = (double)steps[i].dur_ns;
 		/* the steady median every page shows (diag_steps.h) */
 		pp_step_summary sum;
-		if (diag_step_summary_rows(steps, n, &sum) != 0) {
+		if (diag_step_summary_rows(steps, n, 0, &sum) != 0) {
 			free(steps);
 			snprintf(err, errlen, "out of memory");
 			return -1;

@@ -12,7 +12,7 @@ static int cmp_i64_desc(const void *a, const void *b)
 	return (x < y) - (x > y);
 }
 
-int diag_step_summary_rows(const pp_step_row *s, int n, pp_step_summary *out)
+int diag_step_summary_rows(const pp_step_row *s, int n, unsigned what, pp_step_summary *out)
 {
 	int rc = 0;
 	memset(out, 0, sizeof *out);
@@ -58,7 +58,7 @@ int diag_step_summary_rows(const pp_step_row *s, int n, pp_step_summary *out)
 		qsort(sorted, (size_t)m, sizeof *sorted, cmp_i64_desc);
 		out->steady_p99_ns = sorted[(size_t)((m - 1) * 0.01)];
 	}
-	if (m >= 3) {
+	if (m >= 3 && (what & DIAG_STEPS_TREND)) {
 		out->has_trend = 1;
 		if (diag_theil_sen(x + 1, y + 1, m, DIAG_THEIL_SEN_CAP, &out->slope_ns, &out->intercept_ns) != 0)
 			out->slope_ns = out->intercept_ns = 0;
@@ -72,14 +72,14 @@ out:
 	return rc;
 }
 
-int diag_step_summary(pp_store *st, int64_t run_id, pp_step_summary *out)
+int diag_step_summary(pp_store *st, int64_t run_id, unsigned what, pp_step_summary *out)
 {
 	pp_step_row *s = NULL;
 	int n = 0, rc = pp_store_steps(st, run_id, &s, &n);
 	if (rc == 0)
-		rc = diag_step_summary_rows(s, n, out);
+		rc = diag_step_summary_rows(s, n, what, out);
 	else
-		diag_step_summary_rows(NULL, 0, out);
+		diag_step_summary_rows(NULL, 0, what, out);
 	free(s);
 	return rc;
 }

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "diag_steps.h"
 
 void report_run_title(pp_out *o, const pp_run_info *r)
 {
@@ -67,6 +66,13 @@ static int html_begin(pp_view_ctx *c)
 	if (!s)
 		return pp_view_fail(c, "out of memory");
 	c->priv = s;
+	/* every step number of the page (overview tables, cards, chart) from
+	 * one summary per run: the Theil-Sen fit is the costly part */
+	s->steps = calloc((size_t)(c->n_runs ? c->n_runs : 1), sizeof *s->steps);
+	if (!s->steps)
+		return pp_view_fail(c, "out of memory");
+	for (int i = 0; i < c->n_runs; i++)
+		diag_step_summary(c->st, c->runs[i].id, DIAG_STEPS_TREND, &s->steps[i]);
 	report_load_findings(c, s);
 	pp_out *o = c->out;
 	const char *title = c->opts->title;
@@ -117,16 +123,15 @@ static int html_run(pp_view_ctx *c, const pp_run_info *run)
 			      toc[k][0], (long long)run->id, toc[k][0], (long long)run->id, toc[k][1]);
 	P("</div>\n");
 	/* summary cards */
-	pp_step_summary ss;
-	diag_step_summary(c->st, run->id, &ss);
-	int64_t steady = (int64_t)ss.steady_median_ns;
+	const pp_step_summary *ss = &s->steps[c->run_index];
+	int64_t steady = (int64_t)ss->steady_median_ns;
 	P("<div class=\"cards\">");
 	html_card_open(o, NULL, "wall time");
 	html_dur(o, run->duration_ns);
 	P("</div></div>");
-	if (ss.first_ns >= 0) {
+	if (ss->first_ns >= 0) {
 		html_card_open(o, NULL, "first step");
-		html_dur(o, ss.first_ns);
+		html_dur(o, ss->first_ns);
 		P("</div></div>");
 	}
 	if (steady >= 0) {
@@ -159,7 +164,7 @@ static int html_run(pp_view_ctx *c, const pp_run_info *run)
 	report_waterfall(c, run, &m);
 	report_imports(c, &m);
 	report_phase_totals(c, run);
-	report_steps(c, run);
+	report_steps(c, run, ss);
 	report_timeline(c, run, &m);
 	int64_t t_end = m.t_end;
 	pp_model_free(&m);
@@ -187,6 +192,7 @@ static int html_end(pp_view_ctx *c)
 	P(pp_report_js);
 	P("</script>\n</body></html>\n");
 	free(s->findings);
+	free(s->steps);
 	free(s);
 	c->priv = NULL;
 	return 0;

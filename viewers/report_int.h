@@ -2,12 +2,14 @@
  * page skeleton and section order are report.c's; each section is one
  * report_<section>.c that writes its part of a run's panel (or of the
  * overview) through the helpers of html.h. Sections compute nothing the
- * rules also judge: step numbers come from diag (diag_steps.h). */
+ * rules also judge: step numbers come from diag (diag_steps.h), once per
+ * run into html_state. */
 #ifndef PP_REPORT_INT_H
 #define PP_REPORT_INT_H
 
 #include "view_int.h"
 #include "html.h"
+#include "diag_steps.h"
 
 /* CSS/JS of the report, embedded from report.css / report.js at build time. */
 extern const char pp_report_css[];
@@ -17,6 +19,7 @@ typedef struct html_state {
 	pp_finding *findings;     /* all stored findings, or computed ones */
 	int n_findings;
 	int computed;             /* findings came from the rules now, not the store */
+	pp_step_summary *steps;   /* diag's step summary of each run (c->runs order), read once */
 } html_state;
 
 /* report.c: a run's name as headings show it (scenario / variant, label,
@@ -43,7 +46,7 @@ void report_ranks(pp_view_ctx *c);
 void report_waterfall(pp_view_ctx *c, const pp_run_info *run, const pp_model *m); /* report_phases.c */
 void report_imports(pp_view_ctx *c, const pp_model *m);
 void report_phase_totals(pp_view_ctx *c, const pp_run_info *run);                 /* report_phases.c */
-void report_steps(pp_view_ctx *c, const pp_run_info *run);
+void report_steps(pp_view_ctx *c, const pp_run_info *run, const pp_step_summary *ss);
 void report_timeline(pp_view_ctx *c, const pp_run_info *run, const pp_model *m);
 void report_ops(pp_view_ctx *c, const pp_run_info *run, const pp_op_stat *ops, int n);
 void report_memory(pp_view_ctx *c, const pp_run_info *run, int64_t t_end);

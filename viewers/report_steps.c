@@ -4,9 +4,8 @@
 
 #include <math.h>
 #include <stdlib.h>
-#include "diag_steps.h"
 
-void report_steps(pp_view_ctx *c, const pp_run_info *run)
+void report_steps(pp_view_ctx *c, const pp_run_info *run, const pp_step_summary *ss)
 {
 	pp_out *o = c->out;
 	pp_step_row *s = NULL;
@@ -20,11 +19,9 @@ void report_steps(pp_view_ctx *c, const pp_run_info *run)
 	/* The numbers are diag's (first, steady median, p99, Theil-Sen trend
 	 * with the growth rule's cap), so the page cannot disagree with a
 	 * finding; this file only draws them. */
-	pp_step_summary ss;
-	diag_step_summary_rows(s, n, &ss);
-	int64_t maxs = ss.steady_max_ns, p99 = ss.steady_p99_ns;
-	int64_t med = (int64_t)ss.steady_median_ns; /* whole ns, as always printed */
-	double slope = ss.slope_ns, icpt = ss.intercept_ns;
+	int64_t maxs = ss->steady_max_ns, p99 = ss->steady_p99_ns;
+	int64_t med = (int64_t)ss->steady_median_ns; /* whole ns, as always printed */
+	double slope = ss->slope_ns, icpt = ss->intercept_ns;
 	/* What one step is, where the recorder said (the Python layer: an
 	 * iteration, an optimizer step of N micro-batches, a batch...). */
 	char unit[160];
@@ -47,8 +44,8 @@ void report_steps(pp_view_ctx *c, const pp_run_info *run)
 		html_dur(o, med);
 		P("</div></div>");
 	}
-	if (ss.has_trend) {
-		double growth = ss.growth_pct;
+	if (ss->has_trend) {
+		double growth = ss->growth_pct;
 		html_card_open(o, growth > 20 ? "warn" : NULL, "trend over steady steps");
 		P(slope >= 0 ? "+" : "−");
 		html_dur(o, (int64_t)fabs(slope));
@@ -164,7 +161,7 @@ void report_steps(pp_view_ctx *c, const pp_run_info *run)
 		pp_out_printf(o, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#1e8e5a\" stroke-dasharray=\"4 3\"/>",
 			      X0, X0 + W, y, y);
 	}
-	if (ss.has_trend) {
+	if (ss->has_trend) {
 		double ya = icpt + slope * 1, yb = icpt + slope * (n - 1);
 		pp_out_printf(o, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#c0392b\" stroke-width=\"1.5\"/>",
 			      X0 + bw * 1.5, X0 + bw * (n - 0.5), Y0 + H - H * fmin(fmax(ya, 0), yscale) / yscale,

@@ -4,7 +4,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include "diag_steps.h"
 
 static const pp_run_info *run_by_id(pp_view_ctx *c, int64_t id)
 {
@@ -46,10 +45,8 @@ static void scenario_table(pp_view_ctx *c, html_state *s, const char *scen)
 	}
 	int base = pp_pick_baseline(c->runs, idx, n);
 	for (int i = 0; i < n; i++) {
-		pp_step_summary ss;
-		diag_step_summary(c->st, c->runs[idx[i]].id, &ss);
-		first[i] = ss.first_ns;
-		steady[i] = (int64_t)ss.steady_median_ns;
+		first[i] = s->steps[idx[i]].first_ns;
+		steady[i] = (int64_t)s->steps[idx[i]].steady_median_ns;
 	}
 	int best = 0;
 	for (int i = 1; i < n; i++)
@@ -256,8 +253,6 @@ void report_summary(pp_view_ctx *c, html_state *s)
 	  "<th class=\"r\">steps</th><th class=\"r\">events</th><th class=\"r\">lost</th><th>command</th></tr>\n");
 	for (int i = 0; i < c->n_runs; i++) {
 		const pp_run_info *r = &c->runs[i];
-		pp_step_summary ss;
-		diag_step_summary(c->st, r->id, &ss);
 		pp_out_printf(o, "<tr><td><a href=\"#run-%lld\" data-goto=\"run-%lld\">%lld</a></td><td>", (long long)r->id,
 			      (long long)r->id, (long long)r->id);
 		report_run_title(o, r);
@@ -266,7 +261,7 @@ void report_summary(pp_view_ctx *c, html_state *s)
 		P("</td><td class=\"r\">");
 		html_dur(o, r->duration_ns);
 		pp_out_printf(o, "</td><td class=\"r\">%d</td><td class=\"r\">%lld</td><td class=\"r\">%lld</td><td class=\"m\">",
-			      ss.n, (long long)r->events, (long long)(r->events_lost + r->rows_lost));
+			      s->steps[i].n, (long long)r->events, (long long)(r->events_lost + r->rows_lost));
 		E(r->command);
 		P("</td></tr>\n");
 	}

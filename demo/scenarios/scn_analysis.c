@@ -236,7 +236,7 @@ int pp_scenario_measure(pp_store *st, int64_t run_id, pp_scn_measure *out)
 		out->measured_ns = m;
 	/* the step numbers every page shows (diag_steps.h) */
 	pp_step_summary ss;
-	if (diag_step_summary(st, run_id, &ss) == 0 && ss.n > 0) {
+	if (diag_step_summary(st, run_id, 0, &ss) == 0 && ss.n > 0) {
 		out->n_steps = ss.n;
 		out->first_step_ns = ss.first_ns;
 		if (ss.n > 1)

@@ -286,7 +286,7 @@ static int fs_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 	scn_kind_per_step(st, run[0], PP_VARIABLE_INIT, &vi);
 	/* first step and steady median as every page shows them (diag_steps.h) */
 	pp_step_summary ss;
-	if (diag_step_summary(st, run[0], &ss) != 0)
+	if (diag_step_summary(st, run[0], 0, &ss) != 0)
 		ss.n = 0;
 	if (t.n >= 3 && gb.n == t.n && ss.n == t.n) {
 		double first = (double)ss.first_ns, med = ss.steady_median_ns;

@@ -22,9 +22,10 @@ typedef struct pp_step_summary {
 	/* The steady steps' 99th percentile as the report's y scale takes it
 	 * (the ceil(m/100)-th longest); the longest below 20 steady steps. */
 	int64_t steady_p99_ns;
-	/* Theil-Sen fit of duration over step index (1..n-1) across the steady
-	 * steps, with the growth rule's cap (DIAG_THEIL_SEN_CAP). has_trend:
-	 * at least 3 steady steps (slope and intercept 0 when the fit failed). */
+	/* With DIAG_STEPS_TREND: the Theil-Sen fit of duration over step index
+	 * (1..n-1) across the steady steps, with the growth rule's cap
+	 * (DIAG_THEIL_SEN_CAP). has_trend: asked for and at least 3 steady
+	 * steps (slope and intercept 0 when the fit failed). */
 	int has_trend;
 	double slope_ns, intercept_ns;
 	/* The fitted change from step 2 to the last step in percent, each end
@@ -35,11 +36,16 @@ typedef struct pp_step_summary {
 	double head_median_ns, tail_median_ns;
 } pp_step_summary;
 
+/* What to compute beyond the counts, first step, medians and percentiles
+ * (all cheap): the trend costs O(DIAG_THEIL_SEN_CAP²) per run, so only a
+ * reader that shows it asks. */
+#define DIAG_STEPS_TREND 1u
+
 /* From step rows in order (what pp_store_steps returns). Returns 0, or -1
  * when out of memory (then *out holds what was computed without it). */
-int diag_step_summary_rows(const pp_step_row *s, int n, pp_step_summary *out);
+int diag_step_summary_rows(const pp_step_row *s, int n, unsigned what, pp_step_summary *out);
 /* Reads a run's steps from the store and summarises them. Returns 0
  * (a run without steps has n == 0), or -1 when they cannot be read. */
-int diag_step_summary(pp_store *st, int64_t run_id, pp_step_summary *out);
+int diag_step_summary(pp_store *st, int64_t run_id, unsigned what, pp_step_summary *out);
 
 #endif

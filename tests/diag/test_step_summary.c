@@ -27,14 +27,14 @@ static void test_empty_and_one(void **state)
 {
 	(void)state;
 	pp_step_summary ss;
-	assert_int_equal(diag_step_summary_rows(NULL, 0, &ss), 0);
+	assert_int_equal(diag_step_summary_rows(NULL, 0, DIAG_STEPS_TREND, &ss), 0);
 	assert_int_equal(ss.n, 0);
 	assert_int_equal(ss.first_ns, -1);
 	assert_true(ss.steady_median_ns < 0);
 	assert_true(ss.head_median_ns < 0);
 	int64_t one[] = {7 * MS};
 	pp_step_row *s = rows_of(one, 1);
-	assert_int_equal(diag_step_summary_rows(s, 1, &ss), 0);
+	assert_int_equal(diag_step_summary_rows(s, 1, DIAG_STEPS_TREND, &ss), 0);
 	assert_int_equal(ss.n, 1);
 	assert_int_equal(ss.n_steady, 0);
 	assert_int_equal(ss.first_ns, 7 * MS);
@@ -52,7 +52,7 @@ static void test_median_first_excluded(void **state)
 	int64_t d[] = {100 * MS, 3 * MS, 1 * MS, 4 * MS, 2 * MS + 1};
 	pp_step_row *s = rows_of(d, 5);
 	pp_step_summary ss;
-	assert_int_equal(diag_step_summary_rows(s, 5, &ss), 0);
+	assert_int_equal(diag_step_summary_rows(s, 5, DIAG_STEPS_TREND, &ss), 0);
 	assert_int_equal(ss.n, 5);
 	assert_int_equal(ss.n_steady, 4);
 	assert_int_equal(ss.first_ns, 100 * MS);
@@ -62,6 +62,14 @@ static void test_median_first_excluded(void **state)
 	assert_int_equal(ss.steady_max_ns, 4 * MS);
 	assert_int_equal(ss.steady_p99_ns, 4 * MS); /* fewer than 20 steady steps: the longest */
 	assert_int_equal(ss.has_trend, 1);
+	/* without the trend: the same numbers, no fit */
+	pp_step_summary cheap;
+	assert_int_equal(diag_step_summary_rows(s, 5, 0, &cheap), 0);
+	assert_int_equal(cheap.has_trend, 0);
+	assert_float_equal(cheap.slope_ns, 0, 0);
+	assert_float_equal(cheap.steady_median_ns, ss.steady_median_ns, 0);
+	assert_int_equal(cheap.steady_p99_ns, ss.steady_p99_ns);
+	assert_int_equal(cheap.first_ns, ss.first_ns);
 	free(s);
 }
 
@@ -77,7 +85,7 @@ static void test_trend_p99_growth(void **state)
 	d[100] = 80 * MS;
 	pp_step_row *s = rows_of(d, N);
 	pp_step_summary ss;
-	assert_int_equal(diag_step_summary_rows(s, N, &ss), 0);
+	assert_int_equal(diag_step_summary_rows(s, N, DIAG_STEPS_TREND, &ss), 0);
 	assert_int_equal(ss.has_trend, 1);
 	/* Theil-Sen ignores the spike: slope 10 us/step, line through step 1 at 1 ms */
 	assert_float_equal(ss.slope_ns, 10 * US, 1e-6);
@@ -118,12 +126,12 @@ static void test_from_store(void **state)
 	trec_steps(&t, 10 * MS, d, 5, 1 * MS, NULL, NULL);
 	int64_t quiet = trec_run(&t, "no steps", 10 * MS);
 	pp_step_summary ss;
-	assert_int_equal(diag_step_summary(t.st, run, &ss), 0);
+	assert_int_equal(diag_step_summary(t.st, run, DIAG_STEPS_TREND, &ss), 0);
 	assert_int_equal(ss.n, 5);
 	assert_int_equal(ss.first_ns, 40 * MS);
 	assert_float_equal(ss.steady_median_ns, 6.5 * MS, 0);
 	assert_float_equal(ss.slope_ns, 1 * MS, 1e-6);
-	assert_int_equal(diag_step_summary(t.st, quiet, &ss), 0);
+	assert_int_equal(diag_step_summary(t.st, quiet, DIAG_STEPS_TREND, &ss), 0);
 	assert_int_equal(ss.n, 0);
 	assert_int_equal(ss.first_ns, -1);
 	trec_close(&t);
