@@ -3,6 +3,7 @@
  * (--fail-on) that turns its verdicts into an exit status. */
 #include "diag_internal.h"
 #include "diag_stats.h"
+#include "diag_steps.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -93,7 +94,14 @@ static int side_load(pp_store *st, int64_t run, pp_run_info *info, run_side *s, 
 		}
 		for (int i = 1; i < n; i++)
 			s->steady[s->n_steady++] = (double)steps[i].dur_ns;
-		s->median = diag_median(s->steady, s->n_steady);
+		/* the steady median every page shows (diag_steps.h) */
+		pp_step_summary sum;
+		if (diag_step_summary_rows(steps, n, 0, &sum) != 0) {
+			free(steps);
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		s->median = sum.steady_median_ns;
 		/* Noise between repeated steps: the robust spread of step-to-step
 		 * differences / sqrt(2). A slow drift or a growing run barely moves
 		 * it, so a regression does not hide behind its own trend. */

@@ -5,7 +5,7 @@
  * Each lane is drawn from per-pixel coverage, so a rank with a million
  * calls costs at most a few hundred rectangles.
  */
-#include "view_int.h"
+#include "report_int.h"
 #include "phaseprof.h"
 
 #include <stdlib.h>
@@ -13,7 +13,6 @@
 
 #define LANES_MAX 64   /* more ranks: the first 64 are drawn and the rest counted */
 #define PX 900         /* drawing width of a lane */
-#define P(s) pp_out_puts(o, s)
 
 /* kind -> layer: steps under communication under set-up */
 static const struct layer { int kind; const char *colour, *label; } layers[] = {
@@ -58,7 +57,7 @@ static void lane(pp_view_ctx *c, const pp_rank_run *r, int64_t t0, int64_t span,
 	}
 }
 
-void pp_report_ranks(pp_view_ctx *c)
+void report_ranks(pp_view_ctx *c)
 {
 	pp_out *o = c->out;
 	pp_rank_run *rr = NULL;
@@ -89,7 +88,7 @@ void pp_report_ranks(pp_view_ctx *c)
 			}
 			int64_t span = t1 > t0 ? t1 - t0 : 1;
 			P("<h2>Ranks of job <code>");
-			pp_out_html(o, rr[i].job);
+			E(rr[i].job);
 			pp_out_printf(o, "</code></h2>\n<p class=\"lead\">One lane per rank on the job's clock (%s); ",
 				      rr[i + (k > 1)].clock_uncertainty_ns >= 0 && k > 1 ? "aligned by merge" : "one host clock");
 			for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++)
@@ -110,7 +109,7 @@ void pp_report_ranks(pp_view_ctx *c)
 					double xe = 90 + PX * (double)(r->start_unix_ns + r->duration_ns - t0) / (double)span;
 					pp_out_printf(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#c0392b\">✕ ", xe + 2,
 						      y + 11);
-					pp_out_html(o, r->status);
+					E(r->status);
 					P("</text>");
 				}
 			}

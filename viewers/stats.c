@@ -2,6 +2,7 @@
  * (80 columns by default), or one JSON document for scripts. */
 #include "view_int.h"
 #include "diagnostics.h"
+#include "diag_steps.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -222,14 +223,11 @@ static int stats_json(pp_store *st, const pp_run_info *runs, int n, FILE *fp)
 		jkey_i64(o, "events", r->events);
 		jkey_i64(o, "events_lost", r->events_lost);
 		jkey_i64(o, "rows_lost", r->rows_lost);
-		pp_step_row *s = NULL;
-		int ns = 0;
-		pp_store_steps(st, r->id, &s, &ns);
-		free(s);
-		int64_t first = -1, steady = pp_run_steady_step(st, r->id, &first);
-		jkey_i64(o, "steps", ns);
-		jkey_i64(o, "first_step_ns", first);
-		jkey_i64(o, "steady_step_ns", steady);
+		pp_step_summary ss;
+		diag_step_summary(st, r->id, 0, &ss);
+		jkey_i64(o, "steps", ss.n);
+		jkey_i64(o, "first_step_ns", ss.first_ns);
+		jkey_i64(o, "steady_step_ns", (int64_t)ss.steady_median_ns);
 		pp_phase_total *pt = NULL;
 		int np = 0;
 		pp_store_phase_totals(st, r->id, &pt, &np);
@@ -331,15 +329,10 @@ static void print_imports(pp_store *st, int64_t run_id, FILE *fp, int width)
 	}
 }
 
-static int cmp_ns(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
 /* One table per distributed job: each rank's communicator set-up,
  * communication, steps and clock alignment, side by side. */
-static void print_ranks(pp_store *st, const pp_run_info *runs, int n, FILE *fp, int width)
+static void print_ranks(pp_store *st, const pp_run_info *runs, const pp_step_summary *sum, int n, FILE *fp,
+			int width)
 {
 	pp_rank_run *rr = NULL;
 	int nr = 0;
@@ -356,11 +349,11 @@ static void print_ranks(pp_store *st, const pp_run_info *runs, int n, FILE *fp, 
 		tbl t = {.nc = 8, .head = {"rank", "run", "host", "status", "comm_init", "comm", "steps", "step median"},
 			 .right = {1, 1, 0, 0, 1, 1, 1, 1}, .flex = 2};
 		for (int k = i; k < j; k++) {
-			int sel = 0;
+			int sel = -1;
 			for (int q = 0; q < n; q++)
 				if (runs[q].id == rr[k].run_id)
-					sel = 1;
-			if (!sel)
+					sel = q;
+			if (sel < 0)
 				continue;
 			shown++;
 			pp_phase_total *pt = NULL;
@@ -374,21 +367,9 @@ static void print_ranks(pp_store *st, const pp_run_info *runs, int n, FILE *fp, 
 					comm = pt[q].total_ns;
 			}
 			free(pt);
-			pp_step_row *sr = NULL;
-			int ns = 0;
-			pp_store_steps(st, rr[k].run_id, &sr, &ns);
-			int64_t med = -1;
-			if (ns) {
-				int64_t *d = malloc((size_t)ns * sizeof *d);
-				if (d) {
-					for (int q = 0; q < ns; q++)
-						d[q] = sr[q].dur_ns;
-					qsort(d, (size_t)ns, sizeof *d, cmp_ns);
-					med = d[ns / 2];
-					free(d);
-				}
-			}
-			free(sr);
+			/* the steady median, as everywhere else (diff's rank table too) */
+			int ns = sum[sel].n;
+			int64_t med = (int64_t)sum[sel].steady_median_ns;
 			snprintf(b[0], 64, "%d", rr[k].rank);
 			snprintf(b[1], 64, "%lld", (long long)rr[k].run_id);
 			pp_fmt_dur(b[2], 64, (double)init);
@@ -459,16 +440,21 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 			snprintf(err, errlen, "writing JSON failed");
 		return rc;
 	}
+	/* diag's step summary of each run, read once for every table below */
+	pp_step_summary *sum = calloc((size_t)(n ? n : 1), sizeof *sum);
+	if (!sum) {
+		free(runs);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		diag_step_summary(st, runs[i].id, 0, &sum[i]);
 	char b[8][64];
 	fprintf(fp, "%s: %d run%s\n\n", pp_store_path(st), n, n == 1 ? "" : "s");
 	tbl t = {.nc = 7, .head = {"run", "what", "status", "duration", "steps", "events", "lost"},
 		 .right = {1, 0, 0, 1, 1, 1, 1}, .flex = 1};
 	for (int i = 0; i < n; i++) {
 		const pp_run_info *r = &runs[i];
-		pp_step_row *s = NULL;
-		int ns = 0;
-		pp_store_steps(st, r->id, &s, &ns);
-		free(s);
 		char what[160];
 		if (r->scenario[0])
 			snprintf(what, sizeof what, "%.70s/%.70s", r->scenario, r->variant);
@@ -476,13 +462,13 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 			snprintf(what, sizeof what, "%.150s", r->label[0] ? r->label : r->command);
 		snprintf(b[0], 64, "%lld", (long long)r->id);
 		pp_fmt_dur(b[1], 64, (double)r->duration_ns);
-		snprintf(b[2], 64, "%d", ns);
+		snprintf(b[2], 64, "%d", sum[i].n);
 		snprintf(b[3], 64, "%lld", (long long)r->events);
 		snprintf(b[4], 64, "%lld", (long long)(r->events_lost + r->rows_lost));
 		tbl_add(&t, b[0], what, r->status, b[1], b[2], b[3], b[4]);
 	}
 	tbl_print(&t, fp, width, 0);
-	print_ranks(st, runs, n, fp, width);
+	print_ranks(st, runs, sum, n, fp, width);
 
 	for (int i = 0; i < n; i++) {
 		const pp_run_info *r = &runs[i];
@@ -491,7 +477,7 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 			fprintf(fp, ": %s / %s", r->scenario, r->variant);
 		else if (r->label[0])
 			fprintf(fp, ": %s", r->label);
-		int64_t first = -1, steady = pp_run_steady_step(st, r->id, &first);
+		int64_t first = sum[i].first_ns, steady = (int64_t)sum[i].steady_median_ns;
 		if (first >= 0) {
 			fprintf(fp, "  (first step %s", pp_fmt_dur(b[0], 64, (double)first));
 			if (steady >= 0)
@@ -580,6 +566,7 @@ int pp_stats_print(pp_store *st, int64_t run_id, int json, int width, FILE *fp, 
 		}
 		free(f);
 	}
+	free(sum);
 	free(runs);
 	return 0;
 }

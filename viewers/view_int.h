@@ -112,26 +112,14 @@ void pp_model_free(pp_model *m);
 int pp_graph_render_ops(pp_store *st, int64_t graph_id, const char *format, int cap, pp_out *out,
 			pp_graph_render_info *info, char *err, size_t errlen, const pp_op_stat *ops, int n_ops);
 
-
-/* Median of n values (sorts a copy). */
-int64_t pp_median_i64(const int64_t *v, int n);
 /* Scenario speed-up baseline: index of the "slow" variant in runs of one
  * scenario (the variant called slow/baseline, else the longest). */
 int pp_pick_baseline(const pp_run_info *runs, const int *idx, int n);
-/* Steady-state step time of a run (median of steps after the first); -1 if none. */
-int64_t pp_run_steady_step(pp_store *st, int64_t run_id, int64_t *first_step);
 
 /* Folded stacks of a run: unique paths (root;...;leaf) with counts.
  * samples: CPU sample counts; spans: self time in ns per timeline path. */
 int pp_folded_samples(pp_store *st, int64_t run_id, const char *root, pp_strtab *paths, int64_t **counts);
 int pp_folded_spans(pp_store *st, const pp_run_info *run, const char *root, pp_strtab *paths,
 		    int64_t **counts, char *err, size_t errlen);
-
-/* CSS/JS of the report, embedded from report.css / report.js at build time. */
-extern const char pp_report_css[];
-extern const char pp_report_js[];
-
-/* report_ranks.c: per-rank swimlanes of each distributed job (report overview) */
-void pp_report_ranks(pp_view_ctx *c);
 
 #endif

@@ -3,6 +3,7 @@
  * verdicts use. */
 #include "scn_internal.h"
 #include "diag_stats.h"
+#include "diag_steps.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -233,17 +234,16 @@ int pp_scenario_measure(pp_store *st, int64_t run_id, pp_scn_measure *out)
 	int64_t m = scn_span_total(st, run_id, "measured", &cnt);
 	if (cnt > 0)
 		out->measured_ns = m;
-	scn_series s;
-	if (scn_steps(st, run_id, &s) == 0 && s.n > 0) {
-		out->n_steps = s.n;
-		out->first_step_ns = (int64_t)s.v[0];
-		if (s.n > 1)
-			out->median_step_ns = (int64_t)scn_median_range(s.v, 1, s.n - 1);
-		int k = s.n / 10 > 0 ? s.n / 10 : 1;
-		out->first10_ns = (int64_t)scn_median_range(s.v, 0, k);
-		out->last10_ns = (int64_t)scn_median_range(s.v, s.n - k, k);
+	/* the step numbers every page shows (diag_steps.h) */
+	pp_step_summary ss;
+	if (diag_step_summary(st, run_id, 0, &ss) == 0 && ss.n > 0) {
+		out->n_steps = ss.n;
+		out->first_step_ns = ss.first_ns;
+		if (ss.n > 1)
+			out->median_step_ns = (int64_t)ss.steady_median_ns;
+		out->first10_ns = (int64_t)ss.head_median_ns;
+		out->last10_ns = (int64_t)ss.tail_median_ns;
 	}
-	scn_series_free(&s);
 	return 0;
 }
 

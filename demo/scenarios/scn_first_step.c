@@ -34,6 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "diag_steps.h"
 #include "flow_train.h"
 
 /* A small batch: the step itself is cheap, so what the first step pays once
@@ -283,8 +284,12 @@ static int fs_claims(pp_store *st, const int64_t *run, pp_scn_claim *out, int ma
 	scn_kind_per_step(st, run[0], PP_COMPILE, &co);
 	scn_kind_per_step(st, run[0], PP_MEMORY_ALLOC, &ma);
 	scn_kind_per_step(st, run[0], PP_VARIABLE_INIT, &vi);
-	if (t.n >= 3 && gb.n == t.n) {
-		double first = t.v[0], med = scn_median_range(t.v, 1, t.n - 1);
+	/* first step and steady median as every page shows them (diag_steps.h) */
+	pp_step_summary ss;
+	if (diag_step_summary(st, run[0], 0, &ss) != 0)
+		ss.n = 0;
+	if (t.n >= 3 && gb.n == t.n && ss.n == t.n) {
+		double first = (double)ss.first_ns, med = ss.steady_median_ns;
 		double build = gb.v[0] + gr.v[0] + co.v[0];
 		n = scn_claim(out, n, max, "graph-and-compile",
 			      "the first step is dominated by building and optimising (compiling) "
