@@ -342,7 +342,7 @@ static void show_progress(void *ud, const char *spool, uint64_t done, uint64_t t
 }
 
 /* "runs 3, 5..7": exactly the runs this record ingested. */
-static void print_run_ids(const pp_session_spool *sp, int n)
+static void print_run_ids(const pp_ingest_spool *sp, int n)
 {
 	int64_t *ids = malloc((n > 0 ? (size_t)n : 1) * sizeof *ids);
 	int k = 0;
@@ -373,7 +373,7 @@ static void print_run_ids(const pp_session_spool *sp, int n)
 /* Findings of every recorded run are stored (before anything is printed:
  * the last write, so the log can be synced meanwhile), then the last top
  * image's printed. d: one result per slot. */
-static void diagnose(pp_store *st, const pp_session_spool *sp, int n, pp_diag_result *d)
+static void diagnose(pp_store *st, const pp_ingest_spool *sp, int n, pp_diag_result *d)
 {
 	for (int s = 0; s < n; s++)
 		if (sp[s].run_id && pp_diag_run(st, sp[s].run_id, &d[s]) != 0) {
@@ -383,7 +383,7 @@ static void diagnose(pp_store *st, const pp_session_spool *sp, int n, pp_diag_re
 		}
 }
 
-static void print_findings(const pp_session_spool *sp, int n, pp_diag_result *d, int64_t last_top)
+static void print_findings(const pp_ingest_spool *sp, int n, pp_diag_result *d, int64_t last_top)
 {
 	for (int s = 0; s < n; s++) {
 		if (d[s].n && sp[s].run_id == last_top) {
@@ -404,7 +404,7 @@ static void print_findings(const pp_session_spool *sp, int n, pp_diag_result *d,
 	}
 }
 
-static void list_other_runs(pp_store *st, const pp_session_spool *sp, int n, int64_t last_top)
+static void list_other_runs(pp_store *st, const pp_ingest_spool *sp, int n, int64_t last_top)
 {
 	for (int s = 0; s < n && n > 1; s++) {
 		if (!sp[s].run_id || sp[s].run_id == last_top)
@@ -421,9 +421,9 @@ static void list_other_runs(pp_store *st, const pp_session_spool *sp, int n, int
 }
 
 /* The session's spools (*.spool in dir); NULL paths on failure. */
-static int list_spools(const char *dir, pp_session_spool **out)
+static int list_spools(const char *dir, pp_ingest_spool **out)
 {
-	pp_session_spool *sp = NULL;
+	pp_ingest_spool *sp = NULL;
 	int n = 0, cap = 0;
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -485,9 +485,9 @@ static int no_other_writer(const char *db)
  * written. */
 static int ingest_and_report(const char *out, const char *dir, const char *resolved, pid_t pid,
 			     int code, int sig, int64_t wall, int keep_all, pp_store *early, int early_created,
-			     const pp_session_spool *done, int *failed)
+			     const pp_ingest_spool *done, int *failed)
 {
-	pp_session_spool *sp = NULL;
+	pp_ingest_spool *sp = NULL;
 	int nsp = list_spools(dir, &sp);
 	for (int s = 0; done->ingested && s < nsp; s++)
 		if (!strcmp(sp[s].path, done->path)) {
@@ -512,7 +512,7 @@ static int ingest_and_report(const char *out, const char *dir, const char *resol
 		goto out;
 	}
 	progress_state ps = {0, 0};
-	pp_session_opts so = {(uint32_t)pid, code, sig, keep_all, show_progress, &ps, 0};
+	pp_ingest_session_opts so = {(uint32_t)pid, code, sig, keep_all, show_progress, &ps, 0};
 	ingested = pp_store_ingest_session(st, sp, nsp, &so);
 	/* the indexes now, in bulk after the rows: the summary and the
 	 * diagnostics read through them (without, a read by kind scanned the
@@ -582,7 +582,7 @@ out:
  * other CPU; its parent's wait still has the last word on how it ended. */
 typedef struct early_ingest {
 	int watch, wd;           /* inotify on the spool folder, -1: none */
-	pp_session_spool slot;   /* slot.ingested: tried */
+	pp_ingest_spool slot;   /* slot.ingested: tried */
 	char path[PATH_MAX + 256];
 	pp_spool_summary m;      /* its own account of how it ended */
 } early_ingest;
@@ -616,7 +616,7 @@ static int closed_at_exit(early_ingest *e, const char *dir, pid_t pid)
 		}
 	if (!found)
 		return 0;
-	pp_session_spool *sp = NULL;
+	pp_ingest_spool *sp = NULL;
 	int nsp = list_spools(dir, &sp);
 	for (int i = 0; i < nsp; i++)
 		free((char *)sp[i].path);
@@ -726,7 +726,7 @@ static void wait_program(pid_t pid, int *status, early_ingest *e, const char *di
 			break;
 		if ((p[1].revents & POLLIN) && closed_at_exit(e, dir, pid)) {
 			progress_state ps = {0, 0};
-			pp_session_opts so = {(uint32_t)pid, e->m.exit_code, 0, keep_all, show_progress, &ps, 0};
+			pp_ingest_session_opts so = {(uint32_t)pid, e->m.exit_code, 0, keep_all, show_progress, &ps, 0};
 			e->slot.path = e->path;
 			/* woken by the close, we may have preempted one of the
 			 * program's threads that its exit waits for (joined at
