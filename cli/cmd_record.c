@@ -8,6 +8,9 @@
  * run), symbolises CPU samples, prints a start-up summary (on stderr, into
  * --summary FILE, or not at all with -q) and exits with the program's
  * status (128 + signal when it was killed).
+ *
+ * The supervisor doing that is session/ (pp_session.h); this file keeps
+ * the options and the printing.
  */
 #include "cli.h"
 #include "cli_opt.h"
@@ -215,12 +218,19 @@ static void summarise_run(pp_store *st, int64_t run, int64_t wall_ns)
 	}
 }
 
-/* Progress on stderr once an ingest has taken more than a second. */
+/* What the session's callbacks print with (pp_session_opts.ud). */
 typedef struct progress_state { double last; int shown; } progress_state;
+typedef struct record_ctx {
+	progress_state ps;
+	const char *resolved, *out;
+	int hz, mpi;
+} record_ctx;
+
+/* Progress on stderr once an ingest has taken more than a second. */
 
 static void show_progress(void *ud, const char *spool, uint64_t done, uint64_t total, double seconds)
 {
-	progress_state *p = ud;
+	progress_state *p = &((record_ctx *)ud)->ps;
 	if (!spool) { /* a new pass (pp_session_opts.progress) */
 		*p = (progress_state){0, 0};
 		return;
@@ -340,14 +350,11 @@ static void session_report(void *ud, const char *msg)
 }
 
 /* Just before the program starts. */
-typedef struct announce_info { const char *resolved, *out; int hz, mpi; } announce_info;
-static announce_info announced;
-
 static void announce(void *ud)
 {
-	(void)ud;
-	say("phaseprof: recording %s%s%s into %s\n", announced.resolved, announced.hz ? " (sampling)" : "",
-		announced.mpi ? " (MPI)" : "", announced.out);
+	const record_ctx *c = ud;
+	say("phaseprof: recording %s%s%s into %s\n", c->resolved, c->hz ? " (sampling)" : "",
+		c->mpi ? " (MPI)" : "", c->out);
 	if (sum_out)
 		fflush(sum_out);
 }
@@ -477,14 +484,13 @@ int cmd_record(int argc, char **argv)
 	if (ro.summary && summary_open(ro.summary) != 0)
 		return 2;
 
-	progress_state ps = {0, 0};
+	record_ctx ctx = {{0, 0}, resolved, out, ro.hz, mpi};
 	pp_session_opts so = {
 		.path = resolved, .argv = cmd, .db = out, .agent = agent, .mpi_lib = mpi ? mpilib : NULL,
 		.sample_hz = ro.hz, .detailed = ro.detailed, .follow_fork = ro.follow, .python = ro.python,
 		.keep_all_spans = ro.keep_all, .keep_spools = ro.keep,
-		.announce = announce, .report = session_report, .progress = show_progress, .ud = &ps,
+		.announce = announce, .report = session_report, .progress = show_progress, .ud = &ctx,
 	};
-	announced = (announce_info){resolved, out, ro.hz, mpi};
 	pp_session *s;
 	int rc = pp_session_start(&so, &s, err, sizeof err);
 	if (rc != 0) {
