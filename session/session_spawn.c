@@ -159,11 +159,14 @@ static void note_program_end(int sig)
 
 int pp_session_start(const pp_session_opts *o, pp_session **out, char *err, size_t errlen)
 {
+	int rc = 2;
+	char **env = NULL;
+	size_t own_from = 0;
 	*out = NULL;
 	pp_session *s = calloc(1, sizeof *s);
 	if (!s) {
 		snprintf(err, errlen, "record: %s", strerror(ENOMEM));
-		return 2;
+		return rc;
 	}
 	s->o = *o;
 	s->ei.watch = -1;
@@ -171,27 +174,22 @@ int pp_session_start(const pp_session_opts *o, pp_session **out, char *err, size
 	snprintf(s->dir, sizeof s->dir, "%s/phaseprof-record-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(s->dir)) {
 		snprintf(err, errlen, "record: cannot create a spool folder %s: %s", s->dir, strerror(errno));
-		free(s);
-		return 2;
+		s->dir[0] = 0;
+		goto fail;
 	}
 	/* the agent gets an absolute folder: processes chdir before they fork */
 	if (s->dir[0] != '/') {
 		char abs[PATH_MAX];
 		if (!realpath(s->dir, abs)) {
 			snprintf(err, errlen, "record: cannot resolve the spool folder %s: %s", s->dir, strerror(errno));
-			rmdir(s->dir);
-			free(s);
-			return 2;
+			goto fail;
 		}
 		snprintf(s->dir, sizeof s->dir, "%s", abs);
 	}
-	size_t own_from;
-	char **env = session_env_build(o, s->dir, &own_from);
+	env = session_env_build(o, s->dir, &own_from);
 	if (!env) {
 		snprintf(err, errlen, "record: %s", strerror(ENOMEM));
-		rmdir(s->dir);
-		free(s);
-		return 2;
+		goto fail;
 	}
 	if (o->announce)
 		o->announce(o->ud);
@@ -233,15 +231,15 @@ int pp_session_start(const pp_session_opts *o, pp_session **out, char *err, size
 	int exec_errno = posix_spawn(&s->pid, o->path, NULL, &sattr, o->argv, env);
 	posix_spawnattr_destroy(&sattr);
 	session_env_free(env, own_from);
+	env = NULL;
 	if (exec_errno) {
 		if (s->ei.watch >= 0) {
 			sigaction(SIGCHLD, &s->old_chld, NULL);
 			close(s->ei.watch);
 		}
 		snprintf(err, errlen, "record: cannot run %s: %s", o->path, strerror(exec_errno));
-		session_rm_dir(s->dir);
-		free(s);
-		return 127;
+		rc = 127;
+		goto fail;
 	}
 	child_pid = s->pid;
 	/* like a shell waiting for a job: ^C goes to the program, we stay to ingest */
@@ -262,6 +260,12 @@ int pp_session_start(const pp_session_opts *o, pp_session **out, char *err, size
 		session_early_open_start(&s->eo);
 	*out = s;
 	return 0;
+fail:
+	session_env_free(env, own_from);
+	if (s->dir[0])
+		session_rm_dir(s->dir);
+	free(s);
+	return rc;
 }
 
 /* ---------------------------------------------------------------- wait */
