@@ -100,7 +100,8 @@ int pp_session_finish(pp_session *s, pp_session_result *r);
 /* Closes the database (an error there is reported and counted in
  * r->failed; r->store is NULL after), removes the spool folder unless
  * r->failed or keep_spools (r->spools_kept), frees the session and what
- * finish lent. r may be NULL (no finish). */
+ * finish lent. r may be NULL when finish was not called (the program is
+ * waited for first). */
 void pp_session_free(pp_session *s, pp_session_result *r);
 
 #endif
