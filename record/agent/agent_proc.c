@@ -92,7 +92,7 @@ static void path_list(char *out, size_t outlen, const char *name, const char *va
 }
 
 /* The audit copy needs static TLS beyond glibc's default surplus (see
- * cmd_record.c); the tunable must reach every image. */
+ * session/session_env.c); the tunable must reach every image. */
 #define TLS_TUNABLE "glibc.rtld.optional_static_tls=65536"
 
 /* Does envp still preload this agent? */
