@@ -470,7 +470,7 @@ int cmd_record(int argc, char **argv)
 	char mpilib[PATH_MAX];
 	snprintf(mpilib, sizeof mpilib, "%s/libphaseprof-mpi.so", cli_self_dir());
 	if (mpi < 0)
-		mpi = cli_is_mpi_command(resolved);
+		mpi = pp_session_is_mpi_command(resolved);
 	if (mpi && access(mpilib, R_OK) != 0) {
 		cli_error("record: %s is missing (phaseprof was built without MPI); recording without "
 			  "MPI communication", mpilib);

@@ -129,6 +129,43 @@ int pp_session_check_command(const char *cmd, char *resolved, size_t len, char *
 	return 0;
 }
 
+static const char *const launchers[] = {
+	"mpirun", "mpiexec", "orterun", "mpiexec.hydra", "mpiexec.openmpi", "mpirun.openmpi",
+	"mpiexec.mpich", "mpirun.mpich", "srun", "prun", "oshrun", NULL,
+};
+
+/* The file names libmpi among its dependencies: its dynamic string table
+ * holds "libmpi.so" (a needed library, or a versioned name of one). Only
+ * that table is read: a whole-file scan of a large interpreter cost more
+ * than the rest of record's start. */
+static int links_libmpi(const char *path)
+{
+	pp_elf e;
+	if (pp_elf_open(path, &e) != 0)
+		return 0;
+	int found = pp_elf_dynstr_has(&e, "libmpi.so", 0) || pp_elf_dynstr_has(&e, "libmpich.so", 0);
+	pp_elf_close(&e);
+	return found;
+}
+
+int pp_session_is_mpi_command(const char *resolved)
+{
+	const char *base = strrchr(resolved, '/');
+	base = base ? base + 1 : resolved;
+	for (int i = 0; launchers[i]; i++)
+		if (strcmp(base, launchers[i]) == 0)
+			return 1;
+	char real[4096];
+	if (realpath(resolved, real)) {
+		base = strrchr(real, '/');
+		base = base ? base + 1 : real;
+		for (int i = 0; launchers[i]; i++)
+			if (strcmp(base, launchers[i]) == 0)
+				return 1;
+	}
+	return links_libmpi(resolved);
+}
+
 /* ---------------------------------------------------------------- signals */
 
 /* One session at a time: the handlers' state. */

@@ -54,6 +54,10 @@ typedef struct pp_session_opts {
  * -1 with why in err. */
 int pp_session_check_command(const char *cmd, char *resolved, size_t len, char *err, size_t errlen);
 
+/* An MPI launcher (mpirun, mpiexec, srun...), or a program linking libmpi:
+ * the PMPI layer is preloaded for it by default (1/0). */
+int pp_session_is_mpi_command(const char *resolved);
+
 /* The database must be usable before the program's time is spent: an
  * existing one a phaseprof database we may append to, a new one in a
  * writable folder. 0, or -1 with why in err. */

@@ -181,6 +181,15 @@ static void refusals(void **state)
 	assert_non_null(strstr(err, "record: cannot create /nonexistent-folder/x.db: folder /nonexistent-folder is not writable"));
 }
 
+/* the PMPI layer's default: launchers by name, programs by libmpi */
+static void mpi_detection(void **state)
+{
+	(void)state;
+	assert_int_equal(pp_session_is_mpi_command("/opt/x/bin/mpirun"), 1);
+	assert_int_equal(pp_session_is_mpi_command("/usr/bin/srun"), 1);
+	assert_int_equal(pp_session_is_mpi_command("/bin/true"), 0);
+}
+
 int main(void)
 {
 	if (ppt_tmpdir(tmp, sizeof tmp, "pp-session") != 0)
@@ -191,6 +200,7 @@ int main(void)
 		cmocka_unit_test(killed),
 		cmocka_unit_test(keeps_spools),
 		cmocka_unit_test(refusals),
+		cmocka_unit_test(mpi_detection),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	ppt_rmtree(tmp);
