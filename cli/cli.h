@@ -44,9 +44,7 @@ int cli_safe_stdio(int filter_stdout);
 /* Parses a run selector "N" (run id) into *out; prints an error if bad. */
 int cli_parse_int64(const char *what, const char *s, long long *out);
 
-/* record_ranks.c: an MPI launcher, or a program linking libmpi (1/0). */
-int cli_is_mpi_command(const char *resolved);
-/* The rank a launcher gave this process, or NULL. */
+/* record_ranks.c: the rank a launcher gave this process, or NULL. */
 const char *cli_env_rank(void);
 /* Expands %r (rank), %h (host), %p (pid), %% in an output name; -1 with a
  * message when a %r has no rank or the result does not fit. */

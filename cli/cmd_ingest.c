@@ -63,7 +63,7 @@ int cmd_ingest(int argc, char **argv)
 		cli_error("ingest: no spool files given (phaseprof ingest [-o run.db] FILE.spool...)");
 		return 2;
 	}
-	pp_session_spool *sp = calloc((size_t)n, sizeof *sp);
+	pp_ingest_spool *sp = calloc((size_t)n, sizeof *sp);
 	if (!sp) {
 		cli_error("ingest: out of memory");
 		return 1;
@@ -88,7 +88,7 @@ int cmd_ingest(int argc, char **argv)
 		free(sp);
 		return 1;
 	}
-	pp_session_opts so = {0, -1, 0, keep_all, NULL, NULL, 1};
+	pp_ingest_session_opts so = {0, -1, 0, keep_all, NULL, NULL, 1};
 	int done = pp_store_ingest_session(st, sp, n, &so);
 	for (int k = 0; k < n; k++) {
 		if (!sp[k].run_id) {

@@ -7,17 +7,8 @@
  * without a rank) unless --force. The output is written beside the
  * destination and renamed into place when everything succeeded.
  *
- * Clock alignment. Machines' wall clocks disagree; every rank's times are
- * relative to its own start, placed by runs.start_unix_ns. The events every
- * rank shares are collectives no rank can leave before all have entered
- * (MPI_Init's fence, barriers, allreduces, init_process_group). For the
- * k-th such call, rank r's clock offset o (added to r's times to get the
- * reference rank's clock) must satisfy
- *     r.exit_k + o >= ref.enter_k     and     ref.exit_k >= r.enter_k + o,
- * so o lies in [max_k(ref.enter_k - r.exit_k), min_k(ref.exit_k - r.enter_k)].
- * The offset stored is the middle of that interval, the uncertainty its
- * half-width: a bound, not a statistical guess, as long as the calls matched
- * are the same collective on every rank.
+ * The clock alignment itself is the store's (store/store_align.c:
+ * pp_store_align_ranks); this file keeps the options and the printing.
  */
 #include "cli.h"
 #include "diagnostics.h"
@@ -50,84 +41,36 @@ static void usage(FILE *o)
 		"             already held are kept)\n");
 }
 
-typedef struct align {
-	int64_t offset, unc;
-	int events;
-	int consistent;
-} align;
-
-/* Offset of rank r's clock to the reference's, from their shared events. */
-static align estimate(const pp_sync_event *ref, int nref, int64_t ref_start, const pp_sync_event *r, int nr,
-		      int64_t r_start)
-{
-	align a = {0, -1, 0, 1};
-	int64_t lo = INT64_MIN, hi = INT64_MAX;
-	for (int k = 0; k < nref && k < nr; k++) {
-		if (strcmp(ref[k].name, r[k].name) != 0)
-			break; /* the sequences diverge (a rank crashed, or another call order) */
-		int64_t l = (ref_start + ref[k].start_ns) - (r_start + r[k].end_ns);
-		int64_t h = (ref_start + ref[k].end_ns) - (r_start + r[k].start_ns);
-		if (l > lo)
-			lo = l;
-		if (h < hi)
-			hi = h;
-		a.events++;
-	}
-	if (!a.events)
-		return a;
-	a.offset = lo / 2 + hi / 2 + ((lo % 2 + hi % 2) / 2);
-	a.unc = hi >= lo ? (hi - lo) / 2 : (lo - hi) / 2;
-	a.consistent = hi >= lo;
-	return a;
-}
-
+/* Aligns one job's clocks (pp_store_align_ranks) and prints each rank's
+ * offset: 0, or -1 (pp_store_error says why; the ranks aligned before the
+ * failure are printed). */
 static int align_job(pp_store *st, const pp_rank_run *ranks, int n)
 {
-	int rc = 0;
-	pp_sync_event *ref = NULL;
-	int nref = 0;
-	if (pp_store_sync_events(st, ranks[0].run_id, &ref, &nref) != 0)
+	pp_rank_align *a = calloc((size_t)n, sizeof *a);
+	if (!a)
 		return -1;
+	int done = pp_store_align_ranks(st, ranks, n, a);
+	if (done < 0) {
+		free(a);
+		return -1;
+	}
 	printf("job %s: %d rank%s, clocks aligned to rank %d (run %lld, host %s)\n", ranks[0].job, n,
 	       n == 1 ? "" : "s", ranks[0].rank, (long long)ranks[0].run_id, ranks[0].host);
 	printf("  %5s %6s  %-20s %-10s %14s %14s  %s\n", "rank", "run", "host", "status", "offset", "uncertainty",
 	       "aligned on");
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < done; i++) {
 		const pp_rank_run *r = &ranks[i];
-		align a = {0, 0, nref, 1};
-		char how[96];
-		if (i > 0) {
-			pp_sync_event *ev = NULL;
-			int nev = 0;
-			if (pp_store_sync_events(st, r->run_id, &ev, &nev) != 0) {
-				rc = -1;
-				break;
-			}
-			a = estimate(ref, nref, ranks[0].start_unix_ns, ev, nev, r->start_unix_ns);
-			free(ev);
-		}
-		if (i == 0)
-			snprintf(how, sizeof how, "reference");
-		else if (!a.events)
-			snprintf(how, sizeof how, "nothing shared: wall clock as recorded");
-		else
-			snprintf(how, sizeof how, "%d collective%s%s", a.events, a.events == 1 ? "" : "s",
-				 a.consistent ? "" : " (bounds disagree: calls not matched one to one)");
-		if (pp_store_set_clock_offset(st, r->run_id, a.offset, i == 0 ? 0 : a.unc, how) != 0) {
-			rc = -1;
-			break;
-		}
 		char off[32], unc[32];
-		snprintf(off, sizeof off, "%+.3f ms", (double)a.offset / 1e6);
-		if (i > 0 && !a.events)
+		snprintf(off, sizeof off, "%+.3f ms", (double)a[i].offset_ns / 1e6);
+		if (i > 0 && !a[i].events)
 			snprintf(unc, sizeof unc, "unknown");
 		else
-			snprintf(unc, sizeof unc, "+-%.3f ms", (double)(i == 0 ? 0 : a.unc) / 1e6);
+			snprintf(unc, sizeof unc, "+-%.3f ms", (double)(i == 0 ? 0 : a[i].uncertainty_ns) / 1e6);
 		printf("  %5d %6lld  %-20.20s %-10s %14s %14s  %s\n", r->rank, (long long)r->run_id, r->host, r->status,
-		       off, unc, how);
+		       off, unc, a[i].how);
 	}
-	free(ref);
-	return rc;
+	free(a);
+	return done == n ? 0 : -1;
 }
 
 static void remove_db(const char *path)

@@ -8,43 +8,28 @@
  * run), symbolises CPU samples, prints a start-up summary (on stderr, into
  * --summary FILE, or not at all with -q) and exits with the program's
  * status (128 + signal when it was killed).
+ *
+ * The supervisor doing that is session/ (pp_session.h); this file keeps
+ * the options and the printing.
  */
 #include "cli.h"
 #include "cli_opt.h"
 #include "diagnostics.h"
-#include "phaseprof.h"
-#include "spool_writer.h"
+#include "pp_env.h"
+#include "pp_session.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "elf_file.h"
-#include "pp_grow.h"
-#include "spool_reader.h"
-
 const char cmd_record_summary[] = "run a program under the LD_PRELOAD agent and record it";
-
-extern char **environ;
 
 enum { OPT_OUTPUT = 1, OPT_SAMPLE, OPT_MODE, OPT_NO_FOLLOW, OPT_KEEP, OPT_KEEP_ALL, OPT_NO_PYTHON, OPT_MPI,
        OPT_NO_MPI, OPT_SUMMARY, OPT_QUIET, OPT_FORCE };
@@ -56,7 +41,7 @@ static const cli_opt opts[] = {
 	 "(and phaseprof's errors)", NULL},
 	{OPT_SAMPLE, 0, "sample", 1, "HZ", "CPU sampling at HZ per thread (libunwind), 1..10000", NULL},
 	{OPT_MODE, 0, "mode", 1, "MODE", "default, or detailed: also record one allocation event in\n"
-	 "PHASEPROF_ALLOC_SAMPLE (1000)", NULL},
+	 PP_ENV_ALLOC_SAMPLE " (1000)", NULL},
 	{OPT_NO_FOLLOW, 0, "no-follow-fork", 0, NULL, "record only the first process (and what it execs)", NULL},
 	{OPT_KEEP, 0, "keep-spools", 0, NULL, "keep the raw spool files and print their folder", NULL},
 	{OPT_KEEP_ALL, 0, "keep-all-spans", 0, NULL, "a row for every span (default: short leaf op/span spans\n"
@@ -94,95 +79,6 @@ static void usage(FILE *out)
 		     "\n"
 		     "Exit status: the program's (128 + signal if it was killed); 3 if it exited 0\n"
 		     "but nothing was recorded.\n");
-}
-
-/* ---------------------------------------------------------------- checks */
-
-static int find_in_path(const char *cmd, char *out, size_t outlen)
-{
-	if (strchr(cmd, '/')) {
-		snprintf(out, outlen, "%s", cmd);
-		return access(out, F_OK) == 0 ? 0 : -1;
-	}
-	const char *path = getenv("PATH");
-	if (!path || !*path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	int found_noexec = 0;
-	for (const char *p = path; *p;) {
-		const char *e = strchr(p, ':');
-		size_t n = e ? (size_t)(e - p) : strlen(p);
-		snprintf(out, outlen, "%.*s/%s", (int)n, n ? p : ".", cmd);
-		struct stat st;
-		if (stat(out, &st) == 0 && S_ISREG(st.st_mode)) {
-			if (access(out, X_OK) == 0)
-				return 0;
-			found_noexec = 1;
-		}
-		p = e ? e + 1 : p + n;
-	}
-	return found_noexec ? -2 : -1;
-}
-
-/* Refuses what LD_PRELOAD cannot wrap. Returns 0 or prints why and returns 1. */
-static int check_command(const char *cmd, char *resolved, size_t len)
-{
-	int r = find_in_path(cmd, resolved, len);
-	if (r == -1) {
-		cli_error("record: %s: command not found", cmd);
-		return 1;
-	}
-	if (r == -2) {
-		cli_error("record: %s: found in PATH but not executable", cmd);
-		return 1;
-	}
-	struct stat st;
-	if (stat(resolved, &st) != 0) {
-		cli_error("record: %s: %s", resolved, strerror(errno));
-		return 1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		cli_error("record: %s: not a regular file", resolved);
-		return 1;
-	}
-	if (access(resolved, X_OK) != 0) {
-		cli_error("record: %s: not executable (permission denied)", resolved);
-		return 1;
-	}
-	if (st.st_mode & (S_ISUID | S_ISGID)) {
-		cli_error("record: %s: set-user/group-ID program; the loader ignores LD_PRELOAD for it, "
-			  "so it cannot be recorded", resolved);
-		return 1;
-	}
-	const char *target = resolved;
-	char interp[PATH_MAX];
-	int fd = open(resolved, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		char head[PATH_MAX + 3];
-		ssize_t n = read(fd, head, sizeof head - 1);
-		close(fd);
-		if (n > 2 && head[0] == '#' && head[1] == '!') {
-			/* a script: what matters is its interpreter */
-			head[n] = 0;
-			char *s = head + 2;
-			while (*s == ' ' || *s == '\t')
-				s++;
-			size_t k = strcspn(s, " \t\n");
-			snprintf(interp, sizeof interp, "%.*s", (int)k, s);
-			target = interp;
-			if (stat(interp, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID))) {
-				cli_error("record: %s: its interpreter %s is set-user/group-ID and cannot be recorded",
-					  resolved, interp);
-				return 1;
-			}
-		}
-	}
-	int s = pp_elf_is_static(target);
-	if (s == 1) {
-		cli_error("record: %s: statically linked; LD_PRELOAD cannot wrap it (no dynamic loader runs)",
-			  target);
-		return 1;
-	}
-	return 0;
 }
 
 /* ---------------------------------------------------------------- after the run */
@@ -322,12 +218,23 @@ static void summarise_run(pp_store *st, int64_t run, int64_t wall_ns)
 	}
 }
 
-/* Progress on stderr once an ingest has taken more than a second. */
+/* What the session's callbacks print with (pp_session_opts.ud). */
 typedef struct progress_state { double last; int shown; } progress_state;
+typedef struct record_ctx {
+	progress_state ps;
+	const char *resolved, *out;
+	int hz, mpi;
+} record_ctx;
+
+/* Progress on stderr once an ingest has taken more than a second. */
 
 static void show_progress(void *ud, const char *spool, uint64_t done, uint64_t total, double seconds)
 {
-	progress_state *p = ud;
+	progress_state *p = &((record_ctx *)ud)->ps;
+	if (!spool) { /* a new pass (pp_session_opts.progress) */
+		*p = (progress_state){0, 0};
+		return;
+	}
 	/* live progress belongs on the terminal: not in a summary file read
 	 * after the fact, and not at all with -q */
 	if (sum_out != stderr)
@@ -342,7 +249,7 @@ static void show_progress(void *ud, const char *spool, uint64_t done, uint64_t t
 }
 
 /* "runs 3, 5..7": exactly the runs this record ingested. */
-static void print_run_ids(const pp_session_spool *sp, int n)
+static void print_run_ids(const pp_ingest_spool *sp, int n)
 {
 	int64_t *ids = malloc((n > 0 ? (size_t)n : 1) * sizeof *ids);
 	int k = 0;
@@ -370,20 +277,8 @@ static void print_run_ids(const pp_session_spool *sp, int n)
 	free(ids);
 }
 
-/* Findings of every recorded run are stored (before anything is printed:
- * the last write, so the log can be synced meanwhile), then the last top
- * image's printed. d: one result per slot. */
-static void diagnose(pp_store *st, const pp_session_spool *sp, int n, pp_diag_result *d)
-{
-	for (int s = 0; s < n; s++)
-		if (sp[s].run_id && pp_diag_run(st, sp[s].run_id, &d[s]) != 0) {
-			cli_error("record: diagnostics of run %lld: %s", (long long)sp[s].run_id, d[s].error);
-			pp_diag_result_free(&d[s]);
-			memset(&d[s], 0, sizeof d[s]);
-		}
-}
-
-static void print_findings(const pp_session_spool *sp, int n, pp_diag_result *d, int64_t last_top)
+/* The last top image's findings; a distributed job's, on its lowest rank. */
+static void print_findings(const pp_ingest_spool *sp, int n, const pp_diag_result *d, int64_t last_top)
 {
 	for (int s = 0; s < n; s++) {
 		if (d[s].n && sp[s].run_id == last_top) {
@@ -400,11 +295,10 @@ static void print_findings(const pp_session_spool *sp, int n, pp_diag_result *d,
 				if (sum_out)
 					pp_diag_print(sum_out, d[s].findings + f, 1, PP_DIAG_PRINT_BRIEF);
 			}
-		pp_diag_result_free(&d[s]);
 	}
 }
 
-static void list_other_runs(pp_store *st, const pp_session_spool *sp, int n, int64_t last_top)
+static void list_other_runs(pp_store *st, const pp_ingest_spool *sp, int n, int64_t last_top)
 {
 	for (int s = 0; s < n && n > 1; s++) {
 		if (!sp[s].run_id || sp[s].run_id == last_top)
@@ -420,384 +314,49 @@ static void list_other_runs(pp_store *st, const pp_session_spool *sp, int n, int
 	}
 }
 
-/* The session's spools (*.spool in dir); NULL paths on failure. */
-static int list_spools(const char *dir, pp_session_spool **out)
+/* What the session recorded, into the summary (its problems were
+ * reported as they were met). */
+static void report(const pp_session_result *r, const char *out, const char *resolved)
 {
-	pp_session_spool *sp = NULL;
-	int n = 0, cap = 0;
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		size_t l = strlen(de->d_name);
-		if (l < 7 || strcmp(de->d_name + l - 6, ".spool") != 0)
-			continue;
-		if (PP_GROW(sp, n + 1, cap) != 0)
-			break;
-		memset(&sp[n], 0, sizeof sp[n]);
-		size_t pl = strlen(dir) + l + 2;
-		char *path = malloc(pl);
-		if (!path)
-			break;
-		snprintf(path, pl, "%s/%s", dir, de->d_name);
-		sp[n++].path = path;
-	}
-	if (d)
-		closedir(d);
-	*out = sp;
-	return n;
-}
-
-/* A database made while the program ran and then not needed goes: record
- * leaves no file when nothing was recorded (one that existed stays, and so
- * does one another record made first or still has open: its -shm outlives
- * our close while any other connection is open). */
-static void drop_early(pp_store *early, int created, const char *out)
-{
-	if (!early)
+	const pp_ingest_spool *sp = r->spools;
+	int nsp = r->nspools;
+	if (!r->store)
 		return;
-	created = created && pp_store_created(early);
-	pp_store_close(early, NULL, 0);
-	char p[PATH_MAX + 16];
-	snprintf(p, sizeof p, "%s-shm", out);
-	if (!created || access(p, F_OK) == 0)
-		return;
-	static const char *const ext[] = {"", "-wal", "-shm", "-journal"};
-	for (int i = 0; i < 4; i++) {
-		snprintf(p, sizeof p, "%s%s", out, ext[i]);
-		unlink(p);
-	}
-}
-
-/* No -wal or -journal beside db: no other writer is in the middle of it. */
-static int no_other_writer(const char *db)
-{
-	char p[PATH_MAX + 16];
-	snprintf(p, sizeof p, "%s-wal", db);
-	if (access(p, F_OK) == 0)
-		return 0;
-	snprintf(p, sizeof p, "%s-journal", db);
-	return access(p, F_OK) != 0;
-}
-
-/* Ingests the session (into early when the database was opened while the
- * program ran; early_created: it was made then), prints what was recorded.
- * Returns the number of runs recorded, -1 if the database could not be
- * written. */
-static int ingest_and_report(const char *out, const char *dir, const char *resolved, pid_t pid,
-			     int code, int sig, int64_t wall, int keep_all, pp_store *early, int early_created,
-			     const pp_session_spool *done, int *failed)
-{
-	pp_session_spool *sp = NULL;
-	int nsp = list_spools(dir, &sp);
-	for (int s = 0; done->ingested && s < nsp; s++)
-		if (!strcmp(sp[s].path, done->path)) {
-			const char *path = sp[s].path;
-			sp[s] = *done;
-			sp[s].path = path;
-		}
-	if (!nsp) {
-		drop_early(early, early_created, out);
-		early = NULL;
-	}
-	pp_store *st = early ? early : nsp ? cli_open_store(out, PP_STORE_WRITE) : NULL;
-	int ingested = 0;
-	if (!nsp) {
-		cli_error("record: nothing was recorded: %s left no spool (did the agent load? see messages above)",
-			  resolved);
-		free(sp);
-		return 0;
-	}
-	if (!st) {
-		(*failed)++;
-		goto out;
-	}
-	progress_state ps = {0, 0};
-	pp_session_opts so = {(uint32_t)pid, code, sig, keep_all, show_progress, &ps, 0};
-	ingested = pp_store_ingest_session(st, sp, nsp, &so);
-	/* the indexes now, in bulk after the rows: the summary and the
-	 * diagnostics read through them (without, a read by kind scanned the
-	 * run's spans once per kind); close adds those of tables they filled */
-	char ierr[512];
-	if (ingested && pp_store_build_indexes(st, ierr, sizeof ierr) != 0)
-		cli_error("record: %s", ierr);
-	pp_diag_result *diag = calloc((size_t)nsp, sizeof *diag);
-	if (diag)
-		diagnose(st, sp, nsp, diag);
-	pp_store_sync_ahead(st);
-	int64_t top_run = 0, last_top = 0, samples = 0;
-	for (int s = 0; s < nsp; s++) {
-		if (!sp[s].run_id || sp[s].err[0]) {
-			cli_error("record: %s", sp[s].err);
-			(*failed)++;
-		}
-		if (!sp[s].run_id)
-			continue;
-		if (sp[s].is_top && !top_run)
-			top_run = sp[s].run_id;
-		if (sp[s].is_last_top)
-			last_top = sp[s].run_id;
-		if (sp[s].res.truncated)
-			cli_error("record: run %lld: %s", (long long)sp[s].run_id, sp[s].res.note);
-		char stopped[400];
-		if (pp_store_run_meta(st, sp[s].run_id, "agent.stopped", stopped, sizeof stopped) == 0)
-			cli_error("record: run %lld: %s", (long long)sp[s].run_id, stopped);
-		if (pp_store_run_meta(st, sp[s].run_id, "agent.child_unrecorded", stopped, sizeof stopped) == 0)
-			cli_error("record: run %lld: a child could not be recorded (run_meta agent.child_unrecorded): %s",
-				  (long long)sp[s].run_id, stopped);
-		samples += (int64_t)sp[s].res.samples;
-	}
-	if (ingested) {
-		say("phaseprof: %d run%s recorded into %s", ingested, ingested == 1 ? "" : "s", out);
+	int code = r->exit_code, sig = r->term_signal;
+	if (r->ingested > 0) {
+		say("phaseprof: %d run%s recorded into %s", r->ingested, r->ingested == 1 ? "" : "s", out);
 		print_run_ids(sp, nsp);
-		if (samples)
-			say(", %lld CPU samples", (long long)samples);
+		if (r->samples)
+			say(", %lld CPU samples", (long long)r->samples);
 		say("; %s %s\n", resolved,
 			sig ? strsignal(sig) : code == 0 ? "exited normally" : "exited with an error status");
 	}
-	if (last_top) {
+	if (r->last_top) {
 		pp_run_info ri;
-		if (pp_store_run(st, last_top, &ri) == 0 && last_top != top_run)
-			say("  (after exec: run %lld, %.60s)\n", (long long)last_top, ri.command);
-		summarise_run(st, last_top, last_top == top_run ? wall : 0);
+		if (pp_store_run(r->store, r->last_top, &ri) == 0 && r->last_top != r->top_run)
+			say("  (after exec: run %lld, %.60s)\n", (long long)r->last_top, ri.command);
+		summarise_run(r->store, r->last_top, r->last_top == r->top_run ? r->wall_ns : 0);
 	}
-	if (diag)
-		print_findings(sp, nsp, diag, last_top);
-	free(diag);
-	list_other_runs(st, sp, nsp, last_top);
-	if (cli_close_store(st) != 0)
-		(*failed)++;
-out:
-	for (int s = 0; s < nsp; s++)
-		free((char *)sp[s].path);
-	free(sp);
-	return *failed && !ingested ? -1 : ingested;
+	if (r->diag)
+		print_findings(sp, nsp, r->diag, r->last_top);
+	list_other_runs(r->store, sp, nsp, r->last_top);
 }
 
-/* ------------------------------------------------- ingest while it exits */
-
-/* The kernel takes a while to tear a large process down after its last
- * instruction (~1.5 ms for `import numpy` on this VM), and the agent closes
- * the spool before that. When the program's spool has been closed at its
- * exit and is the session's only one, it is ingested meanwhile, on the
- * other CPU; its parent's wait still has the last word on how it ended. */
-typedef struct early_ingest {
-	int watch, wd;           /* inotify on the spool folder, -1: none */
-	pp_session_spool slot;   /* slot.ingested: tried */
-	char path[PATH_MAX + 256];
-	pp_spool_summary m;      /* its own account of how it ended */
-} early_ingest;
-
-static void early_watch(early_ingest *e, const char *dir, int mpi)
+/* The session's messages, as record's errors. */
+static void session_report(void *ud, const char *msg)
 {
-	memset(e, 0, sizeof *e);
-	e->watch = mpi ? -1 : inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (e->watch >= 0 && (e->wd = inotify_add_watch(e->watch, dir, IN_CLOSE_WRITE)) < 0) {
-		close(e->watch);
-		e->watch = -1;
-	}
+	(void)ud;
+	cli_error("%s", msg);
 }
 
-/* pid's spool closed at its exit, alone in dir: its path in e->path */
-static int closed_at_exit(early_ingest *e, const char *dir, pid_t pid)
+/* Just before the program starts. */
+static void announce(void *ud)
 {
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	char prefix[32];
-	int n = snprintf(prefix, sizeof prefix, "%d-", (int)pid), found = 0;
-	ssize_t len;
-	while ((len = read(e->watch, buf, sizeof buf)) > 0)
-		for (char *q = buf; q < buf + len;) {
-			const struct inotify_event *ev = (const struct inotify_event *)q;
-			size_t l = ev->len ? strlen(ev->name) : 0;
-			if (l > 6 && !strncmp(ev->name, prefix, (size_t)n) && !strcmp(ev->name + l - 6, ".spool")) {
-				snprintf(e->path, sizeof e->path, "%.4000s/%.255s", dir, ev->name);
-				found = 1;
-			}
-			q += sizeof *ev + ev->len;
-		}
-	if (!found)
-		return 0;
-	pp_session_spool *sp = NULL;
-	int nsp = list_spools(dir, &sp);
-	for (int i = 0; i < nsp; i++)
-		free((char *)sp[i].path);
-	free(sp);
-	char err[256];
-	const pp_spool_summary *m = &e->m;
-	return nsp == 1 && pp_spool_summarise(e->path, &e->m, err, sizeof err) == 0 && m->agent_closed &&
-	       m->exit_code >= 0 && !m->exit_signal && (!strcmp(m->end, "exit") || !strcmp(m->end, "_exit"));
-}
-
-/* The database is opened while the program runs (a new one's schema, an
- * existing one's checks and its switch to WAL), in a thread at nice 19:
- * the CPU it takes is one the program leaves idle (at nice 0 it took ~1.5 ms
- * from `import numpy` on 2 CPUs, at nice 10 as much). After
- * EARLY_OPEN_RAISE_MS, or when the program ends first, the thread is
- * raised to the caller's priority; where that is not allowed
- * (RLIMIT_NICE), it is told at the end to give up and the open is done
- * again at full priority, so a loaded machine cannot leave it starving. */
-#define EARLY_OPEN_RAISE_MS 20
-typedef struct early_open {
-	const char *out;
-	pthread_t thread;
-	pid_t tid;
-	_Atomic int tid_known, done, cancel;
-	int started;
-	pp_store *st;
-	char err[512];
-} early_open;
-
-static void *early_open_main(void *arg)
-{
-	early_open *o = arg;
-	o->tid = (pid_t)syscall(SYS_gettid);
-	atomic_store(&o->tid_known, 1);
-	setpriority(PRIO_PROCESS, (id_t)o->tid, 19);
-	o->st = pp_store_open_cancellable(o->out, PP_STORE_WRITE, &o->cancel, o->err, sizeof o->err);
-	atomic_store(&o->done, 1);
-	return NULL;
-}
-
-static void early_open_start(early_open *o)
-{
-	o->started = pthread_create(&o->thread, NULL, early_open_main, o) == 0;
-}
-
-/* The thread at our own priority again: 0, or -1 where not allowed. */
-static int early_open_raise(early_open *o)
-{
-	if (!atomic_load(&o->tid_known))
-		return -1;
-	return setpriority(PRIO_PROCESS, (id_t)o->tid, getpriority(PRIO_PROCESS, 0));
-}
-
-static pp_store *early_open_join(early_open *o)
-{
-	if (!o->started)
-		return o->st;
-	o->started = 0;
-	if (!atomic_load(&o->done) && early_open_raise(o) != 0)
-		atomic_store(&o->cancel, 1);
-	pthread_join(o->thread, NULL);
-	if (!o->st && atomic_load(&o->cancel))
-		o->st = pp_store_open(o->out, PP_STORE_WRITE, o->err, sizeof o->err);
-	return o->st;
-}
-
-/* When the program ended, for its wall time: record may be ingesting then.
- * (Set in a SIGCHLD handler: the program is record's only child unless MPI
- * makes it a subreaper, when no ingest overlaps the wait.) */
-static struct timespec program_end;
-static volatile sig_atomic_t program_ended;
-
-static void note_program_end(int sig)
-{
-	(void)sig;
-	if (!program_ended) {
-		clock_gettime(CLOCK_MONOTONIC, &program_end);
-		program_ended = 1;
-	}
-}
-
-/* Waits for the program (its status in *status, the time it ended in
- * *end); ingests its spool into the early store meanwhile when it can
- * (e->slot.ingested). */
-static void wait_program(pid_t pid, int *status, early_ingest *e, const char *dir, early_open *eo, int keep_all,
-			 struct timespec *end)
-{
-	int pfd = eo->started || (e->watch >= 0 && eo->st) ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
-	/* a program that keeps both CPUs busy (numpy's OpenBLAS threads spin
-	 * a while) leaves the open no idle time at all: after 20 ms it runs at
-	 * our priority (without, 1 run in 3 opened only after the exit) */
-	int raise_ms = eo->started ? EARLY_OPEN_RAISE_MS : -1;
-	while (pfd >= 0) {
-		struct pollfd p[2] = {{pfd, POLLIN, 0}, {e->watch, POLLIN, 0}};
-		int n = poll(p, e->watch >= 0 ? 2 : 1, raise_ms);
-		if (n < 0 && errno != EINTR)
-			break;
-		if (n == 0) {
-			if (!atomic_load(&eo->done))
-				(void)early_open_raise(eo);
-			raise_ms = -1;
-			if (e->watch < 0)
-				break; /* the exit is all that is left to wait for */
-			continue;
-		}
-		if (p[0].revents)
-			break;
-		if ((p[1].revents & POLLIN) && closed_at_exit(e, dir, pid)) {
-			progress_state ps = {0, 0};
-			pp_session_opts so = {(uint32_t)pid, e->m.exit_code, 0, keep_all, show_progress, &ps, 0};
-			e->slot.path = e->path;
-			/* woken by the close, we may have preempted one of the
-			 * program's threads that its exit waits for (joined at
-			 * exit): it goes first (1.5 ms of overlap lost without) */
-			sched_yield();
-			pp_store *st = early_open_join(eo);
-			if (!st)
-				break;
-			(void)pp_store_ingest_session(st, &e->slot, 1, &so);
-			e->slot.ingested = 1;
-			break;
-		}
-	}
-	if (pfd >= 0)
-		close(pfd);
-	/* the watch goes now, its descriptor at the end: closing it while it
-	 * has a watch waits for an RCU grace period (8-20 ms on this VM),
-	 * removing the watch queues that wait in the kernel's background */
-	if (e->watch >= 0)
-		inotify_rm_watch(e->watch, e->wd);
-	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
-		;
-	clock_gettime(CLOCK_MONOTONIC, end);
-	if (program_ended) /* during the ingest: the wait came after */
-		*end = program_end;
-}
-
-/* ---------------------------------------------------------------- main */
-
-static volatile sig_atomic_t child_pid;
-
-static void forward(int sig)
-{
-	if (child_pid > 0)
-		kill(child_pid, sig);
-}
-
-static int agent_has_symbol(const char *agent, const char *name)
-{
-	pp_elf e;
-	if (pp_elf_open(agent, &e) != 0)
-		return 0;
-	int found = pp_elf_dynstr_has(&e, name, 1);
-	pp_elf_close(&e);
-	return found;
-}
-
-static int rm_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return -1;
-	struct dirent *e;
-	char p[PATH_MAX];
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-		unlink(p);
-	}
-	closedir(d);
-	return rmdir(dir);
-}
-
-static char *env_join(const char *name, const char *first, const char *rest)
-{
-	size_t n = strlen(name) + strlen(first) + (rest ? strlen(rest) : 0) + 3;
-	char *s = malloc(n);
-	if (s)
-		snprintf(s, n, "%s=%s%s%s", name, first, rest && *rest ? ":" : "", rest ? rest : "");
-	return s;
+	const record_ctx *c = ud;
+	say("phaseprof: recording %s%s%s into %s\n", c->resolved, c->hz ? " (sampling)" : "",
+		c->mpi ? " (MPI)" : "", c->out);
+	if (sum_out)
+		fflush(sum_out);
 }
 
 typedef struct record_opts {
@@ -883,85 +442,6 @@ static int parse_options(int argc, char **argv, record_opts *o)
 	return -1;
 }
 
-/* The database must be usable before we spend the program's time: an
- * existing file must be a phaseprof database we can write, a new one needs
- * a writable folder (opening for writing here would cost the schema set-up
- * twice). 0 or -1 (reported). */
-static void folder_of(const char *path, char *folder, size_t n)
-{
-	snprintf(folder, n, "%s", path);
-	char *slash = strrchr(folder, '/');
-	if (slash)
-		*(slash == folder ? slash + 1 : slash) = 0;
-	else
-		snprintf(folder, n, ".");
-}
-
-static int check_database(const char *out)
-{
-	char folder[PATH_MAX];
-	folder_of(out, folder, sizeof folder);
-	if (access(out, F_OK) == 0) {
-		/* through SQLite (another record may be creating it right now: no
-		 * tables yet is fine), which parses the whole schema: ~0.4 ms
-		 * before the program starts, but a file carrying its own SQL
-		 * (a trigger, a view) is refused before the program runs, not
-		 * after (the header alone cannot show it) */
-		pp_store *probe = cli_open_store(out, PP_STORE_CHECK);
-		if (!probe)
-			return -1;
-		pp_store_close(probe, NULL, 0);
-		if (access(out, W_OK) != 0) {
-			cli_error("record: %s: not writable (%s)", out, strerror(errno));
-			return -1;
-		}
-		/* an append writes a journal beside the file: a read-only folder
-		 * failed it after the program had run */
-		if (access(folder, W_OK) != 0) {
-			cli_error("record: %s: its folder %s is not writable (%s): SQLite keeps its "
-				  "journal there",
-				  out, folder, strerror(errno));
-			return -1;
-		}
-		/* refused before the program runs, as the append would be after */
-		struct stat sb;
-		if (stat(out, &sb) == 0 && sb.st_uid != geteuid() && !pp_store_foreign_allowed()) {
-			cli_error("record: %s: belongs to another user (uid %u); not appending to it (--force to append)",
-				  out, (unsigned)sb.st_uid);
-			return -1;
-		}
-		return 0;
-	}
-	if (access(folder, W_OK) != 0) {
-		cli_error("record: cannot create %s: folder %s is not writable (%s)", out, folder, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-/* The launcher's orphans (PR_SET_CHILD_SUBREAPER): reaped as they die,
- * for at most a second; one killed by a signal gets it in its spool (its
- * own agent may have been stopped by SIGKILL before it could say). */
-static void reap_orphans(const char *dir)
-{
-	for (int waited_ms = 0;;) {
-		int st;
-		pid_t p = waitpid(-1, &st, WNOHANG);
-		if (p > 0) {
-			if (WIFSIGNALED(st))
-				pp_spool_note_exit(dir, (int32_t)p, 0, -1, WTERMSIG(st));
-			continue;
-		}
-		if (p < 0 && errno == EINTR)
-			continue;
-		if (p < 0 || waited_ms >= 1000)
-			return; /* none left, or alive and well: left to run */
-		struct timespec t = {0, 10000000};
-		nanosleep(&t, NULL);
-		waited_ms += 10;
-	}
-}
-
-
 int cmd_record(int argc, char **argv)
 {
 	record_opts ro;
@@ -969,13 +449,13 @@ int cmd_record(int argc, char **argv)
 	if (prc >= 0)
 		return prc;
 	const char *out = ro.out;
-	int hz = ro.hz, detailed = ro.detailed, follow = ro.follow, keep = ro.keep, keep_all = ro.keep_all;
-	int python = ro.python, mpi = ro.mpi;
-	int i = ro.cmd;
-	char **cmd = argv + i;
-	char resolved[PATH_MAX];
-	if (check_command(cmd[0], resolved, sizeof resolved) != 0)
+	int mpi = ro.mpi;
+	char **cmd = argv + ro.cmd;
+	char resolved[PATH_MAX], err[PATH_MAX + 1024];
+	if (pp_session_check_command(cmd[0], resolved, sizeof resolved, err, sizeof err) != 0) {
+		cli_error("%s", err);
 		return 127;
+	}
 	char out_buf[PATH_MAX];
 	if (cli_expand_output(out, out_buf, sizeof out_buf) != 0)
 		return 2;
@@ -987,210 +467,54 @@ int cmd_record(int argc, char **argv)
 		cli_error("record: agent library %s is missing (build the phaseprof_agent target)", agent);
 		return 2;
 	}
-	/* the PMPI layer goes after the agent in LD_PRELOAD: its wrappers call
-	 * the recorder the agent exports */
 	char mpilib[PATH_MAX];
 	snprintf(mpilib, sizeof mpilib, "%s/libphaseprof-mpi.so", cli_self_dir());
 	if (mpi < 0)
-		mpi = cli_is_mpi_command(resolved);
+		mpi = pp_session_is_mpi_command(resolved);
 	if (mpi && access(mpilib, R_OK) != 0) {
 		cli_error("record: %s is missing (phaseprof was built without MPI); recording without "
 			  "MPI communication", mpilib);
 		mpi = 0;
 	}
-	if (check_database(out) != 0)
+	if (pp_session_check_db(out, err, sizeof err) != 0) {
+		cli_error("%s", err);
 		return 2;
+	}
 	sum_out = ro.quiet ? NULL : stderr;
 	if (ro.summary && summary_open(ro.summary) != 0)
 		return 2;
 
-	char dir[PATH_MAX];
-	const char *tmp = getenv("TMPDIR");
-	snprintf(dir, sizeof dir, "%s/phaseprof-record-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(dir)) {
-		cli_error("record: cannot create a spool folder %s: %s", dir, strerror(errno));
+	record_ctx ctx = {{0, 0}, resolved, out, ro.hz, mpi};
+	pp_session_opts so = {
+		.path = resolved, .argv = cmd, .db = out, .agent = agent, .mpi_lib = mpi ? mpilib : NULL,
+		.sample_hz = ro.hz, .detailed = ro.detailed, .follow_fork = ro.follow, .python = ro.python,
+		.keep_all_spans = ro.keep_all, .keep_spools = ro.keep,
+		.announce = announce, .report = session_report, .progress = show_progress, .ud = &ctx,
+	};
+	pp_session *s;
+	int rc = pp_session_start(&so, &s, err, sizeof err);
+	if (rc != 0) {
+		cli_error("%s", err);
 		summary_close(ro.summary, 0);
-		return 2;
+		return rc;
 	}
-	/* the agent gets an absolute folder: processes chdir before they fork */
-	if (dir[0] != '/') {
-		char abs[PATH_MAX];
-		if (!realpath(dir, abs)) {
-			cli_error("record: cannot resolve the spool folder %s: %s", dir, strerror(errno));
-			rmdir(dir);
-			summary_close(ro.summary, 0);
-			return 2;
-		}
-		snprintf(dir, sizeof dir, "%s", abs);
-	}
-
-	/* the child's environment */
-	size_t ne = 0;
-	while (environ[ne])
-		ne++;
-	char **env = calloc(ne + 16, sizeof *env);
-	char hzs[32], *tun;
-	size_t k = 0;
-	const char *old_pre = NULL, *old_aud = NULL, *old_tun = NULL;
-	for (size_t j = 0; j < ne; j++) {
-		const char *e = environ[j];
-		if (!strncmp(e, "LD_PRELOAD=", 11))
-			old_pre = e + 11;
-		else if (!strncmp(e, "LD_AUDIT=", 9))
-			old_aud = e + 9;
-		else if (!strncmp(e, "GLIBC_TUNABLES=", 15))
-			old_tun = e + 15;
-		else if (strncmp(e, "PHASEPROF_", 10) != 0 || !strncmp(e, "PHASEPROF_CLOCK=", 16) ||
-			 !strncmp(e, "PHASEPROF_ALLOC_SAMPLE=", 23) || !strncmp(e, "PHASEPROF_AGENT_PERIOD_MS=", 26) ||
-			 (python && !strncmp(e, "PHASEPROF_PYTHON=", 17)) ||
-			 !strncmp(e, "PHASEPROF_PYSTACK_FAKE_VERSION=", 31) || /* tests: an unchecked CPython */
-			 !strncmp(e, "PHASEPROF_BUFFER_EVENTS=", 24) || /* tests: few small buffers */
-			 !strncmp(e, "PHASEPROF_MAX_BUFFERS=", 22) ||
-			 !strncmp(e, "PHASEPROF_KEPT=", 15)) /* 0: no step_kept (agent_kept.c) */
-			env[k++] = environ[j];
-	}
-	size_t k_own = k;
-	if (mpi) {
-		char both[2 * PATH_MAX + 2];
-		snprintf(both, sizeof both, "%s:%s", agent, mpilib);
-		env[k++] = env_join("LD_PRELOAD", both, old_pre);
-	} else {
-		env[k++] = env_join("LD_PRELOAD", agent, old_pre);
-	}
-	env[k++] = env_join("LD_AUDIT", agent, old_aud);
-	/* the audit copy (own namespace) needs static TLS beyond glibc's small
-	 * default surplus for the recorder's thread-local state */
-	tun = env_join("GLIBC_TUNABLES", old_tun && *old_tun ? old_tun : "glibc.rtld.optional_static_tls=65536",
-		       old_tun && *old_tun ? "glibc.rtld.optional_static_tls=65536" : NULL);
-	env[k++] = tun;
-	env[k++] = env_join("PHASEPROF_SPOOL_DIR", dir, NULL);
-	env[k++] = env_join("PHASEPROF_AGENT", agent, NULL);
-	env[k++] = env_join("PHASEPROF_FOLLOW_FORK", follow ? "1" : "0", NULL);
-	env[k++] = env_join("PHASEPROF_MODE", detailed ? "detailed" : "default", NULL);
-	if (!python)
-		env[k++] = env_join("PHASEPROF_PYTHON", "0", NULL);
-	if (hz) {
-		snprintf(hzs, sizeof hzs, "%d", hz);
-		env[k++] = env_join("PHASEPROF_SAMPLE_HZ", hzs, NULL);
-	}
-	if (agent_has_symbol(agent, "InitializeInjectionNvtx2")) {
-		env[k++] = env_join("CUDA_INJECTION64_PATH", agent, NULL);
-		env[k++] = env_join("NVTX_INJECTION64_PATH", agent, NULL);
-	}
-	env[k] = NULL;
-
-	say("phaseprof: recording %s%s%s into %s\n", resolved, hz ? " (sampling)" : "",
-		mpi ? " (MPI)" : "", out);
-	if (sum_out)
-		fflush(sum_out);
-
-	struct timespec ts0, ts1;
-	clock_gettime(CLOCK_MONOTONIC, &ts0);
-	/* An MPI launcher that aborts a job kills its ranks and exits without
-	 * reaping them: we adopt them, to learn how each ended. */
-	if (mpi)
-		prctl(PR_SET_CHILD_SUBREAPER, 1L, 0L, 0L, 0L);
-	early_ingest early_ing;
-	early_watch(&early_ing, dir, mpi);
-	struct sigaction chld = {0}, old_chld;
-	chld.sa_handler = note_program_end;
-	chld.sa_flags = SA_RESTART | SA_NOCLDSTOP;
-	if (early_ing.watch >= 0)
-		sigaction(SIGCHLD, &chld, &old_chld);
-	/* posix_spawn, not fork: the child shares our memory until it execs
-	 * (glibc's CLONE_VFORK), so neither copies page tables nor leaves our
-	 * pages copy-on-write for the threads that start next; an exec that
-	 * fails is its return value */
-	/* A file size limit (ulimit -f) must fail our writes (EFBIG, reported),
-	 * not kill us by SIGXFSZ, from here on: the database is opened and
-	 * spools ingested while the program runs. The program gets the
-	 * disposition we were given. */
-	struct sigaction xfsz_ign = {0}, old_xfsz;
-	xfsz_ign.sa_handler = SIG_IGN;
-	sigaction(SIGXFSZ, &xfsz_ign, &old_xfsz);
-	posix_spawnattr_t sattr;
-	posix_spawnattr_init(&sattr);
-	if (old_xfsz.sa_handler == SIG_DFL) {
-		sigset_t def;
-		sigemptyset(&def);
-		sigaddset(&def, SIGXFSZ);
-		posix_spawnattr_setsigdefault(&sattr, &def);
-		posix_spawnattr_setflags(&sattr, POSIX_SPAWN_SETSIGDEF);
-	}
-	pid_t pid;
-	int exec_errno = posix_spawn(&pid, resolved, NULL, &sattr, cmd, env);
-	posix_spawnattr_destroy(&sattr);
-	for (size_t j = k_own; j < k; j++)
-		free(env[j]);
-	free(env);
-	if (exec_errno) {
-		if (early_ing.watch >= 0) {
-			sigaction(SIGCHLD, &old_chld, NULL);
-			close(early_ing.watch);
-		}
-		cli_error("record: cannot run %s: %s", resolved, strerror(exec_errno));
-		rm_dir(dir);
-		summary_close(ro.summary, 0);
-		return 127;
-	}
-	child_pid = pid;
-	/* like a shell waiting for a job: ^C goes to the program, we stay to ingest */
-	struct sigaction ign = {0}, fwd = {0}, old_int, old_quit, old_term, old_hup;
-	ign.sa_handler = SIG_IGN;
-	fwd.sa_handler = forward;
-	sigaction(SIGINT, &ign, &old_int);
-	sigaction(SIGQUIT, &ign, &old_quit);
-	sigaction(SIGTERM, &fwd, &old_term);
-	sigaction(SIGHUP, &fwd, &old_hup);
-	/* the database is opened while the program runs, off the wait after
-	 * it exits (early_open; a failure there is met again, and reported,
-	 * after the run). Not while another writer has it open (a -wal or
-	 * -journal beside it): the open would wait for that writer. */
-	early_open eo = {.out = out};
-	int early_created = access(out, F_OK) != 0;
-	if (early_created || no_other_writer(out))
-		early_open_start(&eo);
-	int status = 0;
-	wait_program(pid, &status, &early_ing, dir, &eo, keep_all, &ts1);
-	if (early_ing.watch >= 0)
-		sigaction(SIGCHLD, &old_chld, NULL);
-	pp_store *early = early_open_join(&eo);
-	if (mpi)
-		reap_orphans(dir);
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGQUIT, &old_quit, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	sigaction(SIGHUP, &old_hup, NULL);
-	int64_t wall = (int64_t)(ts1.tv_sec - ts0.tv_sec) * 1000000000 + (ts1.tv_nsec - ts0.tv_nsec);
-	int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-
-	int failed = 0;
-	int recorded = ingest_and_report(out, dir, resolved, pid, code, sig, wall, keep_all, early, early_created,
-					 &early_ing.slot, &failed);
+	pp_session_wait(s);
+	pp_session_result r;
+	pp_session_finish(s, &r);
+	report(&r, out, resolved);
+	pp_session_free(s, &r);
+	int recorded = r.ingested;
 	struct rlimit fsz;
-	if ((failed || recorded <= 0) && getrlimit(RLIMIT_FSIZE, &fsz) == 0 && fsz.rlim_cur != RLIM_INFINITY)
+	if ((r.failed || recorded <= 0) && getrlimit(RLIMIT_FSIZE, &fsz) == 0 && fsz.rlim_cur != RLIM_INFINITY)
 		cli_error("record: the file size limit (ulimit -f) is %llu bytes: writes past it fail with EFBIG",
 			  (unsigned long long)fsz.rlim_cur);
-	if (failed)
+	if (r.failed)
 		cli_error("record: spool files kept in %s (ingest them with 'phaseprof ingest DIR/*.spool -o DB')",
-			  dir);
-	else if (keep)
-		say("phaseprof: spool files kept in %s\n", dir);
-	else
-		rm_dir(dir);
-	if (early_ing.watch >= 0)
-		close(early_ing.watch);
+			  r.spool_dir);
+	else if (ro.keep)
+		say("phaseprof: spool files kept in %s\n", r.spool_dir);
 	/* the program's status stays the exit status; a summary that could
 	 * not be written is reported on stderr */
 	summary_close(ro.summary, recorded > 0);
-	if (recorded <= 0) {
-		/* the program's own status when it failed, else: nothing recorded */
-		if (sig)
-			return 128 + sig;
-		return code ? code : 3;
-	}
-	if (sig)
-		return 128 + sig;
-	return code;
+	return r.status;
 }

@@ -1,52 +1,14 @@
 /*
- * record_ranks.c — what `record` needs to know about parallel jobs: whether
- * a command is an MPI job (to preload the PMPI layer), and the expansion of
- * %r (rank), %h (host), %p (pid) in the output name for one database per
- * rank under a launcher.
+ * record_ranks.c — the expansion of %r (rank), %h (host), %p (pid) in
+ * record's output name, for one database per rank under a launcher.
+ * (Whether a command is an MPI job is the session's:
+ * pp_session_is_mpi_command.)
  */
 #include "cli.h"
-#include "elf_file.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static const char *const launchers[] = {
-	"mpirun", "mpiexec", "orterun", "mpiexec.hydra", "mpiexec.openmpi", "mpirun.openmpi",
-	"mpiexec.mpich", "mpirun.mpich", "srun", "prun", "oshrun", NULL,
-};
-
-/* The file names libmpi among its dependencies: its dynamic string table
- * holds "libmpi.so" (a needed library, or a versioned name of one). Only
- * that table is read: a whole-file scan of a large interpreter cost more
- * than the rest of record's start. */
-static int links_libmpi(const char *path)
-{
-	pp_elf e;
-	if (pp_elf_open(path, &e) != 0)
-		return 0;
-	int found = pp_elf_dynstr_has(&e, "libmpi.so", 0) || pp_elf_dynstr_has(&e, "libmpich.so", 0);
-	pp_elf_close(&e);
-	return found;
-}
-
-int cli_is_mpi_command(const char *resolved)
-{
-	const char *base = strrchr(resolved, '/');
-	base = base ? base + 1 : resolved;
-	for (int i = 0; launchers[i]; i++)
-		if (strcmp(base, launchers[i]) == 0)
-			return 1;
-	char real[4096];
-	if (realpath(resolved, real)) {
-		base = strrchr(real, '/');
-		base = base ? base + 1 : real;
-		for (int i = 0; launchers[i]; i++)
-			if (strcmp(base, launchers[i]) == 0)
-				return 1;
-	}
-	return links_libmpi(resolved);
-}
 
 const char *cli_env_rank(void)
 {

@@ -3,6 +3,7 @@
  * when the TSC is invariant (constant_tsc + nonstop_tsc); the writer thread
  * stores (ticks, CLOCK_MONOTONIC) calibration pairs and ingest converts. */
 #include "recorder_internal.h"
+#include "pp_env.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -60,7 +61,7 @@ void pp_clock_init(void)
 {
 	if (clock_ready)
 		return;
-	const char *force = getenv("PHASEPROF_CLOCK");
+	const char *force = getenv(PP_ENV_CLOCK);
 	if (force && strcmp(force, "mono") == 0)
 		pp_clock_use_tsc = 0;
 	else

@@ -25,6 +25,7 @@
  * spool does not yet hold.
  */
 #include "phaseprof.h"
+#include "pp_env.h"
 #include "recorder_internal.h"
 #include "pp_grow.h"
 #include "pp_hash.h"
@@ -1411,11 +1412,11 @@ int pp_open(const pp_options *opts)
 	R.buffer_events = o.buffer_events;
 	R.max_buffers = o.max_buffers;
 	R.spool_dir_mode = 0;
-	const char *dir = getenv("PHASEPROF_SPOOL_DIR");
+	const char *dir = getenv(PP_ENV_SPOOL_DIR);
 	if (o.spool_path) {
 		snprintf(R.spool_path, sizeof R.spool_path, "%s", o.spool_path);
-	} else if (getenv("PHASEPROF_OUT")) {
-		snprintf(R.spool_path, sizeof R.spool_path, "%s", getenv("PHASEPROF_OUT"));
+	} else if (getenv(PP_ENV_OUT)) {
+		snprintf(R.spool_path, sizeof R.spool_path, "%s", getenv(PP_ENV_OUT));
 	} else if (dir && *dir) {
 		snprintf(R.spool_dir, sizeof R.spool_dir, "%s", dir);
 		R.spool_dir_mode = 1;

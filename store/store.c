@@ -5,6 +5,7 @@
 #include "pp_grow.h"
 #include "pp_hash.h"
 #include "phaseprof.h"
+#include "pp_env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -430,7 +431,7 @@ static int64_t mono_ns(void)
 
 static int64_t query_limit_ns(void)
 {
-	const char *e = getenv("PHASEPROF_QUERY_TIMEOUT");
+	const char *e = getenv(PP_ENV_QUERY_TIMEOUT);
 	char *end;
 	double v = e && *e ? strtod(e, &end) : QUERY_TIMEOUT_S;
 	if (e && *e && (*end || v < 0))

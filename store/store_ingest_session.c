@@ -8,7 +8,7 @@
 #include <string.h>
 
 typedef struct item {
-	pp_session_spool *s;
+	pp_ingest_spool *s;
 	pp_spool_summary sum;
 	int readable;
 } item;
@@ -23,13 +23,13 @@ static int cmp_item(const void *a, const void *b)
 	return strcmp(x->s->path, y->s->path);
 }
 
-int pp_store_ingest_session(pp_store *st, pp_session_spool *spools, int n, const pp_session_opts *o)
+int pp_store_ingest_session(pp_store *st, pp_ingest_spool *spools, int n, const pp_ingest_session_opts *o)
 {
-	pp_session_opts d = {0, -1, 0, 0, NULL, NULL, 0};
+	pp_ingest_session_opts d = {0, -1, 0, 0, NULL, NULL, 0};
 	if (!o)
 		o = &d;
 	item *it = calloc(n > 0 ? (size_t)n : 1, sizeof *it);
-	pp_session_spool *sorted = malloc((n > 0 ? (size_t)n : 1) * sizeof *sorted);
+	pp_ingest_spool *sorted = malloc((n > 0 ? (size_t)n : 1) * sizeof *sorted);
 	if (!it || !sorted) {
 		free(it);
 		free(sorted);
@@ -52,7 +52,7 @@ int pp_store_ingest_session(pp_store *st, pp_session_spool *spools, int n, const
 	for (int i = 0; i < n; i++) {
 		if (!it[i].readable)
 			continue;
-		pp_session_spool *s = it[i].s;
+		pp_ingest_spool *s = it[i].s;
 		const pp_spool_summary *m = &it[i].sum;
 		pp_ingest_opts io = {0};
 		io.exit_code = -1;

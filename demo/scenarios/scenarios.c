@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "phaseprof.h"
+#include "pp_env.h"
 
 /* Order of `phaseprof list` and `run --all`: start-up first, then the loop
  * problems, as a user meets them. */
@@ -121,7 +122,7 @@ int pp_scenario_prepare(const pp_scenario *s, const char *workdir, int size, cha
  * crash path (partial spool, status "crashed") can be tested end to end. */
 static int crash_requested(const pp_scenario *s, int v)
 {
-	const char *c = getenv("PHASEPROF_SCN_CRASH");
+	const char *c = getenv(PP_ENV_SCN_CRASH);
 	if (!c)
 		return 0;
 	size_t n = strlen(s->name);

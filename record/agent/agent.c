@@ -9,6 +9,7 @@
  */
 #include "agent_internal.h"
 #include "phaseprof.h"
+#include "pp_env.h"
 #include "recorder_internal.h"
 #include "pp_hash.h"
 
@@ -435,7 +436,7 @@ void ppa_open_recorder(void)
 {
 	/* never a spool in the program's working directory: `record` always
 	 * hands the agent an absolute private folder (or an explicit file) */
-	if (ppa_cfg.spool_dir[0] != '/' && !getenv("PHASEPROF_OUT")) {
+	if (ppa_cfg.spool_dir[0] != '/' && !getenv(PP_ENV_OUT)) {
 		static const char msg[] = "phaseprof agent: PHASEPROF_SPOOL_DIR is not an absolute folder; not recording\n";
 		(void)!write(2, msg, sizeof msg - 1);
 		return;
@@ -555,7 +556,7 @@ static int env_int(const char *name, int def)
 
 static void read_settings(void)
 {
-	const char *s = getenv("PHASEPROF_AGENT");
+	const char *s = getenv(PP_ENV_AGENT);
 	if (s)
 		snprintf(ppa_cfg.agent_path, sizeof ppa_cfg.agent_path, "%s", s);
 	else {
@@ -563,20 +564,20 @@ static void read_settings(void)
 		if (dladdr((void *)read_settings, &info) && info.dli_fname)
 			snprintf(ppa_cfg.agent_path, sizeof ppa_cfg.agent_path, "%s", info.dli_fname);
 	}
-	s = getenv("PHASEPROF_SPOOL_DIR");
+	s = getenv(PP_ENV_SPOOL_DIR);
 	if (s)
 		snprintf(ppa_cfg.spool_dir, sizeof ppa_cfg.spool_dir, "%s", s);
-	ppa_cfg.sample_hz = env_int("PHASEPROF_SAMPLE_HZ", 0);
-	s = getenv("PHASEPROF_MODE");
+	ppa_cfg.sample_hz = env_int(PP_ENV_SAMPLE_HZ, 0);
+	s = getenv(PP_ENV_MODE);
 	ppa_cfg.detailed = s && strcmp(s, "detailed") == 0;
-	ppa_cfg.follow_fork = env_int("PHASEPROF_FOLLOW_FORK", 1);
-	ppa_cfg.period_ms = env_int("PHASEPROF_AGENT_PERIOD_MS", 20);
+	ppa_cfg.follow_fork = env_int(PP_ENV_FOLLOW_FORK, 1);
+	ppa_cfg.period_ms = env_int(PP_ENV_AGENT_PERIOD_MS, 20);
 	if (ppa_cfg.period_ms < 1)
 		ppa_cfg.period_ms = 1;
-	ppa_cfg.alloc_sample = env_int("PHASEPROF_ALLOC_SAMPLE", 1000);
+	ppa_cfg.alloc_sample = env_int(PP_ENV_ALLOC_SAMPLE, 1000);
 	/* tests: few small buffers make recording threads write the spool themselves */
-	ppa_cfg.buffer_events = env_int("PHASEPROF_BUFFER_EVENTS", 0);
-	ppa_cfg.max_buffers = env_int("PHASEPROF_MAX_BUFFERS", 0);
+	ppa_cfg.buffer_events = env_int(PP_ENV_BUFFER_EVENTS, 0);
+	ppa_cfg.max_buffers = env_int(PP_ENV_MAX_BUFFERS, 0);
 }
 
 /* The audit copy lives in its own link-map namespace. */

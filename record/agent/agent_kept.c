@@ -25,6 +25,7 @@
  */
 #include "agent_internal.h"
 #include "phaseprof.h"
+#include "pp_env.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -226,7 +227,7 @@ void ppa_kept_step_begin(int64_t step)
 {
 	static int off;
 	if (!slots) {
-		const char *v = getenv("PHASEPROF_KEPT");
+		const char *v = getenv(PP_ENV_KEPT);
 		if (off || (v && strcmp(v, "0") == 0))
 			return;
 		uint32_t *s = ppa_map(sizeof *s * KCAP);

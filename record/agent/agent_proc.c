@@ -14,6 +14,7 @@
  */
 #include "agent_internal.h"
 #include "phaseprof.h"
+#include "pp_env.h"
 #include "recorder_internal.h"
 
 #include <dlfcn.h>
@@ -37,9 +38,9 @@ extern char **environ;
 /* "NAME=value" of every variable exec must carry, captured at start-up */
 #define N_CARRY 9
 static const char *const carry_names[N_CARRY] = {
-	"PHASEPROF_SPOOL_DIR", "PHASEPROF_AGENT", "PHASEPROF_SAMPLE_HZ",
-	"PHASEPROF_MODE", "PHASEPROF_FOLLOW_FORK", "PHASEPROF_AGENT_PERIOD_MS",
-	"PHASEPROF_ALLOC_SAMPLE", "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH",
+	PP_ENV_SPOOL_DIR, PP_ENV_AGENT, PP_ENV_SAMPLE_HZ,
+	PP_ENV_MODE, PP_ENV_FOLLOW_FORK, PP_ENV_AGENT_PERIOD_MS,
+	PP_ENV_ALLOC_SAMPLE, "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH",
 };
 #define CARRY_MAX 4200
 /* packed one after the other: the few pages they need are all that is
@@ -91,7 +92,7 @@ static void path_list(char *out, size_t outlen, const char *name, const char *va
 }
 
 /* The audit copy needs static TLS beyond glibc's default surplus (see
- * cmd_record.c); the tunable must reach every image. */
+ * session/session_env.c); the tunable must reach every image. */
 #define TLS_TUNABLE "glibc.rtld.optional_static_tls=65536"
 
 /* Does envp still preload this agent? */
@@ -142,7 +143,7 @@ static char **fix_env(char *const envp[], char **out, size_t cap, char *pre, cha
 			audit = e + 9;
 			continue;
 		}
-		if (name_is(e, "PHASEPROF_OUT"))
+		if (name_is(e, PP_ENV_OUT))
 			continue; /* would win over the spool directory */
 		if (name_is(e, "GLIBC_TUNABLES") && following && !strstr(e, "optional_static_tls")) {
 			/* the program's own tunables, plus ours */

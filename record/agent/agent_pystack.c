@@ -36,6 +36,7 @@
 #include "agent_internal.h"
 #include "agent_pyversions.h"
 #include "phaseprof.h"
+#include "pp_env.h"
 #include "pp_hash.h"
 
 #include <dlfcn.h>
@@ -471,9 +472,9 @@ int ppa_pystack_start(void)
 	static int env_read;
 	if (!env_read) {
 		/* read once, before the program can touch its environment */
-		const char *v = getenv("PHASEPROF_PYSTACK_FAKE_VERSION"); /* tests: an unchecked version */
+		const char *v = getenv(PP_ENV_PYSTACK_FAKE_VERSION); /* tests: an unchecked version */
 		snprintf(fake_version, sizeof fake_version, "%s", v ? v : "");
-		v = getenv("PHASEPROF_PYTHON");
+		v = getenv(PP_ENV_PYTHON);
 		no_python = v && strcmp(v, "0") == 0;
 		env_read = 1;
 	}
@@ -889,9 +890,9 @@ void ppa_pystack_probe(void)
 		return;
 	static int env_read;
 	if (!env_read) {
-		const char *v = getenv("PHASEPROF_PYSTACK_FAKE_VERSION");
+		const char *v = getenv(PP_ENV_PYSTACK_FAKE_VERSION);
 		snprintf(fake_version, sizeof fake_version, "%s", v ? v : "");
-		v = getenv("PHASEPROF_PYTHON");
+		v = getenv(PP_ENV_PYTHON);
 		no_python = v && strcmp(v, "0") == 0;
 		env_read = 1;
 	}

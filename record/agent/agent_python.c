@@ -31,6 +31,7 @@
  */
 #include "agent_internal.h"
 #include "phaseprof.h"
+#include "pp_env.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -840,7 +841,7 @@ static int exe_is_python(void)
 
 void ppa_python_init(void)
 {
-	const char *setting = getenv("PHASEPROF_PYTHON");
+	const char *setting = getenv(PP_ENV_PYTHON);
 	const char *(*ver)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
 	void *add = dlsym(RTLD_DEFAULT, "PySys_AddAuditHook");
 	if (!ver || !add) {

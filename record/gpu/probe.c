@@ -3,6 +3,7 @@
  * first: dlopen(libcuda.so.1) and cuInit(0), each failure mapped to a plain
  * sentence. Needs no CUDA header; function types are declared here. */
 #include "gpu_internal.h"
+#include "pp_env.h"
 
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -178,7 +179,7 @@ int ppgpu_probe_driver(const char *libcuda, ppgpu_probe_result *r)
 	r->cu_result = -1;
 	r->cupti_result = -1;
 	if (!libcuda || !*libcuda)
-		libcuda = getenv("PHASEPROF_LIBCUDA");
+		libcuda = getenv(PP_ENV_LIBCUDA);
 	if (!libcuda || !*libcuda)
 		libcuda = "libcuda.so.1";
 	copy_str(r->driver_path, sizeof r->driver_path, libcuda);
@@ -332,7 +333,7 @@ static void *load_cupti(const char *explicit_path, char *tried, size_t tried_len
 		buf[2][0] = 0;
 #endif
 		const char *cands[] = {
-			explicit_path, getenv("PHASEPROF_LIBCUPTI"), "libcupti.so", "libcupti.so.13",
+			explicit_path, getenv(PP_ENV_LIBCUPTI), "libcupti.so", "libcupti.so.13",
 			home ? buf[0] : NULL, home ? buf[1] : NULL, buf[2],
 		};
 		const char *last = NULL;

@@ -118,7 +118,7 @@ int pp_store_ingest(pp_store *st, const char *spool_path, const pp_ingest_opts *
  * image of top_pid (0: none) takes exit_code/term_signal; the others take
  * the agent's account from their spool. A spool that cannot be ingested is
  * reported in its slot and the others still are. */
-typedef struct pp_session_spool {
+typedef struct pp_ingest_spool {
 	const char *path;        /* in */
 	int ingested;            /* in: already tried alone (run_id, res and err
 				  * set): linked to, not read again */
@@ -128,19 +128,19 @@ typedef struct pp_session_spool {
 	pp_ingest_result res;
 	char err[512];           /* out: why it was not ingested (or, with a
 				  * run_id, what went wrong after) */
-} pp_session_spool;
+} pp_ingest_spool;
 
-typedef struct pp_session_opts {
+typedef struct pp_ingest_session_opts {
 	uint32_t top_pid;
 	int exit_code, term_signal;
 	int keep_all_spans;
 	pp_ingest_progress_fn progress;
 	void *progress_ud;
 	int refuse_stored;       /* pp_ingest_opts.refuse_stored */
-} pp_session_opts;
+} pp_ingest_session_opts;
 
 /* Returns the number of spools ingested; the array is reordered. */
-int pp_store_ingest_session(pp_store *st, pp_session_spool *spools, int n, const pp_session_opts *o);
+int pp_store_ingest_session(pp_store *st, pp_ingest_spool *spools, int n, const pp_ingest_session_opts *o);
 
 /* How a run ended, as its parent's wait saw it: exit_code (-1: none) and
  * term_signal (0: none; a signal also sets the status). 0, or -1 with err. */
@@ -278,6 +278,26 @@ int pp_store_sync_events(pp_store *st, int64_t run_id, pp_sync_event **out, int 
  * and records clock.offset_ns, clock.uncertainty_ns, clock.aligned_on. */
 int pp_store_set_clock_offset(pp_store *st, int64_t run_id, int64_t offset_ns, int64_t uncertainty_ns,
 			      const char *how);
+
+/* The clocks of one job's ranks aligned (store_align.c). The events every
+ * rank shares are collectives no rank can leave before all have entered;
+ * for the k-th one, rank r's offset o (added to r's times to get the
+ * reference's clock) satisfies r.exit_k + o >= ref.enter_k and
+ * ref.exit_k >= r.enter_k + o. The offset is the middle of the interval
+ * those bound, the uncertainty its half-width. */
+typedef struct pp_rank_align {
+	int64_t offset_ns;       /* added to the rank's times */
+	int64_t uncertainty_ns;  /* half-width of the interval; -1: no event matched */
+	int events;              /* collectives matched, in order, by name */
+	int consistent;          /* 0: the bounds crossed (calls not matched one to one) */
+	char how[96];            /* what it was aligned on (clock.aligned_on) */
+} pp_rank_align;
+/* Aligns ranks[1..n-1] to ranks[0] (one job's ranks, as pp_store_rank_runs
+ * orders them) and stores each offset (pp_store_set_clock_offset); out[i]
+ * for rank i. Returns the number of ranks aligned (n, or fewer when a
+ * read or write failed: pp_store_error says why), -1 when the reference's
+ * events could not be read (nothing stored). */
+int pp_store_align_ranks(pp_store *st, const pp_rank_run *ranks, int n, pp_rank_align *out);
 
 /* Copies every run of the database at src_path into st (new run, span,
  * graph and string ids), in one transaction. */

@@ -229,8 +229,8 @@ static void test_session_slot_ingested_early(void **state)
 	write_exited(top, 4242, 1, 100, "0");
 	write_exited(child, 4243, 4242, 200, "5");
 	pp_store *st = fresh("early.db");
-	pp_session_spool early = {.path = top};
-	pp_session_opts so = {4242, 0, 0, 0, NULL, NULL, 0};
+	pp_ingest_spool early = {.path = top};
+	pp_ingest_session_opts so = {4242, 0, 0, 0, NULL, NULL, 0};
 	assert_int_equal(pp_store_ingest_session(st, &early, 1, &so), 1);
 	early.ingested = 1;
 	int64_t r = early.run_id;
@@ -239,7 +239,7 @@ static void test_session_slot_ingested_early(void **state)
 	assert_int_equal(ri.exit_code, 0);
 
 	/* the wait saw exit status 7; a child's spool turned up after */
-	pp_session_spool sp[2] = {{.path = child}, early};
+	pp_ingest_spool sp[2] = {{.path = child}, early};
 	so.exit_code = 7;
 	assert_int_equal(pp_store_ingest_session(st, sp, 2, &so), 2);
 	assert_int_equal(sp[0].run_id, r); /* session order: the parent first */
