@@ -183,7 +183,9 @@ void pp_op(const char *node_name, const char *op_type, uint64_t start_ns,
  * gpu_activity…), not for the hot path. `fmt` has one letter per column:
  *   i = int64_t, d = double, s = const char * (interned; NULL allowed),
  *   t = const char * (stored as TEXT), n = NULL.
- * The row lands in `table` with run_id prepended. Returns 0 or -1. */
+ * The row lands in `table` with run_id prepended. Returns 0 or -1. The
+ * tables and their columns are specified in pp_rows.h, whose typed
+ * pp_row_<table>() emitters check the values at compile time. */
 int pp_row(const char *table, const char *fmt, ...);
 
 /* pp_row with the values in an array, for rows whose NULL columns vary
