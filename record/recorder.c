@@ -858,30 +858,18 @@ static int cells_row(const char *table, const char *fmt, const pp_cell *cells)
 	for (size_t k = 0; fmt[k]; k++) {
 		char tag = fmt[k];
 		const pp_cell *c = &cells[k];
-		if (c->null || ((tag == 's' || tag == 't') && !c->v.s)) {
-			enc_put(&e, "n", 1);
-			continue;
-		}
-		switch (tag) {
-		case 'i':
-			enc_put(&e, &tag, 1);
-			enc_put(&e, &c->v.i, 8);
-			break;
-		case 'd':
-			enc_put(&e, &tag, 1);
-			enc_put(&e, &c->v.d, 8);
-			break;
-		case 's':
-		case 't':
-			enc_str(&e, tag, c->v.s);
-			break;
-		case 'n':
-			enc_put(&e, &tag, 1);
-			break;
-		default:
+		if (!strchr("idstn", tag)) {
 			enc_done(&e);
 			set_error("pp_rowv(%s): unknown format letter '%c'", table, tag);
 			return -1;
+		}
+		if (tag == 'n' || c->null || ((tag == 's' || tag == 't') && !c->v.s)) {
+			enc_put(&e, "n", 1);
+		} else if (tag == 's' || tag == 't') {
+			enc_str(&e, tag, c->v.s);
+		} else {
+			enc_put(&e, &tag, 1);
+			enc_put(&e, tag == 'i' ? (const void *)&c->v.i : (const void *)&c->v.d, 8);
 		}
 	}
 	return row_commit(&e);
