@@ -26,6 +26,7 @@
  */
 #include "phaseprof.h"
 #include "pp_env.h"
+#include "pp_rows.h"
 #include "recorder_internal.h"
 #include "pp_grow.h"
 #include "pp_hash.h"
@@ -161,13 +162,9 @@ static pthread_key_t thread_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
 static const char *const kind_names[PP_KIND_COUNT] = {
-	"span", "process_start", "library_load", "runtime_init", "op_registration",
-	"graph_build", "shape_inference", "session_create", "variable_create",
-	"variable_init", "weight_load", "memory_alloc", "gradient_build",
-	"optimizer_setup", "compile", "first_step", "step", "data_transfer",
-	"device_init", "retrace", "session_close", "op",
-	"import", "model_build", "forward", "backward", "optimizer_step",
-	"data_wait", "comm", "comm_init", "data_fetch", "data_collate",
+#define KIND_NAME(e, name) [PP_##e] = #name,
+	PP_KINDS(KIND_NAME)
+#undef KIND_NAME
 };
 
 const char *pp_kind_name(pp_kind kind)
@@ -784,16 +781,38 @@ static void enc_str(enc *e, char tag, const char *s)
 	enc_put(e, s, l);
 }
 
+/* A ROW payload (spool.h): table name, column count, then the values. */
+static void row_head(enc *e, const char *table, const char *fmt)
+{
+	enc_init(e);
+	uint32_t tl = (uint32_t)strlen(table), nc = (uint32_t)strlen(fmt);
+	enc_put(e, &tl, 4);
+	enc_put(e, table, tl);
+	enc_put(e, &nc, 4);
+}
+
+/* Appends the encoded row (or counts it lost) and frees the encoder. */
+static int row_commit(enc *e)
+{
+	int rc = -1;
+	if (!e->oom && side_append(PP_CHUNK_ROW, self_tid(), e->p, (uint32_t)e->n) == 0)
+		rc = 0;
+	enc_done(e);
+	pthread_mutex_lock(&R.side_lock);
+	if (rc == 0)
+		R.rows++;
+	else
+		R.rows_lost++;
+	pthread_mutex_unlock(&R.side_lock);
+	return rc;
+}
+
 static int vrow(const char *table, const char *fmt, va_list ap)
 {
 	if (foreign()) /* before any allocation: the allocator's lock may be a missing thread's */
 		return -1;
 	enc e;
-	enc_init(&e);
-	uint32_t tl = (uint32_t)strlen(table), nc = (uint32_t)strlen(fmt);
-	enc_put(&e, &tl, 4);
-	enc_put(&e, table, tl);
-	enc_put(&e, &nc, 4);
+	row_head(&e, table, fmt);
 	for (const char *f = fmt; *f; f++) {
 		char tag = *f;
 		switch (tag) {
@@ -827,17 +846,34 @@ static int vrow(const char *table, const char *fmt, va_list ap)
 			return -1;
 		}
 	}
-	int rc = -1;
-	if (!e.oom && side_append(PP_CHUNK_ROW, self_tid(), e.p, (uint32_t)e.n) == 0)
-		rc = 0;
-	enc_done(&e);
-	pthread_mutex_lock(&R.side_lock);
-	if (rc == 0)
-		R.rows++;
-	else
-		R.rows_lost++;
-	pthread_mutex_unlock(&R.side_lock);
-	return rc;
+	return row_commit(&e);
+}
+
+/* The cell form: the same encoding, types from fmt, values from the array. */
+static int cells_row(const char *table, const char *fmt, const pp_cell *cells)
+{
+	if (foreign())
+		return -1;
+	enc e;
+	row_head(&e, table, fmt);
+	for (size_t k = 0; fmt[k]; k++) {
+		char tag = fmt[k];
+		const pp_cell *c = &cells[k];
+		if (!strchr("idstn", tag)) {
+			enc_done(&e);
+			set_error("pp_rowv(%s): unknown format letter '%c'", table, tag);
+			return -1;
+		}
+		if (tag == 'n' || c->null || ((tag == 's' || tag == 't') && !c->v.s)) {
+			enc_put(&e, "n", 1);
+		} else if (tag == 's' || tag == 't') {
+			enc_str(&e, tag, c->v.s);
+		} else {
+			enc_put(&e, &tag, 1);
+			enc_put(&e, tag == 'i' ? (const void *)&c->v.i : (const void *)&c->v.d, 8);
+		}
+	}
+	return row_commit(&e);
 }
 
 int pp_row(const char *table, const char *fmt, ...)
@@ -851,13 +887,11 @@ int pp_row(const char *table, const char *fmt, ...)
 	return rc;
 }
 
-static int row(const char *table, const char *fmt, ...)
+int pp_rowv(const char *table, const char *fmt, const pp_cell *cells)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = vrow(table, fmt, ap);
-	va_end(ap);
-	return rc;
+	if (!is_open() || !table || !fmt || !cells)
+		return -1;
+	return cells_row(table, fmt, cells);
 }
 
 int pp_graph_snapshot(const char *label, int64_t version, const pp_graph_node *nodes,
@@ -868,14 +902,12 @@ int pp_graph_snapshot(const char *label, int64_t version, const pp_graph_node *n
 		return -1;
 	/* graph ids are local to the spool; ingest maps them to store ids */
 	int64_t gid = atomic_fetch_add(&next_graph, 1) + 1;
-	int rc = row("graphs", "itiiii", gid, label ? label : "", version, (int64_t)pp_now(),
-		     (int64_t)n_nodes, (int64_t)n_edges);
+	int rc = pp_row_graphs(gid, label ? label : "", version, (int64_t)pp_now(), n_nodes, n_edges);
 	for (int i = 0; i < n_nodes && rc == 0; i++)
-		rc = row("graph_nodes", "iissstd", gid, (int64_t)i, nodes[i].name, nodes[i].op,
-			 nodes[i].device, nodes[i].shape ? nodes[i].shape : "", nodes[i].cost_ns);
+		rc = pp_row_graph_nodes(gid, i, nodes[i].name, nodes[i].op, nodes[i].device,
+					nodes[i].shape ? nodes[i].shape : "", nodes[i].cost_ns);
 	for (int i = 0; i < n_edges && rc == 0; i++)
-		rc = row("graph_edges", "iiii", gid, (int64_t)edges[i].src, (int64_t)edges[i].dst,
-			 (int64_t)edges[i].src_output);
+		rc = pp_row_graph_edges(gid, edges[i].src, edges[i].dst, edges[i].src_output);
 	return rc;
 }
 

@@ -86,6 +86,8 @@ typedef struct pp_exit_chunk {
 	pp_chunk_header h;
 	int32_t v[2];
 } pp_exit_chunk;
+_Static_assert(sizeof(pp_exit_chunk) == sizeof(pp_chunk_header) + 8,
+	       "an EXIT chunk is its header and two int32, no padding: written whole");
 void pp_spool_exit_chunk(pp_exit_chunk *c, int32_t code, int32_t sig);
 
 /* The program closes or replaces descriptors first..last (close, dup2,

@@ -23,6 +23,7 @@
 #include "idmap.h"
 #include "symbols.h"
 #include "phaseprof.h"
+#include "pp_rows.h"
 #include "pp_grow.h"
 
 #include <math.h>
@@ -311,8 +312,7 @@ typedef struct ingest {
 	int64_t next_span_id, unknown_name;
 	batch spans, counters, marks, ops, samples;
 	sqlite3_stmt *row_stmt, *ins_meta, *ins_loss, *ins_graph;
-	char row_table[64];
-	int row_ncols;
+	const struct row_spec *row_spec; /* what row_stmt inserts */
 	int64_t max_ns, unmatched_ends, bad_names, raw_samples;
 	uint64_t unwritten;       /* events lost because the spool could not be written */
 	int ended, exited, exit_code, exit_signal;
@@ -576,13 +576,28 @@ static int rd_get(rd *r, void *dst, size_t n)
 	return 0;
 }
 
-/* Tables a recorder may write rows into (graphs and their parts besides). */
-static const char *const row_tables[] = {
-	"libraries", "io", "allocations", "frames", "stacks", "samples", "gpu_activity",
-	"gpu_status", "losses", "run_meta", "threads", "counters", "marks", "comm", "py_frames",
-	"step_kept",
-	NULL,
+/* The row tables a recorder may write, from the one spec (pp_rows.h):
+ * name, format string (its length is the column count) and column names. */
+typedef struct row_spec {
+	const char *table, *fmt, *cols;
+	enum pp_row_how how;
+} row_spec;
+
+static const row_spec row_specs[] = {
+#define ROW_SPEC(id, table, how) {table, PP_ROW_FMT(id), PP_ROW_NAMES(id), PP_ROW_##how},
+	PP_ROW_TABLES(ROW_SPEC)
+#undef ROW_SPEC
 };
+
+/* The spec of a row's table; NULL if no recorder writes that table. The
+ * agent's raw samples share "samples" and are told apart (is_raw_sample). */
+static const row_spec *row_spec_find(const char *table)
+{
+	for (size_t i = 0; i < sizeof row_specs / sizeof row_specs[0]; i++)
+		if (strcmp(row_specs[i].table, table) == 0)
+			return &row_specs[i];
+	return NULL;
+}
 
 #define MAX_ROW_COLS 64
 
@@ -660,52 +675,41 @@ static int row_decode(ingest *g, const pp_spool_chunk *c, row *w, int intern)
 /* A raw CPU sample from the agent: (tid, ts, "ip,ip,…" text), symbolised later. */
 static int is_raw_sample(const row *w)
 {
-	return w->nc == 3 && strcmp(w->table, "samples") == 0 && w->v[2].type == 3;
+	return w->nc == sizeof PP_ROW_FMT(samples_raw) - 1 && strcmp(w->table, "samples") == 0 &&
+	       w->v[2].type == 3;
 }
 
-/* "INSERT INTO t(<its first n columns, by name>) VALUES(?,…)": rows carry
- * values in the table's column order (spool.h). -1 on a db error, 1 when the
- * table has fewer columns than the row. */
-static int prepare_row_insert(ingest *g, const char *table, uint32_t total)
+/* "INSERT INTO t(run_id,<the spec's columns>) VALUES(?,…)" (graph parts:
+ * no run_id). -1 on a db error, 1 (noted) when the database's table lacks a
+ * spec column: a database from before that column; the ctest
+ * profiler.test_rows keeps the spec and schema.sql in step. */
+static int prepare_row_insert(ingest *g, const row_spec *sp)
 {
-	char sql[2048], q[128];
-	snprintf(q, sizeof q, "SELECT name FROM pragma_table_info('%s') ORDER BY cid", table);
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(g->db, q, -1, &s, NULL) != SQLITE_OK)
-		return fail(g, "reading a table's columns");
-	size_t o = (size_t)snprintf(sql, sizeof sql, "INSERT INTO %s(", table);
-	uint32_t have = 0;
-	int rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (have < total && o < sizeof sql - 200)
-			o += (size_t)snprintf(sql + o, sizeof sql - o, "%s\"%s\"", have ? "," : "",
-					      (const char *)sqlite3_column_text(s, 0));
-		have++;
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
-		return fail(g, "reading a table's columns");
-	if (have != total) {
-		note(g, "row for %s has %u values, table has %u columns", table, total, have);
-		return 1;
-	}
-	o += (size_t)snprintf(sql + o, sizeof sql - o, ") VALUES(");
-	for (uint32_t c = 0; c < total && o < sizeof sql - 4; c++)
+	char sql[1024];
+	int run = sp->how == PP_ROW_RUN;
+	size_t o = (size_t)snprintf(sql, sizeof sql, "INSERT INTO %s(%s%s) VALUES(", sp->table,
+				    run ? "run_id" : "", run ? sp->cols : sp->cols + 1);
+	size_t total = strlen(sp->fmt) + (size_t)run;
+	for (size_t c = 0; c < total && o < sizeof sql - 4; c++)
 		o += (size_t)snprintf(sql + o, sizeof sql - o, c ? ",?" : "?");
 	snprintf(sql + o, sizeof sql - o, ")");
 	sqlite3_finalize(g->row_stmt);
 	g->row_stmt = NULL;
-	if (sqlite3_prepare_v2(g->db, sql, -1, &g->row_stmt, NULL) != SQLITE_OK)
-		return fail(g, "preparing a row insert");
-	snprintf(g->row_table, sizeof g->row_table, "%s", table);
-	g->row_ncols = (int)total;
+	g->row_spec = NULL;
+	if (sqlite3_prepare_v2(g->db, sql, -1, &g->row_stmt, NULL) != SQLITE_OK) {
+		if (sqlite3_errcode(g->db) != SQLITE_ERROR)
+			return fail(g, "preparing a row insert");
+		note(g, "rows for %s skipped: %s", sp->table, sqlite3_errmsg(g->db));
+		return 1;
+	}
+	g->row_spec = sp;
 	return 0;
 }
 
 static int do_graph(ingest *g, const row *w, uint64_t offset)
 {
 	/* (local id, label, version, ts, n_nodes, n_edges) */
-	if (w->nc != 6 || w->v[0].type != 1) {
+	if (w->nc != sizeof PP_ROW_FMT(graphs) - 1 || w->v[0].type != 1) {
 		note(g, "bad graphs row at offset %llu", (unsigned long long)offset);
 		g->res->rows_lost++;
 		return 0;
@@ -741,23 +745,23 @@ static int do_row(ingest *g, const pp_spool_chunk *c)
 		g->raw_samples++;
 		return 0;
 	}
-	if (strcmp(w.table, "graphs") == 0)
-		return do_graph(g, &w, c->offset);
-	int graph_part = strcmp(w.table, "graph_nodes") == 0 || strcmp(w.table, "graph_edges") == 0;
-	if (!graph_part) {
-		int ok = 0;
-		for (int i = 0; row_tables[i]; i++)
-			if (strcmp(row_tables[i], w.table) == 0)
-				ok = 1;
-		if (!ok) {
-			note(g, "row for unknown table '%s' skipped", w.table);
-			g->res->rows_lost++;
-			return 0;
-		}
+	const row_spec *sp = row_spec_find(w.table);
+	if (!sp) {
+		note(g, "row for unknown table '%s' skipped", w.table);
+		g->res->rows_lost++;
+		return 0;
 	}
-	uint32_t total = graph_part ? w.nc : w.nc + 1;
-	if (!g->row_stmt || strcmp(g->row_table, w.table) != 0 || g->row_ncols != (int)total) {
-		rc = prepare_row_insert(g, w.table, total);
+	if (sp->how == PP_ROW_OWN) /* graphs (raw samples were taken above) */
+		return do_graph(g, &w, c->offset);
+	int graph_part = sp->how == PP_ROW_GRAPH;
+	uint32_t cols = (uint32_t)strlen(sp->fmt) + !graph_part, total = graph_part ? w.nc : w.nc + 1;
+	if (total != cols) {
+		note(g, "row for %s has %u values, table has %u columns", w.table, total, cols);
+		g->res->rows_lost++;
+		return 0;
+	}
+	if (g->row_spec != sp) {
+		rc = prepare_row_insert(g, sp);
 		if (rc < 0)
 			return -1;
 		if (rc > 0) {

@@ -16,6 +16,7 @@
 #include "flow_internal.h"
 #include "core.h"
 #include "phaseprof.h"
+#include "pp_rows.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -444,10 +445,9 @@ void flow_allocator_record(flow_allocator *a)
 	flow__allocator_counters(a);
 	flow_allocator_stats s;
 	flow_allocator_stats_get(a, &s);
-	/* allocations: tid, ts_ns, source, kind, count, bytes, time_ns, in_use, peak, size_class */
-	pp_row("allocations", "iistiiiiin", (int64_t)flow_tid(), (int64_t)pp_now(), a->name, "summary",
-	       (int64_t)s.num_allocs, (int64_t)s.bytes_allocated, (int64_t)s.alloc_ns,
-	       (int64_t)s.bytes_in_use, (int64_t)s.peak_bytes_in_use);
+	pp_row_allocations(flow_tid(), (int64_t)pp_now(), a->name, "summary", (int64_t)s.num_allocs,
+			   (int64_t)s.bytes_allocated, (int64_t)s.alloc_ns, (int64_t)s.bytes_in_use,
+			   (int64_t)s.peak_bytes_in_use, PP_NULL);
 }
 
 /* Internal invariant check for tests: chunks tile each region exactly,

@@ -10,6 +10,7 @@
 #include "agent_internal.h"
 #include "phaseprof.h"
 #include "pp_env.h"
+#include "pp_rows.h"
 #include "recorder_internal.h"
 #include "pp_hash.h"
 
@@ -217,20 +218,21 @@ static void emit_thread_rows(ppa_tstats *t, void *ud)
 	uint64_t calls = ppa_alloc_calls(t), frees = ppa_get(&t->free_calls);
 	if (calls || frees) {
 		int64_t in_use = (int64_t)ppa_get(&t->alloc_usable) - (int64_t)ppa_get(&t->free_usable);
-		pp_row("allocations", "iistiiiinn", (int64_t)t->tid, ts, "malloc", "summary",
-		       (int64_t)calls, (int64_t)ppa_get(&t->alloc_usable),
-		       (int64_t)est_ns(calls + frees, ppa_get(&t->timed_calls), ppa_get(&t->timed_ns),
-				       (uint64_t)(ts > 0 ? ts : 0)),
-		       in_use);
-		pp_row("allocations", "iistiiinnn", (int64_t)t->tid, ts, "malloc", "free",
-		       (int64_t)frees, (int64_t)ppa_get(&t->free_usable), (int64_t)0);
+		pp_row_allocations(t->tid, ts, "malloc", "summary", (int64_t)calls,
+				   (int64_t)ppa_get(&t->alloc_usable),
+				   (int64_t)est_ns(calls + frees, ppa_get(&t->timed_calls),
+						   ppa_get(&t->timed_ns), (uint64_t)(ts > 0 ? ts : 0)),
+				   in_use, PP_NULL, PP_NULL);
+		pp_row_allocations(t->tid, ts, "malloc", "free", (int64_t)frees,
+				   (int64_t)ppa_get(&t->free_usable), 0, PP_NULL, PP_NULL, PP_NULL);
 	}
 	uint64_t mm = ppa_get(&t->mmap_calls), mu = ppa_get(&t->munmap_calls);
 	if (mm || mu) {
-		pp_row("allocations", "iistiiinnn", (int64_t)t->tid, ts, "mmap", "summary", (int64_t)mm,
-		       (int64_t)ppa_get(&t->mmap_bytes), (int64_t)ppa_get(&t->mmap_ns));
-		pp_row("allocations", "iistiiinnn", (int64_t)t->tid, ts, "mmap", "free", (int64_t)mu,
-		       (int64_t)ppa_get(&t->munmap_bytes), (int64_t)0);
+		pp_row_allocations(t->tid, ts, "mmap", "summary", (int64_t)mm,
+				   (int64_t)ppa_get(&t->mmap_bytes), (int64_t)ppa_get(&t->mmap_ns),
+				   PP_NULL, PP_NULL, PP_NULL);
+		pp_row_allocations(t->tid, ts, "mmap", "free", (int64_t)mu,
+				   (int64_t)ppa_get(&t->munmap_bytes), 0, PP_NULL, PP_NULL, PP_NULL);
 	}
 }
 
@@ -251,14 +253,14 @@ static void emit_alloc_rows(void)
 	int64_t in_use = (int64_t)s.alloc_usable - (int64_t)s.free_usable;
 	if ((uint64_t)(in_use > 0 ? in_use : 0) > peak_in_use)
 		peak_in_use = (uint64_t)in_use;
-	pp_row("allocations", "iistiiiiin", (int64_t)0, ts, "malloc", "total",
-	       (int64_t)s.alloc_calls, (int64_t)s.alloc_usable,
-	       (int64_t)est_ns(s.alloc_calls + s.free_calls, s.timed_calls, s.timed_ns, total_cap), in_use,
-	       (int64_t)peak_in_use);
+	pp_row_allocations(0, ts, "malloc", "total", (int64_t)s.alloc_calls, (int64_t)s.alloc_usable,
+			   (int64_t)est_ns(s.alloc_calls + s.free_calls, s.timed_calls, s.timed_ns,
+					   total_cap),
+			   in_use, (int64_t)peak_in_use, PP_NULL);
 	for (int k = 0; k < PPA_SIZE_CLASSES; k++)
 		if (s.hist[k])
-			pp_row("allocations", "iistinnnni", (int64_t)0, ts, "malloc", "histogram",
-			       (int64_t)s.hist[k], (int64_t)(k == 0 ? 0 : (1ll << (k - 1))));
+			pp_row_allocations(0, ts, "malloc", "histogram", (int64_t)s.hist[k], PP_NULL,
+					   PP_NULL, PP_NULL, PP_NULL, k == 0 ? 0 : (1ll << (k - 1)));
 	char v[64];
 	snprintf(v, sizeof v, "%llu", (unsigned long long)s.threads_created);
 	pp_meta("agent.threads_created", v);

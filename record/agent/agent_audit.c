@@ -24,6 +24,7 @@
  */
 #include "agent_internal.h"
 #include "phaseprof.h"
+#include "pp_rows.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -274,14 +275,14 @@ void ppa_libs_drain(int final)
 		if (head) {
 			uint64_t mapped = b->t_consistent ? b->t_consistent : l->t_open;
 			if (end)
-				pp_row("libraries", "siiiiinnit", path, (int64_t)l->base, l->size, ppa_rel(b->t_add),
-				       ppa_rel(mapped), ppa_rel(end), depth, via);
+				pp_row_libraries(path, (int64_t)l->base, l->size, ppa_rel(b->t_add),
+						 ppa_rel(mapped), ppa_rel(end), PP_NULL, PP_NULL, depth, via);
 			else
-				pp_row("libraries", "siiiinnnit", path, (int64_t)l->base, l->size, ppa_rel(b->t_add),
-				       ppa_rel(mapped), depth, via);
+				pp_row_libraries(path, (int64_t)l->base, l->size, ppa_rel(b->t_add),
+						 ppa_rel(mapped), PP_NULL, PP_NULL, PP_NULL, depth, via);
 		} else {
-			pp_row("libraries", "siiiiinnit", path, (int64_t)l->base, l->size, ppa_rel(prev),
-			       ppa_rel(l->t_open), ppa_rel(l->t_open), depth, via);
+			pp_row_libraries(path, (int64_t)l->base, l->size, ppa_rel(prev), ppa_rel(l->t_open),
+					 ppa_rel(l->t_open), PP_NULL, PP_NULL, depth, via);
 		}
 	}
 	emitted = i;

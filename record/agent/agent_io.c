@@ -11,6 +11,7 @@
 #include "agent_internal.h"
 #include "recorder_internal.h"
 #include "phaseprof.h"
+#include "pp_rows.h"
 #include "pp_hash.h"
 
 #include <dlfcn.h>
@@ -666,8 +667,8 @@ void ppa_io_flush_all(void)
 		for (int o = 0; o < OP_N; o++) {
 			if (!e->c[o][C_CALLS])
 				continue;
-			pp_row("io", "istiiii", (int64_t)0, e->path, op_names[o], (int64_t)e->c[o][C_CALLS],
-			       (int64_t)e->c[o][C_BYTES], (int64_t)e->c[o][C_NS], (int64_t)e->c[o][C_SMALL]);
+			pp_row_io(0, e->path, op_names[o], (int64_t)e->c[o][C_CALLS], (int64_t)e->c[o][C_BYTES],
+				  (int64_t)e->c[o][C_NS], (int64_t)e->c[o][C_SMALL]);
 			memset(e->c[o], 0, sizeof e->c[o]);
 		}
 	}

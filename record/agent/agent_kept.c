@@ -26,6 +26,7 @@
 #include "agent_internal.h"
 #include "phaseprof.h"
 #include "pp_env.h"
+#include "pp_rows.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -368,8 +369,8 @@ void ppa_kept_step_end(void)
 			atomic_fetch_add_explicit(&sites_dropped, 1, memory_order_relaxed);
 			continue;
 		}
-		pp_row("step_kept", "isiiii", (int64_t)cur_step, groups[g].site, groups[g].frame,
-		       (int64_t)groups[g].bytes, (int64_t)groups[g].blocks, (int64_t)groups[g].new_bytes);
+		pp_row_step_kept(cur_step, groups[g].site, groups[g].frame, (int64_t)groups[g].bytes,
+				 (int64_t)groups[g].blocks, (int64_t)groups[g].new_bytes);
 	}
 }
 

@@ -26,6 +26,7 @@
  */
 #include "agent_internal.h"
 #include "phaseprof.h"
+#include "pp_rows.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -222,8 +223,8 @@ static void sample_event(ppa_tstats *t, size_t n)
 	if ((c % (uint64_t)(ppa_cfg.alloc_sample > 0 ? ppa_cfg.alloc_sample : 1)) != 0)
 		return;
 	ppa_guard_set(1);
-	pp_row("allocations", "iistiinnnn", (int64_t)t->tid, (int64_t)pp_now(), "malloc", "alloc",
-	       (int64_t)1, (int64_t)n);
+	pp_row_allocations(t->tid, (int64_t)pp_now(), "malloc", "alloc", 1, (int64_t)n, PP_NULL,
+			   PP_NULL, PP_NULL, PP_NULL);
 	ppa_guard_set(0);
 }
 

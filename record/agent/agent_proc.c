@@ -567,6 +567,20 @@ PPA_API long syscall(long nr, ...)
 	return r_syscall(nr, a1, a2, a3, a4, a5, a6);
 }
 
+/* The recorder copy's syscall() (ppa_bypass, CMakeLists.txt): libc's, not
+ * the hook above, like its other libc calls (it never asks for seccomp). */
+long ppa_libc_syscall(long nr, ...)
+{
+	va_list ap;
+	va_start(ap, nr);
+	long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
+	long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+	va_end(ap);
+	if (PPA_UNLIKELY(!r_syscall))
+		r_syscall = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+	return r_syscall(nr, a1, a2, a3, a4, a5, a6);
+}
+
 /* Seccomp mode at start-up from /proc/self/status (0: none). */
 static int seccomp_at_start(void)
 {

@@ -37,6 +37,7 @@
 #include "agent_pyversions.h"
 #include "phaseprof.h"
 #include "pp_env.h"
+#include "pp_rows.h"
 #include "pp_hash.h"
 
 #include <dlfcn.h>
@@ -651,7 +652,7 @@ static int64_t frame_row(uintptr_t code, int line, const char *qual, const char 
 		const char *base = strrchr(file, '/');
 		char symbol[1700];
 		snprintf(symbol, sizeof symbol, "%s (%s:%d)", qual, base ? base + 1 : file, line);
-		pp_row("py_frames", "isssi", id, symbol, file[0] == '/' ? file : "python", qual, line);
+		pp_row_py_frames(id, symbol, file[0] == '/' ? file : "python", qual, line);
 		cache_put(&by_line, code, (uint64_t)line, id);
 	}
 	return id;

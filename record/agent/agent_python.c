@@ -32,6 +32,7 @@
 #include "agent_internal.h"
 #include "phaseprof.h"
 #include "pp_env.h"
+#include "pp_rows.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -488,8 +489,7 @@ static py_object *n_comm_row(py_object *self, py_object *const *a, py_ssize n)
 		}
 	}
 	if (op && v[0] >= 0 && v[1] >= v[0])
-		pp_row("comm", "isiiiii", (int64_t)ppa_gettid(), op, (int64_t)v[0],
-		       (int64_t)v[1], (int64_t)v[2], (int64_t)v[3], (int64_t)v[4]);
+		pp_row_comm(ppa_gettid(), op, v[0], v[1], v[2], v[3], v[4]);
 	return none_ref();
 }
 

@@ -19,6 +19,7 @@
  */
 #include "agent_internal.h"
 #include "phaseprof.h"
+#include "pp_rows.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -297,7 +298,7 @@ void ppa_sampler_drain(void)
 				n += snprintf(text + n, sizeof text - (size_t)n, "%s%lx", i ? "," : "",
 					      (unsigned long)s->ip[i]);
 		if (atomic_load(&ppa_recording) && s->n)
-			pp_row("samples", "iit", (int64_t)s->tid, ppa_rel(s->ts), text);
+			pp_row_samples_raw(s->tid, ppa_rel(s->ts), text);
 		atomic_store_explicit(&s->ready, 0, memory_order_relaxed);
 		ring_r++;
 	}

@@ -7,6 +7,7 @@
  * disable, cuptiFinalize. */
 #include "gpu_internal.h"
 #include "phaseprof.h"
+#include "pp_rows.h"
 
 #include <cupti_activity.h>
 #include <dlfcn.h>
@@ -503,23 +504,23 @@ void ppgpu_stop(void)
 	ppgpu_collector_stats(&st);
 	uint64_t lost_buffers = atomic_load(&buffers_alloc_failed);
 	if (st.dropped)
-		pp_row("losses", "tit", "cupti", (int64_t)st.dropped,
-		       "activity records CUPTI dropped (buffers full or not returned in time)");
+		pp_row_losses("cupti", (int64_t)st.dropped,
+			      "activity records CUPTI dropped (buffers full or not returned in time)");
 	if (lost_buffers)
-		pp_row("losses", "tit", "cupti_buffers", (int64_t)lost_buffers,
-		       "activity buffers phaseprof could not allocate");
+		pp_row_losses("cupti_buffers", (int64_t)lost_buffers,
+			      "activity buffers phaseprof could not allocate");
 	if (flush_hung) {
 		uint64_t out = atomic_load(&buffers_out);
-		pp_row("losses", "tit", "cupti_flush", (int64_t)out,
-		       "forced CUPTI flush did not finish in time; buffers still held by CUPTI were not decoded");
+		pp_row_losses("cupti_flush", (int64_t)out,
+			      "forced CUPTI flush did not finish in time; buffers still held by CUPTI were not decoded");
 		size_t len = strlen(status.reason);
 		snprintf(status.reason + len, sizeof status.reason - len,
 			 "; the final CUPTI flush did not finish within %u ms; detached from CUPTI "
 			 "(later buffers dropped)", flush_timeout_ms);
 	}
 	if (teardown_hung) {
-		pp_row("losses", "tit", "cupti_teardown", (int64_t)1,
-		       "CUPTI teardown (disable, unsubscribe, cuptiFinalize) did not finish in time; detached");
+		pp_row_losses("cupti_teardown", (int64_t)1,
+			      "CUPTI teardown (disable, unsubscribe, cuptiFinalize) did not finish in time; detached");
 		size_t len = strlen(status.reason);
 		snprintf(status.reason + len, sizeof status.reason - len,
 			 "; CUPTI teardown (disable, unsubscribe, cuptiFinalize) did not finish within %u ms; "

@@ -3,31 +3,15 @@
  * CUDA header needed. */
 #include "ppgpu.h"
 #include "phaseprof.h"
+#include "pp_rows.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* pp_row's 'n' takes no argument, so a row whose NULL columns vary cannot
- * be written with one fixed argument list. Integer columns are therefore
- * passed as 't' (decimal text, or NULL pointer = SQL NULL); the columns are
- * declared INTEGER, so SQLite's type affinity stores them as integers. */
-typedef struct numtxt {
-	char b[24];
-} numtxt;
-
-/* Decimal digits of v >= 0 (snprintf costs ~200 ns a call; this ~10). */
-static const char *num(numtxt *t, int64_t v)
+/* ppgpu_row marks an unknown integer with -1; the column stores NULL. */
+static int64_t opt(int64_t v)
 {
-	if (v < 0)
-		return NULL;
-	char *p = t->b + sizeof t->b - 1;
-	*p = 0;
-	uint64_t u = (uint64_t)v;
-	do {
-		*--p = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	return p;
+	return v < 0 ? PP_NULL : v;
 }
 
 void ppgpu_row_init(ppgpu_row *r, const char *kind)
@@ -46,14 +30,11 @@ void ppgpu_row_init(ppgpu_row *r, const char *kind)
 void ppgpu_row_to_recorder(const ppgpu_row *r, void *ud)
 {
 	(void)ud;
-	numtxt t[15];
-	pp_row("gpu_activity", "ttttttts" "tttttttttttt", /* the 20 columns after run_id */
-	       r->kind, num(&t[0], r->start_ns), num(&t[1], r->end_ns), num(&t[2], r->device),
-	       num(&t[3], r->context), num(&t[4], r->stream), num(&t[5], r->correlation_id), r->name,
-	       num(&t[6], r->grid[0]), num(&t[7], r->grid[1]), num(&t[8], r->grid[2]),
-	       num(&t[9], r->block[0]), num(&t[10], r->block[1]), num(&t[11], r->block[2]),
-	       num(&t[12], r->bytes), r->copy_kind, r->src_kind, r->dst_kind,
-	       num(&t[13], r->external_id), num(&t[14], r->tid));
+	pp_row_gpu_activity(r->kind, opt(r->start_ns), opt(r->end_ns), opt(r->device), opt(r->context),
+			    opt(r->stream), opt(r->correlation_id), r->name, opt(r->grid[0]),
+			    opt(r->grid[1]), opt(r->grid[2]), opt(r->block[0]), opt(r->block[1]),
+			    opt(r->block[2]), opt(r->bytes), r->copy_kind, r->src_kind, r->dst_kind,
+			    opt(r->external_id), opt(r->tid));
 }
 
 int ppgpu_record_status(const ppgpu_probe_result *p, uint64_t dropped, int64_t clock_offset_ns)
@@ -76,8 +57,7 @@ int ppgpu_record_status(const ppgpu_probe_result *p, uint64_t dropped, int64_t c
 		snprintf(buf, sizeof buf, "%u", p->cupti_version);
 		pp_meta("gpu.cupti_version", buf);
 	}
-	return pp_row("gpu_status", "itii", (int64_t)(p->state == PPGPU_OK), p->reason, (int64_t)dropped,
-		      clock_offset_ns);
+	return pp_row_gpu_status(p->state == PPGPU_OK, p->reason, (int64_t)dropped, clock_offset_ns);
 }
 
 /* Either collector: stopped if started, else the status row of a run

@@ -24,44 +24,51 @@ extern "C" {
  * rest is built with hidden visibility (the LD_PRELOAD agent). */
 #pragma GCC visibility push(default)
 
-/* The fixed phase taxonomy. PP_SPAN is a free-form named span; PP_OP is one
- * op execution (ingested into the `ops` table, not `spans`). Values are stored
- * in the database: append, never renumber. */
+/* The fixed phase taxonomy, one list: X(ENUM, name) gives PP_<ENUM> (values
+ * in order from 0) and the name stored in phase_kinds (pp_kind_name).
+ * PP_SPAN is a free-form named span; PP_OP is one op execution (ingested
+ * into the `ops` table, not `spans`). Values are stored in the database:
+ * append, never renumber. */
+#define PP_KINDS(X)                                                            \
+	X(SPAN, span)                                                          \
+	X(PROCESS_START, process_start)                                        \
+	X(LIBRARY_LOAD, library_load)                                          \
+	X(RUNTIME_INIT, runtime_init)                                          \
+	X(OP_REGISTRATION, op_registration)                                    \
+	X(GRAPH_BUILD, graph_build)                                            \
+	X(SHAPE_INFERENCE, shape_inference)                                    \
+	X(SESSION_CREATE, session_create)                                      \
+	X(VARIABLE_CREATE, variable_create)                                    \
+	X(VARIABLE_INIT, variable_init)                                        \
+	X(WEIGHT_LOAD, weight_load)                                            \
+	X(MEMORY_ALLOC, memory_alloc)                                          \
+	X(GRADIENT_BUILD, gradient_build)                                      \
+	X(OPTIMIZER_SETUP, optimizer_setup)                                    \
+	X(COMPILE, compile)                                                    \
+	X(FIRST_STEP, first_step)                                              \
+	X(STEP, step)                                                          \
+	X(DATA_TRANSFER, data_transfer)                                        \
+	X(DEVICE_INIT, device_init)                                            \
+	X(RETRACE, retrace)                                                    \
+	X(SESSION_CLOSE, session_close)                                        \
+	X(OP, op)                                                              \
+	/* Kinds of programs recorded from outside (Python frameworks, MPI). */ \
+	X(IMPORT, import)         /* a Python module import (name: the module) */ \
+	X(MODEL_BUILD, model_build) /* model construction (a top-level nn.Module) */ \
+	X(FORWARD, forward)       /* inside a step: forward pass */            \
+	X(BACKWARD, backward)     /* inside a step: backward pass */           \
+	X(OPTIMIZER_STEP, optimizer_step) /* inside a step: the optimizer's update */ \
+	X(DATA_WAIT, data_wait)   /* waiting for the next batch (DataLoader) */ \
+	X(COMM, comm)             /* communication: a collective, send/receive, wait */ \
+	X(COMM_INIT, comm_init)   /* communicator set-up: MPI_Init, init_process_group */ \
+	X(DATA_FETCH, data_fetch) /* a loader fetching one batch's samples (DataLoader \
+				     worker or main process; the batch's collate nested in it) */ \
+	X(DATA_COLLATE, data_collate) /* a loader assembling fetched samples into a batch */
+
 typedef enum pp_kind {
-	PP_SPAN = 0,
-	PP_PROCESS_START,
-	PP_LIBRARY_LOAD,
-	PP_RUNTIME_INIT,
-	PP_OP_REGISTRATION,
-	PP_GRAPH_BUILD,
-	PP_SHAPE_INFERENCE,
-	PP_SESSION_CREATE,
-	PP_VARIABLE_CREATE,
-	PP_VARIABLE_INIT,
-	PP_WEIGHT_LOAD,
-	PP_MEMORY_ALLOC,
-	PP_GRADIENT_BUILD,
-	PP_OPTIMIZER_SETUP,
-	PP_COMPILE,
-	PP_FIRST_STEP,
-	PP_STEP,
-	PP_DATA_TRANSFER,
-	PP_DEVICE_INIT,
-	PP_RETRACE,
-	PP_SESSION_CLOSE,
-	PP_OP,
-	/* Kinds of programs recorded from outside (Python frameworks, MPI). */
-	PP_IMPORT,          /* a Python module import (name: the module) */
-	PP_MODEL_BUILD,     /* model construction (e.g. a top-level nn.Module) */
-	PP_FORWARD,         /* inside a step: forward pass */
-	PP_BACKWARD,        /* inside a step: backward pass */
-	PP_OPTIMIZER_STEP,  /* inside a step: the optimizer's update */
-	PP_DATA_WAIT,       /* waiting for the next batch (DataLoader) */
-	PP_COMM,            /* communication: a collective, send/receive, wait */
-	PP_COMM_INIT,       /* communicator set-up: MPI_Init, init_process_group */
-	PP_DATA_FETCH,      /* a loader fetching one batch's samples (DataLoader worker or
-			       main process; the batch's collate nested in it) */
-	PP_DATA_COLLATE,    /* a loader assembling fetched samples into a batch */
+#define PP__KIND_ENUM(e, name) PP_##e,
+	PP_KINDS(PP__KIND_ENUM)
+#undef PP__KIND_ENUM
 	PP_KIND_COUNT
 } pp_kind;
 
@@ -176,8 +183,25 @@ void pp_op(const char *node_name, const char *op_type, uint64_t start_ns,
  * gpu_activity…), not for the hot path. `fmt` has one letter per column:
  *   i = int64_t, d = double, s = const char * (interned; NULL allowed),
  *   t = const char * (stored as TEXT), n = NULL.
- * The row lands in `table` with run_id prepended. Returns 0 or -1. */
+ * The row lands in `table` with run_id prepended. Returns 0 or -1. The
+ * tables and their columns are specified in pp_rows.h, whose typed
+ * pp_row_<table>() emitters check the values at compile time. */
 int pp_row(const char *table, const char *fmt, ...);
+
+/* pp_row with the values in an array, for rows whose NULL columns vary
+ * (pp_row's 'n' takes no argument, so one call site cannot pass a value or
+ * NULL). cells[k] is the k-th column's value, of fmt[k]'s type; `null` set
+ * (or a NULL string) stores SQL NULL. pp_rows.h builds its typed emitters,
+ * pp_row_<table>(), on this. Returns 0 or -1. */
+typedef struct pp_cell {
+	union {
+		int64_t i;
+		double d;
+		const char *s;
+	} v;
+	int null;
+} pp_cell;
+int pp_rowv(const char *table, const char *fmt, const pp_cell *cells);
 
 /* Graph snapshot: a neutral node/edge list, so the profiler never includes
  * runtime headers. Stored in graphs / graph_nodes / graph_edges. */

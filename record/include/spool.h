@@ -11,6 +11,7 @@
 #ifndef PP_SPOOL_H
 #define PP_SPOOL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define PP_SPOOL_MAGIC "PPSPOOL1"
@@ -42,6 +43,9 @@ typedef struct pp_spool_header {
 	uint64_t reserved2[3];
 } pp_spool_header;
 _Static_assert(sizeof(pp_spool_header) == 80, "the spool header is 80 bytes on disk");
+_Static_assert(offsetof(pp_spool_header, reserved) == 28 &&
+		       offsetof(pp_spool_header, start_unix_ns) == 32,
+	       "the header's CRC field and times sit where version 1 readers expect them");
 
 enum pp_clock_kind { PP_CLOCK_MONO = 0, PP_CLOCK_TSC = 1 };
 
@@ -55,6 +59,9 @@ typedef struct pp_chunk_header {
 	uint32_t reserved;
 } pp_chunk_header;            /* payload padded to 8 */
 _Static_assert(sizeof(pp_chunk_header) == 24, "a chunk header is 24 bytes on disk");
+_Static_assert(offsetof(pp_chunk_header, type) == PP_CHUNK_CRC_FIELDS &&
+		       offsetof(pp_chunk_header, crc) == PP_CHUNK_CRC_FIELDS + PP_CHUNK_CRC_LEN,
+	       "the chunk CRC covers exactly type, flags, tid and size");
 
 enum pp_chunk_type {
 	PP_CHUNK_EVENTS = 1,      /* pp_event[] of one thread, in time order */
@@ -89,6 +96,8 @@ typedef struct pp_event {
 	uint64_t arg;
 } pp_event;
 _Static_assert(sizeof(pp_event) == 24, "an event is 24 bytes in an EVENTS chunk");
+_Static_assert(offsetof(pp_event, name) == 12 && offsetof(pp_event, arg) == 16,
+	       "an event's fields sit where ingest reads them");
 
 /*
  * EVENTS_PACKED payload: one record per event, in order. A tag byte: the
@@ -106,7 +115,6 @@ _Static_assert(sizeof(pp_event) == 24, "an event is 24 bytes in an EVENTS chunk"
 #define PP_PACK_ARG_NONE 0x80
 #define PP_PACK_MAX 30            /* bytes one event can take packed */
 
-#include <stddef.h>
 /* spool_pack.c: packs n events into out (room for n * PP_PACK_MAX);
  * returns the bytes written. */
 size_t pp_events_pack(const pp_event *ev, size_t n, unsigned char *out);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "phaseprof.h"
+#include "pp_rows.h"
 
 /* From the agent when it is loaded; NULL otherwise (then we only forward). */
 #pragma weak pp_begin_site
@@ -121,7 +122,7 @@ static void call_end(call c, const char *op, int64_t bytes, int64_t peer, int64_
 		return;
 	uint64_t t1 = pp_now();
 	pp_phase_end();
-	pp_row("comm", "isiiiii", tid(), op, (int64_t)c.t0, (int64_t)t1, bytes, peer, size);
+	pp_row_comm(tid(), op, (int64_t)c.t0, (int64_t)t1, bytes, peer, size);
 }
 
 #define SITE(kind, name) static pp_site site_ = {name, kind, 0}

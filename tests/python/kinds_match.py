@@ -1,5 +1,5 @@
-"""The phase kinds are written in C (record/include/phaseprof.h, pp_kind, and the
-names the store writes into phase_kinds) and in Python
+"""The phase kinds are written in C (record/include/phaseprof.h, PP_KINDS: the
+pp_kind enum and the names the store writes into phase_kinds) and in Python
 (python/phaseprof/kinds.py): the three must agree, value for value.
 
 usage: kinds_match.py PHASEPROF REPO_ROOT
@@ -16,16 +16,15 @@ sys.path.insert(0, os.path.join(root, "python"))
 from phaseprof import kinds  # noqa: E402
 
 src = open(os.path.join(root, "record", "include", "phaseprof.h")).read()
-body = re.search(r"typedef enum pp_kind \{(.*?)\} pp_kind;", src, re.S).group(1)
+body = re.search(r"#define PP_KINDS\(X\)(.*?)\n\s*\n", src, re.S).group(1)
 body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
-header, value = {}, -1
-for item in body.split(","):
-    m = re.match(r"\s*PP_([A-Z_]+)\s*(?:=\s*(\d+))?\s*$", item)
-    if not m:
-        continue
-    value = int(m.group(2)) if m.group(2) else value + 1
-    if m.group(1) != "KIND_COUNT":
-        header[m.group(1).lower()] = value
+header = {}
+# X(ENUM, name): values in order from 0; name is what pp_kind_name returns
+for value, (enum, name) in enumerate(re.findall(r"\bX\(\s*([A-Z_]+)\s*,\s*([a-z_]+)\s*\)", body)):
+    header[enum.lower()] = value
+    if name != enum.lower():
+        print("FAIL: phaseprof.h: PP_%s is named %r" % (enum, name))
+        sys.exit(1)
 
 with tempfile.TemporaryDirectory() as d:
     db = os.path.join(d, "k.db")

@@ -134,7 +134,7 @@ typedef struct ppgpu_decoder_stats {
 void ppgpu_decoder_stats_get(const ppgpu_decoder *d, ppgpu_decoder_stats *out);
 const char *ppgpu_decoder_error(const ppgpu_decoder *d);
 
-/* The recorder sink: writes a row into gpu_activity with pp_row(). */
+/* The recorder sink: writes a row into gpu_activity (pp_row_gpu_activity). */
 void ppgpu_row_to_recorder(const ppgpu_row *row, void *ud);
 
 /* ---- the collector ------------------------------------------------------ */
@@ -172,7 +172,7 @@ void ppgpu_collector_stats(ppgpu_decoder_stats *out);
 uint64_t ppgpu_phase_push(const char *name);
 void ppgpu_phase_pop(void);
 
-/* Writes one gpu_status row for the current run via pp_row(). */
+/* Writes one gpu_status row for the current run (pp_row_gpu_status). */
 int ppgpu_record_status(const ppgpu_probe_result *p, uint64_t records_dropped,
 			int64_t clock_offset_ns);
 
