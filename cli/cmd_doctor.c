@@ -112,7 +112,9 @@ int cmd_doctor(int argc, char **argv)
 			printf("  CUPTI        not checked: it needs a working driver first\n");
 		printf("  built with   CUPTI collector: %s; NVTX injection: %s\n",
 		       feat & PPGPU_HAVE_CUPTI ? "yes" : "no", feat & PPGPU_HAVE_NVTX ? "yes" : "no");
-		printf("  agent        %s\n", have_agent ? agent : "not found beside this binary nor in " CLI_PKGLIB_FROM_BIN " (record is unavailable)");
+		printf("  agent        %s\n", have_agent ? agent
+						  : "not found beside this binary nor in " CLI_PKGLIB_FROM_BIN
+						    " (record is unavailable)");
 		printf("\n%s\n", ppgpu_state_advice(r.state));
 		if (feat & PPGPU_HAVE_NVTX)
 			printf("NVTX ranges (nvtxRangePush/Pop, marks, domains) in wrapped programs become phases\n"
