@@ -47,19 +47,37 @@ def run(cmd, timeout=300, **kw):
 
 def clean_env(**extra):
     """The caller's environment without what would point the programs at
-    the source tree (a user's shell has none of it)."""
+    the source tree (a user's shell has none of it) or keep Python from
+    rewriting a stale .pyc (which the bytecode check would then miss)."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PHASEPROF_PYTHON", "PHASEPROF_AGENT", "LD_PRELOAD", "LD_LIBRARY_PATH",
-                        "VIRTUAL_ENV", "PYTHONHOME")}
+           if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "PHASEPROF_PYTHON", "PHASEPROF_AGENT", "LD_PRELOAD",
+                        "LD_LIBRARY_PATH", "VIRTUAL_ENV", "PYTHONHOME")}
     env.update(extra)
     return env
 
 
-def check_python_run(phaseprof, python, want_dir, name):
+def pycache(d):
+    """The .pyc files under d: path -> (mtime, size)."""
+    out = {}
+    for root, _, names in os.walk(d):
+        for n in names:
+            if n.endswith(".pyc"):
+                st = os.stat(os.path.join(root, n))
+                out[os.path.join(root, n)] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def check_python_run(phaseprof, python, want_dir, name, compiled):
     """Records prog.py with `phaseprof record`; the run, its steps and phases
-    must be in the database, the package loaded from want_dir."""
+    must be in the database, the package loaded from want_dir (compiled:
+    from the bytecode installed with it, none written again)."""
     db = os.path.join(tmp, name + ".db")
+    before = pycache(want_dir)
+    if compiled:
+        check(any("_boot." in f for f in before), "%s: the installed package is byte-compiled" % name)
     rc, out, err = run([phaseprof, "record", "-o", db, "--", python, PROG], cwd=tmp, env=clean_env())
+    if compiled:
+        check(pycache(want_dir) == before, "%s: the installed .pyc files were used as they are" % name)
     check(rc == 0, "%s: record exited %d: %s" % (name, rc, err[-2000:]))
     check(out.strip().endswith("enabled True"), "%s: phaseprof.enabled() under record: %r" % (name, out))
     if not check(os.path.exists(db), "%s: no database" % name):
@@ -93,9 +111,6 @@ def test_relocated(cmake, build, source, python, cprog, mpi):
         files.append("lib/phaseprof/libphaseprof-mpi.so")
     for f in files:
         check(os.path.isfile(os.path.join(p1, f)), "installed: %s" % f)
-    pyc = os.path.join(p1, "lib/phaseprof/python/phaseprof/__pycache__")
-    check(os.path.isdir(pyc) and any(n.startswith("_boot.") for n in os.listdir(pyc)),
-          "the installed package is byte-compiled")
     # no lookup path into the source or build tree compiled in (debug
     # information names the sources, never these folders)
     for d, _, names in os.walk(p1):
@@ -111,7 +126,8 @@ def test_relocated(cmake, build, source, python, cprog, mpi):
     p2 = os.path.realpath(p2)
     phaseprof = os.path.join(p2, "bin", "phaseprof")
 
-    check_python_run(phaseprof, python, os.path.join(p2, "lib", "phaseprof", "python"), "relocated-python")
+    check_python_run(phaseprof, python, os.path.join(p2, "lib", "phaseprof", "python"), "relocated-python",
+                     True)
 
     db = os.path.join(tmp, "c.db")
     rc, out, err = run([phaseprof, "record", "-o", db, "--", cprog], cwd=tmp, env=clean_env())
@@ -167,7 +183,7 @@ def test_pip(source, python):
           "import phaseprof in the venv: %r %s" % (out, err[-1000:]))
     if phaseprof:
         check_python_run(phaseprof, vpy, os.path.join(os.path.realpath(venv), "lib", "phaseprof", "python"),
-                         "pip-python")
+                         "pip-python", False)
 
 
 def main():
