@@ -36,6 +36,13 @@ int cli_close_store(pp_store *st);
 int cli_is_help(const char *arg);
 /* Path of the running phaseprof binary's folder (for the agent .so). */
 const char *cli_self_dir(void);
+/* Where an installed phaseprof keeps its libraries, from its own folder
+ * (the top CMakeLists.txt's installed layout). */
+#define CLI_PKGLIB_FROM_BIN "../lib/phaseprof"
+/* The path of one of phaseprof's libraries (libphaseprof-agent.so...) in
+ * out: beside the binary (the build folder), else in CLI_PKGLIB_FROM_BIN
+ * (installed). -1 when neither is readable, out then the one beside. */
+int cli_lib_path(const char *file, char *out, size_t cap);
 /* Sends stderr, and stdout when filter_stdout, through a filter that writes
  * control bytes (ESC, BEL, CR, C1, bytes that are not UTF-8) as \xNN:
  * names from a recording reach the terminal as text, never as commands

@@ -73,6 +73,25 @@ const char *cli_self_dir(void)
 	return dir;
 }
 
+int cli_lib_path(const char *file, char *out, size_t cap)
+{
+	/* the build folder's layout first: what the tests run */
+	static const char *const dirs[] = {"", "/" CLI_PKGLIB_FROM_BIN};
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		int n = snprintf(out, cap, "%s%s/%s", cli_self_dir(), dirs[i], file);
+		if (n > 0 && (size_t)n < cap && access(out, R_OK) == 0) {
+			/* bin/../lib/... named plainly: it shows in LD_PRELOAD,
+			 * doctor's output and the run's python.dir */
+			char real[PATH_MAX];
+			if (realpath(out, real) && strlen(real) < cap)
+				strcpy(out, real);
+			return 0;
+		}
+	}
+	snprintf(out, cap, "%s/%s", cli_self_dir(), file);
+	return -1;
+}
+
 int cli_parse_int64(const char *what, const char *s, long long *out)
 {
 	char *end;

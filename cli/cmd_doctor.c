@@ -71,8 +71,7 @@ int cmd_doctor(int argc, char **argv)
 			 "the driver and CUPTI work, but this phaseprof was built without the CUPTI headers");
 	}
 	char agent[4096];
-	snprintf(agent, sizeof agent, "%s/libphaseprof-agent.so", cli_self_dir());
-	int have_agent = access(agent, R_OK) == 0;
+	int have_agent = cli_lib_path("libphaseprof-agent.so", agent, sizeof agent) == 0;
 
 	if (json) {
 		printf("{\"available\":%s,\"state\":", r.state == PPGPU_OK ? "true" : "false");
@@ -113,7 +112,9 @@ int cmd_doctor(int argc, char **argv)
 			printf("  CUPTI        not checked: it needs a working driver first\n");
 		printf("  built with   CUPTI collector: %s; NVTX injection: %s\n",
 		       feat & PPGPU_HAVE_CUPTI ? "yes" : "no", feat & PPGPU_HAVE_NVTX ? "yes" : "no");
-		printf("  agent        %s\n", have_agent ? agent : "not built next to this binary (record is unavailable)");
+		printf("  agent        %s\n", have_agent ? agent
+						  : "not found beside this binary nor in " CLI_PKGLIB_FROM_BIN
+						    " (record is unavailable)");
 		printf("\n%s\n", ppgpu_state_advice(r.state));
 		if (feat & PPGPU_HAVE_NVTX)
 			printf("NVTX ranges (nvtxRangePush/Pop, marks, domains) in wrapped programs become phases\n"

@@ -462,16 +462,15 @@ int cmd_record(int argc, char **argv)
 	out = out_buf;
 
 	char agent[PATH_MAX];
-	snprintf(agent, sizeof agent, "%s/libphaseprof-agent.so", cli_self_dir());
-	if (access(agent, R_OK) != 0) {
+	if (cli_lib_path("libphaseprof-agent.so", agent, sizeof agent) != 0) {
 		cli_error("record: agent library %s is missing (build the phaseprof_agent target)", agent);
 		return 2;
 	}
 	char mpilib[PATH_MAX];
-	snprintf(mpilib, sizeof mpilib, "%s/libphaseprof-mpi.so", cli_self_dir());
+	int have_mpilib = cli_lib_path("libphaseprof-mpi.so", mpilib, sizeof mpilib) == 0;
 	if (mpi < 0)
 		mpi = pp_session_is_mpi_command(resolved);
-	if (mpi && access(mpilib, R_OK) != 0) {
+	if (mpi && !have_mpilib) {
 		cli_error("record: %s is missing (phaseprof was built without MPI); recording without "
 			  "MPI communication", mpilib);
 		mpi = 0;

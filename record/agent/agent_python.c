@@ -19,9 +19,10 @@
  *   - at the program's first line (`cpython.run_file`, `run_command`,
  *     `run_module`, `run_stdin`), ends the "python start-up" phase opened
  *     in the constructor, puts the `_phaseprof_native` module in
- *     sys.modules and loads the `phaseprof` package from the project's
- *     python/ folder by absolute path (sys.path, os.environ and __main__
- *     are not touched), then runs its boot (adapters on import).
+ *     sys.modules and loads the `phaseprof` package from the python/
+ *     folder beside the agent (PHASEPROF_PYTHON overrides it) by absolute
+ *     path (sys.path, os.environ and __main__ are not touched), then runs
+ *     its boot (adapters on import).
  * The hook ignores every other event after one character test, is guarded
  * against re-entry per thread, never raises and leaves any pending
  * exception as it found it. Once the importer is patched and the package
@@ -134,7 +135,7 @@ static int py_on;                 /* hook installed */
 static int startup_open;          /* the start-up phase is open on the main thread */
 static int first_line_seen;
 static int importer_patched;
-static char py_dir[4096];         /* the project's python/ folder */
+static char py_dir[4096];         /* the folder holding the phaseprof package */
 static char py_version[32];
 static py_object *native_mod;     /* _phaseprof_native */
 static py_object *orig_find_and_load;
@@ -839,6 +840,22 @@ static int exe_is_python(void)
 	return strncmp(b, "python", 6) == 0;
 }
 
+/* The package sits in python/ beside the agent's own file: the build
+ * folder's python/ (a link to the source's) or <prefix>/lib/phaseprof/python
+ * once installed. Found from the file, not a path fixed at build time, so
+ * an installed tree still works after it is moved. */
+static void default_py_dir(void)
+{
+	Dl_info info;
+	if (!dladdr((void *)default_py_dir, &info) || !info.dli_fname)
+		return; /* py_dir stays empty: no boot */
+	const char *slash = strrchr(info.dli_fname, '/');
+	if (slash)
+		snprintf(py_dir, sizeof py_dir, "%.*s/python", (int)(slash - info.dli_fname), info.dli_fname);
+	else
+		snprintf(py_dir, sizeof py_dir, "python");
+}
+
 void ppa_python_init(void)
 {
 	const char *setting = getenv(PP_ENV_PYTHON);
@@ -874,7 +891,10 @@ void ppa_python_init(void)
 		pp_meta("python", msg);
 		return;
 	}
-	snprintf(py_dir, sizeof py_dir, "%s", setting && *setting ? setting : PPA_PYTHON_DIR);
+	if (setting && *setting)
+		snprintf(py_dir, sizeof py_dir, "%s", setting);
+	else
+		default_py_dir();
 	P.GetVersion = ver;
 	*(void **)&P.AddAuditHook = add;
 	/* our entry is where the runtime's first bytes changed */
