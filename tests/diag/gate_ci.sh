@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CI regression gate end to end, as the README's CI job runs it: record a
+# The CI regression gate end to end, as docs/record.md's CI job runs it: record a
 # program twice (baseline and change) and `phaseprof diff --fail-on`.
 # A 4x weight_load regression fails the gate (exit 1); an identical change
 # passes (exit 0) although its times differ by noise; bad usage or input is 2.

@@ -1,4 +1,4 @@
-"""The folders are the pipeline (README.md, "Layout"): a file includes only
+"""The folders are the pipeline (README.md, "For developers"): a file includes only
 headers of its own top folder, or the public headers (an include/ folder)
 of a folder below it. Fails naming each include that breaks that, and each
 include loop between files of different folders.
