@@ -713,7 +713,7 @@ static int do_graph(ingest *g, const row *w, uint64_t offset)
 	sqlite3_stmt *s = g->ins_graph;
 	sqlite3_bind_int64(s, 1, g->run_id);
 	if (w->text[1])
-		sqlite3_bind_text(s, 2, w->text[1], (int)w->tlen[1], SQLITE_TRANSIENT);
+		sqlite3_bind_text(s, 2, w->text[1], (int)w->tlen[1], SQLITE_STATIC);
 	else
 		sqlite3_bind_null(s, 2);
 	for (int c = 2; c < 6; c++)
@@ -774,7 +774,7 @@ static int do_row(ingest *g, const pp_spool_chunk *c)
 			int64_t gid = w.v[0].type == 1 ? pp_idmap_get(&g->graphs, (uint64_t)w.v[0].i, 0) : 0;
 			sqlite3_bind_int64(s, k, gid);
 		} else if (w.v[i].type == 3) {
-			sqlite3_bind_text(s, k, w.text[i], (int)w.tlen[i], SQLITE_TRANSIENT);
+			sqlite3_bind_text(s, k, w.text[i], (int)w.tlen[i], SQLITE_STATIC);
 		} else {
 			bind_val(s, k, &w.v[i]);
 		}
@@ -809,8 +809,8 @@ static int do_meta(ingest *g, const pp_spool_chunk *c)
 			return fail(g, "keeping metadata (out of memory)");
 	sqlite3_stmt *s = g->ins_meta;
 	sqlite3_bind_int64(s, 1, g->run_id);
-	sqlite3_bind_text(s, 2, k, (int)kl, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 3, v, (int)vl, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 2, k, (int)kl, SQLITE_STATIC);
+	sqlite3_bind_text(s, 3, v, (int)vl, SQLITE_STATIC);
 	return step_done(s) == 0 ? 0 : fail(g, "writing run metadata");
 }
 
@@ -833,9 +833,9 @@ static int do_loss(ingest *g, const pp_spool_chunk *c)
 	snprintf(detail, sizeof detail, "thread %u", c->tid);
 	sqlite3_stmt *s = g->ins_loss;
 	sqlite3_bind_int64(s, 1, g->run_id);
-	sqlite3_bind_text(s, 2, src, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 2, src, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 3, cnt > INT64_MAX ? INT64_MAX : (int64_t)cnt);
-	sqlite3_bind_text(s, 4, detail, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 4, detail, -1, SQLITE_STATIC);
 	return step_done(s) == 0 ? 0 : fail(g, "writing the losses record");
 }
 
@@ -946,7 +946,7 @@ static int stage_begin(ingest *g)
 	sqlite3_bind_int64(s, 3, g->h.ppid);
 	sqlite3_bind_int64(s, 4, (int64_t)(g->h.start_unix_ns & INT64_MAX));
 	sqlite3_bind_int64(s, 5, (int64_t)(g->h.start_mono_ns & INT64_MAX));
-	sqlite3_bind_text(s, 6, pp_spool_reader_name(g->rd), -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 6, pp_spool_reader_name(g->rd), -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 7, (int64_t)pp_spool_reader_size(g->rd));
 	sqlite3_bind_text(s, 8, g->h.clock == PP_CLOCK_TSC ? "tsc" : "monotonic", -1, SQLITE_STATIC);
 	int rc = sqlite3_step(s);
@@ -1326,10 +1326,14 @@ out:
 
 /* ---------------------------------------------------------------- finish */
 
+/* Every string ingest binds outlives its statement's step, so all binds are
+ * SQLITE_STATIC: a TRANSIENT copy that fails for memory binds NULL without a
+ * word, and the row went in with a NULL (tests/oom: create + ingest N=1566,
+ * a run_meta value stored as NULL). */
 static void bind_text_or_null(sqlite3_stmt *s, int i, const char *v)
 {
 	if (v)
-		sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(s, i);
 }
