@@ -334,11 +334,35 @@ static int run_ingest(const char *db)
 
 /* What (b) read from the reference, to compare a run that said 0 with. */
 typedef struct read_result {
-	int runs, steps, findings, phases, spans, counters;
+	int runs, steps, findings, phases, spans, counters, ops, threads, graphs, meta, nodes, each_spans,
+		counter_names, kept;
 	long long step_sum;
 	char label[128], finding[64];
 } read_result;
 static read_result read_ref;
+
+/* row counters for the pp_store_each_* scans */
+static int count_kv(const pp_kv_row *r, void *ud)
+{
+	(void)r;
+	++*(int *)ud;
+	return 0;
+}
+
+static int count_span(const pp_span_row *r, void *ud)
+{
+	(void)r;
+	++*(int *)ud;
+	return 0;
+}
+
+static int count_node(const pp_graph_node_row *r, void *ud)
+{
+	(void)r;
+	++*(int *)ud;
+	return 0;
+}
+
 
 /* (b): open + typed reads; 0 when every call succeeded */
 static int run_read(const char *db, read_result *o)
@@ -351,6 +375,11 @@ static int run_read(const char *db, read_result *o)
 	pp_phase_total *ph = NULL;
 	pp_span_list sl = {0};
 	pp_counter_row *cr = NULL;
+	pp_op_stat *ops = NULL;
+	pp_thread_row *th = NULL;
+	pp_graph_info *gr = NULL;
+	char **names = NULL;
+	pp_span_list kept = {0};
 	memset(o, 0, sizeof *o);
 	pp_store *st = pp_store_open(db, PP_STORE_READ, err, sizeof err);
 	if (!st)
@@ -373,6 +402,23 @@ static int run_read(const char *db, read_result *o)
 	o->spans = sl.n;
 	if (pp_store_counter(st, runs[0].id, "loss", &cr, &o->counters) != 0)
 		goto done;
+	if (pp_store_ops(st, runs[0].id, 0, &ops, &o->ops) != 0 ||
+	    pp_store_threads(st, runs[0].id, &th, &o->threads) != 0 ||
+	    pp_store_graphs(st, runs[0].id, 0, &gr, &o->graphs) != 0 ||
+	    pp_store_each_run_meta(st, runs[0].id, count_kv, &o->meta) != 0 ||
+	    pp_store_each_span(st, runs[0].id, count_span, &o->each_spans) != 0)
+		goto done;
+	if (o->graphs > 0 && pp_store_each_graph_node(st, gr[0].id, count_node,
+						       &o->nodes) != 0)
+		goto done;
+	if (!(names = pp_store_counter_names(st, runs[0].id)))
+		goto done;
+	while (names[o->counter_names])
+		o->counter_names++;
+	int64_t left_out = 0;
+	if (pp_store_spans_kept(st, runs[0].id, PP_SPANS_KEPT_PER_NAME, &kept, &left_out) != 0)
+		goto done;
+	o->kept = kept.n;
 	rc = 0;
 done:
 	free(runs);
@@ -380,7 +426,12 @@ done:
 	free(f);
 	free(ph);
 	free(cr);
+	free(ops);
+	free(th);
+	free(gr);
+	pp_store_free_names(names);
 	pp_span_list_free(&sl);
+	pp_span_list_free(&kept);
 	if (pp_store_close(st, err, sizeof err) != 0)
 		rc = -1;
 	return rc;
@@ -455,11 +506,16 @@ static int read_once(void)
 	read_result r;
 	int rc = run_read(ref_db, &r);
 	if (rc == 0 && memcmp(&r, &read_ref, sizeof r) != 0) {
-		fprintf(stderr, "test_oom: read %d runs %d steps %d findings %d phases %d spans %d counters %lld (%s, %s); "
-			"the reference %d %d %d %d %d %d %lld (%s, %s)\n", r.runs, r.steps, r.findings, r.phases,
-			r.spans, r.counters, r.step_sum, r.label, r.finding, read_ref.runs, read_ref.steps,
-			read_ref.findings, read_ref.phases, read_ref.spans, read_ref.counters, read_ref.step_sum,
-			read_ref.label, read_ref.finding);
+		const read_result *x[2] = {&r, &read_ref};
+		for (int i = 0; i < 2; i++)
+			fprintf(stderr,
+				"test_oom: %s: runs %d steps %d findings %d phases %d spans %d counters %d ops %d "
+				"threads %d graphs %d meta %d nodes %d each_spans %d counter_names %d kept %d "
+				"%lld (%s, %s)\n",
+				i ? "the reference" : "read", x[i]->runs, x[i]->steps, x[i]->findings, x[i]->phases,
+				x[i]->spans, x[i]->counters, x[i]->ops, x[i]->threads, x[i]->graphs, x[i]->meta,
+				x[i]->nodes, x[i]->each_spans, x[i]->counter_names, x[i]->kept, x[i]->step_sum,
+				x[i]->label, x[i]->finding);
 		return 2; /* a short answer said 0 */
 	}
 	return rc;
