@@ -2,6 +2,7 @@
 #include "store.h"
 #include "store_internal.h"
 
+#include "pp_assert.h"
 #include "pp_grow.h"
 #include "pp_hash.h"
 #include "phaseprof.h"
@@ -880,8 +881,10 @@ int pp_store_close(pp_store *st, char *err, size_t errlen)
 	char e[512] = "";
 	if (st->sync_ahead_running)
 		pthread_join(st->sync_ahead, NULL);
+	/* its statements too, whatever the mode: one left unfinalized keeps
+	 * the connection from closing (and leaks it) */
+	pp_store_intern_cache_free(st);
 	if (st->mode == PP_STORE_WRITE) {
-		pp_store_intern_cache_free(st);
 		/* indexes after ingest (2.4x faster inserts), then one portable file */
 		if (pp_store_build_indexes(st, e, sizeof e) != 0)
 			rc = -1;
@@ -899,6 +902,8 @@ int pp_store_close(pp_store *st, char *err, size_t errlen)
 			}
 		}
 	}
+	/* every statement a store function prepares is finalized before it returns */
+	PP_ASSERT(sqlite3_next_stmt(st->db, NULL) == NULL);
 	if (sqlite3_close(st->db) != SQLITE_OK && rc == 0) {
 		snprintf(e, sizeof e, "%.300s: close failed: %.150s", st->path, sqlite3_errmsg(st->db));
 		rc = -1;

@@ -24,6 +24,7 @@
 #include "symbols.h"
 #include "phaseprof.h"
 #include "pp_grow.h"
+#include "pp_assert.h"
 
 #include <math.h>
 #include <signal.h>
@@ -91,6 +92,8 @@ static int batch_init(batch *b, sqlite3 *db, const char *table, const char *cols
 			}
 			sql[o++] = ')';
 		}
+		/* cap counts ncols * 2 + 3 bytes a row */
+		PP_ASSERT(o < cap);
 		sql[o] = 0;
 		if (rows == 1 && sqlite3_prepare_v2(db, sql, -1, &b->single, NULL) != SQLITE_OK)
 			goto out;
@@ -115,6 +118,9 @@ static void bind_val(sqlite3_stmt *s, int idx, const val *v)
 
 static int step_done(sqlite3_stmt *s)
 {
+	/* every statement is reset after its step: one still mid-step here
+	 * would have ignored the binds just made (SQLITE_MISUSE) */
+	PP_ASSERT(!sqlite3_stmt_busy(s));
 	int rc = sqlite3_step(s);
 	sqlite3_reset(s);
 	return rc == SQLITE_DONE ? 0 : -1;
@@ -123,6 +129,7 @@ static int step_done(sqlite3_stmt *s)
 static int batch_flush(batch *b)
 {
 	int rc = 0;
+	PP_ASSERT(b->pending >= 0 && b->pending <= BATCH_ROWS);
 	int multi = b->pending == BATCH_ROWS && ++b->full_batches > MULTI_AFTER;
 	if (multi && !b->multi && sqlite3_prepare_v2(b->db, b->multi_sql, -1, &b->multi, NULL) != SQLITE_OK)
 		return -1;
@@ -146,6 +153,7 @@ static val *batch_row(batch *b)
 {
 	if (b->pending == BATCH_ROWS && batch_flush(b) != 0)
 		return NULL;
+	PP_ASSERT(b->pending < BATCH_ROWS);
 	return &b->vals[b->pending++ * b->ncols];
 }
 

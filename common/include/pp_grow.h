@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "pp_assert.h"
+
 /* New capacity for `need` elements of `size` bytes, or 0 on overflow. */
 static inline size_t pp_grow_cap(size_t cap, size_t need, size_t size)
 {
@@ -39,6 +41,7 @@ static inline size_t pp_grow_cap(size_t cap, size_t need, size_t size)
 				r_ = -1;                                                   \
 			}                                                                  \
 		}                                                                          \
+		PP_ASSERT(r_ != 0 || (size_t)(cap) >= (size_t)(need));                     \
 		r_;                                                                        \
 	})
 
