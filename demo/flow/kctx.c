@@ -110,12 +110,6 @@ int flow_ctx_attr_bool(flow_kernel_ctx *k, const char *name, int dflt)
 	return v && v->kind == FLOW_ATTR_BOOL ? v->u.b : dflt;
 }
 
-flow_dtype flow_ctx_attr_type(flow_kernel_ctx *k, const char *name, flow_dtype dflt)
-{
-	const flow_attr_value *v = flow_attrs_find(k->attrs, name);
-	return v && v->kind == FLOW_ATTR_TYPE ? v->u.type : dflt;
-}
-
 const char *flow_ctx_attr_string(flow_kernel_ctx *k, const char *name, const char *dflt)
 {
 	const flow_attr_value *v = flow_attrs_find(k->attrs, name);

@@ -144,8 +144,3 @@ void ppa_signals_install(void)
 	}
 }
 
-/* Fork child of --no-follow-fork, or exec: nothing changes for the program. */
-int ppa_signal_held(int sig)
-{
-	return sig > 0 && sig < NSIG_MAX && atomic_load(&held[sig]) != HELD_NONE;
-}
