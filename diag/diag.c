@@ -233,9 +233,10 @@ static int analyze(pp_store *st, int64_t run_id, pp_diag_result *out)
 		rules[i].fn(&c);
 		if (pp_debug_on("diag")) {
 			clock_gettime(CLOCK_MONOTONIC, &t1);
-			pp_debug("diag", "run %lld: rule %s: %d finding%s (%.2f ms)", (long long)run_id, rules[i].id,
-				 c.n - before, c.n - before == 1 ? "" : "s",
-				 (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+			pp_debug("diag", "run %lld: rule %s: %d finding%s (%.2f ms)", (long long)run_id,
+				 rules[i].id, c.n - before, c.n - before == 1 ? "" : "s",
+				 (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+					 (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
 		}
 	}
 	diag_run_free(&run);
@@ -280,7 +281,8 @@ int pp_diag_findings(pp_store *st, int64_t run_id, pp_finding **out, int *n, int
 	 * 10^7-event run they take seconds) */
 	char v[32];
 	if (pp_store_run_meta(st, run_id, DIAG_META_KEY, v, sizeof v) == 0) {
-		pp_debug("diag", "run %lld: diagnosed before, nothing found; rules not run", (long long)run_id);
+		pp_debug("diag", "run %lld: diagnosed before, nothing found; rules not run",
+			 (long long)run_id);
 		return 0;
 	}
 	pp_debug("diag", "run %lld: never diagnosed; running the rules now (not stored)", (long long)run_id);

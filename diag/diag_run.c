@@ -110,7 +110,8 @@ int diag_slot_of(const diag_run *r, int64_t t_ns)
 	if (r->n_steps == 0 || t_ns < r->steps[0].start_ns ||
 	    t_ns > r->steps[r->n_steps - 1].end_ns)
 		return -1;
-	int slot = last_at_or_before(r->steps, r->n_steps, sizeof *r->steps, offsetof(diag_step, start_ns), t_ns);
+	int slot = last_at_or_before(r->steps, r->n_steps, sizeof *r->steps, offsetof(diag_step, start_ns),
+				     t_ns);
 	/* t is at or after the first step's start, so some step starts before it */
 	PP_ASSERT(slot >= 0 && slot < r->n_steps);
 	return slot;

@@ -688,11 +688,14 @@ static pp_store *store_open(const char *path, int mode, const _Atomic int *cance
 	/* a file from before span folding (schema version 1), opened to read */
 	st->has_span_groups = store_has_table(st, "main", "span_groups");
 	pp_debug("store", "%s: opened %s: %s, schema version %d%s", path,
-		 mode == PP_STORE_WRITE ? "for writing" : mode == PP_STORE_CHECK ? "to check" : "for reading",
-		 !exists      ? (from_image ? "new, from the built-in empty-database image" : "new, schema made by SQL")
-		 : st->fresh  ? "existing but empty (another writer's new file), schema made now"
-		 : v == 1     ? "existing, no tables yet"
-			      : "existing phaseprof database",
+		 mode == PP_STORE_WRITE   ? "for writing"
+		 : mode == PP_STORE_CHECK ? "to check"
+					  : "for reading",
+		 !exists     ? (from_image ? "new, from the built-in empty-database image"
+					   : "new, schema made by SQL")
+		 : st->fresh ? "existing but empty (another writer's new file), schema made now"
+		 : v == 1    ? "existing, no tables yet"
+			     : "existing phaseprof database",
 		 st->schema_version, st->has_span_groups ? "" : " (before span groups)");
 	return st;
 fail:

@@ -1623,17 +1623,19 @@ out:
 	if (pp_debug_on("ingest")) {
 		struct timespec t1;
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		double ms = (double)(t1.tv_sec - g->t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - g->t0.tv_nsec) / 1e6;
+		double ms =
+			(double)(t1.tv_sec - g->t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - g->t0.tv_nsec) / 1e6;
 		if (rc == 0)
-			pp_debug("ingest",
-				 "%s: run %lld: %llu bytes, %llu chunks, %llu events, %llu spans (%llu grouped, %llu open), "
-				 "%llu rows, %llu samples, %llu events and %llu rows lost%s, %.1f ms",
-				 spool_path, (long long)res->run_id, (unsigned long long)res->bytes,
-				 (unsigned long long)res->chunks, (unsigned long long)res->events,
-				 (unsigned long long)res->spans, (unsigned long long)res->spans_folded,
-				 (unsigned long long)res->open_spans, (unsigned long long)res->rows,
-				 (unsigned long long)res->samples, (unsigned long long)res->events_lost,
-				 (unsigned long long)res->rows_lost, res->truncated ? ", truncated" : "", ms);
+			pp_debug(
+				"ingest",
+				"%s: run %lld: %llu bytes, %llu chunks, %llu events, %llu spans (%llu grouped, %llu open), "
+				"%llu rows, %llu samples, %llu events and %llu rows lost%s, %.1f ms",
+				spool_path, (long long)res->run_id, (unsigned long long)res->bytes,
+				(unsigned long long)res->chunks, (unsigned long long)res->events,
+				(unsigned long long)res->spans, (unsigned long long)res->spans_folded,
+				(unsigned long long)res->open_spans, (unsigned long long)res->rows,
+				(unsigned long long)res->samples, (unsigned long long)res->events_lost,
+				(unsigned long long)res->rows_lost, res->truncated ? ", truncated" : "", ms);
 		else
 			pp_debug("ingest", "%s: not stored (%s), %.1f ms", spool_path, err, ms);
 	}

@@ -57,4 +57,3 @@ void scn_sample_proc(void)
 	if (rss)
 		pp_counter("proc.rss_bytes", (double)rss);
 }
-

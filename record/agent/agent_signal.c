@@ -143,4 +143,3 @@ void ppa_signals_install(void)
 			ppa_signal_hold(sigs[i], HELD_FATAL);
 	}
 }
-

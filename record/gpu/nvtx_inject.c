@@ -402,7 +402,6 @@ static void NVTX_API d_Initialize(const void *reserved)
 	(void)reserved;
 }
 
-
 #define SET(tab, size, id, fn)                                                 \
 	do {                                                                   \
 		if ((unsigned)(id) < (size) && (tab)[id])                      \

@@ -304,10 +304,11 @@ static void test_assert(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fmt_dur),        cmocka_unit_test(test_fmt_values),        cmocka_unit_test(test_fmt_bytes),
-		cmocka_unit_test(test_json_string),    cmocka_unit_test(test_json_writer),
-		cmocka_unit_test(test_hash_index),     cmocka_unit_test(test_hash_collisions),
-		cmocka_unit_test(test_grow),           cmocka_unit_test(test_assert),
+		cmocka_unit_test(test_fmt_dur),         cmocka_unit_test(test_fmt_values),
+		cmocka_unit_test(test_fmt_bytes),       cmocka_unit_test(test_json_string),
+		cmocka_unit_test(test_json_writer),     cmocka_unit_test(test_hash_index),
+		cmocka_unit_test(test_hash_collisions), cmocka_unit_test(test_grow),
+		cmocka_unit_test(test_assert),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

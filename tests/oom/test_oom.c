@@ -28,10 +28,10 @@
 
 /* ---- the fault injector ---- */
 
-static _Atomic long alloc_seq;     /* allocations seen since arming */
-static _Atomic long fail_at;       /* fail the fail_at-th (0: off) */
-static _Atomic int fail_persist;   /* and every one after it */
-static _Atomic long fail_hits;     /* failures injected */
+static _Atomic long alloc_seq;   /* allocations seen since arming */
+static _Atomic long fail_at;     /* fail the fail_at-th (0: off) */
+static _Atomic int fail_persist; /* and every one after it */
+static _Atomic long fail_hits;   /* failures injected */
 
 static int inject(void)
 {
@@ -363,7 +363,6 @@ static int count_node(const pp_graph_node_row *r, void *ud)
 	return 0;
 }
 
-
 /* (b): open + typed reads; 0 when every call succeeded */
 static int run_read(const char *db, read_result *o)
 {
@@ -408,8 +407,7 @@ static int run_read(const char *db, read_result *o)
 	    pp_store_each_run_meta(st, runs[0].id, count_kv, &o->meta) != 0 ||
 	    pp_store_each_span(st, runs[0].id, count_span, &o->each_spans) != 0)
 		goto done;
-	if (o->graphs > 0 && pp_store_each_graph_node(st, gr[0].id, count_node,
-						       &o->nodes) != 0)
+	if (o->graphs > 0 && pp_store_each_graph_node(st, gr[0].id, count_node, &o->nodes) != 0)
 		goto done;
 	if (!(names = pp_store_counter_names(st, runs[0].id)))
 		goto done;
@@ -466,8 +464,8 @@ static int make_spool(void)
 				pp_mark("checkpoint");
 			pp_step_end();
 		}
-		pp_row("libraries", "stiiii", "libfake.so", (int64_t)0, (int64_t)10, (int64_t)0, (int64_t)1000,
-		       (int64_t)1);
+		pp_row("libraries", "stiiii", "libfake.so", (int64_t)0, (int64_t)10, (int64_t)0,
+		       (int64_t)1000, (int64_t)1);
 		_exit(pp_close() == 0 ? 0 : 3);
 	}
 	int status;
@@ -495,10 +493,11 @@ static void ingest_check(long n, int persist, int rc)
 	if (strcmp(integrity, "ok") != 0)
 		fail("ingest N=%ld%s: integrity_check: %s", n, persist ? "+" : "", integrity);
 	if (rc == 0 && strcmp(state, state_full) != 0)
-		fail("ingest N=%ld%s: succeeded but holds %s, not %s", n, persist ? "+" : "", state, state_full);
+		fail("ingest N=%ld%s: succeeded but holds %s, not %s", n, persist ? "+" : "", state,
+		     state_full);
 	if (state[0] && strcmp(state, state_full) != 0 && strcmp(state, state_empty) != 0)
-		fail("ingest N=%ld%s: holds part of the run: %s (whole: %s; empty: %s)", n, persist ? "+" : "",
-		     state, state_full, state_empty);
+		fail("ingest N=%ld%s: holds part of the run: %s (whole: %s; empty: %s)", n,
+		     persist ? "+" : "", state, state_full, state_empty);
 }
 
 static int read_once(void)
@@ -512,10 +511,10 @@ static int read_once(void)
 				"test_oom: %s: runs %d steps %d findings %d phases %d spans %d counters %d ops %d "
 				"threads %d graphs %d meta %d nodes %d each_spans %d counter_names %d kept %d "
 				"%lld (%s, %s)\n",
-				i ? "the reference" : "read", x[i]->runs, x[i]->steps, x[i]->findings, x[i]->phases,
-				x[i]->spans, x[i]->counters, x[i]->ops, x[i]->threads, x[i]->graphs, x[i]->meta,
-				x[i]->nodes, x[i]->each_spans, x[i]->counter_names, x[i]->kept, x[i]->step_sum,
-				x[i]->label, x[i]->finding);
+				i ? "the reference" : "read", x[i]->runs, x[i]->steps, x[i]->findings,
+				x[i]->phases, x[i]->spans, x[i]->counters, x[i]->ops, x[i]->threads,
+				x[i]->graphs, x[i]->meta, x[i]->nodes, x[i]->each_spans, x[i]->counter_names,
+				x[i]->kept, x[i]->step_sum, x[i]->label, x[i]->finding);
 		return 2; /* a short answer said 0 */
 	}
 	return rc;
@@ -545,9 +544,11 @@ static void loop(const char *what, run_fn run, void (*check)(long, int, int), in
 		disarm();
 		long live1 = live_count(), sq1 = atomic_load(&sq_live);
 		if (live1 != live0)
-			fail("%s N=%ld%s: %ld allocations leaked", what, n, persist ? "+" : "", live1 - live0);
+			fail("%s N=%ld%s: %ld allocations leaked", what, n, persist ? "+" : "",
+			     live1 - live0);
 		if (sq1 != sq0)
-			fail("%s N=%ld%s: %ld SQLite allocations leaked", what, n, persist ? "+" : "", sq1 - sq0);
+			fail("%s N=%ld%s: %ld SQLite allocations leaked", what, n, persist ? "+" : "",
+			     sq1 - sq0);
 		check(n, persist, rc);
 		errors += rc != 0;
 		if (hits == 0) {
@@ -558,8 +559,8 @@ static void loop(const char *what, run_fn run, void (*check)(long, int, int), in
 		if (failures > 20)
 			break;
 	}
-	printf("%s, %s: %ld allocations, each failed in turn: %ld runs returned an error, %ld succeeded\n", what,
-	       persist ? "every one from the Nth on" : "the Nth", n - 1, errors, n - 1 - errors);
+	printf("%s, %s: %ld allocations, each failed in turn: %ld runs returned an error, %ld succeeded\n",
+	       what, persist ? "every one from the Nth on" : "the Nth", n - 1, errors, n - 1 - errors);
 	fflush(stdout);
 }
 
@@ -600,20 +601,27 @@ int main(int argc, char **argv)
 		}
 	}
 	st = pp_store_open(ref_db, PP_STORE_WRITE, err, sizeof err);
-	pp_finding f = {.run_id = 1, .rule = "oom_rule", .severity = "info", .score = 0.5, .title = "t",
-			.evidence = "e", .fix = "x"};
+	pp_finding f = {.run_id = 1,
+			.rule = "oom_rule",
+			.severity = "info",
+			.score = 0.5,
+			.title = "t",
+			.evidence = "e",
+			.fix = "x"};
 	if (!st || pp_store_add_finding(st, &f) != 0 || pp_store_close(st, err, sizeof err) != 0)
 		return 1;
-	if (run_read(ref_db, &read_ref) != 0 || read_ref.findings != 1 || read_ref.steps != 6 || read_ref.counters != 6) {
-		fprintf(stderr, "test_oom: the reference reads %d findings, %d steps, %d counters\n", read_ref.findings,
-			read_ref.steps, read_ref.counters);
+	if (run_read(ref_db, &read_ref) != 0 || read_ref.findings != 1 || read_ref.steps != 6 ||
+	    read_ref.counters != 6) {
+		fprintf(stderr, "test_oom: the reference reads %d findings, %d steps, %d counters\n",
+			read_ref.findings, read_ref.steps, read_ref.counters);
 		return 1;
 	}
 	if (db_state(ref_db, state_full, sizeof state_full, integrity, sizeof integrity) != 0)
 		return 1;
 	/* state_full for (a) is without the finding */
 	char state_ingested[8192];
-	if (ingest_once() != 0 || db_state(work_db, state_ingested, sizeof state_ingested, integrity, sizeof integrity) != 0)
+	if (ingest_once() != 0 ||
+	    db_state(work_db, state_ingested, sizeof state_ingested, integrity, sizeof integrity) != 0)
 		return 1;
 
 	if (getenv("OOM_VERBOSE"))

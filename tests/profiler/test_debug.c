@@ -79,7 +79,8 @@ static void test_stats(void **state)
 	assert_null(strstr(out, "phaseprof[debug"));
 
 	out = run("store", stats);
-	snprintf(line, sizeof line, "phaseprof[debug store]: %s: opened for reading: existing phaseprof database", db);
+	snprintf(line, sizeof line,
+		 "phaseprof[debug store]: %s: opened for reading: existing phaseprof database", db);
 	if (!strstr(out, line))
 		fail_msg("no '%s' in:\n%s", line, out);
 	assert_null(strstr(out, "phaseprof[debug diag]"));
