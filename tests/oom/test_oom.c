@@ -162,10 +162,7 @@ void *__wrap_realloc(void *old, size_t n)
 			live_add(old);
 		return NULL;
 	}
-	if (ours)
-		live_add(p);
-	else
-		live_add(p); /* a libc block now resized by us: counted from here on */
+	live_add(p); /* a block libc made (ours false) is counted from here on */
 	return p;
 }
 
