@@ -253,7 +253,6 @@ void flow_shape_set_output(flow_shape_ctx *c, int i, const flow_shape *s);
 const flow_attr_value *flow_shape_attr(flow_shape_ctx *c, const char *name);
 int64_t flow_shape_attr_int(flow_shape_ctx *c, const char *name, int64_t dflt);
 int flow_shape_attr_bool(flow_shape_ctx *c, const char *name, int dflt);
-const char *flow_shape_node_name(flow_shape_ctx *c);
 /* Sets the error (prefixed with the node name and op type) and returns -1. */
 int flow_shape_error(flow_shape_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Common shape functions. */
@@ -288,7 +287,6 @@ const char *flow_ctx_attr_string(flow_kernel_ctx *k, const char *name, const cha
 /* ints attr; *n = 0 and NULL when missing. */
 const int64_t *flow_ctx_attr_ints(flow_kernel_ctx *k, const char *name, int *n);
 flow_threadpool *flow_ctx_pool(flow_kernel_ctx *k);
-flow_allocator *flow_ctx_allocator(flow_kernel_ctx *k);
 const char *flow_ctx_node_name(flow_kernel_ctx *k);
 /* Random/stateful ops: a 64-bit word kept per node per session (per eager
  * call site: per process), 0 at first, persistent across runs — e.g. the

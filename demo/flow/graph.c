@@ -641,7 +641,6 @@ int flow_shape_attr_bool(flow_shape_ctx *c, const char *name, int dflt)
 	const flow_attr_value *v = flow_attrs_find(c->attrs, name);
 	return v && v->kind == FLOW_ATTR_BOOL ? v->u.b : dflt;
 }
-const char *flow_shape_node_name(flow_shape_ctx *c) { return c->node; }
 
 int flow_shape_error(flow_shape_ctx *c, const char *fmt, ...)
 {

@@ -128,7 +128,6 @@ const int64_t *flow_ctx_attr_ints(flow_kernel_ctx *k, const char *name, int *n)
 }
 
 flow_threadpool *flow_ctx_pool(flow_kernel_ctx *k) { return k->pool; }
-flow_allocator *flow_ctx_allocator(flow_kernel_ctx *k) { return k->alloc; }
 const char *flow_ctx_node_name(flow_kernel_ctx *k) { return k->node_name; }
 uint64_t *flow_ctx_state(flow_kernel_ctx *k) { return k->state; }
 
