@@ -8,7 +8,7 @@ ASAN_BUILD ?= build-asan
 DEMO_DB ?= phaseprof-demo.db
 DEMO_HTML ?= phaseprof-demo.html
 
-.PHONY: all deps deps-test build demo test test-plain test-asan test-fuzz test-load bench clean
+.PHONY: all deps deps-test build demo test test-plain test-asan test-fuzz test-load bench clean format-check
 
 all: build
 
@@ -68,6 +68,26 @@ test-asan:
 bench: build
 	bash scripts/install-deps.sh --bench --torch2
 	bash bench/run-all.sh $(BUILD)
+
+# The lines changed since the branch left main (committed or not), held to
+# .clang-format; the rest of the tree is left as it is (a full reformat
+# would rewrite ~5,800 of 86,000 lines, in 244 of 315 files, and tear every other branch).
+# Needs clang-format (Debian: clang-format-14, which brings git-clang-format).
+FORMAT_BASE ?= main
+CLANG_FORMAT ?= $(firstword $(shell command -v clang-format-14 clang-format 2>/dev/null))
+GIT_CLANG_FORMAT ?= $(firstword $(shell command -v git-clang-format-14 git-clang-format 2>/dev/null))
+format-check:
+	@test -n "$(CLANG_FORMAT)" -a -n "$(GIT_CLANG_FORMAT)" || \
+	  { echo "format-check: clang-format not found (apt-get install clang-format-14)"; exit 2; }
+	@base=$$(git merge-base $(FORMAT_BASE) HEAD) || exit 2; \
+	out=$$($(GIT_CLANG_FORMAT) --binary $(CLANG_FORMAT) --diff --extensions c,h,cu $$base 2>&1); \
+	case "$$out" in \
+	""|*"no modified files to format"*|*"did not modify any files"*) \
+	  echo "format-check: the lines changed since $(FORMAT_BASE) follow .clang-format";; \
+	*) printf "%s\n" "$$out"; \
+	  echo "format-check: the lines above differ from .clang-format (git clang-format $$base rewrites them)"; \
+	  exit 1;; \
+	esac
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

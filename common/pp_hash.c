@@ -1,5 +1,6 @@
 /* pp_hash.c — the hash index and the hash functions (see pp_hash.h). */
 #include "pp_hash.h"
+#include "pp_assert.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,8 @@ void pp_hash_clear(pp_hash *h)
 
 static int grow(pp_hash *h, uint32_t cap)
 {
+	/* the probe masks need a power of two, and every entry a slot */
+	PP_ASSERT(cap && (cap & (cap - 1)) == 0 && cap > h->n);
 	pp_hash_slot *s = zalloc(h->al, (size_t)cap * sizeof *s);
 	if (!s)
 		return -1;
@@ -95,5 +98,7 @@ int pp_hash_add(pp_hash *h, uint32_t hash, uint32_t id)
 		i = (i + 1) & mask;
 	h->slots[i] = (pp_hash_slot){hash, id + 1};
 	h->n++;
+	/* at most half full: every probe ends at an empty slot */
+	PP_ASSERT(h->n * 2 <= h->cap);
 	return 0;
 }

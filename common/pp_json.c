@@ -1,5 +1,6 @@
 /* pp_json.c — JSON strings and a small structured writer (see pp_json.h). */
 #include "pp_json.h"
+#include "pp_assert.h"
 
 #include <math.h>
 #include <string.h>
@@ -110,6 +111,8 @@ void pp_json_arr(pp_json *w) { open_level(w, "[", ']'); }
 
 void pp_json_end(pp_json *w)
 {
+	/* a key with no value before it would be invalid JSON */
+	PP_ASSERT(!w->after_key);
 	if (w->depth == 0)
 		return;
 	w->put(w->ud, &w->close[w->depth], 1);
@@ -118,6 +121,8 @@ void pp_json_end(pp_json *w)
 
 void pp_json_key(pp_json *w, const char *k)
 {
+	/* keys only inside an object, one per value */
+	PP_ASSERT(!w->after_key && w->close[w->depth] == '}');
 	sep(w);
 	pp_json_string(w->put, w->ud, k);
 	raw(w, ":");

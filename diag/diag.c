@@ -1,9 +1,11 @@
 /* diag.c — the rules engine: runs every rule on a run, ranks, stores, prints. */
 #include "diag_internal.h"
+#include "pp_debug.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const struct rule {
 	const char *id;
@@ -223,8 +225,22 @@ static int analyze(pp_store *st, int64_t run_id, pp_diag_result *out)
 		return -1;
 	}
 	diag_ctx c = {.run = &run};
-	for (int i = 0; i < N_RULES; i++)
+	pp_debug("diag", "run %lld: %d spans, %d steps; running %d rules", (long long)run_id, run.spans.n,
+		 run.n_steps, N_RULES);
+	for (int i = 0; i < N_RULES; i++) {
+		int before = c.n;
+		struct timespec t0, t1;
+		if (pp_debug_on("diag"))
+			clock_gettime(CLOCK_MONOTONIC, &t0);
 		rules[i].fn(&c);
+		if (pp_debug_on("diag")) {
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			pp_debug("diag", "run %lld: rule %s: %d finding%s (%.2f ms)", (long long)run_id,
+				 rules[i].id, c.n - before, c.n - before == 1 ? "" : "s",
+				 (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+					 (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+		}
+	}
 	diag_run_free(&run);
 	if (c.oom) {
 		free(c.f);
@@ -257,15 +273,21 @@ int pp_diag_findings(pp_store *st, int64_t run_id, pp_finding **out, int *n, int
 	*computed = 0;
 	if (pp_store_findings(st, run_id, out, n) != 0)
 		return -1;
-	if (*n > 0)
+	if (*n > 0) {
+		pp_debug("diag", "run %lld: %d findings stored; rules not run", (long long)run_id, *n);
 		return 0;
+	}
 	free(*out);
 	*out = NULL;
 	/* diagnosed and nothing found: the rules need not run again (on a
 	 * 10^7-event run they take seconds) */
 	char v[32];
-	if (pp_store_run_meta(st, run_id, DIAG_META_KEY, v, sizeof v) == 0)
+	if (pp_store_run_meta(st, run_id, DIAG_META_KEY, v, sizeof v) == 0) {
+		pp_debug("diag", "run %lld: diagnosed before, nothing found; rules not run",
+			 (long long)run_id);
 		return 0;
+	}
+	pp_debug("diag", "run %lld: never diagnosed; running the rules now (not stored)", (long long)run_id);
 	pp_diag_result r;
 	memset(&r, 0, sizeof r);
 	if (analyze(st, run_id, &r) != 0)

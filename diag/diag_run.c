@@ -1,5 +1,6 @@
 /* diag_run.c — loads one run for the rules and derives what they share. */
 #include "diag_internal.h"
+#include "pp_assert.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -37,9 +38,13 @@ static int build_steps(diag_run *r)
 		free(rows);
 		return -1;
 	}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		r->steps[i] = (diag_step){rows[i].step, rows[i].start_ns,
 					  rows[i].start_ns + rows[i].dur_ns};
+		/* the store gives closed steps by start: the binary searches
+		 * below (diag_step_containing, diag_slot_of) rely on it */
+		PP_ASSERT(i == 0 || rows[i].start_ns >= rows[i - 1].start_ns);
+	}
 	r->n_steps = n;
 	r->first_is_marked = n > 0 && rows[0].kind == PP_FIRST_STEP;
 	free(rows);
@@ -74,6 +79,7 @@ int diag_step_containing(const diag_run *r, int64_t start_ns, int64_t end_ns)
 			hi = mid - 1;
 		}
 	}
+	PP_ASSERT(best < r->n_steps && (best < 0 || r->steps[best].start_ns <= start_ns));
 	if (best >= 0 && end_ns <= r->steps[best].end_ns)
 		return best;
 	return -1;
@@ -104,8 +110,11 @@ int diag_slot_of(const diag_run *r, int64_t t_ns)
 	if (r->n_steps == 0 || t_ns < r->steps[0].start_ns ||
 	    t_ns > r->steps[r->n_steps - 1].end_ns)
 		return -1;
-	return last_at_or_before(r->steps, r->n_steps, sizeof *r->steps,
-				 offsetof(diag_step, start_ns), t_ns);
+	int slot = last_at_or_before(r->steps, r->n_steps, sizeof *r->steps, offsetof(diag_step, start_ns),
+				     t_ns);
+	/* t is at or after the first step's start, so some step starts before it */
+	PP_ASSERT(slot >= 0 && slot < r->n_steps);
+	return slot;
 }
 
 /* The range of by_kind holding kind's spans (empty for an odd kind). */
@@ -141,6 +150,7 @@ static int outer_with(const diag_run *r, const int *idx_of, int kind, int not_un
 	int64_t t = 0;
 	for (int j = kind_lo(r, kind); j < kind_hi(r, kind); j++) {
 		int i = r->by_kind[j];
+		PP_ASSERT(i >= 0 && i < r->spans.n && r->spans.rows[i].kind == kind);
 		const pp_span_row *s = &r->spans.rows[i];
 		int k = idx_of[i];
 		if (s->kind != kind || !r->outer[i] || k < from || k < 0)
@@ -149,6 +159,7 @@ static int outer_with(const diag_run *r, const int *idx_of, int kind, int not_un
 			continue;
 		ns++;
 		t += diag_span_dur(s);
+		PP_ASSERT(k < r->n_steps); /* a step or slot index: seen has n_steps + 1 */
 		if (seen && !seen[k]) {
 			seen[k] = 1;
 			with++;
@@ -195,6 +206,9 @@ static int *group_by(const int *kind_of, const pp_span_list *l, int at[PP_KIND_C
 		if (k >= 0 && k < PP_KIND_COUNT)
 			v[next[k]++] = i;
 	}
+	/* each kind's range filled exactly: the helpers walk at[k]..at[k+1] */
+	for (int k = 0; k < PP_KIND_COUNT; k++)
+		PP_ASSERT(next[k] == at[k + 1] && at[k + 1] <= l->n);
 	return v;
 }
 

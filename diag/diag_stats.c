@@ -1,5 +1,6 @@
 /* diag_stats.c — robust location/scale, trend tests, distribution tails. */
 #include "diag_stats.h"
+#include "pp_assert.h"
 
 #include <float.h>
 #include <math.h>
@@ -16,6 +17,7 @@ static int cmp_double(const void *a, const void *b)
 /* Small inputs use the stack; the rules pass at most a few thousand steps. */
 static double median_inplace(double *v, int n)
 {
+	PP_ASSERT(n > 0); /* callers return early on empty samples */
 	qsort(v, (size_t)n, sizeof *v, cmp_double);
 	return (n & 1) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
@@ -465,6 +467,7 @@ double diag_quantile(const double *x, int n, double q)
 	q = q < 0 ? 0 : q > 1 ? 1 : q;
 	double h = q * (n - 1);
 	int lo = (int)h;
+	PP_ASSERT(lo >= 0 && lo < n); /* q clamped to [0, 1] */
 	double r = lo + 1 < n ? v[lo] + (h - lo) * (v[lo + 1] - v[lo]) : v[lo];
 	free(v);
 	return r;

@@ -1,5 +1,6 @@
 /* spool_reader.c — checked, bounded-memory walk over a spool file. */
 #include "spool_reader.h"
+#include "pp_assert.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -199,6 +200,8 @@ static int frame(pp_spool_reader *r, pp_spool_chunk *c, size_t *padded_out)
 				    : 0;
 	c->offset = r->off;
 	c->data = r->data + r->off + sizeof ch;
+	/* checked above: the payload and its padding lie inside the file */
+	PP_ASSERT(r->off + sizeof ch + padded <= r->size && (size_t)ch.size <= padded);
 	*padded_out = padded;
 	return 1;
 }
@@ -227,6 +230,9 @@ int pp_spool_reader_next(pp_spool_reader *r, pp_spool_chunk *c)
 		return stop(r);
 	}
 	r->off += sizeof(pp_chunk_header) + padded;
+	/* the 80-byte header and whole padded chunks: the cursor stays on an
+	 * 8-byte boundary inside the file */
+	PP_ASSERT(r->off <= r->size && (r->off & 7) == 0);
 	if (r->off > r->checked)
 		r->checked = r->off;
 	drop_behind(r);

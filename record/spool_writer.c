@@ -7,6 +7,7 @@
  * abandoned (it is the program's now) and the spool reopened by name.
  */
 #include "recorder_internal.h"
+#include "pp_assert.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -217,6 +218,7 @@ static int write_all_locked(pp_spool_writer *w, struct iovec *iov, int n)
 	if (w->batch && total <= BATCH_SMALL) {
 		if (w->batch_n + total > w->batch_cap && batch_flush_locked(w) != 0)
 			return -1;
+		PP_ASSERT(w->batch_n + total <= w->batch_cap);
 		for (int i = 0; i < n; i++) {
 			if (!iov[i].iov_len)
 				continue;
@@ -316,6 +318,8 @@ size_t pp_spool_put_chunk(void *dst, size_t cap, uint16_t type, const void *p1, 
 		memcpy(d + sizeof h + n1, p2, n2);
 	h.crc = pp_crc32(pp_crc32(0, (const char *)&h + PP_CHUNK_CRC_FIELDS, PP_CHUNK_CRC_LEN), d + sizeof h, h.size);
 	memcpy(d, &h, sizeof h);
+	/* a whole chunk: the reader's cursor stays 8-aligned after it */
+	PP_ASSERT((total & 7) == 0 && total >= sizeof h + h.size);
 	return total;
 }
 
@@ -349,6 +353,8 @@ int pp_spool_fill_reserve(pp_spool_writer *w, const void *chunks, size_t n)
 	unsigned char buf[PP_SPOOL_RESERVE];
 	if (!w->reserve_at || n + sizeof(pp_chunk_header) > sizeof buf)
 		return -1;
+	/* whole chunks (pp_spool_put_chunk's): the PAD after them starts aligned */
+	PP_ASSERT((n & 7) == 0);
 	memcpy(buf, chunks, n);
 	pp_chunk_header h = {0};
 	h.magic = PP_CHUNK_MAGIC;
@@ -394,6 +400,8 @@ int pp_spool_write_chunk2(pp_spool_writer *w, uint16_t type, uint32_t tid, const
 	h.magic = PP_CHUNK_MAGIC;
 	h.type = type;
 	h.tid = tid;
+	/* the size field holds both payloads */
+	PP_ASSERT(n1 <= UINT32_MAX - n2 && (n1 == 0 || p1) && (n2 == 0 || p2));
 	h.size = n1 + n2;
 	uint32_t crc = pp_crc32(pp_crc32(0, (const char *)&h + PP_CHUNK_CRC_FIELDS, PP_CHUNK_CRC_LEN), p1, n1);
 	h.crc = n2 ? pp_crc32(crc, p2, n2) : crc;

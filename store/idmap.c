@@ -2,14 +2,18 @@
 #include "idmap.h"
 
 #include "pp_grow.h"
+#include "pp_assert.h"
 
 #include <stdlib.h>
 
 static inline pp_idmap_ent *find(const pp_idmap *m, uint32_t h, uint64_t a, uint64_t b)
 {
-	for (uint32_t it = 0, id; pp_hash_next(&m->index, h, &it, &id);)
+	for (uint32_t it = 0, id; pp_hash_next(&m->index, h, &it, &id);) {
+		/* the index names only entries already in the array */
+		PP_ASSERT(id < m->n);
 		if (m->e[id].a == a && m->e[id].b == b)
 			return &m->e[id];
+	}
 	return NULL;
 }
 
@@ -27,6 +31,7 @@ int64_t *pp_idmap_at(pp_idmap *m, uint64_t a, uint64_t b)
 		return &e->v;
 	if (PP_GROW(m->e, m->n + 1, m->cap) != 0 || pp_hash_add(&m->index, h, m->n) != 0)
 		return NULL;
+	PP_ASSERT(m->n < m->cap && m->index.n == m->n + 1);
 	m->e[m->n] = (pp_idmap_ent){a, b, 0};
 	return &m->e[m->n++].v;
 }

@@ -2,6 +2,8 @@
 #include "store.h"
 #include "store_internal.h"
 
+#include "pp_assert.h"
+#include "pp_debug.h"
 #include "pp_grow.h"
 #include "pp_hash.h"
 #include "phaseprof.h"
@@ -686,6 +688,16 @@ static pp_store *store_open(const char *path, int mode, const _Atomic int *cance
 	}
 	/* a file from before span folding (schema version 1), opened to read */
 	st->has_span_groups = store_has_table(st, "main", "span_groups");
+	pp_debug("store", "%s: opened %s: %s, schema version %d%s", path,
+		 mode == PP_STORE_WRITE   ? "for writing"
+		 : mode == PP_STORE_CHECK ? "to check"
+					  : "for reading",
+		 !exists     ? (from_image ? "new, from the built-in empty-database image"
+					   : "new, schema made by SQL")
+		 : st->fresh ? "existing but empty (another writer's new file), schema made now"
+		 : v == 1    ? "existing, no tables yet"
+			     : "existing phaseprof database",
+		 st->schema_version, st->has_span_groups ? "" : " (before span groups)");
 	return st;
 fail:
 	sqlite3_close(st->db);
@@ -881,8 +893,10 @@ int pp_store_close(pp_store *st, char *err, size_t errlen)
 	char e[512] = "";
 	if (st->sync_ahead_running)
 		pthread_join(st->sync_ahead, NULL);
+	/* its statements too, whatever the mode: one left unfinalized keeps
+	 * the connection from closing (and leaks it) */
+	pp_store_intern_cache_free(st);
 	if (st->mode == PP_STORE_WRITE) {
-		pp_store_intern_cache_free(st);
 		/* indexes after ingest (2.4x faster inserts), then one portable file */
 		if (pp_store_build_indexes(st, e, sizeof e) != 0)
 			rc = -1;
@@ -900,12 +914,17 @@ int pp_store_close(pp_store *st, char *err, size_t errlen)
 			}
 		}
 	}
+	/* every statement a store function prepares is finalized before it returns */
+	PP_ASSERT(sqlite3_next_stmt(st->db, NULL) == NULL);
 	if (sqlite3_close(st->db) != SQLITE_OK && rc == 0) {
 		snprintf(e, sizeof e, "%.300s: close failed: %.150s", st->path, sqlite3_errmsg(st->db));
 		rc = -1;
 	}
 	if (rc == 0 && st->mode == PP_STORE_WRITE && st->fresh)
 		writeback_fresh(st->path);
+	pp_debug("store", "%s: closed%s%s", st->path,
+		 st->mode == PP_STORE_WRITE ? " (indexes built, log checkpointed into one file)" : "",
+		 rc ? ": failed" : "");
 	if (rc && err)
 		snprintf(err, errlen, "%s", e);
 	free(st);
@@ -1010,5 +1029,7 @@ pp_store *pp_store_open_cancellable(const char *path, int mode, const _Atomic in
 		for (char *c = err; *c; c++)
 			if ((unsigned char)*c < 0x20)
 				*c = ' ';
+	if (!st)
+		pp_debug("store", "%s: not opened: %s", path ? path : "(none)", err ? err : "");
 	return st;
 }

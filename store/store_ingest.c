@@ -25,6 +25,8 @@
 #include "phaseprof.h"
 #include "pp_rows.h"
 #include "pp_grow.h"
+#include "pp_assert.h"
+#include "pp_debug.h"
 
 #include <math.h>
 #include <signal.h>
@@ -92,6 +94,8 @@ static int batch_init(batch *b, sqlite3 *db, const char *table, const char *cols
 			}
 			sql[o++] = ')';
 		}
+		/* cap counts ncols * 2 + 3 bytes a row */
+		PP_ASSERT(o < cap);
 		sql[o] = 0;
 		if (rows == 1 && sqlite3_prepare_v2(db, sql, -1, &b->single, NULL) != SQLITE_OK)
 			goto out;
@@ -116,6 +120,9 @@ static void bind_val(sqlite3_stmt *s, int idx, const val *v)
 
 static int step_done(sqlite3_stmt *s)
 {
+	/* every statement is reset after its step: one still mid-step here
+	 * would have ignored the binds just made (SQLITE_MISUSE) */
+	PP_ASSERT(!sqlite3_stmt_busy(s));
 	int rc = sqlite3_step(s);
 	sqlite3_reset(s);
 	return rc == SQLITE_DONE ? 0 : -1;
@@ -124,6 +131,7 @@ static int step_done(sqlite3_stmt *s)
 static int batch_flush(batch *b)
 {
 	int rc = 0;
+	PP_ASSERT(b->pending >= 0 && b->pending <= BATCH_ROWS);
 	int multi = b->pending == BATCH_ROWS && ++b->full_batches > MULTI_AFTER;
 	if (multi && !b->multi && sqlite3_prepare_v2(b->db, b->multi_sql, -1, &b->multi, NULL) != SQLITE_OK)
 		return -1;
@@ -147,6 +155,7 @@ static val *batch_row(batch *b)
 {
 	if (b->pending == BATCH_ROWS && batch_flush(b) != 0)
 		return NULL;
+	PP_ASSERT(b->pending < BATCH_ROWS);
 	return &b->vals[b->pending++ * b->ncols];
 }
 
@@ -717,7 +726,7 @@ static int do_graph(ingest *g, const row *w, uint64_t offset)
 	sqlite3_stmt *s = g->ins_graph;
 	sqlite3_bind_int64(s, 1, g->run_id);
 	if (w->text[1])
-		sqlite3_bind_text(s, 2, w->text[1], (int)w->tlen[1], SQLITE_TRANSIENT);
+		sqlite3_bind_text(s, 2, w->text[1], (int)w->tlen[1], SQLITE_STATIC);
 	else
 		sqlite3_bind_null(s, 2);
 	for (int c = 2; c < 6; c++)
@@ -778,7 +787,7 @@ static int do_row(ingest *g, const pp_spool_chunk *c)
 			int64_t gid = w.v[0].type == 1 ? pp_idmap_get(&g->graphs, (uint64_t)w.v[0].i, 0) : 0;
 			sqlite3_bind_int64(s, k, gid);
 		} else if (w.v[i].type == 3) {
-			sqlite3_bind_text(s, k, w.text[i], (int)w.tlen[i], SQLITE_TRANSIENT);
+			sqlite3_bind_text(s, k, w.text[i], (int)w.tlen[i], SQLITE_STATIC);
 		} else {
 			bind_val(s, k, &w.v[i]);
 		}
@@ -813,8 +822,8 @@ static int do_meta(ingest *g, const pp_spool_chunk *c)
 			return fail(g, "keeping metadata (out of memory)");
 	sqlite3_stmt *s = g->ins_meta;
 	sqlite3_bind_int64(s, 1, g->run_id);
-	sqlite3_bind_text(s, 2, k, (int)kl, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 3, v, (int)vl, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 2, k, (int)kl, SQLITE_STATIC);
+	sqlite3_bind_text(s, 3, v, (int)vl, SQLITE_STATIC);
 	return step_done(s) == 0 ? 0 : fail(g, "writing run metadata");
 }
 
@@ -837,9 +846,9 @@ static int do_loss(ingest *g, const pp_spool_chunk *c)
 	snprintf(detail, sizeof detail, "thread %u", c->tid);
 	sqlite3_stmt *s = g->ins_loss;
 	sqlite3_bind_int64(s, 1, g->run_id);
-	sqlite3_bind_text(s, 2, src, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 2, src, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 3, cnt > INT64_MAX ? INT64_MAX : (int64_t)cnt);
-	sqlite3_bind_text(s, 4, detail, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 4, detail, -1, SQLITE_STATIC);
 	return step_done(s) == 0 ? 0 : fail(g, "writing the losses record");
 }
 
@@ -950,7 +959,7 @@ static int stage_begin(ingest *g)
 	sqlite3_bind_int64(s, 3, g->h.ppid);
 	sqlite3_bind_int64(s, 4, (int64_t)(g->h.start_unix_ns & INT64_MAX));
 	sqlite3_bind_int64(s, 5, (int64_t)(g->h.start_mono_ns & INT64_MAX));
-	sqlite3_bind_text(s, 6, pp_spool_reader_name(g->rd), -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 6, pp_spool_reader_name(g->rd), -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 7, (int64_t)pp_spool_reader_size(g->rd));
 	sqlite3_bind_text(s, 8, g->h.clock == PP_CLOCK_TSC ? "tsc" : "monotonic", -1, SQLITE_STATIC);
 	int rc = sqlite3_step(s);
@@ -1330,10 +1339,14 @@ out:
 
 /* ---------------------------------------------------------------- finish */
 
+/* Every string ingest binds outlives its statement's step, so all binds are
+ * SQLITE_STATIC: a TRANSIENT copy that fails for memory binds NULL without a
+ * word, and the row went in with a NULL (tests/oom: create + ingest N=1566,
+ * a run_meta value stored as NULL). */
 static void bind_text_or_null(sqlite3_stmt *s, int i, const char *v)
 {
 	if (v)
-		sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(s, i);
 }
@@ -1610,6 +1623,25 @@ out:
 		/* the cache may hold ids of rolled-back strings */
 		pp_store_intern_cache_free(st);
 		res->run_id = 0;
+	}
+	if (pp_debug_on("ingest")) {
+		struct timespec t1;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double ms =
+			(double)(t1.tv_sec - g->t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - g->t0.tv_nsec) / 1e6;
+		if (rc == 0)
+			pp_debug(
+				"ingest",
+				"%s: run %lld: %llu bytes, %llu chunks, %llu events, %llu spans (%llu grouped, %llu open), "
+				"%llu rows, %llu samples, %llu events and %llu rows lost%s, %.1f ms",
+				spool_path, (long long)res->run_id, (unsigned long long)res->bytes,
+				(unsigned long long)res->chunks, (unsigned long long)res->events,
+				(unsigned long long)res->spans, (unsigned long long)res->spans_folded,
+				(unsigned long long)res->open_spans, (unsigned long long)res->rows,
+				(unsigned long long)res->samples, (unsigned long long)res->events_lost,
+				(unsigned long long)res->rows_lost, res->truncated ? ", truncated" : "", ms);
+		else
+			pp_debug("ingest", "%s: not stored (%s), %.1f ms", spool_path, err, ms);
 	}
 	free_ingest(g);
 	return rc;

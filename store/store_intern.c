@@ -4,6 +4,7 @@
 #include "store_internal.h"
 
 #include "pp_grow.h"
+#include "pp_assert.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,8 @@ void pp_store_intern_cache_free(pp_store *st)
 /* The id of a stored string, -1 if absent, -2 on a database error. */
 static int64_t select_string(pp_store *st, const char *s, size_t len)
 {
+	/* reset after every use: binding a statement mid-step fails (MISUSE) */
+	PP_ASSERT(!sqlite3_stmt_busy(st->sel_string));
 	sqlite3_bind_text(st->sel_string, 1, s, (int)len, SQLITE_STATIC);
 	int rc = sqlite3_step(st->sel_string);
 	int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(st->sel_string, 0) : rc == SQLITE_DONE ? -1 : -2;
@@ -39,6 +42,7 @@ int64_t pp_store_intern_n(pp_store *st, const char *s, size_t len)
 		return -1;
 	uint32_t h = pp_hash_mem(s, len);
 	for (uint32_t it = 0, i; pp_hash_next(&st->intern_index, h, &it, &i);) {
+		PP_ASSERT(i < st->n_interned);
 		const intern_ent *e = &st->interned[i];
 		if (e->len == len && memcmp(e->text, s, len) == 0)
 			return e->id;
@@ -60,6 +64,7 @@ int64_t pp_store_intern_n(pp_store *st, const char *s, size_t len)
 	if (id == -2)
 		return -1;
 	if (id < 0) {
+		PP_ASSERT(!sqlite3_stmt_busy(st->ins_string));
 		sqlite3_bind_text(st->ins_string, 1, s, (int)len, SQLITE_STATIC);
 		int rc = sqlite3_step(st->ins_string);
 		sqlite3_reset(st->ins_string);
@@ -73,8 +78,13 @@ int64_t pp_store_intern_n(pp_store *st, const char *s, size_t len)
 	 * that cannot be added costs only a later query */
 	if (memchr(s, 0, len) || PP_GROW(st->interned, st->n_interned + 1, st->cap_interned) != 0)
 		return id;
+	/* room in both indexes first: an add that failed after the other
+	 * succeeded left an index naming an entry never filled in (read as a
+	 * string by the next lookup of that hash) */
 	char *copy = malloc(len + 1);
-	if (copy && pp_hash_add(&st->intern_index, h, st->n_interned) == 0 &&
+	if (copy && pp_hash_reserve(&st->intern_index, st->n_interned + 1) == 0 &&
+	    pp_hash_reserve(&st->intern_by_id, st->n_interned + 1) == 0 &&
+	    pp_hash_add(&st->intern_index, h, st->n_interned) == 0 &&
 	    pp_hash_add(&st->intern_by_id, pp_hash_u64((uint64_t)id), st->n_interned) == 0) {
 		memcpy(copy, s, len);
 		copy[len] = 0;
@@ -92,8 +102,10 @@ int64_t pp_store_intern(pp_store *st, const char *s)
 
 const char *pp_store_intern_text(pp_store *st, int64_t id)
 {
-	for (uint32_t it = 0, i; pp_hash_next(&st->intern_by_id, pp_hash_u64((uint64_t)id), &it, &i);)
+	for (uint32_t it = 0, i; pp_hash_next(&st->intern_by_id, pp_hash_u64((uint64_t)id), &it, &i);) {
+		PP_ASSERT(i < st->n_interned);
 		if (st->interned[i].id == id)
 			return st->interned[i].text;
+	}
 	return NULL;
 }

@@ -3,6 +3,7 @@
 #include "store.h"
 #include "store_internal.h"
 
+#include "pp_assert.h"
 #include "pp_grow.h"
 #include "pp_hash.h"
 
@@ -86,9 +87,11 @@ int pp_store_ops(pp_store *st, int64_t run_id, int limit, pp_op_stat **out, int 
 		const op_raw *r = &sc.v[i];
 		uint32_t h = pp_hash_u64x2((uint64_t)r->name_id, (uint64_t)r->type_id), id;
 		int k = -1;
-		for (uint32_t it = 0; k < 0 && pp_hash_next(&index, h, &it, &id);)
+		for (uint32_t it = 0; k < 0 && pp_hash_next(&index, h, &it, &id);) {
+			PP_ASSERT(id < (uint32_t)nagg);
 			if (keys[id][0] == r->name_id && keys[id][1] == r->type_id)
 				k = (int)id;
+		}
 		if (k < 0) {
 			if (PP_GROW(agg, nagg + 1, cap) != 0 || PP_GROW(keys, nagg + 1, cap_keys) != 0 ||
 			    pp_hash_add(&index, h, (uint32_t)nagg) != 0)

@@ -222,7 +222,7 @@ int pp_store_set_clock_offset(pp_store *st, int64_t run_id, int64_t offset_ns, i
 		sqlite3_reset(i);
 		sqlite3_bind_int64(i, 1, run_id);
 		sqlite3_bind_text(i, 2, keys[k], -1, SQLITE_STATIC);
-		sqlite3_bind_text(i, 3, k < 2 ? v : (how ? how : ""), -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(i, 3, k < 2 ? v : (how ? how : ""), -1, SQLITE_STATIC);
 		if (sqlite3_step(i) != SQLITE_DONE)
 			goto done;
 	}

@@ -940,7 +940,10 @@ int pp_store_counter(pp_store *st, int64_t run_id, const char *name, pp_counter_
 			       -1, &s, NULL) != SQLITE_OK)
 		return -1;
 	sqlite3_bind_int64(s, 1, run_id);
-	sqlite3_bind_text(s, 2, name, -1, SQLITE_TRANSIENT);
+	/* STATIC: name outlives the statement, and a TRANSIENT copy that fails
+	 * for memory binds NULL without a word: no rows, a short answer
+	 * (tests/oom, open + read N=2714) */
+	sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
 	int cap = 0, rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (PP_GROW(*out, *n + 1, cap) != 0) {
@@ -970,12 +973,12 @@ int pp_store_add_finding(pp_store *st, const pp_finding *f)
 			       -1, &s, NULL) != SQLITE_OK)
 		return -1;
 	sqlite3_bind_int64(s, 1, f->run_id);
-	sqlite3_bind_text(s, 2, f->rule, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 3, f->severity, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 2, f->rule, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 3, f->severity, -1, SQLITE_STATIC);
 	sqlite3_bind_double(s, 4, f->score);
-	sqlite3_bind_text(s, 5, f->title, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 6, f->evidence, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 7, f->fix, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 5, f->title, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 6, f->evidence, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 7, f->fix, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
 	sqlite3_finalize(s);
 	return rc;

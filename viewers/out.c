@@ -27,7 +27,6 @@ struct pp_out {
 	char *tmp;
 	char *buf;                /* OUT_FILE/OUT_GZ: staging buffer; OUT_MEM: the data */
 	size_t len, cap;
-	uint64_t total;
 	int failed;
 	int err_no;
 };
@@ -186,7 +185,6 @@ pp_out *pp_out_memory(void)
 
 void pp_out_write(pp_out *o, const void *p, size_t n)
 {
-	o->total += n;
 	if (o->type == OUT_MEM) {
 		if (PP_GROW(o->buf, o->len + n + 1, o->cap) != 0) {
 			o->failed = 1;
@@ -220,7 +218,6 @@ void pp_out_putc(pp_out *o, int c)
 	char ch = (char)c;
 	if (o->type != OUT_MEM && o->len < o->cap) {
 		o->buf[o->len++] = ch;
-		o->total++;
 		return;
 	}
 	pp_out_write(o, &ch, 1);
@@ -333,8 +330,6 @@ const char *pp_out_data(pp_out *o, size_t *len)
 		*len = o->len;
 	return o->buf;
 }
-
-uint64_t pp_out_bytes(pp_out *o) { return o->total; }
 
 static int out_finish(pp_out *o, int keep, char *err, size_t errlen)
 {

@@ -3,6 +3,7 @@
  * (diag_steps.h). */
 #include "view_int.h"
 
+#include "pp_assert.h"
 #include "pp_json.h"
 
 #include <stdlib.h>
@@ -13,9 +14,11 @@ int pp_strtab_add(pp_strtab *t, const char *s)
 	if (!s)
 		s = "";
 	uint32_t h = pp_hash_str(s), id;
-	for (uint32_t it = 0; pp_hash_next(&t->index, h, &it, &id);)
+	for (uint32_t it = 0; pp_hash_next(&t->index, h, &it, &id);) {
+		PP_ASSERT(id < (uint32_t)t->n); /* the index names only strings already kept */
 		if (strcmp(t->s[id], s) == 0)
 			return (int)id;
+	}
 	if (PP_GROW(t->s, t->n + 1, t->cap) != 0)
 		return 0;
 	char *copy = strdup(s);

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "pp_assert.h"
+
 /* New capacity for `need` elements of `size` bytes, or 0 on overflow. */
 static inline size_t pp_grow_cap(size_t cap, size_t need, size_t size)
 {
@@ -26,20 +28,21 @@ static inline size_t pp_grow_cap(size_t cap, size_t need, size_t size)
 	return c > SIZE_MAX / size || c > INT32_MAX ? 0 : c;
 }
 
-#define PP_GROW(v, need, cap)                                                              \
-	__extension__({                                                                    \
-		int r_ = 0;                                                                \
-		if ((size_t)(need) > (size_t)(cap)) {                                      \
+#define PP_GROW(v, need, cap)                                                                \
+	__extension__({                                                                      \
+		int r_ = 0;                                                                  \
+		if ((size_t)(need) > (size_t)(cap)) {                                        \
 			size_t c_ = pp_grow_cap((size_t)(cap), (size_t)(need), sizeof *(v)); \
-			void *p_ = c_ ? realloc((v), c_ * sizeof *(v)) : NULL;             \
-			if (p_) {                                                          \
-				(v) = p_;                                                  \
-				(cap) = c_;                                                \
-			} else {                                                           \
-				r_ = -1;                                                   \
-			}                                                                  \
-		}                                                                          \
-		r_;                                                                        \
+			void *p_ = c_ ? realloc((v), c_ * sizeof *(v)) : NULL;               \
+			if (p_) {                                                            \
+				(v) = p_;                                                    \
+				(cap) = c_;                                                  \
+			} else {                                                             \
+				r_ = -1;                                                     \
+			}                                                                    \
+		}                                                                            \
+		PP_ASSERT(r_ != 0 || (size_t)(cap) >= (size_t)(need));                       \
+		r_;                                                                          \
 	})
 
 #endif

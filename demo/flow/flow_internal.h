@@ -245,7 +245,6 @@ const flow_kernel_def *flow_registry_kernel(const flow_registered_op *r, flow_de
 /* ---- shape context (shape functions) ---- */
 int flow_shape_num_inputs(flow_shape_ctx *c);         /* flattened: a list of N counts N */
 const flow_shape *flow_shape_input(flow_shape_ctx *c, int i);
-flow_dtype flow_shape_input_dtype(flow_shape_ctx *c, int i);
 /* The value of input i if it is known at build time (a Const), else NULL —
  * e.g. Reshape's shape argument. */
 const flow_tensor *flow_shape_input_const(flow_shape_ctx *c, int i);
@@ -254,7 +253,6 @@ void flow_shape_set_output(flow_shape_ctx *c, int i, const flow_shape *s);
 const flow_attr_value *flow_shape_attr(flow_shape_ctx *c, const char *name);
 int64_t flow_shape_attr_int(flow_shape_ctx *c, const char *name, int64_t dflt);
 int flow_shape_attr_bool(flow_shape_ctx *c, const char *name, int dflt);
-const char *flow_shape_node_name(flow_shape_ctx *c);
 /* Sets the error (prefixed with the node name and op type) and returns -1. */
 int flow_shape_error(flow_shape_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Common shape functions. */
@@ -285,12 +283,10 @@ const flow_attr_value *flow_ctx_attr(flow_kernel_ctx *k, const char *name);
 int64_t flow_ctx_attr_int(flow_kernel_ctx *k, const char *name, int64_t dflt);
 double flow_ctx_attr_float(flow_kernel_ctx *k, const char *name, double dflt);
 int flow_ctx_attr_bool(flow_kernel_ctx *k, const char *name, int dflt);
-flow_dtype flow_ctx_attr_type(flow_kernel_ctx *k, const char *name, flow_dtype dflt);
 const char *flow_ctx_attr_string(flow_kernel_ctx *k, const char *name, const char *dflt);
 /* ints attr; *n = 0 and NULL when missing. */
 const int64_t *flow_ctx_attr_ints(flow_kernel_ctx *k, const char *name, int *n);
 flow_threadpool *flow_ctx_pool(flow_kernel_ctx *k);
-flow_allocator *flow_ctx_allocator(flow_kernel_ctx *k);
 const char *flow_ctx_node_name(flow_kernel_ctx *k);
 /* Random/stateful ops: a 64-bit word kept per node per session (per eager
  * call site: per process), 0 at first, persistent across runs — e.g. the

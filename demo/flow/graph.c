@@ -617,10 +617,6 @@ const flow_shape *flow_shape_input(flow_shape_ctx *c, int i)
 	static const flow_shape unknown = {-1, {0}};
 	return i >= 0 && i < c->n_in ? &c->in[i] : &unknown;
 }
-flow_dtype flow_shape_input_dtype(flow_shape_ctx *c, int i)
-{
-	return i >= 0 && i < c->n_in ? c->in_dt[i] : FLOW_DT_INVALID;
-}
 const flow_tensor *flow_shape_input_const(flow_shape_ctx *c, int i)
 {
 	return c->consts && i >= 0 && i < c->n_in ? c->consts[i] : NULL;
@@ -645,7 +641,6 @@ int flow_shape_attr_bool(flow_shape_ctx *c, const char *name, int dflt)
 	const flow_attr_value *v = flow_attrs_find(c->attrs, name);
 	return v && v->kind == FLOW_ATTR_BOOL ? v->u.b : dflt;
 }
-const char *flow_shape_node_name(flow_shape_ctx *c) { return c->node; }
 
 int flow_shape_error(flow_shape_ctx *c, const char *fmt, ...)
 {

@@ -110,12 +110,6 @@ int flow_ctx_attr_bool(flow_kernel_ctx *k, const char *name, int dflt)
 	return v && v->kind == FLOW_ATTR_BOOL ? v->u.b : dflt;
 }
 
-flow_dtype flow_ctx_attr_type(flow_kernel_ctx *k, const char *name, flow_dtype dflt)
-{
-	const flow_attr_value *v = flow_attrs_find(k->attrs, name);
-	return v && v->kind == FLOW_ATTR_TYPE ? v->u.type : dflt;
-}
-
 const char *flow_ctx_attr_string(flow_kernel_ctx *k, const char *name, const char *dflt)
 {
 	const flow_attr_value *v = flow_attrs_find(k->attrs, name);
@@ -134,7 +128,6 @@ const int64_t *flow_ctx_attr_ints(flow_kernel_ctx *k, const char *name, int *n)
 }
 
 flow_threadpool *flow_ctx_pool(flow_kernel_ctx *k) { return k->pool; }
-flow_allocator *flow_ctx_allocator(flow_kernel_ctx *k) { return k->alloc; }
 const char *flow_ctx_node_name(flow_kernel_ctx *k) { return k->node_name; }
 uint64_t *flow_ctx_state(flow_kernel_ctx *k) { return k->state; }
 

@@ -396,12 +396,6 @@ void flow_random_fill_i32(int32_t *out, size_t n, uint64_t seed, uint64_t seed2,
 	flow_random_fill_i32_at(out, n, seed, seed2, 0, lo, hi, nthreads);
 }
 
-void flow_random_fill_i64(int64_t *out, size_t n, uint64_t seed, uint64_t seed2, int64_t lo,
-			  int64_t hi, int nthreads)
-{
-	flow_random_fill_i64_at(out, n, seed, seed2, 0, lo, hi, nthreads);
-}
-
 size_t flow_random_groups(size_t n, int f64)
 {
 	size_t g = f64 ? 2 : 4;

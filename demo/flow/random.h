@@ -62,10 +62,8 @@ void flow_random_fill_f32(float *out, size_t n, uint64_t seed, uint64_t seed2,
 void flow_random_fill_f64(double *out, size_t n, uint64_t seed, uint64_t seed2,
 			  flow_dist dist, double a, double b, int nthreads);
 /* Uniform integers in [lo, hi) (hi > lo), one word (i32) or two (i64) each. */
-void flow_random_fill_i32(int32_t *out, size_t n, uint64_t seed, uint64_t seed2,
-			  int32_t lo, int32_t hi, int nthreads);
-void flow_random_fill_i64(int64_t *out, size_t n, uint64_t seed, uint64_t seed2,
-			  int64_t lo, int64_t hi, int nthreads);
+void flow_random_fill_i32(int32_t *out, size_t n, uint64_t seed, uint64_t seed2, int32_t lo, int32_t hi,
+			  int nthreads);
 
 /* The same fills starting `offset` counter blocks into the stream, and the
  * number of blocks a fill of n elements consumes (to advance an offset). */

@@ -85,8 +85,6 @@ void scn_sample_proc(void);
 uint64_t scn_rss_bytes(void);
 /* CLOCK_MONOTONIC in ns (the same clock the parent stamps the fork with). */
 uint64_t scn_mono_ns(void);
-/* "<workdir>/<name>" into buf; returns buf. */
-char *scn_path(const scn_env *e, const char *name, char *buf, size_t len);
 
 /* ---- parent-side helpers (scn_analysis.c) ---- */
 typedef struct scn_series {

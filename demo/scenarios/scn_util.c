@@ -57,9 +57,3 @@ void scn_sample_proc(void)
 	if (rss)
 		pp_counter("proc.rss_bytes", (double)rss);
 }
-
-char *scn_path(const scn_env *e, const char *name, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s/%s", e->workdir ? e->workdir : ".", name);
-	return buf;
-}

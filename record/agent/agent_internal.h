@@ -199,8 +199,6 @@ void ppa_reset_tstats(void);
 void ppa_malloc_resolve(void);
 void *ppa_real_malloc(size_t n);
 void ppa_real_free(void *p);
-void *ppa_real_calloc(size_t n, size_t m);
-void *ppa_real_realloc(void *p, size_t n);
 
 /* agent_io.c */
 void ppa_io_emit(void);           /* per-path rows of files closed since the last call (+ open files if final) */

@@ -162,9 +162,13 @@ void ppa_malloc_resolve(void)
 
 /* For the agent's own bookkeeping (never counted). */
 void *ppa_real_malloc(size_t n) { RESOLVE(); return r_malloc ? r_malloc(n) : boot_alloc(n); }
-void ppa_real_free(void *p) { if (p && !in_boot(p)) { RESOLVE(); r_free(p); } }
-void *ppa_real_calloc(size_t n, size_t m) { RESOLVE(); return r_calloc(n, m); }
-void *ppa_real_realloc(void *p, size_t n) { RESOLVE(); return r_realloc(p, n); }
+void ppa_real_free(void *p)
+{
+	if (p && !in_boot(p)) {
+		RESOLVE();
+		r_free(p);
+	}
+}
 
 /* the slot of hist[]: n's leading zero bits, 64 for 0 */
 static inline unsigned size_slot(size_t n)

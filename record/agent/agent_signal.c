@@ -143,9 +143,3 @@ void ppa_signals_install(void)
 			ppa_signal_hold(sigs[i], HELD_FATAL);
 	}
 }
-
-/* Fork child of --no-follow-fork, or exec: nothing changes for the program. */
-int ppa_signal_held(int sig)
-{
-	return sig > 0 && sig < NSIG_MAX && atomic_load(&held[sig]) != HELD_NONE;
-}

@@ -44,10 +44,6 @@ static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
 static pp_nvtx_domain *all_domains;
 static pp_nvtx_string *all_strings;
 
-static struct {
-	atomic_uint_fast64_t pushes, pops, unmatched_pops, marks, range_starts, range_ends, domains;
-} stats;
-
 /* Open push/pop ranges of this thread: only ours may be popped, so a pop
  * without a push never ends a phase opened by someone else. */
 #define MAX_DEPTH 256
@@ -127,19 +123,15 @@ static int push_named(const char *name)
 	pp_phase_begin(PP_SPAN, name);
 	int level = depth;
 	depth++;
-	atomic_fetch_add(&stats.pushes, 1);
 	return level;
 }
 
 static int pop_one(void)
 {
-	if (depth <= 0) {
-		atomic_fetch_add(&stats.unmatched_pops, 1);
+	if (depth <= 0)
 		return -1;
-	}
 	depth--;
 	pp_phase_end();
-	atomic_fetch_add(&stats.pops, 1);
 	return depth;
 }
 
@@ -162,7 +154,6 @@ static void mark_named(const char *name, const nvtxEventAttributes_t *a)
 		if (have)
 			pp_counter(name, v);
 	}
-	atomic_fetch_add(&stats.marks, 1);
 }
 
 /* ---- start/end ranges ---- */
@@ -194,7 +185,6 @@ static nvtxRangeId_t range_start(const char *name)
 	r->next = ranges;
 	ranges = r;
 	pthread_mutex_unlock(&ranges_lock);
-	atomic_fetch_add(&stats.range_starts, 1);
 	return r->id;
 }
 
@@ -222,7 +212,6 @@ static void range_end(nvtxRangeId_t id)
 	ppgpu_row_to_recorder(&row, NULL);
 	free(r->name);
 	free(r);
-	atomic_fetch_add(&stats.range_ends, 1);
 }
 
 /* ---- CORE ---- */
@@ -396,7 +385,6 @@ static nvtxDomainHandle_t NVTX_API d_CreateA(const char *name)
 	d->next = all_domains;
 	all_domains = d;
 	pthread_mutex_unlock(&handles_lock);
-	atomic_fetch_add(&stats.domains, 1);
 	return (nvtxDomainHandle_t)d;
 }
 static nvtxDomainHandle_t NVTX_API d_CreateW(const wchar_t *name)
@@ -412,17 +400,6 @@ static void NVTX_API d_Destroy(nvtxDomainHandle_t d)
 static void NVTX_API d_Initialize(const void *reserved)
 {
 	(void)reserved;
-}
-
-void ppgpu_nvtx_stats_get(ppgpu_nvtx_stats *out)
-{
-	out->pushes = atomic_load(&stats.pushes);
-	out->pops = atomic_load(&stats.pops);
-	out->unmatched_pops = atomic_load(&stats.unmatched_pops);
-	out->marks = atomic_load(&stats.marks);
-	out->range_starts = atomic_load(&stats.range_starts);
-	out->range_ends = atomic_load(&stats.range_ends);
-	out->domains = atomic_load(&stats.domains);
 }
 
 #define SET(tab, size, id, fn)                                                 \

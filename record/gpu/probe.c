@@ -452,10 +452,3 @@ int ppgpu_probe_cupti(const char *libcupti, ppgpu_probe_result *r)
 	snprintf(r->reason + len, sizeof r->reason - len, "; CUPTI %u attachable", r->cupti_version);
 	return r->state;
 }
-
-int ppgpu_probe(ppgpu_probe_result *out)
-{
-	if (ppgpu_probe_driver(NULL, out) == PPGPU_OK)
-		ppgpu_probe_cupti(NULL, out);
-	return out->state;
-}

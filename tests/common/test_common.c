@@ -8,9 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "pp_assert.h"
 #include "pp_fmt.h"
 #include "pp_grow.h"
 #include "pp_hash.h"
@@ -257,13 +261,54 @@ static void test_grow(void **state)
 	free(v);
 }
 
+static int side_effects;
+static int touch(void) { return ++side_effects; }
+
+/* PP_ASSERT: in a build with PP_ASSERTS (Debug, sanitizers) a false one
+ * writes file:line and the condition to stderr and aborts; elsewhere the
+ * condition is not even evaluated. */
+static void test_assert(void **state)
+{
+	(void)state;
+	PP_ASSERT(1 + 1 == 2);
+	PP_ASSERT(touch() > 0);
+#ifdef PP_ASSERTS
+	assert_int_equal(side_effects, 1);
+	int fd[2];
+	assert_int_equal(pipe(fd), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fd[1], 2);
+		close(fd[0]);
+		int broken = 3;
+		PP_ASSERT(broken < 2);
+		_exit(0);
+	}
+	close(fd[1]);
+	char buf[512] = "";
+	ssize_t n, got = 0;
+	while ((n = read(fd[0], buf + got, sizeof buf - 1 - (size_t)got)) > 0)
+		got += n;
+	buf[got] = 0;
+	close(fd[0]);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+	if (!strstr(buf, "test_common.c:") || !strstr(buf, ": invariant failed: broken < 2\n"))
+		fail_msg("the report was '%s'", buf);
+#else
+	assert_int_equal(side_effects, 0);
+#endif
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fmt_dur),        cmocka_unit_test(test_fmt_values),        cmocka_unit_test(test_fmt_bytes),
-		cmocka_unit_test(test_json_string),    cmocka_unit_test(test_json_writer),
-		cmocka_unit_test(test_hash_index),     cmocka_unit_test(test_hash_collisions),
-		cmocka_unit_test(test_grow),
+		cmocka_unit_test(test_fmt_dur),         cmocka_unit_test(test_fmt_values),
+		cmocka_unit_test(test_fmt_bytes),       cmocka_unit_test(test_json_string),
+		cmocka_unit_test(test_json_writer),     cmocka_unit_test(test_hash_index),
+		cmocka_unit_test(test_hash_collisions), cmocka_unit_test(test_grow),
+		cmocka_unit_test(test_assert),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -42,7 +42,6 @@ void pp_out_html(pp_out *o, const char *s);       /* HTML/XML-escaped text */
 void pp_out_json_str(pp_out *o, const char *s);   /* quoted JSON string */
 /* Memory sinks only: the bytes so far (NUL-terminated) and their length. */
 const char *pp_out_data(pp_out *o, size_t *len);
-uint64_t pp_out_bytes(pp_out *o);                 /* bytes written (before compression) */
 /* Flushes and closes; returns 0, or -1 if any write failed (message in err). */
 int pp_out_close(pp_out *o, char *err, size_t errlen);
 /* Closes without keeping anything: the temporary file is removed and the

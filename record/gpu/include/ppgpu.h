@@ -58,8 +58,6 @@ int ppgpu_probe_driver(const char *libcuda, ppgpu_probe_result *out);
  * the loader path, then the build's toolkit) and try cuptiSubscribe_v2 so a
  * tool already attached is named. Updates *io, returns io->state. */
 int ppgpu_probe_cupti(const char *libcupti, ppgpu_probe_result *io);
-/* Both, with the defaults. */
-int ppgpu_probe(ppgpu_probe_result *out);
 
 const char *ppgpu_state_name(int state);     /* "no_driver", "stub_driver"… */
 /* The probe's mapping of a cuInit result; exposed for tests. */
@@ -180,11 +178,6 @@ int ppgpu_record_status(const ppgpu_probe_result *p, uint64_t records_dropped,
  * int InitializeInjection(void);                          CUDA_INJECTION64_PATH
  * int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t); NVTX_INJECTION64_PATH
  * are defined in this library with default visibility; link it whole-archive. */
-/* NVTX statistics (for tests): ranges seen, unmatched pops. */
-typedef struct ppgpu_nvtx_stats {
-	uint64_t pushes, pops, unmatched_pops, marks, range_starts, range_ends, domains;
-} ppgpu_nvtx_stats;
-void ppgpu_nvtx_stats_get(ppgpu_nvtx_stats *out);
 
 #ifdef __cplusplus
 }
