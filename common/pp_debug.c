@@ -1,5 +1,6 @@
 /* pp_debug.c — the PHASEPROF_DEBUG channel (pp_debug.h). */
 #include "pp_debug.h"
+#include "pp_env.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,7 +12,7 @@ static const char *areas; /* the variable's value, read once */
 
 static void read_env(void)
 {
-	const char *v = getenv("PHASEPROF_DEBUG");
+	const char *v = getenv(PP_ENV_DEBUG);
 	areas = v && *v && strcmp(v, "0") != 0 ? v : NULL;
 	pp_debug_state = areas != NULL;
 }

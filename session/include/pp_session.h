@@ -1,6 +1,6 @@
 /*
  * pp_session.h — the recording supervisor: runs one program under the
- * LD_PRELOAD agent (its environment: record/include/pp_env.h), waits for
+ * LD_PRELOAD agent (its environment: common/include/pp_env.h), waits for
  * it, and ingests and diagnoses every spool it left into a database.
  * `phaseprof record` is its options and its printing; this is the rest.
  *

@@ -1,4 +1,4 @@
-"""The environment protocol has one list: record/include/pp_env.h. Fails
+"""The environment protocol has one list: common/include/pp_env.h. Fails
 naming each PHASEPROF_* variable the Python package (python/phaseprof)
 uses that pp_env.h does not declare, and each C source outside pp_env.h
 that spells a "PHASEPROF_..." name as a string literal instead of its
@@ -10,7 +10,7 @@ import re
 import sys
 
 root = sys.argv[1]
-header = os.path.join(root, "record", "include", "pp_env.h")
+header = os.path.join(root, "common", "include", "pp_env.h")
 decl = re.compile(r'^\s*#\s*define\s+(PP_ENV_[A-Z0-9_]+)\s+"(PHASEPROF_[A-Z0-9_]+)"', re.M)
 declared = {}
 for macro, name in decl.findall(open(header).read()):
@@ -37,7 +37,7 @@ for d, _, files in os.walk(pkg):
         for i, line in enumerate(open(p, errors="replace"), 1):
             for v in used.findall(line):
                 if v not in names:
-                    bad.append("%s:%d: %s is not declared in record/include/pp_env.h"
+                    bad.append("%s:%d: %s is not declared in common/include/pp_env.h"
                                % (os.path.relpath(p, root), i, v))
 if npy == 0:
     print("FAIL: no Python files under %s" % pkg)

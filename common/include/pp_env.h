@@ -64,6 +64,10 @@
 /* Seconds a read query may run. Set by the user; read by the store
  * (store.c), not by anything inside the program. */
 #define PP_ENV_QUERY_TIMEOUT "PHASEPROF_QUERY_TIMEOUT"
+/* Areas of the commands' debug messages (store, ingest, diag; 1 or all).
+ * Set by the user; read by common/pp_debug.c in the phaseprof process
+ * only, never inside the program. */
+#define PP_ENV_DEBUG "PHASEPROF_DEBUG"
 
 /* --- tests only -------------------------------------------------------- */
 
