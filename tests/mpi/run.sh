@@ -60,6 +60,9 @@ ddp_job() { # PY NAME MODE STEPS
 }
 
 rank_findings() { q "$1" "SELECT rule || ': ' || title FROM findings WHERE rule LIKE 'rank_%'"; }
+# the claims among them: a balanced job may get information (one rank's
+# import of torch slower on a busy host), never a moderate or high finding
+rank_claims() { q "$1" "SELECT rule || ': ' || severity || ': ' || title FROM findings WHERE rule LIKE 'rank_%' AND severity IN ('moderate', 'high')"; }
 
 case $case_ in
 balanced)
@@ -78,7 +81,8 @@ balanced)
 		s=$(q balanced.db "SELECT count(DISTINCT step) FROM spans_v WHERE run_id=$run AND kind_name='comm' AND name='MPI_Allreduce'")
 		[ "$s" = 12 ] || fail "rank $r: allreduce in $s distinct steps, expected 12"
 	done
-	f=$(rank_findings balanced.db)
+	echo "rank findings: $(rank_findings balanced.db)"
+	f=$(rank_claims balanced.db)
 	[ -z "$f" ] || fail "findings on a balanced job: $f"
 	# rank 1's system("true") children claim rank 1 too; the rank is the mpi_job run
 	[ "$(q balanced.db "SELECT count(*) FROM run_meta WHERE key='rank' AND value='1'")" -ge 2 ] ||
@@ -479,8 +483,8 @@ ddp_*_t1|ddp_*_t2)
 	case $mode in
 	balanced)
 		ddp_job $PY j balanced 10
-		f=$(rank_findings j.db)
-		echo "rank findings: $f"
+		echo "rank findings: $(rank_findings j.db)"
+		f=$(rank_claims j.db)
 		[ -z "$f" ] || fail "rank findings on a balanced DDP job: $f"
 		;;
 	late)
